@@ -1,0 +1,10 @@
+// Command toolhost serves the devloop tools to agent CLIs over MCP.
+package main
+
+import (
+	"os"
+
+	"github.com/toolhost/toolhost/internal/cli"
+)
+
+func main() { os.Exit(cli.Main()) }

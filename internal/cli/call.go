@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/engine"
+)
+
+func newCallCmd(g *globals) *cobra.Command {
+	var sf sessionFlags
+	var args string
+	var unit string
+	cmd := &cobra.Command{
+		Use:   "call TOOL --args JSON --agent X --project-dir D",
+		Short: "Run one tool call through the full pipeline, without a client",
+		Long:  "call runs TOOL once, in-process, through the same pipeline as serve (policy, validation, sandbox, audit)\nand prints the structured result. Exit 1 when the result is an error.",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			raw := json.RawMessage(args)
+			if !json.Valid(raw) {
+				return usageErr(fmt.Errorf("--args is not valid JSON: %s", args))
+			}
+			s, err := openSession(sf.options(g))
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+			defer stop()
+			out := s.Engine.Call(ctx, engine.Request{Tool: pos[0], Args: raw, Meta: ctxinject.Meta{UnitID: unit}})
+			if out.IsError {
+				return fmt.Errorf("%s (%s/%s)", out.Message, out.Status, out.Kind)
+			}
+			var v any
+			_ = json.Unmarshal(out.Result.Structured, &v)
+			return writeJSON(cmd.OutOrStdout(), v)
+		},
+	}
+	sf.register(cmd)
+	cmd.Flags().StringVar(&args, "args", "{}", "tool arguments as a JSON object")
+	cmd.Flags().StringVar(&unit, "call-unit", "", "unit id for this call only (like _meta.unit_id)")
+	return cmd
+}

@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolhost/toolhost/internal/rpc"
+)
+
+func newServeCmd(g *globals) *cobra.Command {
+	var sf sessionFlags
+	var framing string
+	var pageSize, maxMessage int
+	var grace time.Duration
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve one agent session over MCP on stdin/stdout",
+		Long: "serve is what an agent CLI launches: JSON-RPC 2.0 on stdin/stdout (newline-delimited by default,\n" +
+			"--framing lsp for Content-Length headers). stdout carries protocol messages only; logs go to stderr.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if framing != "ndjson" && framing != "lsp" {
+				return usageErr(errorf("--framing must be ndjson or lsp, not %q", framing))
+			}
+			o := sf.options(g)
+			o.PageSize = pageSize
+			s, err := openSession(o)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			log := o.Log
+			log.Info().Str("event", "serve").Str("agent", s.Agent.Name).Str("project_dir", s.Files.ProjectDir()).
+				Str("session", s.Engine.Identity.SessionID).Str("framing", framing).Msg("serving")
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			err = rpc.Serve(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), s.Server, rpc.Options{
+				LSP: framing == "lsp", MaxMessage: maxMessage, Grace: grace, Log: log,
+			})
+			log.Info().Str("event", "exit").Int64("audit_write_failures", s.Engine.AuditFailures()).Msg("session ended")
+			return err
+		},
+	}
+	sf.register(cmd)
+	cmd.Flags().StringVar(&framing, "framing", "ndjson", "message framing: ndjson (MCP stdio) or lsp (Content-Length headers)")
+	cmd.Flags().IntVar(&pageSize, "page-size", 0, "tools per tools/list page (default 100)")
+	cmd.Flags().IntVar(&maxMessage, "max-message-bytes", rpc.DefaultMaxMessage, "largest accepted message")
+	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "how long in-flight calls may finish after EOF or SIGTERM")
+	return cmd
+}

@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolhost/toolhost/internal/agents"
+	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/registry"
+	"github.com/toolhost/toolhost/internal/server"
+	"github.com/toolhost/toolhost/internal/tools/all"
+)
+
+func newToolsCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "tools", Short: "List tools and print their schemas"}
+	cmd.AddCommand(newToolsListCmd(g), newToolsSchemaCmd())
+	return cmd
+}
+
+// agentTools returns the registry entries an agent may see (all when agent is nil).
+func agentTools(reg *registry.Registry, ag *agents.Agent) []*registry.Entry {
+	var out []*registry.Entry
+	for _, e := range reg.List() {
+		if ag == nil || ag.Allows(e.Spec.Name) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func loadAgent(file, name string) (*agents.Agent, error) {
+	if name == "" {
+		return nil, nil
+	}
+	set, err := agents.Load(file)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	ag, err := set.Find(name)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	return ag, nil
+}
+
+func newToolsListCmd(g *globals) *cobra.Command {
+	var agentName, agentsFile, policyFile string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the built-in tools (for one agent with --agent)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ag, err := loadAgent(agentsFile, agentName)
+			if err != nil {
+				return err
+			}
+			pol := policy.Load(policyFile, g.logger()).Current()
+			entries := agentTools(all.Registry(), ag)
+			if asJSON {
+				list := make([]server.ToolEntry, len(entries))
+				for i, e := range entries {
+					list[i] = server.ToolEntryOf(e.Spec)
+				}
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"tools": list})
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tPERMISSION\tTIMEOUT\tCONFIRM\tDESCRIPTION")
+			for _, e := range entries {
+				d := pol.Decide(e.Spec)
+				desc := e.Spec.Description
+				if len(desc) > 70 {
+					desc = desc[:67] + "..."
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", e.Spec.Name, d.Permission, d.Timeout, d.Confirm, desc)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&agentName, "agent", "", "only the tools this agent's toolPolicy names")
+	cmd.Flags().StringVar(&agentsFile, "agents", "", "agents file (default: embedded)")
+	cmd.Flags().StringVar(&policyFile, "policy", "", "policy file (default: embedded)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print tools/list entries as JSON")
+	return cmd
+}
+
+func newToolsSchemaCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "schema NAME",
+		Short: "Print a tool's input and output JSON Schemas",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, ok := all.Registry().Lookup(args[0])
+			if !ok {
+				return usageErr(fmt.Errorf("unknown tool %q; see toolhost tools list", args[0]))
+			}
+			return writeJSON(cmd.OutOrStdout(), map[string]any{
+				"name": e.Spec.Name, "inputSchema": e.Spec.InputSchema, "outputSchema": e.Spec.OutputSchema,
+			})
+		},
+	}
+}

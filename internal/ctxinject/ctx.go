@@ -1,0 +1,234 @@
+package ctxinject
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/rs/zerolog"
+)
+
+// Identity is who runs a session: from launch flags or TOOLHOST_* variables.
+type Identity struct {
+	PID        string // project id
+	Agent      string // short agent name: pm, architect, coder, tester, integrator, bug-triager
+	AgentName  string // template name: devloop-pm …
+	UnitID     string
+	SessionID  string
+	Company    string
+	ProjectDir string // absolute
+}
+
+// FromEnv fills empty fields of id from TOOLHOST_* environment variables.
+func (id *Identity) FromEnv(getenv func(string) string) {
+	set := func(dst *string, key string) {
+		if *dst == "" {
+			*dst = getenv(key)
+		}
+	}
+	set(&id.ProjectDir, "TOOLHOST_PROJECT_DIR")
+	set(&id.Agent, "TOOLHOST_AGENT")
+	set(&id.SessionID, "TOOLHOST_SESSION")
+	set(&id.UnitID, "TOOLHOST_UNIT")
+	set(&id.Company, "TOOLHOST_COMPANY")
+	set(&id.PID, "TOOLHOST_PID")
+}
+
+// Files is the sandbox door: every write a tool makes goes through it. Reads
+// are allowed anywhere inside the project dir.
+type Files interface {
+	// ProjectDir is the absolute project directory.
+	ProjectDir() string
+	// ReadFile reads a project-relative file (never outside the project).
+	ReadFile(rel string) ([]byte, error)
+	// WriteFile atomically replaces rel with data.
+	WriteFile(rel string, data []byte) error
+	// WriteJSON writes v pretty-printed with a trailing newline, atomically.
+	WriteJSON(rel string, v any) error
+	// AppendFile appends data (whole lines) to rel.
+	AppendFile(rel string, data []byte) error
+	// Update runs fn on the current content (nil if missing) under a
+	// cross-process lock and atomically writes what fn returns.
+	Update(rel string, fn func(old []byte) ([]byte, error)) error
+	// Lock takes the cross-process lock called name until unlock is called.
+	Lock(name string) (unlock func(), err error)
+	// CheckWrite reports whether a write to rel would be allowed and the
+	// absolute path it resolves to.
+	CheckWrite(rel string) (resolved string, err error)
+	// MkdirAll creates a project-relative directory inside the allow-list.
+	MkdirAll(rel string) error
+	// Remove removes a project-relative file inside the allow-list.
+	Remove(rel string) error
+}
+
+// Event is one line of .toolhost/events.ndjson.
+type Event struct {
+	TS      time.Time `json:"ts"`
+	Kind    string    `json:"kind"`
+	PID     string    `json:"pid,omitempty"`
+	Agent   string    `json:"agent"`
+	UnitID  string    `json:"unit_id,omitempty"`
+	CallID  string    `json:"call_id"`
+	Session string    `json:"session_id,omitempty"`
+	Payload any       `json:"payload,omitempty"`
+}
+
+// Events is the event sink (SPEC §9).
+type Events interface {
+	Emit(e Event) error
+}
+
+// TimelineEntry is one line of timeline.ndjson; Seq is assigned by Append.
+type TimelineEntry struct {
+	Seq       int64     `json:"seq"`
+	TS        time.Time `json:"ts"`
+	PID       string    `json:"pid,omitempty"`
+	Agent     string    `json:"agent"`
+	UnitID    string    `json:"unit_id,omitempty"`
+	CallID    string    `json:"call_id"`
+	SessionID string    `json:"session_id,omitempty"`
+	Kind      string    `json:"kind"`
+	Message   string    `json:"message"`
+	Data      any       `json:"data,omitempty"`
+}
+
+// Timeline is the agents' shared log with a cross-process sequence.
+type Timeline interface {
+	Append(e TimelineEntry) (seq int64, err error)
+}
+
+// Clock is the time source; tests use a fake.
+type Clock interface {
+	Now() time.Time
+}
+
+// SystemClock is the real clock.
+type SystemClock struct{}
+
+// Now returns time.Now in UTC.
+func (SystemClock) Now() time.Time { return time.Now().UTC() }
+
+// ProgressFunc reports progress of a long call to the client; a no-op when
+// the request carried no progressToken.
+type ProgressFunc func(progress, total float64, message string)
+
+// Services are the shared implementations a session hands to every call.
+type Services struct {
+	Files    Files
+	Timeline Timeline
+	Events   Events
+	Clock    Clock
+	Log      zerolog.Logger
+}
+
+// Ctx is what one tool call receives.
+type Ctx struct {
+	Identity
+	CallID     string
+	CompanyDir string
+	UnitDir    string // project-relative: units/<unit_id>
+	Services
+	Progress ProgressFunc
+	// Settings holds session settings a tool may need (e.g. the agent's
+	// sandbox cwd, the env allow-list for placeholders).
+	Settings Settings
+}
+
+// Settings are per-session knobs derived from configs.
+type Settings struct {
+	// Cwd is the agent's working directory (absolute).
+	Cwd string
+	// WriteAllowList is the agent's allow-list (for messages and checks).
+	WriteAllowList []string
+	// EnvAllowList names environment variables placeholders may expand.
+	EnvAllowList []string
+}
+
+// Meta is the _meta object of a tools/call request, as far as toolhost reads it.
+type Meta struct {
+	CallID        string          `json:"call_id,omitempty"`
+	UnitID        string          `json:"unit_id,omitempty"`
+	ProgressToken json.RawMessage `json:"progressToken,omitempty"`
+}
+
+// NewCallID returns a new ULID string.
+func NewCallID() string {
+	return ulid.MustNew(ulid.Timestamp(time.Now()), rand.Reader).String()
+}
+
+// unitPattern keeps unit ids usable as a single path segment.
+func validUnit(u string) bool {
+	if u == "" || len(u) > 64 || u == "." || u == ".." {
+		return false
+	}
+	for _, r := range u {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// New builds the Ctx of one call from the session identity, its services and
+// the request's _meta.
+func New(id Identity, svc Services, settings Settings, meta Meta, progress ProgressFunc) (*Ctx, error) {
+	c := &Ctx{Identity: id, Services: svc, Settings: settings, Progress: progress}
+	if meta.UnitID != "" {
+		if !validUnit(meta.UnitID) {
+			return nil, fmt.Errorf("_meta.unit_id %q: must be 1-64 characters of letters, digits, '-', '_' or '.'", meta.UnitID)
+		}
+		c.UnitID = meta.UnitID
+	}
+	c.CallID = meta.CallID
+	if c.CallID == "" {
+		c.CallID = NewCallID()
+	}
+	if c.UnitID != "" {
+		c.UnitDir = "units/" + c.UnitID
+	}
+	if c.Company != "" {
+		// project dir = data/companies/{cid}/projects/{pid}
+		if parent := filepath.Dir(c.ProjectDir); filepath.Base(parent) == "projects" {
+			c.CompanyDir = filepath.Dir(parent)
+		}
+	}
+	if c.Progress == nil {
+		c.Progress = func(float64, float64, string) {}
+	}
+	return c, nil
+}
+
+// ValidUnit reports whether u can name a unit directory.
+func ValidUnit(u string) bool { return validUnit(u) }
+
+// Emit appends an event stamped with this call's identity.
+func (c *Ctx) Emit(kind string, payload any) error {
+	return c.Events.Emit(Event{
+		TS: c.Clock.Now(), Kind: kind, PID: c.PID, Agent: c.Agent, UnitID: c.UnitID,
+		CallID: c.CallID, Session: c.SessionID, Payload: payload,
+	})
+}
+
+// AppendTimeline appends a timeline entry stamped with this call's identity.
+func (c *Ctx) AppendTimeline(kind, message string, data any) (int64, error) {
+	return c.Timeline.Append(TimelineEntry{
+		TS: c.Clock.Now(), PID: c.PID, Agent: c.Agent, UnitID: c.UnitID, CallID: c.CallID,
+		SessionID: c.SessionID, Kind: kind, Message: message, Data: data,
+	})
+}
+
+// Getenv returns an environment variable if it is on the env allow-list.
+func (c *Ctx) Getenv(name string) (string, bool) {
+	for _, n := range c.Settings.EnvAllowList {
+		if strings.EqualFold(n, name) {
+			v, ok := os.LookupEnv(name)
+			return v, ok
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,361 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/xeipuuv/gojsonschema"
+
+	"github.com/toolhost/toolhost/internal/agents"
+	"github.com/toolhost/toolhost/internal/audit"
+	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/registry"
+	"github.com/toolhost/toolhost/internal/tool"
+)
+
+// ErrUnknownTool is a call to a name the registry does not hold; the server
+// answers it with -32602.
+var ErrUnknownTool = errors.New("unknown tool")
+
+type unknownToolError struct{ name string }
+
+func (e *unknownToolError) Error() string {
+	return fmt.Sprintf("unknown tool %q; call tools/list for the available tools", e.name)
+}
+func (e *unknownToolError) RejectionKind() string { return "unknown_tool" }
+func (e *unknownToolError) Is(t error) bool       { return t == ErrUnknownTool }
+
+// Request is one tools/call as the server hands it over.
+type Request struct {
+	Tool     string
+	Args     json.RawMessage
+	Meta     ctxinject.Meta
+	Progress ctxinject.ProgressFunc
+}
+
+// Outcome is the classified result of a call.
+type Outcome struct {
+	Result  tool.Result
+	IsError bool
+	// Message is what the model reads when IsError is set.
+	Message  string
+	Status   string
+	Kind     string
+	ErrorID  string
+	Retries  int
+	Duration time.Duration
+	Err      error
+}
+
+// Call is the state that flows through the pipeline stages.
+type Call struct {
+	Request
+	Start    time.Time
+	Entry    *registry.Entry
+	Decision policy.Decision
+	Ctx      *ctxinject.Ctx
+	Result   tool.Result
+	Retries  int
+	// timedOut is set by the timeout stage when the tool's deadline fired.
+	timedOut bool
+}
+
+// Handler is a pipeline stage's continuation.
+type Handler func(ctx context.Context, c *Call) error
+
+// Middleware wraps a Handler with one cross-cutting concern.
+type Middleware func(Handler) Handler
+
+// Engine runs calls for one session (one agent in one project).
+type Engine struct {
+	Registry *registry.Registry
+	Agent    *agents.Agent
+	Policy   *policy.Policy
+	Audit    audit.Sink
+	Identity ctxinject.Identity
+	Services ctxinject.Services
+	Settings ctxinject.Settings
+	Log      zerolog.Logger
+	// Guard checks a shell command (bashguard.Check); nil allows all.
+	Guard func(command string) error
+
+	handler Handler
+
+	auditFailures atomic.Int64
+}
+
+// AuditFailures is the number of rows the sink failed to store.
+func (e *Engine) AuditFailures() int64 { return e.auditFailures.Load() }
+
+// Init composes the pipeline; call once before Call.
+func (e *Engine) Init() {
+	stages := []Middleware{
+		e.lookup,
+		e.agentPolicy,
+		e.permission,
+		e.validate,
+		e.inject,
+		e.guard,
+		e.timeout,
+		e.recoverPanic,
+	}
+	h := Handler(execute)
+	for i := len(stages) - 1; i >= 0; i-- {
+		h = stages[i](h)
+	}
+	e.handler = h
+}
+
+// Call runs one tool call through the pipeline, audits it and returns the
+// classified outcome. It never panics.
+func (e *Engine) Call(ctx context.Context, req Request) *Outcome {
+	c := &Call{Request: req, Start: time.Now()}
+	if c.Meta.CallID == "" {
+		c.Meta.CallID = ctxinject.NewCallID()
+	}
+	err := e.handler(ctx, c)
+	out := e.classify(ctx, c, err)
+	out.Duration = time.Since(c.Start)
+	e.record(c, out)
+	return out
+}
+
+func (e *Engine) lookup(next Handler) Handler {
+	return func(ctx context.Context, c *Call) error {
+		entry, ok := e.Registry.Lookup(c.Tool)
+		if !ok {
+			return &unknownToolError{name: c.Tool}
+		}
+		c.Entry = entry
+		return next(ctx, c)
+	}
+}
+
+func (e *Engine) agentPolicy(next Handler) Handler {
+	return func(ctx context.Context, c *Call) error {
+		if !e.Agent.Allows(c.Tool) {
+			return &tool.PermissionError{Tool: c.Tool, Agent: e.Agent.Name}
+		}
+		return next(ctx, c)
+	}
+}
+
+func (e *Engine) permission(next Handler) Handler {
+	return func(ctx context.Context, c *Call) error {
+		c.Decision = e.Policy.Current().Decide(c.Entry.Spec)
+		if !c.Decision.Allowed() {
+			detail := fmt.Sprintf("tool %s is denied by the tool policy (permission %q)", c.Tool, c.Decision.Permission)
+			if !c.Decision.Listed {
+				detail = fmt.Sprintf("tool %s is not listed in the tool policy, so it is denied", c.Tool)
+			}
+			return &tool.PermissionError{Tool: c.Tool, Agent: e.Agent.Name, Detail: detail}
+		}
+		return next(ctx, c)
+	}
+}
+
+func (e *Engine) validate(next Handler) Handler {
+	return func(ctx context.Context, c *Call) error {
+		args := c.Args
+		if len(args) == 0 || string(args) == "null" {
+			args = json.RawMessage("{}")
+			c.Args = args
+		}
+		res, err := c.Entry.Schema.Validate(gojsonschema.NewBytesLoader(args))
+		if err != nil {
+			return &tool.ValidationError{Field: "(root)", Reason: "arguments are not valid JSON: " + err.Error()}
+		}
+		if !res.Valid() {
+			return validationError(res.Errors())
+		}
+		return next(ctx, c)
+	}
+}
+
+// validationError turns schema errors into one message naming each JSON path
+// and the rule it broke.
+func validationError(errs []gojsonschema.ResultError) error {
+	parts := make([]string, 0, len(errs))
+	first := ""
+	for _, re := range errs {
+		field := jsonPath(re.Field())
+		if first == "" {
+			first = field
+		}
+		d := re.Description()
+		if d != "" {
+			d = strings.ToLower(d[:1]) + d[1:]
+		}
+		parts = append(parts, field+": "+d)
+	}
+	return &tool.ValidationError{Field: first, Reason: strings.Join(parts, "; ") + " — fix the arguments and call again"}
+}
+
+// jsonPath renders gojsonschema's "items.2.id" as "items[2].id".
+func jsonPath(field string) string {
+	if field == "(root)" || field == "" {
+		return "(root)"
+	}
+	var b strings.Builder
+	for i, p := range strings.Split(field, ".") {
+		if _, err := strconv.Atoi(p); err == nil {
+			b.WriteString("[" + p + "]")
+			continue
+		}
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+func (e *Engine) inject(next Handler) Handler {
+	return func(ctx context.Context, c *Call) error {
+		cx, err := ctxinject.New(e.Identity, e.Services, e.Settings, c.Meta, c.Progress)
+		if err != nil {
+			return &tool.ValidationError{Field: "_meta", Reason: err.Error()}
+		}
+		c.Ctx = cx
+		return next(ctx, c)
+	}
+}
+
+func (e *Engine) guard(next Handler) Handler {
+	return func(ctx context.Context, c *Call) error {
+		field := c.Entry.Spec.ShellCommandField
+		if field == "" || e.Guard == nil {
+			return next(ctx, c)
+		}
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(c.Args, &m)
+		var cmd string
+		_ = json.Unmarshal(m[field], &cmd)
+		if err := e.Guard(cmd); err != nil {
+			return err
+		}
+		return next(ctx, c)
+	}
+}
+
+func (e *Engine) timeout(next Handler) Handler {
+	return func(ctx context.Context, c *Call) error {
+		tctx, cancel := context.WithTimeoutCause(ctx, c.Decision.Timeout, errToolTimeout)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- next(tctx, c) }()
+		select {
+		case err := <-done:
+			if err != nil && context.Cause(tctx) == errToolTimeout && ctx.Err() == nil {
+				c.timedOut = true
+			}
+			return err
+		case <-tctx.Done():
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			c.timedOut = true
+			return context.DeadlineExceeded
+		}
+	}
+}
+
+var errToolTimeout = errors.New("tool timeout")
+
+type panicError struct {
+	value any
+	stack []byte
+}
+
+func (p *panicError) Error() string { return fmt.Sprintf("panic: %v", p.value) }
+
+func (e *Engine) recoverPanic(next Handler) Handler {
+	return func(ctx context.Context, c *Call) (err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				err = &panicError{value: v, stack: debug.Stack()}
+			}
+		}()
+		return next(ctx, c)
+	}
+}
+
+func execute(ctx context.Context, c *Call) error {
+	r, err := c.Entry.Tool.Call(ctx, c.Ctx, c.Args)
+	if err != nil {
+		return err
+	}
+	c.Result = r
+	return nil
+}
+
+// classify is the one place that turns a call's error into an outcome.
+func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
+	out := &Outcome{Result: c.Result, Retries: c.Retries, Err: err}
+	var rej tool.Rejection
+	var pe *panicError
+	switch {
+	case err == nil && c.Result.Failed:
+		out.Status = audit.StatusOKFalse
+	case err == nil:
+		out.Status = audit.StatusOK
+	case errors.As(err, &rej):
+		out.IsError, out.Status, out.Kind, out.Message = true, audit.StatusRejected, rej.RejectionKind(), rej.Error()
+	case c.timedOut:
+		out.IsError, out.Status, out.Kind = true, audit.StatusTimeout, "timeout"
+		out.Message = fmt.Sprintf("%s timed out after %d ms; narrow the request or raise timeout_ms in the tool policy", c.Tool, c.Decision.Timeout.Milliseconds())
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		out.IsError, out.Status, out.Kind, out.Message = true, audit.StatusCancelled, "cancelled", "cancelled by the client"
+	case errors.As(err, &pe):
+		out.IsError, out.Status, out.Kind = true, audit.StatusError, "panic"
+		out.ErrorID = ctxinject.NewCallID()
+		out.Message = fmt.Sprintf("internal error in %s (error id %s); the daemon is still serving, report the id", c.Tool, out.ErrorID)
+		e.Log.Error().Str("event", "tool_panic").Str("tool", c.Tool).Str("error_id", out.ErrorID).
+			Str("panic", fmt.Sprint(pe.value)).Str("stack", string(pe.stack)).Msg("tool panicked")
+	default:
+		out.IsError, out.Status, out.Kind = true, audit.StatusError, "system"
+		out.ErrorID = ctxinject.NewCallID()
+		out.Message = fmt.Sprintf("%s failed: %v (error id %s)", c.Tool, err, out.ErrorID)
+		e.Log.Error().Str("event", "tool_error").Str("tool", c.Tool).Str("error_id", out.ErrorID).Err(err).Msg("tool failed")
+	}
+	return out
+}
+
+func (e *Engine) record(c *Call, out *Outcome) {
+	row := &audit.Row{
+		TS: time.Now().UTC(), SessionID: e.Identity.SessionID, PID: e.Identity.PID,
+		Agent: e.Identity.Agent, UnitID: e.Identity.UnitID, Tool: c.Tool, Source: "builtin",
+		Arguments: c.Request.Args, Status: out.Status, ErrorKind: out.Kind, ErrorID: out.ErrorID,
+		RetryCount: out.Retries, DurationMS: float64(out.Duration.Microseconds()) / 1000,
+	}
+	if out.IsError {
+		row.Error = out.Message
+	} else if c.Result.Failed {
+		row.Error = c.Result.Reason
+	}
+	if c.Entry != nil {
+		row.Source = c.Entry.Spec.Source
+	}
+	row.CallID = c.Meta.CallID
+	if c.Ctx != nil {
+		row.UnitID = c.Ctx.UnitID
+	} else if c.Meta.UnitID != "" {
+		row.UnitID = c.Meta.UnitID
+	}
+	if e.Audit == nil {
+		return
+	}
+	if err := e.Audit.Write(row); err != nil {
+		e.auditFailures.Add(1)
+		e.Log.Error().Str("event", "audit_write_failed").Str("tool", c.Tool).Str("call_id", row.CallID).Err(err).Msg("audit row not stored")
+	}
+}

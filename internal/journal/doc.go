@@ -1,0 +1,7 @@
+// Package journal implements the two shared logs every tool may write:
+// events (.toolhost/events.ndjson, SPEC §9) and the agents' timeline
+// (timeline.ndjson) whose seq is strictly increasing across processes.
+//
+// Both write through the sandbox door (a service sandbox whose allow-list is
+// exactly these files); this package must never open files itself.
+package journal

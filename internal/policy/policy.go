@@ -1,0 +1,204 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/toolhost/toolhost/configs"
+	"github.com/toolhost/toolhost/internal/tool"
+)
+
+// Permissions a rule may name. Anything else means deny.
+const (
+	Read  = "read"
+	Write = "write"
+	Deny  = "deny"
+)
+
+// Rule is one tool's entry in the policy file.
+type Rule struct {
+	Permission string `json:"permission"`
+	TimeoutMS  int    `json:"timeout_ms,omitempty"`
+	MaxRetries int    `json:"max_retries,omitempty"`
+	Confirm    bool   `json:"confirm,omitempty"`
+}
+
+// Upstream is an MCP server whose tools toolhost offers through its gate.
+type Upstream struct {
+	Name               string            `json:"name"`
+	Transport          string            `json:"transport"`
+	Command            string            `json:"command,omitempty"`
+	Args               []string          `json:"args,omitempty"`
+	Env                map[string]string `json:"env,omitempty"`
+	URL                string            `json:"url,omitempty"`
+	Headers            map[string]string `json:"headers,omitempty"`
+	DiscoveryTimeoutMS int               `json:"discovery_timeout_ms,omitempty"`
+	CallTimeoutMS      int               `json:"call_timeout_ms,omitempty"`
+}
+
+// File is the parsed policy document.
+type File struct {
+	Tools        map[string]Rule `json:"tools"`
+	Upstream     []Upstream      `json:"upstream,omitempty"`
+	EnvAllowList []string        `json:"env_allowlist,omitempty"`
+}
+
+// Parse parses and checks a policy document.
+func Parse(data []byte) (*File, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f File
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("policy file: %w", err)
+	}
+	if f.Tools == nil {
+		return nil, fmt.Errorf("policy file: missing \"tools\" object")
+	}
+	for name, r := range f.Tools {
+		if r.TimeoutMS < 0 || r.MaxRetries < 0 {
+			return nil, fmt.Errorf("policy file: tools.%s: timeout_ms and max_retries must not be negative", name)
+		}
+	}
+	seen := map[string]bool{}
+	for i, u := range f.Upstream {
+		if !tool.NamePattern.MatchString(u.Name) || seen[u.Name] {
+			return nil, fmt.Errorf("policy file: upstream[%d]: name %q must be unique and match %s", i, u.Name, tool.NamePattern)
+		}
+		seen[u.Name] = true
+		switch u.Transport {
+		case "stdio":
+			if u.Command == "" {
+				return nil, fmt.Errorf("policy file: upstream %s: stdio needs a command", u.Name)
+			}
+		case "http":
+			if u.URL == "" {
+				return nil, fmt.Errorf("policy file: upstream %s: http needs a url", u.Name)
+			}
+		default:
+			return nil, fmt.Errorf("policy file: upstream %s: transport must be stdio or http, not %q", u.Name, u.Transport)
+		}
+	}
+	return &f, nil
+}
+
+// Decision is what the policy says about one call.
+type Decision struct {
+	Permission string
+	Timeout    time.Duration
+	MaxRetries int
+	Confirm    bool
+	Listed     bool
+}
+
+// Allowed reports whether the permission lets the tool run.
+func (d Decision) Allowed() bool { return d.Permission == Read || d.Permission == Write }
+
+// DefaultTimeout applies when neither the policy nor the tool names one.
+const DefaultTimeout = 30 * time.Second
+
+// Policy is the live policy, reloaded when its file changes.
+type Policy struct {
+	path string
+	log  zerolog.Logger
+	cur  atomic.Pointer[File]
+
+	mu    sync.Mutex
+	mtime time.Time
+	size  int64
+}
+
+// Load reads the policy at path; an empty path means the embedded default
+// (never reloaded). A broken first load leaves an empty policy and logs
+// tool_policy_invalid.
+func Load(path string, log zerolog.Logger) *Policy {
+	p := &Policy{path: path, log: log}
+	if path == "" {
+		f, err := Parse(configs.ToolsJSON)
+		if err != nil {
+			panic("embedded tools.json: " + err.Error())
+		}
+		p.cur.Store(f)
+		return p
+	}
+	p.cur.Store(&File{Tools: map[string]Rule{}})
+	p.reload(true)
+	return p
+}
+
+// Path is the watched file ("" for the embedded default).
+func (p *Policy) Path() string { return p.path }
+
+// Current returns the policy in force, re-reading the file first if its mtime
+// or size changed. A call keeps the *File it got, so a reload never affects a
+// running call.
+func (p *Policy) Current() *File {
+	if p.path != "" {
+		p.reload(false)
+	}
+	return p.cur.Load()
+}
+
+func (p *Policy) reload(first bool) {
+	fi, err := os.Stat(p.path)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		if first {
+			p.log.Error().Str("event", "tool_policy_invalid").Str("path", p.path).Err(err).Msg("policy file unreadable; using an empty policy")
+		}
+		return
+	}
+	if !first && fi.ModTime().Equal(p.mtime) && fi.Size() == p.size {
+		return
+	}
+	p.mtime, p.size = fi.ModTime(), fi.Size()
+	data, err := os.ReadFile(p.path)
+	var f *File
+	if err == nil {
+		f, err = Parse(data)
+	}
+	if err != nil {
+		p.log.Error().Str("event", "tool_policy_invalid").Str("path", p.path).Err(err).Msg("policy file rejected; keeping the last good policy")
+		return
+	}
+	p.cur.Store(f)
+	if !first {
+		p.log.Info().Str("event", "tool_policy_reloaded").Str("path", p.path).Int("tools", len(f.Tools)).Msg("policy reloaded")
+	}
+}
+
+// Decide returns the decision for a tool under f. Built-in tools missing from
+// the file get the defaults their spec declares; upstream tools missing from
+// it are denied.
+func (f *File) Decide(s *tool.Spec) Decision {
+	r, listed := f.Tools[s.Name]
+	if !listed {
+		if s.Source != "" && s.Source != "builtin" {
+			return Decision{Permission: Deny}
+		}
+		r = Rule{Permission: s.Effect.String()}
+	}
+	d := Decision{Permission: r.Permission, MaxRetries: r.MaxRetries, Confirm: r.Confirm, Listed: listed}
+	switch {
+	case r.TimeoutMS > 0:
+		d.Timeout = time.Duration(r.TimeoutMS) * time.Millisecond
+	case s.Timeout > 0:
+		d.Timeout = s.Timeout
+	default:
+		d.Timeout = DefaultTimeout
+	}
+	if d.Permission != Read && d.Permission != Write {
+		d.Permission = Deny
+	}
+	if d.Permission != Read {
+		d.MaxRetries = 0
+	}
+	return d
+}

@@ -1,0 +1,358 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+
+	"github.com/toolhost/toolhost/internal/engine"
+	"github.com/toolhost/toolhost/internal/rpc"
+	"github.com/toolhost/toolhost/internal/tool"
+)
+
+// SupportedVersions are the MCP protocol revisions served, newest first.
+var SupportedVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+
+// DefaultPageSize is the number of tools per tools/list page.
+const DefaultPageSize = 100
+
+// Server is the MCP method surface of one session.
+type Server struct {
+	Engine   *engine.Engine
+	Name     string
+	Version  string
+	PageSize int
+	Log      zerolog.Logger
+	// Visible reports whether a tool is listed for this session (the agent's
+	// toolPolicy and the policy permission decide).
+	Visible func(name string) bool
+
+	mu          sync.Mutex
+	initialized bool
+	clientCaps  ClientCapabilities
+	listCache   atomic.Pointer[listing]
+	logLevel    atomic.Int32
+}
+
+// ClientCapabilities is what toolhost reads of the client's capabilities.
+type ClientCapabilities struct {
+	Elicitation *json.RawMessage `json:"elicitation,omitempty"`
+	Roots       *json.RawMessage `json:"roots,omitempty"`
+	Sampling    *json.RawMessage `json:"sampling,omitempty"`
+}
+
+// ClientCaps returns the capabilities the client declared in initialize.
+func (s *Server) ClientCaps() ClientCapabilities {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.clientCaps
+}
+
+type listing struct {
+	entries []json.RawMessage
+	gen     string
+}
+
+// InvalidateTools drops the cached tools/list (the tool set changed).
+func (s *Server) InvalidateTools() { s.listCache.Store(nil) }
+
+func (s *Server) tools() *listing {
+	if l := s.listCache.Load(); l != nil {
+		return l
+	}
+	l := &listing{}
+	var names []string
+	for _, e := range s.Engine.Registry.List() {
+		if s.Visible != nil && !s.Visible(e.Spec.Name) {
+			continue
+		}
+		names = append(names, e.Spec.Name)
+		b, err := json.Marshal(toolEntry(e.Spec))
+		if err != nil {
+			s.Log.Error().Err(err).Str("tool", e.Spec.Name).Msg("encode tool entry")
+			continue
+		}
+		l.entries = append(l.entries, b)
+	}
+	l.gen = strconv.FormatUint(fnv(strings.Join(names, ",")), 36)
+	s.listCache.Store(l)
+	return l
+}
+
+func fnv(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// ToolEntry is one tools/list entry.
+type ToolEntry struct {
+	Name         string           `json:"name"`
+	Title        string           `json:"title,omitempty"`
+	Description  string           `json:"description"`
+	InputSchema  json.RawMessage  `json:"inputSchema"`
+	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
+	Annotations  tool.Annotations `json:"annotations"`
+}
+
+func toolEntry(s *tool.Spec) ToolEntry {
+	return ToolEntry{Name: s.Name, Title: s.Title, Description: s.Description, InputSchema: s.InputSchema,
+		OutputSchema: s.OutputSchema, Annotations: s.Annotations()}
+}
+
+// ToolEntryOf returns the tools/list entry for a spec.
+func ToolEntryOf(s *tool.Spec) ToolEntry { return toolEntry(s) }
+
+// Handle implements rpc.Handler.
+func (s *Server) Handle(ctx context.Context, peer rpc.Peer, method string, params json.RawMessage) (any, error) {
+	switch method {
+	case "initialize":
+		return s.initialize(params)
+	case "ping":
+		return struct{}{}, nil
+	case "tools/list":
+		return s.listTools(params)
+	case "tools/call":
+		return s.callTool(ctx, peer, params)
+	case "logging/setLevel":
+		return s.setLevel(params)
+	case "resources/list":
+		return map[string]any{"resources": []any{}}, nil
+	case "prompts/list":
+		return map[string]any{"prompts": []any{}}, nil
+	}
+	return nil, rpc.NewError(rpc.CodeMethodNotFound, fmt.Sprintf("method %q not found", method))
+}
+
+// Notification implements rpc.Handler.
+func (s *Server) Notification(_ context.Context, _ rpc.Peer, method string, _ json.RawMessage) {
+	if method == "notifications/initialized" {
+		s.mu.Lock()
+		s.initialized = true
+		s.mu.Unlock()
+	}
+}
+
+func (s *Server) initialize(params json.RawMessage) (any, error) {
+	var p struct {
+		ProtocolVersion string             `json:"protocolVersion"`
+		Capabilities    ClientCapabilities `json:"capabilities"`
+		ClientInfo      struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+		} `json:"clientInfo"`
+	}
+	if err := json.Unmarshal(orEmpty(params), &p); err != nil {
+		return nil, rpc.NewError(rpc.CodeInvalidParams, "initialize: "+err.Error())
+	}
+	version := SupportedVersions[0]
+	for _, v := range SupportedVersions {
+		if v == p.ProtocolVersion {
+			version = v
+		}
+	}
+	s.mu.Lock()
+	s.clientCaps = p.Capabilities
+	s.mu.Unlock()
+	s.Log.Info().Str("event", "initialize").Str("client", p.ClientInfo.Name).Str("client_version", p.ClientInfo.Version).
+		Str("requested", p.ProtocolVersion).Str("negotiated", version).Msg("client initialized")
+	return map[string]any{
+		"protocolVersion": version,
+		"capabilities": map[string]any{
+			"tools":   map[string]any{"listChanged": true},
+			"logging": map[string]any{},
+		},
+		"serverInfo":   map[string]any{"name": s.Name, "version": s.Version},
+		"instructions": "toolhost serves the devloop tools of one agent session. Every path argument is relative to the project dir. A result with isError explains what to change.",
+	}, nil
+}
+
+func orEmpty(p json.RawMessage) json.RawMessage {
+	if len(p) == 0 || string(p) == "null" {
+		return json.RawMessage("{}")
+	}
+	return p
+}
+
+func (s *Server) listTools(params json.RawMessage) (any, error) {
+	var p struct {
+		Cursor *string `json:"cursor"`
+	}
+	if err := json.Unmarshal(orEmpty(params), &p); err != nil {
+		return nil, rpc.NewError(rpc.CodeInvalidParams, "tools/list: "+err.Error())
+	}
+	l := s.tools()
+	size := s.PageSize
+	if size <= 0 {
+		size = DefaultPageSize
+	}
+	start := 0
+	if p.Cursor != nil {
+		n, err := decodeCursor(*p.Cursor, l.gen)
+		if err != nil || n > len(l.entries) {
+			return nil, rpc.NewError(rpc.CodeInvalidParams, "tools/list: invalid cursor; start again without a cursor")
+		}
+		start = n
+	}
+	end := min(start+size, len(l.entries))
+	res := struct {
+		Tools      []json.RawMessage `json:"tools"`
+		NextCursor string            `json:"nextCursor,omitempty"`
+	}{Tools: l.entries[start:end]}
+	if res.Tools == nil {
+		res.Tools = []json.RawMessage{}
+	}
+	if end < len(l.entries) {
+		res.NextCursor = encodeCursor(end, l.gen)
+	}
+	return res, nil
+}
+
+func encodeCursor(offset int, gen string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("v1:" + gen + ":" + strconv.Itoa(offset)))
+}
+
+func decodeCursor(c, gen string) (int, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, err
+	}
+	parts := strings.Split(string(b), ":")
+	if len(parts) != 3 || parts[0] != "v1" || parts[1] != gen {
+		return 0, fmt.Errorf("stale or foreign cursor")
+	}
+	n, err := strconv.Atoi(parts[2])
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad offset")
+	}
+	return n, nil
+}
+
+type callParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Meta      json.RawMessage `json:"_meta"`
+}
+
+func (s *Server) callTool(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p callParams
+	if err := json.Unmarshal(orEmpty(params), &p); err != nil {
+		return nil, rpc.NewError(rpc.CodeInvalidParams, "tools/call: "+err.Error())
+	}
+	if p.Name == "" {
+		return nil, rpc.NewError(rpc.CodeInvalidParams, "tools/call: missing tool name")
+	}
+	req := engine.Request{Tool: p.Name, Args: p.Arguments}
+	if len(p.Meta) > 0 {
+		if err := json.Unmarshal(p.Meta, &req.Meta); err != nil {
+			return nil, rpc.NewError(rpc.CodeInvalidParams, "tools/call: _meta: "+err.Error())
+		}
+	}
+	if tok := req.Meta.ProgressToken; len(tok) > 0 && string(tok) != "null" {
+		req.Progress = progressSender(ctx, peer, tok)
+	}
+	out := s.Engine.Call(ctx, req)
+	return s.result(ctx, peer, out)
+}
+
+// progressSender returns a ProgressFunc that only ever sends increasing
+// progress values, as MCP requires.
+func progressSender(ctx context.Context, peer rpc.Peer, token json.RawMessage) func(float64, float64, string) {
+	var mu sync.Mutex
+	last := math.Inf(-1)
+	return func(progress, total float64, message string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if progress <= last {
+			return
+		}
+		last = progress
+		n := map[string]any{"progressToken": token, "progress": progress}
+		if total > 0 {
+			n["total"] = total
+		}
+		if message != "" {
+			n["message"] = message
+		}
+		_ = peer.Notify(ctx, "notifications/progress", n)
+	}
+}
+
+// result maps an outcome to the wire: the one place that decides between a
+// protocol error and an isError result.
+func (s *Server) result(ctx context.Context, peer rpc.Peer, out *engine.Outcome) (any, error) {
+	if out.Kind == "unknown_tool" {
+		return nil, rpc.NewError(rpc.CodeInvalidParams, out.Message)
+	}
+	if out.IsError {
+		s.clientLog(ctx, peer, out)
+		return map[string]any{
+			"content": []any{map[string]any{"type": "text", "text": out.Message}},
+			"isError": true,
+		}, nil
+	}
+	if len(out.Result.Raw) > 0 {
+		return out.Result.Raw, nil
+	}
+	return map[string]any{
+		"content":           []any{map[string]any{"type": "text", "text": string(out.Result.Structured)}},
+		"structuredContent": out.Result.Structured,
+		"isError":           false,
+	}, nil
+}
+
+// Log levels of MCP logging/setLevel, in order.
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+func levelIndex(l string) int {
+	for i, n := range logLevels {
+		if n == l {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *Server) setLevel(params json.RawMessage) (any, error) {
+	var p struct {
+		Level string `json:"level"`
+	}
+	_ = json.Unmarshal(orEmpty(params), &p)
+	i := levelIndex(p.Level)
+	if i < 0 {
+		return nil, rpc.NewError(rpc.CodeInvalidParams, fmt.Sprintf("logging/setLevel: level must be one of %s", strings.Join(logLevels, ", ")))
+	}
+	s.logLevel.Store(int32(i) + 1)
+	return struct{}{}, nil
+}
+
+// clientLog sends a notifications/message about a failed call when the
+// client asked for logs at that level.
+func (s *Server) clientLog(ctx context.Context, peer rpc.Peer, out *engine.Outcome) {
+	set := s.logLevel.Load()
+	if set == 0 {
+		return
+	}
+	level := "warning"
+	if out.Status == "error" {
+		level = "error"
+	}
+	if int32(levelIndex(level))+1 < set {
+		return
+	}
+	_ = peer.Notify(ctx, "notifications/message", map[string]any{
+		"level": level, "logger": "toolhost",
+		"data": map[string]any{"status": out.Status, "kind": out.Kind, "message": out.Message},
+	})
+}

@@ -1,0 +1,18 @@
+// Package tool is the contract every toolhost tool satisfies.
+//
+// A tool is a typed Go function: an input struct whose field tags become the
+// JSON Schema the model reads, an output struct that becomes the outputSchema,
+// and func(ctx, *ctxinject.Ctx, In) (Out, error). New builds a Tool from such a
+// function; the registry compiles its schemas once at start.
+//
+// Outcomes follow the failure model of SPEC §5:
+//   - an expected failure is a normal result whose Status has OK=false and a
+//     Reason (return Out with Status.OK=false, or the error from Fail);
+//   - a rejection (validation, sandbox, guard, policy) is an error implementing
+//     Rejection, shown to the model as isError with its message;
+//   - anything else is a system failure: the model sees a short message and an
+//     error id, the log keeps the detail.
+//
+// This package must never import the engine, the registry, the server or rpc:
+// tools depend on the contract, not on the machinery that runs them.
+package tool

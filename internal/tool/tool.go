@@ -1,0 +1,200 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"time"
+
+	"github.com/invopop/jsonschema"
+
+	"github.com/toolhost/toolhost/internal/ctxinject"
+)
+
+// Effect is what a tool does to the world; it decides the MCP annotations and
+// the default permission when the policy file does not list the tool.
+type Effect int
+
+const (
+	// ReadOnly tools change nothing on disk (readOnlyHint).
+	ReadOnly Effect = iota
+	// Additive tools write, but never destroy earlier state (append, create).
+	Additive
+	// Destructive tools may overwrite or remove earlier state (destructiveHint).
+	Destructive
+)
+
+// String returns the default policy permission for the effect.
+func (e Effect) String() string {
+	if e == ReadOnly {
+		return "read"
+	}
+	return "write"
+}
+
+// NamePattern is the rule every tool name follows (MCP and Anthropic API).
+var NamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// Spec describes a tool to clients and to the engine.
+type Spec struct {
+	Name        string
+	Title       string
+	Description string
+	Effect      Effect
+	// Idempotent is true when repeating a call with the same input leaves the
+	// same state (idempotentHint).
+	Idempotent bool
+	// Timeout is the tool's default; the policy file may override it.
+	Timeout time.Duration
+	// ShellCommandField names the input field that holds a shell command; the
+	// engine runs the Bash guard on it before the tool executes.
+	ShellCommandField string
+	// Source is "builtin" or "mcp:<server>".
+	Source       string
+	InputSchema  json.RawMessage
+	OutputSchema json.RawMessage
+}
+
+// Annotations are the MCP tool annotations derived from the effect.
+type Annotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    bool   `json:"readOnlyHint"`
+	DestructiveHint bool   `json:"destructiveHint"`
+	IdempotentHint  bool   `json:"idempotentHint"`
+	OpenWorldHint   bool   `json:"openWorldHint"`
+}
+
+// Annotations returns the MCP annotations of the spec.
+func (s *Spec) Annotations() Annotations {
+	return Annotations{
+		Title:           s.Title,
+		ReadOnlyHint:    s.Effect == ReadOnly,
+		DestructiveHint: s.Effect == Destructive,
+		IdempotentHint:  s.Idempotent || s.Effect == ReadOnly,
+		OpenWorldHint:   s.Source != "" && s.Source != "builtin",
+	}
+}
+
+// Tool is what the registry holds and the engine runs.
+type Tool interface {
+	Spec() *Spec
+	// Call runs the tool on arguments that already passed schema validation.
+	// It returns the structured result as JSON.
+	Call(ctx context.Context, c *ctxinject.Ctx, args json.RawMessage) (Result, error)
+}
+
+// Result is a successful (possibly ok:false) tool result.
+type Result struct {
+	// Structured is the JSON object sent as structuredContent and as text.
+	Structured json.RawMessage
+	// Failed is true for an expected failure (ok:false).
+	Failed bool
+	// Reason is the ok:false reason.
+	Reason string
+	// Raw, when set, is a complete MCP CallToolResult passed through as is
+	// (upstream tools).
+	Raw json.RawMessage
+}
+
+// Status is embedded in every output struct: ok, and the reason when not ok.
+type Status struct {
+	OK     bool   `json:"ok" jsonschema_description:"true when the tool did what was asked; false for an expected failure, explained in reason"`
+	Reason string `json:"reason,omitempty" jsonschema_description:"why ok is false, and what to change"`
+}
+
+func (s Status) outcome() (bool, string) { return s.OK, s.Reason }
+
+type outcomer interface{ outcome() (bool, string) }
+
+// Failure is an expected failure: the model sees {ok:false, reason}.
+type Failure struct{ Reason string }
+
+func (f *Failure) Error() string { return f.Reason }
+
+// Fail returns an expected failure with a formatted reason.
+func Fail(format string, args ...any) error {
+	return &Failure{Reason: fmt.Sprintf(format, args...)}
+}
+
+// Func is the typed function behind a tool.
+type Func[In, Out any] func(ctx context.Context, c *ctxinject.Ctx, in In) (Out, error)
+
+type typed[In, Out any] struct {
+	spec Spec
+	fn   Func[In, Out]
+}
+
+// New builds a Tool from a typed function; the schemas are reflected from In
+// and Out here, once.
+func New[In, Out any](spec Spec, fn Func[In, Out]) Tool {
+	var in In
+	var out Out
+	if spec.Source == "" {
+		spec.Source = "builtin"
+	}
+	spec.InputSchema = Reflect(in, false)
+	spec.OutputSchema = Reflect(out, true)
+	return &typed[In, Out]{spec: spec, fn: fn}
+}
+
+func (t *typed[In, Out]) Spec() *Spec { return &t.spec }
+
+func (t *typed[In, Out]) Call(ctx context.Context, c *ctxinject.Ctx, args json.RawMessage) (Result, error) {
+	var in In
+	if len(args) > 0 {
+		if err := json.Unmarshal(args, &in); err != nil {
+			return Result{}, &ValidationError{Field: "(root)", Reason: err.Error()}
+		}
+	}
+	out, err := t.fn(ctx, c, in)
+	if err != nil {
+		var f *Failure
+		if errors.As(err, &f) {
+			b, _ := json.Marshal(Status{OK: false, Reason: f.Reason})
+			return Result{Structured: b, Failed: true, Reason: f.Reason}, nil
+		}
+		return Result{}, err
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return Result{}, fmt.Errorf("encode %s result: %w", t.spec.Name, err)
+	}
+	r := Result{Structured: b}
+	if o, ok := any(out).(outcomer); ok {
+		if okay, reason := o.outcome(); !okay {
+			r.Failed, r.Reason = true, reason
+		}
+	}
+	return r, nil
+}
+
+var reflector = jsonschema.Reflector{ExpandedStruct: true, DoNotReference: true}
+
+// Reflect returns the JSON Schema of v's type: a top-level object, no $ref,
+// additionalProperties false. For outputs only "ok" is required, so that an
+// ok:false result still matches the schema.
+func Reflect(v any, output bool) json.RawMessage {
+	t := reflect.TypeOf(v)
+	s := reflector.ReflectFromType(t)
+	s.Version = ""
+	s.ID = ""
+	if s.Type == "" {
+		s.Type = "object"
+	}
+	if output {
+		s.Required = nil
+		if s.Properties != nil {
+			if _, ok := s.Properties.Get("ok"); ok {
+				s.Required = []string{"ok"}
+			}
+		}
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("tool: reflect schema of %v: %v", t, err))
+	}
+	return b
+}

@@ -1,0 +1,247 @@
+package persist
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/tool"
+)
+
+// TodoItemInput is one step of a todolist as the agent writes it.
+type TodoItemInput struct {
+	ID          string   `json:"id" jsonschema:"pattern=^step-\\d{3}$" jsonschema_description:"step id, step-001 … step-999"`
+	Description string   `json:"description" jsonschema:"minLength=1,maxLength=2000" jsonschema_description:"what this step does"`
+	DependsOn   []string `json:"depends_on,omitempty" jsonschema_description:"ids of steps that must be done before this one starts"`
+}
+
+// WriteTodolistInput replaces the agent's todolist.
+type WriteTodolistInput struct {
+	Items []TodoItemInput `json:"items" jsonschema:"minItems=1,maxItems=500" jsonschema_description:"the steps, in order"`
+}
+
+// WriteTodolistOutput is the result of write_todolist.
+type WriteTodolistOutput struct {
+	tool.Status
+	Total int    `json:"total,omitempty" jsonschema_description:"number of steps written"`
+	Path  string `json:"path,omitempty" jsonschema_description:"project-relative path of the todolist"`
+}
+
+// TodoItem is a stored step.
+type TodoItem struct {
+	ID          string    `json:"id"`
+	Description string    `json:"description"`
+	DependsOn   []string  `json:"depends_on,omitempty"`
+	Status      string    `json:"status"`
+	Note        string    `json:"note,omitempty"`
+	UpdatedAt   time.Time `json:"updated_at,omitempty"`
+}
+
+// Todolist is agent-state/<agent>-todo.json.
+type Todolist struct {
+	Agent       string     `json:"agent"`
+	CallID      string     `json:"call_id"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at,omitempty"`
+	Items       []TodoItem `json:"items"`
+	Current     string     `json:"current"`
+	ProgressPct int        `json:"progress_pct"`
+}
+
+// TodoPath is the todolist of an agent.
+func TodoPath(agent string) string { return "agent-state/" + agent + "-todo.json" }
+
+// WriteTodolist is the write_todolist tool.
+func WriteTodolist() tool.Tool {
+	return tool.New(tool.Spec{
+		Name:        "write_todolist",
+		Title:       "Write todolist",
+		Description: "Replace this agent's todolist (agent-state/<agent>-todo.json) with the given steps, all in status todo. Step ids are step-001…; depends_on must name other steps and must not form a cycle.",
+		Effect:      tool.Destructive,
+		Idempotent:  true,
+	}, writeTodolist)
+}
+
+func writeTodolist(_ context.Context, c *ctxinject.Ctx, in WriteTodolistInput) (WriteTodolistOutput, error) {
+	if reason := checkGraph(in.Items); reason != "" {
+		return WriteTodolistOutput{Status: tool.Status{Reason: reason}}, nil
+	}
+	now := c.Clock.Now()
+	tl := Todolist{Agent: c.Agent, CallID: c.CallID, CreatedAt: now, Items: make([]TodoItem, len(in.Items))}
+	for i, it := range in.Items {
+		tl.Items[i] = TodoItem{ID: it.ID, Description: it.Description, DependsOn: it.DependsOn, Status: "todo"}
+	}
+	tl.recompute()
+	p := TodoPath(c.Agent)
+	err := c.Files.Update(p, func([]byte) ([]byte, error) { return sandbox.MarshalJSON(tl) })
+	if err != nil {
+		return WriteTodolistOutput{}, err
+	}
+	if err := c.Emit("agent.todolist", map[string]any{"total": len(tl.Items), "path": p, "current": tl.Current}); err != nil {
+		return WriteTodolistOutput{}, err
+	}
+	return WriteTodolistOutput{Status: tool.Status{OK: true}, Total: len(tl.Items), Path: p}, nil
+}
+
+// checkGraph returns why the steps are not a valid todolist, or "".
+func checkGraph(items []TodoItemInput) string {
+	index := map[string]int{}
+	for i, it := range items {
+		if _, dup := index[it.ID]; dup {
+			return fmt.Sprintf("duplicate step id %s (items[%d]); give every step its own id", it.ID, i)
+		}
+		index[it.ID] = i
+	}
+	for i, it := range items {
+		for _, d := range it.DependsOn {
+			if _, ok := index[d]; !ok {
+				return fmt.Sprintf("items[%d] (%s) depends on unknown step %s; depends_on may only name steps in this list", i, it.ID, d)
+			}
+			if d == it.ID {
+				return fmt.Sprintf("%s depends on itself; remove it from its own depends_on", it.ID)
+			}
+		}
+	}
+	// Depth-first search for a cycle, reporting its path.
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := make([]int, len(items))
+	var stack []string
+	var cycle []string
+	var visit func(i int) bool
+	visit = func(i int) bool {
+		color[i] = grey
+		stack = append(stack, items[i].ID)
+		for _, d := range items[i].DependsOn {
+			j := index[d]
+			if color[j] == grey {
+				for k, id := range stack {
+					if id == d {
+						cycle = append(append([]string{}, stack[k:]...), d)
+					}
+				}
+				return true
+			}
+			if color[j] == white && visit(j) {
+				return true
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[i] = black
+		return false
+	}
+	for i := range items {
+		if color[i] == white && visit(i) {
+			return "depends_on forms a cycle: " + strings.Join(cycle, " → ") + "; break the cycle"
+		}
+	}
+	return ""
+}
+
+func (tl *Todolist) find(id string) *TodoItem {
+	for i := range tl.Items {
+		if tl.Items[i].ID == id {
+			return &tl.Items[i]
+		}
+	}
+	return nil
+}
+
+func (tl *Todolist) depsDone(it *TodoItem) []string {
+	var open []string
+	for _, d := range it.DependsOn {
+		if dep := tl.find(d); dep != nil && dep.Status != "done" {
+			open = append(open, d)
+		}
+	}
+	return open
+}
+
+// recompute sets progress_pct (done+skipped over total) and current (the
+// first step not done whose dependencies are done).
+func (tl *Todolist) recompute() {
+	finished := 0
+	tl.Current = ""
+	for i := range tl.Items {
+		it := &tl.Items[i]
+		if it.Status == "done" || it.Status == "skipped" {
+			finished++
+		}
+	}
+	for i := range tl.Items {
+		it := &tl.Items[i]
+		if it.Status != "done" && it.Status != "skipped" && len(tl.depsDone(it)) == 0 {
+			tl.Current = it.ID
+			break
+		}
+	}
+	if len(tl.Items) > 0 {
+		tl.ProgressPct = finished * 100 / len(tl.Items)
+	}
+}
+
+// UpdateTodoItemInput changes one step's status.
+type UpdateTodoItemInput struct {
+	ID     string `json:"id" jsonschema:"pattern=^step-\\d{3}$" jsonschema_description:"the step to update"`
+	Status string `json:"status" jsonschema:"enum=todo,enum=doing,enum=done,enum=blocked,enum=skipped" jsonschema_description:"new status; doing and done need every dependency done"`
+	Note   string `json:"note,omitempty" jsonschema:"maxLength=2000" jsonschema_description:"why, for the humans reading the todolist"`
+}
+
+// UpdateTodoItemOutput is the result of update_todo_item.
+type UpdateTodoItemOutput struct {
+	tool.Status
+	ProgressPct int    `json:"progress_pct" jsonschema_description:"done and skipped steps over all steps, in percent"`
+	Current     string `json:"current" jsonschema_description:"the first step not done whose dependencies are done"`
+}
+
+// UpdateTodoItem is the update_todo_item tool.
+func UpdateTodoItem() tool.Tool {
+	return tool.New(tool.Spec{
+		Name:        "update_todo_item",
+		Title:       "Update todo item",
+		Description: "Set the status of one step of this agent's todolist (todo, doing, done, blocked, skipped). doing and done are refused while a dependency is not done. Returns the new progress and current step.",
+		Effect:      tool.Additive,
+		Idempotent:  true,
+	}, updateTodoItem)
+}
+
+func updateTodoItem(_ context.Context, c *ctxinject.Ctx, in UpdateTodoItemInput) (UpdateTodoItemOutput, error) {
+	var out UpdateTodoItemOutput
+	p := TodoPath(c.Agent)
+	err := sandbox.UpdateJSON(c.Files, p, func(tl *Todolist, existed bool) error {
+		if !existed {
+			return tool.Fail("no todolist yet at %s; call write_todolist first", p)
+		}
+		it := tl.find(in.ID)
+		if it == nil {
+			ids := make([]string, len(tl.Items))
+			for i, x := range tl.Items {
+				ids[i] = x.ID
+			}
+			return tool.Fail("unknown step %s; the todolist has %s", in.ID, strings.Join(ids, ", "))
+		}
+		if in.Status == "doing" || in.Status == "done" {
+			if open := tl.depsDone(it); len(open) > 0 {
+				return tool.Fail("%s cannot be %s while %s not done; finish or skip those first", in.ID, in.Status, strings.Join(open, ", "))
+			}
+		}
+		it.Status, it.Note, it.UpdatedAt = in.Status, in.Note, c.Clock.Now()
+		tl.UpdatedAt = it.UpdatedAt
+		tl.recompute()
+		out = UpdateTodoItemOutput{Status: tool.Status{OK: true}, ProgressPct: tl.ProgressPct, Current: tl.Current}
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	if err := c.Emit("agent.todo_item", map[string]any{"id": in.ID, "status": in.Status, "progress_pct": out.ProgressPct, "current": out.Current}); err != nil {
+		return out, err
+	}
+	return out, nil
+}
