@@ -199,4 +199,3 @@ func recordMemory(_ context.Context, c *ctxinject.Ctx, in RecordMemoryInput) (Re
 	}
 	return RecordMemoryOutput{Status: tool.Status{OK: true}, Path: notePath, Created: created}, nil
 }
-
