@@ -119,7 +119,12 @@ type ProgressFunc func(progress, total float64, message string)
 
 // Services are the shared implementations a session hands to every call.
 type Services struct {
-	Files    Files
+	// Files is the agent's door: writes limited to its writeAllowList.
+	Files Files
+	// Shared is the services' door: writes limited to the shared stores
+	// (timeline, events, audit, locks, the bug tracker). Only tools that
+	// implement a shared service (the bug tools) write through it.
+	Shared   Files
 	Timeline Timeline
 	Events   Events
 	Clock    Clock

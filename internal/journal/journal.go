@@ -18,8 +18,9 @@ const (
 	seqPath      = ".toolhost/timeline.seq"
 )
 
-// ServiceAllowList is the allow-list of the services' sandbox.
-var ServiceAllowList = []string{TimelinePath, ".toolhost/**"}
+// ServiceAllowList is the allow-list of the services' sandbox: the shared
+// logs, toolhost's own state and the bug tracker.
+var ServiceAllowList = []string{TimelinePath, ".toolhost/**", "bugs/**"}
 
 // Door is the part of the sandbox the journal needs.
 type Door interface {

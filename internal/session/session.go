@@ -97,6 +97,7 @@ func Open(o Options) (*Session, error) {
 	}
 	svc := ctxinject.Services{
 		Files:    files,
+		Shared:   shared,
 		Timeline: journal.Timeline{Door: shared},
 		Events:   journal.Events{Door: shared},
 		Clock:    ctxinject.SystemClock{},
