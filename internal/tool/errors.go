@@ -55,3 +55,18 @@ func (e *PermissionError) RejectionKind() string { return "policy" }
 
 // Is makes errors.Is(err, ErrDenied) true.
 func (e *PermissionError) Is(target error) bool { return target == ErrDenied }
+
+// TransientError marks a fault worth retrying for read tools: a timed-out
+// attempt, a refused or reset connection, an upstream 502/503/504.
+type TransientError struct{ Err error }
+
+func (e *TransientError) Error() string { return e.Err.Error() }
+func (e *TransientError) Unwrap() error { return e.Err }
+
+// Transient wraps err as a TransientError.
+func Transient(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &TransientError{Err: err}
+}
