@@ -28,5 +28,6 @@ require (
 	go.yaml.in/yaml/v4 v4.0.0-rc.2 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/tools v0.42.0 // indirect
 	mvdan.cc/sh/v3 v3.14.1 // indirect
 )

@@ -9,11 +9,16 @@ import (
 	"testing"
 )
 
+type build struct {
+	once sync.Once
+	path string
+	err  error
+	out  []byte
+}
+
 var (
-	buildOnce sync.Once
-	buildPath string
-	buildErr  error
-	buildOut  []byte
+	releaseBuild build
+	testBuild    build
 )
 
 // RepoRoot returns the module root (the directory holding go.mod).
@@ -28,21 +33,36 @@ func RepoRoot(t testing.TB) string {
 // exits (callers should use it only during tests).
 func Toolhost(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
+	return releaseBuild.get(t)
+}
+
+// ToolhostWithTestTools is Toolhost built with -tags testtools, which adds
+// debug_sleep, debug_panic and debug_echo for protocol tests. Agents files
+// used with it must list those tools.
+func ToolhostWithTestTools(t testing.TB) string {
+	t.Helper()
+	return testBuild.get(t, "-tags", "testtools")
+}
+
+func (b *build) get(t testing.TB, flags ...string) string {
+	t.Helper()
+	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "toolhost-bin-")
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		buildPath = filepath.Join(dir, "toolhost")
-		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/toolhost")
+		b.path = filepath.Join(dir, "toolhost")
+		args := append([]string{"build"}, flags...)
+		args = append(args, "-o", b.path, "./cmd/toolhost")
+		cmd := exec.Command("go", args...)
 		cmd.Dir = RepoRoot(t)
-		buildOut, buildErr = cmd.CombinedOutput()
+		b.out, b.err = cmd.CombinedOutput()
 	})
-	if buildErr != nil {
-		t.Fatalf("build toolhost: %v\n%s", buildErr, buildOut)
+	if b.err != nil {
+		t.Fatalf("build toolhost: %v\n%s", b.err, b.out)
 	}
-	return buildPath
+	return b.path
 }
 
 // NeedTool returns the path of an external program the test needs. It looks

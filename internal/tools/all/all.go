@@ -21,10 +21,16 @@ func Tools() []tool.Tool {
 	}
 }
 
+// extraTools is filled by test builds (-tags testtools) only.
+var extraTools []tool.Tool
+
 // Registry returns a registry holding every built-in tool.
 func Registry() *registry.Registry {
 	r := registry.New()
 	for _, t := range Tools() {
+		r.Add(t)
+	}
+	for _, t := range extraTools {
 		r.Add(t)
 	}
 	return r
