@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -17,6 +18,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	var framing string
 	var pageSize, maxMessage int
 	var grace time.Duration
+	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve one agent session over MCP on stdin/stdout",
@@ -26,6 +28,13 @@ func newServeCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if framing != "ndjson" && framing != "lsp" {
 				return usageErr(errorf("--framing must be ndjson or lsp, not %q", framing))
+			}
+			if cpuProfile != "" {
+				stopProfile, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stopProfile()
 			}
 			o := sf.options(g)
 			o.PageSize = pageSize
@@ -51,5 +60,18 @@ func newServeCmd(g *globals) *cobra.Command {
 	cmd.Flags().IntVar(&pageSize, "page-size", 0, "tools per tools/list page (default 100)")
 	cmd.Flags().IntVar(&maxMessage, "max-message-bytes", rpc.DefaultMaxMessage, "largest accepted message")
 	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "how long in-flight calls may finish after EOF or SIGTERM")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the session to this file (for performance work)")
 	return cmd
+}
+
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
 }

@@ -15,7 +15,9 @@ var debugTools = []string{"debug_sleep", "debug_panic", "debug_echo"}
 
 // agentsFile writes configs/agents.json with the debug tools added to every
 // agent's toolPolicy, and returns its path.
-func agentsFile(t *testing.T) string {
+func agentsFile(t *testing.T) string { return agentsFileB(t) }
+
+func agentsFileB(t testing.TB) string {
 	t.Helper()
 	var doc map[string][]map[string]any
 	if err := json.Unmarshal(configs.AgentsJSON, &doc); err != nil {
@@ -38,4 +40,4 @@ func agentsFile(t *testing.T) string {
 }
 
 // binary returns the test build of toolhost.
-func binary(t *testing.T) string { return testutil.ToolhostWithTestTools(t) }
+func binary(t testing.TB) string { return testutil.ToolhostWithTestTools(t) }

@@ -112,7 +112,7 @@ func TestProcessesShareOneProject(t *testing.T) {
 		t.Errorf("timeline has %d lines, want %d", lines, procs*perProc)
 	}
 	var tl struct {
-		Items []struct{ ID, Status string }
+		Items       []struct{ ID, Status string }
 		ProgressPct int `json:"progress_pct"`
 	}
 	b, _ := os.ReadFile(filepath.Join(project, "agent-state", "coder-todo.json"))

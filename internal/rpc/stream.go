@@ -127,17 +127,16 @@ func (s *stream) ReadObject(v any) error {
 			s.writeError(nil, CodeInvalidRequest, "JSON-RPC batches are not supported (removed in MCP 2025-06-18); send one message per line")
 			continue
 		}
-		if !json.Valid(msg) {
-			s.writeError(nil, CodeParseError, "parse error: the message is not valid JSON")
-			continue
-		}
 		var probe struct {
 			ID      json.RawMessage `json:"id"`
 			JSONRPC string          `json:"jsonrpc"`
-			Method  json.RawMessage `json:"method"`
 		}
 		if err := json.Unmarshal(msg, &probe); err != nil {
-			s.writeError(nil, CodeInvalidRequest, "invalid request: a JSON-RPC message must be an object")
+			if !json.Valid(msg) {
+				s.writeError(nil, CodeParseError, "parse error: the message is not valid JSON")
+			} else {
+				s.writeError(nil, CodeInvalidRequest, "invalid request: a JSON-RPC message must be an object")
+			}
 			continue
 		}
 		if probe.JSONRPC != "2.0" {

@@ -1,0 +1,211 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The stdio benchmarks drive the real binary with a lean client of their
+// own (pre-encoded requests, responses matched by id without decoding), so
+// the figures are the server's, not an SDK's. They report calls/s, p50/p99
+// latency, cold start and peak RSS as custom metrics:
+//
+//	make bench   (or: go test -run '^$' -bench Stdio -benchtime 20000x ./internal/e2e)
+
+// benchTool is the cheap read-only call the load runs.
+const benchCall = `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"debug_echo","arguments":{"text":"ping"}}}` + "\n"
+
+type loadServer struct {
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	out   *bufio.Reader
+	mu    sync.Mutex
+	waits map[int]chan struct{}
+}
+
+func startLoadServer(b *testing.B) *loadServer {
+	b.Helper()
+	bin := binary(b)
+	agents := agentsFileB(b)
+	cmd := exec.Command(bin, "serve", "--agent", "pm", "--agents", agents, "--project-dir", b.TempDir(), "--log-level", "warn")
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	return &loadServer{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<16), waits: map[int]chan struct{}{}}
+}
+
+func (s *loadServer) stop() {
+	_ = s.in.Close()
+	_ = s.cmd.Wait()
+}
+
+// peakRSS returns the server's VmHWM in KiB.
+func (s *loadServer) memKB(field string) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, field+":") {
+			n, _ := strconv.Atoi(strings.Fields(line)[1])
+			return n
+		}
+	}
+	return -1
+}
+
+// responseID extracts the numeric id of a response line without decoding it.
+func responseID(line []byte) int {
+	i := bytes.Index(line, []byte(`"id":`))
+	if i < 0 {
+		return -1
+	}
+	j := i + 5
+	k := j
+	for k < len(line) && line[k] >= '0' && line[k] <= '9' {
+		k++
+	}
+	n, err := strconv.Atoi(string(line[j:k]))
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return d[int(float64(len(d)-1)*p)]
+}
+
+func report(b *testing.B, lat []time.Duration, elapsed time.Duration) {
+	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "calls/s")
+	b.ReportMetric(float64(percentile(lat, 0.50).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds()), "p99-µs")
+}
+
+func BenchmarkStdioSequential(b *testing.B) {
+	s := startLoadServer(b)
+	defer s.stop()
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		fmt.Fprintf(s.in, benchCall, i+1)
+		line, err := s.out.ReadBytes('\n')
+		if err != nil || !bytes.Contains(line, []byte(`"ok":true`)) {
+			b.Fatalf("call %d: %v %s", i, err, line)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	report(b, lat, time.Since(start))
+	b.ReportMetric(float64(s.memKB("VmHWM"))/1024, "peak-RSS-MiB")
+}
+
+func BenchmarkStdioConcurrent8(b *testing.B) {
+	s := startLoadServer(b)
+	defer s.stop()
+	const inflight = 8
+	sent := make([]time.Time, b.N+1)
+	lat := make([]time.Duration, 0, b.N)
+	slots := make(chan struct{}, inflight)
+	done := make(chan struct{})
+	b.ResetTimer()
+	start := time.Now()
+	go func() {
+		defer close(done)
+		for n := 0; n < b.N; n++ {
+			line, err := s.out.ReadBytes('\n')
+			if err != nil {
+				b.Errorf("read: %v", err)
+				return
+			}
+			id := responseID(line)
+			if id <= 0 || !bytes.Contains(line, []byte(`"ok":true`)) {
+				b.Errorf("bad response %s", line)
+				return
+			}
+			lat = append(lat, time.Since(sent[id]))
+			<-slots
+		}
+	}()
+	w := bufio.NewWriterSize(s.in, 1<<16)
+	for i := 1; i <= b.N; i++ {
+		slots <- struct{}{}
+		sent[i] = time.Now()
+		fmt.Fprintf(w, benchCall, i)
+		if len(slots) == inflight || i == b.N {
+			_ = w.Flush()
+		}
+	}
+	<-done
+	report(b, lat, time.Since(start))
+	b.ReportMetric(float64(s.memKB("VmHWM"))/1024, "peak-RSS-MiB")
+}
+
+// BenchmarkColdStart measures spawn → initialize answered.
+func BenchmarkColdStart(b *testing.B) {
+	bin := binary(b)
+	agents := agentsFileB(b)
+	dir := b.TempDir()
+	init := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}` + "\n")
+	var lat []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		cmd := exec.Command(bin, "serve", "--agent", "pm", "--agents", agents, "--project-dir", dir, "--log-level", "warn")
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		_, _ = in.Write(init)
+		line, err := bufio.NewReader(out).ReadBytes('\n')
+		if err != nil || !bytes.Contains(line, []byte("protocolVersion")) {
+			b.Fatalf("initialize: %v %s", err, line)
+		}
+		lat = append(lat, time.Since(t0))
+		_ = in.Close()
+		_ = cmd.Wait()
+	}
+	b.ReportMetric(float64(percentile(lat, 0.5).Microseconds())/1000, "cold-start-p50-ms")
+}
+
+// BenchmarkStdioRSSGrowth runs 100k calls and reports RSS after 10k and 100k
+// calls: a leak shows as growth.
+func BenchmarkStdioRSSGrowth(b *testing.B) {
+	for n := 0; n < b.N; n++ {
+		s := startLoadServer(b)
+		var at10k int
+		for i := 1; i <= 100000; i++ {
+			fmt.Fprintf(s.in, benchCall, i)
+			if _, err := s.out.ReadBytes('\n'); err != nil {
+				b.Fatal(err)
+			}
+			if i == 10000 {
+				at10k = s.memKB("VmRSS")
+			}
+		}
+		at100k := s.memKB("VmRSS")
+		b.ReportMetric(float64(at10k)/1024, "RSS@10k-MiB")
+		b.ReportMetric(float64(at100k)/1024, "RSS@100k-MiB")
+		b.ReportMetric(float64(s.memKB("VmHWM"))/1024, "peak-RSS-MiB")
+		s.stop()
+	}
+}
