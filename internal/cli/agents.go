@@ -37,6 +37,41 @@ func newAgentsCmd(_ *globals) *cobra.Command {
 	}
 	list.Flags().StringVar(&file, "agents", "", "agents file (default: embedded)")
 	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.AddCommand(list)
+	var docFile string
+	doc := &cobra.Command{
+		Use:   "doc",
+		Short: "Print the markdown table of what each agent may do (the README's table is this output)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			set, err := agents.Load(docFile)
+			if err != nil {
+				return usageErr(err)
+			}
+			_, err = fmt.Fprint(cmd.OutOrStdout(), AgentsMarkdown(set))
+			return err
+		},
+	}
+	doc.Flags().StringVar(&docFile, "agents", "", "agents file (default: embedded)")
+	cmd.AddCommand(list, doc)
 	return cmd
+}
+
+// AgentsMarkdown renders the agent templates as a markdown table.
+func AgentsMarkdown(set *agents.Set) string {
+	var b strings.Builder
+	b.WriteString("| agent | model | CLI built-ins | toolhost tools | may write |\n|---|---|---|---|---|\n")
+	code := func(list []string) string {
+		if len(list) == 0 {
+			return "—"
+		}
+		out := make([]string, len(list))
+		for i, s := range list {
+			out[i] = "`" + s + "`"
+		}
+		return strings.Join(out, ", ")
+	}
+	for _, a := range set.List {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", a.Name, a.CLI.Model, code(a.CLITools()), code(a.MCPTools()), code(a.Sandbox.WriteAllowList))
+	}
+	return b.String()
 }

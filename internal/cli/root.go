@@ -83,6 +83,13 @@ func openSession(o session.Options) (*session.Session, error) {
 	return s, err
 }
 
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
 // NewRoot builds the command tree.
 func NewRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	g := &globals{stderr: stderr}
@@ -95,14 +102,15 @@ func NewRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "json", "log format on stderr: json or console")
-	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	root.PersistentFlags().StringVar(&g.logFormat, "log-format", envOr("TOOLHOST_LOG_FORMAT", "json"), "log format on stderr: json or console (env TOOLHOST_LOG_FORMAT)")
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("TOOLHOST_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env TOOLHOST_LOG_LEVEL)")
 	root.AddCommand(
 		newServeCmd(g),
 		newToolsCmd(g),
 		newAgentsCmd(g),
 		newCallCmd(g),
 		newPhase0Cmd(g),
+		newMCPConfigCmd(g),
 		newVersionCmd(),
 	)
 	return root

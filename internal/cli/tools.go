@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 
@@ -15,7 +16,7 @@ import (
 
 func newToolsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "tools", Short: "List tools and print their schemas"}
-	cmd.AddCommand(newToolsListCmd(g), newToolsSchemaCmd())
+	cmd.AddCommand(newToolsListCmd(g), newToolsSchemaCmd(), newToolsExportCmd())
 	return cmd
 }
 
@@ -101,4 +102,49 @@ func newToolsSchemaCmd() *cobra.Command {
 			})
 		},
 	}
+}
+
+// anthropicTool is one entry of the Anthropic Messages API "tools" list.
+type anthropicTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+func newToolsExportCmd() *cobra.Command {
+	var agentName, agentsFile, format string
+	cmd := &cobra.Command{
+		Use:   "export --agent X [--format mcp|anthropic]",
+		Short: "Print the tool definitions of an agent's policy, as MCP tools/list entries or Anthropic API tools",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if agentName == "" {
+				return usageErr(fmt.Errorf("--agent is required"))
+			}
+			ag, err := loadAgent(agentsFile, agentName)
+			if err != nil {
+				return err
+			}
+			entries := agentTools(all.Registry(), ag)
+			switch format {
+			case "mcp":
+				list := make([]server.ToolEntry, len(entries))
+				for i, e := range entries {
+					list[i] = server.ToolEntryOf(e.Spec)
+				}
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"tools": list})
+			case "anthropic":
+				list := make([]anthropicTool, len(entries))
+				for i, e := range entries {
+					list[i] = anthropicTool{Name: e.Spec.Name, Description: e.Spec.Description, InputSchema: e.Spec.InputSchema}
+				}
+				return writeJSON(cmd.OutOrStdout(), list)
+			}
+			return usageErr(fmt.Errorf("--format must be mcp or anthropic, not %q", format))
+		},
+	}
+	cmd.Flags().StringVar(&agentName, "agent", "", "agent whose toolPolicy selects the tools")
+	cmd.Flags().StringVar(&agentsFile, "agents", "", "agents file (default: embedded)")
+	cmd.Flags().StringVar(&format, "format", "mcp", "mcp or anthropic")
+	return cmd
 }

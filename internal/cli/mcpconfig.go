@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolhost/toolhost/internal/agents"
+)
+
+// claudeConfig is what `toolhost mcp-config` derives for one agent.
+type claudeConfig struct {
+	bin        string
+	agent      *agents.Agent
+	projectDir string
+	unit       string
+	session    string
+	agentsFile string
+	policyFile string
+}
+
+func (c *claudeConfig) serveArgs() []string {
+	args := []string{"serve", "--agent", c.agent.Name, "--project-dir", c.projectDir}
+	if c.unit != "" {
+		args = append(args, "--unit", c.unit)
+	}
+	if c.session != "" {
+		args = append(args, "--session", c.session)
+	}
+	if c.agentsFile != "" {
+		args = append(args, "--agents", c.agentsFile)
+	}
+	if c.policyFile != "" {
+		args = append(args, "--policy", c.policyFile)
+	}
+	return args
+}
+
+// MCPConfig is the JSON Claude CLI's --mcp-config takes.
+func (c *claudeConfig) MCPConfig() map[string]any {
+	return map[string]any{"mcpServers": map[string]any{
+		"toolhost": map[string]any{
+			"type":    "stdio",
+			"command": c.bin,
+			"args":    c.serveArgs(),
+			"env":     map[string]string{"TOOLHOST_LOG_LEVEL": "info"},
+		},
+	}}
+}
+
+// AllowedTools is the --allowedTools list: every MCP tool of the agent's
+// toolPolicy as mcp__toolhost__<tool>, plus the CLI built-ins it names.
+func (c *claudeConfig) AllowedTools() []string {
+	var out []string
+	for _, t := range c.agent.MCPTools() {
+		out = append(out, "mcp__toolhost__"+t)
+	}
+	return append(out, c.agent.CLITools()...)
+}
+
+// DisallowedTools are the CLI built-ins the agent's toolPolicy does not name.
+func (c *claudeConfig) DisallowedTools() []string {
+	var out []string
+	for name := range agents.BuiltinCLITools {
+		if !c.agent.Allows(name) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Settings is the .claude/settings.json fragment installing the
+// PreToolUse hook for this agent.
+func (c *claudeConfig) Settings() map[string]any {
+	cmd := shellJoin(append([]string{c.bin, "hook", "pretooluse", "--agent", c.agent.Name, "--project-dir", c.projectDir}, c.extraConfigArgs()...))
+	return map[string]any{"hooks": map[string]any{
+		"PreToolUse": []any{map[string]any{
+			"matcher": "Bash|Write|Edit|MultiEdit|NotebookEdit",
+			"hooks":   []any{map[string]any{"type": "command", "command": cmd}},
+		}},
+	}}
+}
+
+func (c *claudeConfig) extraConfigArgs() []string {
+	var out []string
+	if c.agentsFile != "" {
+		out = append(out, "--agents", c.agentsFile)
+	}
+	return out
+}
+
+// ClaudeArgs is the full argument vector for one agent session.
+func (c *claudeConfig) ClaudeArgs() ([]string, error) {
+	mcp, err := json.Marshal(c.MCPConfig())
+	if err != nil {
+		return nil, err
+	}
+	settings, err := json.Marshal(c.Settings())
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"claude",
+		"--model", c.agent.CLI.Model,
+		"--mcp-config", string(mcp),
+		"--strict-mcp-config",
+		"--allowedTools", strings.Join(c.AllowedTools(), ","),
+	}
+	if d := c.DisallowedTools(); len(d) > 0 {
+		args = append(args, "--disallowedTools", strings.Join(d, ","))
+	}
+	return append(args, "--settings", string(settings)), nil
+}
+
+// shellJoin quotes args for a POSIX shell.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,@+", r))
+		}) < 0 {
+			q[i] = a
+			continue
+		}
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+func newMCPConfigCmd(_ *globals) *cobra.Command {
+	var c claudeConfig
+	var agentName string
+	var allowed, settings, claudeArgs, shell bool
+	cmd := &cobra.Command{
+		Use:   "mcp-config --agent X --project-dir D",
+		Short: "Print the Claude CLI --mcp-config JSON (or --allowed-tools, --settings, --claude-args) for an agent",
+		Example: "  toolhost mcp-config --agent devloop-coder --project-dir ./proj > mcp.json\n" +
+			"  claude --mcp-config mcp.json --allowedTools \"$(toolhost mcp-config --agent devloop-coder --project-dir ./proj --allowed-tools)\"",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			set, err := agents.Load(c.agentsFile)
+			if err != nil {
+				return usageErr(err)
+			}
+			if c.agent, err = set.Find(agentName); err != nil {
+				return usageErr(err)
+			}
+			if c.projectDir == "" {
+				return usageErr(fmt.Errorf("--project-dir is required"))
+			}
+			if c.projectDir, err = filepath.Abs(c.projectDir); err != nil {
+				return err
+			}
+			for _, p := range []*string{&c.agentsFile, &c.policyFile} {
+				if *p != "" {
+					if *p, err = filepath.Abs(*p); err != nil {
+						return err
+					}
+				}
+			}
+			if c.bin, err = os.Executable(); err != nil {
+				return err
+			}
+			if resolved, err := filepath.EvalSymlinks(c.bin); err == nil {
+				c.bin = resolved
+			}
+			w := cmd.OutOrStdout()
+			switch {
+			case allowed:
+				_, err = fmt.Fprintln(w, strings.Join(c.AllowedTools(), ","))
+				return err
+			case settings:
+				return writeJSON(w, c.Settings())
+			case claudeArgs:
+				args, err := c.ClaudeArgs()
+				if err != nil {
+					return err
+				}
+				if shell {
+					_, err = fmt.Fprintln(w, shellJoin(args))
+					return err
+				}
+				return writeJSON(w, args)
+			}
+			return writeJSON(w, c.MCPConfig())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&agentName, "agent", "", "agent (devloop-coder or coder …)")
+	f.StringVar(&c.projectDir, "project-dir", "", "project directory")
+	f.StringVar(&c.unit, "unit", "", "unit id")
+	f.StringVar(&c.session, "session", "", "session id")
+	f.StringVar(&c.agentsFile, "agents", "", "agents file (default: embedded)")
+	f.StringVar(&c.policyFile, "policy", "", "policy file (default: embedded)")
+	f.BoolVar(&allowed, "allowed-tools", false, "print the --allowedTools list instead")
+	f.BoolVar(&settings, "settings", false, "print the .claude/settings.json fragment installing the PreToolUse hook")
+	f.BoolVar(&claudeArgs, "claude-args", false, "print the whole claude argument vector (JSON array)")
+	f.BoolVar(&shell, "shell", false, "with --claude-args: print a shell-quoted command line")
+	return cmd
+}
