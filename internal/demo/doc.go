@@ -1,0 +1,11 @@
+// Package demo is toolhost's main job on the embedded defaults: a scripted
+// devloop across all six agents on a temp project, each agent a real
+// `toolhost serve` subprocess driven over stdio JSON-RPC as an agent CLI
+// would, plus the small HTTP unit the Integrator starts (`toolhost
+// demo-unit`).
+//
+// The demo only calls tools through the protocol (and the guard and hook
+// through their commands); it must never write the project itself except
+// where it plays an agent CLI's own Write tool, which it checks with the
+// PreToolUse hook first.
+package demo
