@@ -103,6 +103,9 @@ func NewRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		newAgentsCmd(g),
 		newCallCmd(g),
 		newPhase0Cmd(g),
+		newPolicyCmd(),
+		newAuditCmd(),
+		newApproveCmd(),
 		newVersionCmd(),
 	)
 	return root
