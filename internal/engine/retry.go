@@ -52,8 +52,12 @@ func (e *Engine) retry(next Handler) Handler {
 		for i := 0; ; i++ {
 			c.Result = tool.Result{}
 			err := next(ctx, c)
-			if err == nil || i+1 >= attempts || ctx.Err() != nil || !(c.timedOut || Transient(err)) {
+			if err == nil || i+1 >= attempts || !(c.timedOut || Transient(err)) {
 				return err
+			}
+			if ctx.Err() != nil {
+				c.timedOut = false
+				return ctx.Err()
 			}
 			e.Log.Debug().Str("event", "tool_retry").Str("tool", c.Tool).Str("call_id", c.Meta.CallID).
 				Int("attempt", i+1).Err(err).Msg("transient fault; retrying")
