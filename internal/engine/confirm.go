@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -128,10 +129,15 @@ func (e *Engine) needsConfirmation(c *Call, res confirm.Result) error {
 }
 
 func (e *Engine) supersededRow(c *Call, s *confirm.Entry) *audit.Row {
+	// The store keeps the preview pretty-printed; rows are one line each.
+	var args bytes.Buffer
+	if json.Compact(&args, s.Arguments) != nil {
+		args.Reset()
+	}
 	return &audit.Row{
 		TS: time.Now().UTC(), CallID: s.CallID, SessionID: e.Identity.SessionID, PID: e.Identity.PID,
 		Agent: e.Identity.Agent, UnitID: e.Identity.UnitID, Tool: s.Tool, Source: c.Entry.Spec.Source,
-		Arguments: s.Arguments, Status: audit.StatusSuperseded, ErrorKind: "confirmation",
+		Arguments: args.Bytes(), Status: audit.StatusSuperseded, ErrorKind: "confirmation",
 		Error: fmt.Sprintf("pending confirmation %s superseded by call %s with other arguments", s.ID, c.Meta.CallID),
 	}
 }
