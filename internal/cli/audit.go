@@ -128,10 +128,10 @@ func newAuditCmd() *cobra.Command {
 				}
 				return nil
 			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "TOOL\tCOUNT\tOK\tOK_FALSE\tREJECTED\tFAILED\tP50_MS\tP99_MS\t")
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TOOL\tCOUNT\tOK\tOK_FALSE\tREJECTED\tFAILED\tP50_MS\tP99_MS")
 			for _, s := range stats {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t\n", s.Tool, s.Count, s.OK, s.OKFalse, s.Rejected, s.Failed, s.P50MS, s.P99MS)
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\n", s.Tool, s.Count, s.OK, s.OKFalse, s.Rejected, s.Failed, s.P50MS, s.P99MS)
 			}
 			return tw.Flush()
 		},

@@ -188,9 +188,13 @@ func (e *Engine) agentPolicy(next Handler) Handler {
 
 func (e *Engine) permission(next Handler) Handler {
 	return func(ctx context.Context, c *Call) error {
-		c.Decision = e.Policy.Current().Decide(c.Entry.Spec)
+		f := e.Policy.Current()
+		c.Decision = f.Decide(c.Entry.Spec)
 		if !c.Decision.Allowed() {
 			detail := fmt.Sprintf("tool %s is denied by the tool policy (permission %q)", c.Tool, c.Decision.Permission)
+			if raw := f.Tools[c.Tool].Permission; c.Decision.Listed && raw != policy.Deny {
+				detail = fmt.Sprintf("tool %s has permission %q in the tool policy, which is not read, write or deny, so it is denied", c.Tool, raw)
+			}
 			if !c.Decision.Listed {
 				detail = fmt.Sprintf("tool %s is not listed in the tool policy, so it is denied", c.Tool)
 			}

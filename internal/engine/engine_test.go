@@ -116,13 +116,21 @@ func TestTimeout(t *testing.T) {
 // row per call with the right status, kind, identity and redacted arguments.
 func TestAuditCompleteness(t *testing.T) {
 	t.Parallel()
-	started := make(chan struct{}, 1)
+	const n = 3 // every fate n times
+	repeat := func(err error) []error {
+		out := make([]error, n)
+		for i := range out {
+			out[i] = err
+		}
+		return out
+	}
+	started := make(chan struct{}, n)
 	tools := []tool.Tool{
 		scripted("echo", tool.ReadOnly, &script{}),
-		scripted("expected_fail", tool.ReadOnly, &script{faults: []error{tool.Fail("nothing to do; pass another id")}}),
-		scripted("broken", tool.Additive, &script{faults: []error{errors.New("disk on fire")}}),
-		scripted("slow", tool.ReadOnly, &script{faults: []error{errSlow}}),
-		scripted("hangs", tool.ReadOnly, &script{faults: []error{errSlow}, started: started}),
+		scripted("expected_fail", tool.ReadOnly, &script{faults: repeat(tool.Fail("nothing to do; pass another id"))}),
+		scripted("broken", tool.Additive, &script{faults: repeat(errors.New("disk on fire"))}),
+		scripted("slow", tool.ReadOnly, &script{faults: repeat(errSlow)}),
+		scripted("hangs", tool.ReadOnly, &script{faults: repeat(errSlow), started: started}),
 		scripted("not_for_agent", tool.ReadOnly, &script{}),
 		scripted("denied", tool.ReadOnly, &script{}),
 		scripted("odd_permission", tool.ReadOnly, &script{}),
@@ -172,7 +180,8 @@ func TestAuditCompleteness(t *testing.T) {
 		{tool: "needs_human", args: `{"text":"x"}`, status: audit.StatusRejected, kind: "needs_confirmation"},
 		{tool: "no_such_tool", args: `{}`, status: audit.StatusRejected, kind: "unknown_tool"},
 	}
-	for i, tc := range cases {
+	for i := range n * len(cases) {
+		tc := cases[i%len(cases)]
 		ctx, cancel := context.WithCancel(context.Background())
 		if tc.ctx != nil {
 			ctx, cancel = tc.ctx()
@@ -188,11 +197,11 @@ func TestAuditCompleteness(t *testing.T) {
 		}
 	}
 	rows := r.sink.all()
-	if len(rows) != len(cases) {
-		t.Fatalf("%d rows for %d calls", len(rows), len(cases))
+	if len(rows) != n*len(cases) {
+		t.Fatalf("%d rows for %d calls", len(rows), n*len(cases))
 	}
 	for i, row := range rows {
-		tc := cases[i]
+		tc := cases[i%len(cases)]
 		if row.CallID != fmt.Sprintf("call-%02d", i) || row.Tool != tc.tool || row.Status != tc.status || row.ErrorKind != tc.kind ||
 			row.Agent != "tester" || row.SessionID != "sess-1" || row.PID != "p1" || row.UnitID != "u1" || row.TS.IsZero() || row.DurationMS < 0 {
 			t.Errorf("row %d = %+v; want call-%02d %s %s/%s", i, row, i, tc.tool, tc.status, tc.kind)
@@ -207,6 +216,9 @@ func TestAuditCompleteness(t *testing.T) {
 	}
 	if rows[9].Source != "mcp:gh" || rows[0].Source != "builtin" || rows[14].Source != "" {
 		t.Fatalf("sources %q %q %q", rows[9].Source, rows[0].Source, rows[14].Source)
+	}
+	if msg := rows[8].Error; !strings.Contains(msg, `permission "admin"`) || !strings.Contains(msg, "not read, write or deny") {
+		t.Fatalf("unknown permission message: %q", msg)
 	}
 	if !strings.Contains(r.log.String(), `"event":"tool_panic"`) {
 		t.Fatalf("panic not logged: %s", r.log.String())
@@ -260,5 +272,42 @@ func TestAuditSinkFailureNeverFailsTheCall(t *testing.T) {
 				t.Fatalf("secret leaked into the log: %s", logs)
 			}
 		})
+	}
+}
+
+// TestReloadNeverAffectsARunningCall changes the policy while a call runs:
+// the running call keeps its decision, the next call gets the new one.
+func TestReloadNeverAffectsARunningCall(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	blocker := tool.New(tool.Spec{Name: "blocker", Description: "waits for the test", Effect: tool.ReadOnly},
+		func(ctx context.Context, _ *ctxinject.Ctx, in EchoIn) (EchoOut, error) {
+			started <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return EchoOut{}, ctx.Err()
+			}
+			return EchoOut{Status: tool.Status{OK: true}, Text: in.Text}, nil
+		})
+	r := newRig(t, rigOpts{tools: []tool.Tool{blocker}, policy: map[string]policy.Rule{"blocker": {Permission: policy.Read, TimeoutMS: 60000}}})
+	done := make(chan *engine.Outcome, 1)
+	go func() { done <- r.call(t, "blocker", `{"text":"first"}`) }()
+	<-started
+	path := r.eng.Policy.Path()
+	if err := os.WriteFile(path, []byte(`{"tools":{"blocker":{"permission":"deny","timeout_ms":1}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(path, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if out := r.call(t, "blocker", `{"text":"second"}`); out.Kind != "policy" {
+		t.Fatalf("new policy not in force for a new call: %s", describe(out))
+	}
+	close(release)
+	if out := <-done; mustText(t, out).Text != "first" {
+		t.Fatalf("running call was affected by the reload: %s", describe(out))
 	}
 }
