@@ -112,6 +112,9 @@ func NewRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		newPhase0Cmd(g),
 		newMCPConfigCmd(g),
 		newDemoUnitCmd(),
+		newPolicyCmd(),
+		newAuditCmd(),
+		newApproveCmd(),
 		newVersionCmd(),
 	)
 	return root

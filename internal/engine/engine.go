@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/audit"
+	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/ctxinject"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/registry"
@@ -40,6 +41,10 @@ type Request struct {
 	Args     json.RawMessage
 	Meta     ctxinject.Meta
 	Progress ctxinject.ProgressFunc
+	// Elicit asks the human through the client (MCP elicitation/create); nil
+	// when the client did not declare the elicitation capability, in which
+	// case confirmations go through `toolhost approve`.
+	Elicit ElicitFunc
 }
 
 // Outcome is the classified result of a call.
@@ -65,7 +70,8 @@ type Call struct {
 	Ctx      *ctxinject.Ctx
 	Result   tool.Result
 	Retries  int
-	// timedOut is set by the timeout stage when the tool's deadline fired.
+	// timedOut is set by the timeout stage when the last attempt's deadline
+	// fired.
 	timedOut bool
 }
 
@@ -87,11 +93,31 @@ type Engine struct {
 	Log      zerolog.Logger
 	// Guard checks a shell command (bashguard.Check); nil allows all.
 	Guard func(command string) error
+	// Confirm keeps confirmations for clients without elicitation.
+	Confirm *confirm.Store
+	// AuditTimeout bounds how long a call waits for its audit row
+	// (DefaultAuditTimeout if zero).
+	AuditTimeout time.Duration
+	// RetryBase and RetryCap shape the backoff between attempts of a read
+	// tool (DefaultRetryBase, DefaultRetryCap if zero).
+	RetryBase, RetryCap time.Duration
 
 	handler Handler
 
 	auditFailures atomic.Int64
+	auditInflight atomic.Int64
 }
+
+// Defaults of the engine's knobs.
+const (
+	DefaultAuditTimeout = time.Second
+	DefaultRetryBase    = 50 * time.Millisecond
+	DefaultRetryCap     = time.Second
+	// maxAuditInflight bounds the audit writes still running after their
+	// call gave up on them, so a sink that hangs forever costs a bounded
+	// number of goroutines.
+	maxAuditInflight = 64
+)
 
 // AuditFailures is the number of rows the sink failed to store.
 func (e *Engine) AuditFailures() int64 { return e.auditFailures.Load() }
@@ -103,10 +129,21 @@ func (e *Engine) Init() {
 		e.agentPolicy,
 		e.permission,
 		e.validate,
+		e.confirm,
 		e.inject,
 		e.guard,
+		e.retry,
 		e.timeout,
 		e.recoverPanic,
+	}
+	if e.AuditTimeout <= 0 {
+		e.AuditTimeout = DefaultAuditTimeout
+	}
+	if e.RetryBase <= 0 {
+		e.RetryBase = DefaultRetryBase
+	}
+	if e.RetryCap <= 0 {
+		e.RetryCap = DefaultRetryCap
 	}
 	h := Handler(execute)
 	for i := len(stages) - 1; i >= 0; i-- {
@@ -151,9 +188,13 @@ func (e *Engine) agentPolicy(next Handler) Handler {
 
 func (e *Engine) permission(next Handler) Handler {
 	return func(ctx context.Context, c *Call) error {
-		c.Decision = e.Policy.Current().Decide(c.Entry.Spec)
+		f := e.Policy.Current()
+		c.Decision = f.Decide(c.Entry.Spec)
 		if !c.Decision.Allowed() {
 			detail := fmt.Sprintf("tool %s is denied by the tool policy (permission %q)", c.Tool, c.Decision.Permission)
+			if raw := f.Tools[c.Tool].Permission; c.Decision.Listed && raw != policy.Deny {
+				detail = fmt.Sprintf("tool %s has permission %q in the tool policy, which is not read, write or deny, so it is denied", c.Tool, raw)
+			}
 			if !c.Decision.Listed {
 				detail = fmt.Sprintf("tool %s is not listed in the tool policy, so it is denied", c.Tool)
 			}
@@ -247,14 +288,20 @@ func (e *Engine) guard(next Handler) Handler {
 	}
 }
 
+// timeout runs one attempt under the tool's deadline. The attempt works on
+// a copy of the call, so a tool that ignores its context and finishes late
+// can never touch the call after the pipeline moved on.
 func (e *Engine) timeout(next Handler) Handler {
 	return func(ctx context.Context, c *Call) error {
+		c.timedOut = false
 		tctx, cancel := context.WithTimeoutCause(ctx, c.Decision.Timeout, errToolTimeout)
 		defer cancel()
+		attempt := *c
 		done := make(chan error, 1)
-		go func() { done <- next(tctx, c) }()
+		go func() { done <- next(tctx, &attempt) }()
 		select {
 		case err := <-done:
+			c.Result = attempt.Result
 			if err != nil && context.Cause(tctx) == errToolTimeout && ctx.Err() == nil {
 				c.timedOut = true
 			}
@@ -333,8 +380,8 @@ func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
 func (e *Engine) record(c *Call, out *Outcome) {
 	row := &audit.Row{
 		TS: time.Now().UTC(), SessionID: e.Identity.SessionID, PID: e.Identity.PID,
-		Agent: e.Identity.Agent, UnitID: e.Identity.UnitID, Tool: c.Tool, Source: "builtin",
-		Arguments: c.Request.Args, Status: out.Status, ErrorKind: out.Kind, ErrorID: out.ErrorID,
+		Agent: e.Identity.Agent, UnitID: e.Identity.UnitID, Tool: c.Tool,
+		Arguments: audit.RedactArguments(c.Request.Args), Status: out.Status, ErrorKind: out.Kind, ErrorID: out.ErrorID,
 		RetryCount: out.Retries, DurationMS: float64(out.Duration.Microseconds()) / 1000,
 	}
 	if out.IsError {
@@ -351,11 +398,41 @@ func (e *Engine) record(c *Call, out *Outcome) {
 	} else if c.Meta.UnitID != "" {
 		row.UnitID = c.Meta.UnitID
 	}
+	e.writeRow(row)
+}
+
+// writeRow stores a row, waiting at most AuditTimeout: a failing or slow
+// sink never fails or stalls the call. A row that did not make it goes to
+// the log whole, so it is not lost, and is counted.
+func (e *Engine) writeRow(row *audit.Row) {
 	if e.Audit == nil {
 		return
 	}
-	if err := e.Audit.Write(row); err != nil {
-		e.auditFailures.Add(1)
-		e.Log.Error().Str("event", "audit_write_failed").Str("tool", c.Tool).Str("call_id", row.CallID).Err(err).Msg("audit row not stored")
+	if e.auditInflight.Load() >= maxAuditInflight {
+		e.auditFailed(row, fmt.Errorf("audit sink stalled: %d writes still pending", maxAuditInflight))
+		return
 	}
+	e.auditInflight.Add(1)
+	done := make(chan error, 1)
+	go func() {
+		defer e.auditInflight.Add(-1)
+		done <- e.Audit.Write(row)
+	}()
+	t := time.NewTimer(e.AuditTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			e.auditFailed(row, err)
+		}
+	case <-t.C:
+		e.auditFailed(row, fmt.Errorf("audit sink did not answer within %s (the row may still land late)", e.AuditTimeout))
+	}
+}
+
+func (e *Engine) auditFailed(row *audit.Row, err error) {
+	n := e.auditFailures.Add(1)
+	b, _ := json.Marshal(row)
+	e.Log.Error().Str("event", "audit_write_failed").Str("tool", row.Tool).Str("call_id", row.CallID).
+		Int64("audit_write_failures", n).RawJSON("row", b).Err(err).Msg("audit row not stored in the sink")
 }

@@ -48,6 +48,20 @@ type File struct {
 	Tools        map[string]Rule `json:"tools"`
 	Upstream     []Upstream      `json:"upstream,omitempty"`
 	EnvAllowList []string        `json:"env_allowlist,omitempty"`
+	// ConfirmTTLMS bounds how long a pending confirmation waits for a human
+	// and an approval waits for its call (default 10 minutes).
+	ConfirmTTLMS int `json:"confirm_ttl_ms,omitempty"`
+}
+
+// DefaultConfirmTTL applies when the file sets no confirm_ttl_ms.
+const DefaultConfirmTTL = 10 * time.Minute
+
+// ConfirmTTL is the confirmation lifetime under f.
+func (f *File) ConfirmTTL() time.Duration {
+	if f.ConfirmTTLMS > 0 {
+		return time.Duration(f.ConfirmTTLMS) * time.Millisecond
+	}
+	return DefaultConfirmTTL
 }
 
 // Parse parses and checks a policy document.
@@ -58,6 +72,9 @@ func Parse(data []byte) (*File, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("policy file: %w", err)
 	}
+	if dec.More() {
+		return nil, fmt.Errorf("policy file: trailing data after the JSON object")
+	}
 	if f.Tools == nil {
 		return nil, fmt.Errorf("policy file: missing \"tools\" object")
 	}
@@ -65,6 +82,9 @@ func Parse(data []byte) (*File, error) {
 		if r.TimeoutMS < 0 || r.MaxRetries < 0 {
 			return nil, fmt.Errorf("policy file: tools.%s: timeout_ms and max_retries must not be negative", name)
 		}
+	}
+	if f.ConfirmTTLMS < 0 {
+		return nil, fmt.Errorf("policy file: confirm_ttl_ms must not be negative")
 	}
 	seen := map[string]bool{}
 	for i, u := range f.Upstream {
@@ -94,6 +114,8 @@ type Decision struct {
 	Timeout    time.Duration
 	MaxRetries int
 	Confirm    bool
+	// ConfirmTTL is the file's confirmation lifetime (see File.ConfirmTTL).
+	ConfirmTTL time.Duration
 	Listed     bool
 }
 
@@ -181,11 +203,11 @@ func (f *File) Decide(s *tool.Spec) Decision {
 	r, listed := f.Tools[s.Name]
 	if !listed {
 		if s.Source != "" && s.Source != "builtin" {
-			return Decision{Permission: Deny}
+			return Decision{Permission: Deny, Timeout: DefaultTimeout}
 		}
 		r = Rule{Permission: s.Effect.String()}
 	}
-	d := Decision{Permission: r.Permission, MaxRetries: r.MaxRetries, Confirm: r.Confirm, Listed: listed}
+	d := Decision{Permission: r.Permission, MaxRetries: r.MaxRetries, Confirm: r.Confirm, ConfirmTTL: f.ConfirmTTL(), Listed: listed}
 	switch {
 	case r.TimeoutMS > 0:
 		d.Timeout = time.Duration(r.TimeoutMS) * time.Millisecond

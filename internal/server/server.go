@@ -262,8 +262,35 @@ func (s *Server) callTool(ctx context.Context, peer rpc.Peer, params json.RawMes
 	if tok := req.Meta.ProgressToken; len(tok) > 0 && string(tok) != "null" {
 		req.Progress = progressSender(ctx, peer, tok)
 	}
+	if s.ClientCaps().formElicitation() {
+		req.Elicit = elicitor(peer)
+	}
 	out := s.Engine.Call(ctx, req)
 	return s.result(ctx, peer, out)
+}
+
+// formElicitation reports whether the client can answer form-mode
+// elicitation/create: an empty elicitation object (every revision) or one
+// naming "form" (2025-11-25, where a client may offer only "url").
+func (c ClientCapabilities) formElicitation() bool {
+	if c.Elicitation == nil {
+		return false
+	}
+	var modes map[string]json.RawMessage
+	if json.Unmarshal(*c.Elicitation, &modes) != nil {
+		return false
+	}
+	_, form := modes["form"]
+	return len(modes) == 0 || form
+}
+
+// elicitor asks the client's human through elicitation/create.
+func elicitor(peer rpc.Peer) engine.ElicitFunc {
+	return func(ctx context.Context, message string, schema any) (engine.Elicitation, error) {
+		var ans engine.Elicitation
+		err := peer.Call(ctx, "elicitation/create", map[string]any{"message": message, "requestedSchema": schema}, &ans)
+		return ans, err
+	}
 }
 
 // progressSender returns a ProgressFunc that only ever sends increasing

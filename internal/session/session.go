@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/audit"
+	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/ctxinject"
 	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/journal"
@@ -108,9 +109,11 @@ func Open(o Options) (*Session, error) {
 		WriteAllowList: ag.Sandbox.WriteAllowList,
 		EnvAllowList:   pol.Current().EnvAllowList,
 	}
+	sink := audit.NewFileSink(shared, audit.DefaultSyncEvery)
 	eng := &engine.Engine{
-		Registry: reg, Agent: ag, Policy: pol, Audit: audit.FileSink{Door: shared},
+		Registry: reg, Agent: ag, Policy: pol, Audit: sink,
 		Identity: id, Services: svc, Settings: settings, Log: o.Log,
+		Confirm: &confirm.Store{Door: shared, Clock: svc.Clock},
 	}
 	eng.Init()
 	srv := &server.Server{Engine: eng, Name: "toolhost", Version: o.Version, PageSize: o.PageSize, Log: o.Log}
@@ -119,7 +122,7 @@ func Open(o Options) (*Session, error) {
 		return ok && ag.Allows(name) && pol.Current().Decide(e.Spec).Allowed()
 	}
 	s := &Session{Agent: ag, Agents: set, Policy: pol, Engine: eng, Server: srv, Files: files, Shared: shared}
-	s.closers = append(s.closers, files.Close, shared.Close)
+	s.closers = append(s.closers, files.Close, shared.Close, sink.Close)
 	return s, nil
 }
 

@@ -1,0 +1,258 @@
+package confirm
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/toolhost/toolhost/internal/contract"
+	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/sandbox"
+)
+
+// Path is the store, relative to the project dir.
+const Path = ".toolhost/confirmations.json"
+
+// DefaultTTL bounds how long a pending confirmation waits for a decision and
+// how long an approval waits for its call.
+const DefaultTTL = 10 * time.Minute
+
+// keep is how long closed entries stay in the file for `toolhost approve
+// --list` and post-mortems before they are pruned.
+const keep = 24 * time.Hour
+
+// Entry states.
+const (
+	Pending    = "pending"
+	Approved   = "approved"
+	Denied     = "denied"
+	Used       = "used"
+	Expired    = "expired"
+	Superseded = "superseded"
+)
+
+// Entry is one confirmation.
+type Entry struct {
+	ID        string          `json:"id"`
+	SessionID string          `json:"session_id"`
+	Agent     string          `json:"agent"`
+	Tool      string          `json:"tool"`
+	ArgsHash  string          `json:"args_hash"`
+	Arguments json.RawMessage `json:"arguments"`
+	CallID    string          `json:"call_id"`
+	Status    string          `json:"status"`
+	// Decision is approved or denied once a human decided; kept when the
+	// entry is used.
+	Decision  string     `json:"decision,omitempty"`
+	TTLMS     int64      `json:"ttl_ms"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt time.Time  `json:"expires_at"`
+	DecidedAt *time.Time `json:"decided_at,omitempty"`
+	UsedAt    *time.Time `json:"used_at,omitempty"`
+	UsedBy    string     `json:"used_by,omitempty"`
+}
+
+// File is the document at Path.
+type File struct {
+	Confirmations []*Entry `json:"confirmations"`
+}
+
+// Door is the part of the services' sandbox door the store needs.
+type Door interface {
+	Update(rel string, fn func(old []byte) ([]byte, error)) error
+	ReadFile(rel string) ([]byte, error)
+}
+
+// Store is the confirmation store of one project.
+type Store struct {
+	Door  Door
+	Clock ctxinject.Clock
+}
+
+// Call is a call that needs confirmation.
+type Call struct {
+	SessionID string
+	Agent     string
+	Tool      string
+	CallID    string
+	// Args are the arguments as received; their canonical form decides
+	// whether two calls are identical.
+	Args json.RawMessage
+	// Preview is what a human is shown (secrets redacted).
+	Preview json.RawMessage
+	TTL     time.Duration
+}
+
+// Verdict is what Check decided.
+type Verdict int
+
+const (
+	// Ask means no decision applies: Result.Entry is the pending
+	// confirmation the human must decide on.
+	Ask Verdict = iota
+	// Run means an approval was consumed; the call may run.
+	Run
+	// Deny means a human denied this exact call.
+	Deny
+)
+
+// Result is the outcome of Check.
+type Result struct {
+	Verdict Verdict
+	Entry   *Entry
+	// Expired is an approval for this exact call that came too late.
+	Expired *Entry
+	// Superseded are pending confirmations of the same tool and session
+	// that this call replaced.
+	Superseded []*Entry
+}
+
+// Errors of Decide, matched with errors.Is.
+var (
+	ErrNotFound = errors.New("confirmation not found")
+	ErrClosed   = errors.New("confirmation already closed")
+	ErrExpired  = errors.New("confirmation expired")
+)
+
+// ArgsHash is the identity of a call's arguments: sha256 over the tool name
+// and the canonical JSON (sorted keys, no whitespace), so key order and
+// formatting never make two identical calls differ.
+func ArgsHash(tool string, args json.RawMessage) (string, error) {
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	c, err := contract.Canonical(args)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(append([]byte(tool+"\x00"), c...))
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// Check decides a call under the store's lock: it consumes a matching
+// approval or denial exactly once, or returns the pending confirmation the
+// call waits on (creating it and superseding other pending ones of the same
+// tool in the session).
+func (s *Store) Check(c Call) (Result, error) {
+	h, err := ArgsHash(c.Tool, c.Args)
+	if err != nil {
+		return Result{}, err
+	}
+	if c.TTL <= 0 {
+		c.TTL = DefaultTTL
+	}
+	var res Result
+	err = sandbox.UpdateJSON(s.Door, Path, func(f *File, _ bool) error {
+		now := s.Clock.Now()
+		res = Result{}
+		f.prune(now)
+		for _, e := range f.Confirmations {
+			if e.SessionID != c.SessionID || e.Tool != c.Tool || e.ArgsHash != h {
+				continue
+			}
+			switch e.Status {
+			case Approved, Denied:
+				if now.After(e.ExpiresAt) {
+					e.Status = Expired
+					res.Expired = e
+					continue
+				}
+				res.Verdict = Run
+				if e.Status == Denied {
+					res.Verdict = Deny
+				}
+				e.Status, e.UsedAt, e.UsedBy = Used, &now, c.CallID
+				res.Entry = e
+				return nil
+			case Pending:
+				if now.After(e.ExpiresAt) {
+					e.Status = Expired
+					continue
+				}
+				res.Entry = e
+			}
+		}
+		if res.Entry != nil {
+			return nil
+		}
+		for _, e := range f.Confirmations {
+			if e.Status == Pending && e.SessionID == c.SessionID && e.Tool == c.Tool {
+				e.Status = Superseded
+				res.Superseded = append(res.Superseded, e)
+			}
+		}
+		e := &Entry{
+			ID: "cf-" + ctxinject.NewCallID(), SessionID: c.SessionID, Agent: c.Agent, Tool: c.Tool,
+			ArgsHash: h, Arguments: c.Preview, CallID: c.CallID, Status: Pending, TTLMS: c.TTL.Milliseconds(),
+			CreatedAt: now, ExpiresAt: now.Add(c.TTL),
+		}
+		f.Confirmations = append(f.Confirmations, e)
+		res.Entry = e
+		return nil
+	})
+	return res, err
+}
+
+// Decide records a human's decision on a pending confirmation. An approval
+// (or denial) then waits at most the entry's TTL for its call.
+func (s *Store) Decide(id string, approve bool) (*Entry, error) {
+	var out *Entry
+	err := sandbox.UpdateJSON(s.Door, Path, func(f *File, _ bool) error {
+		now := s.Clock.Now()
+		for _, e := range f.Confirmations {
+			if e.ID != id {
+				continue
+			}
+			if e.Status != Pending {
+				return fmt.Errorf("%w: %s is %s, only a pending confirmation can be decided; call the tool again for a new id", ErrClosed, id, e.Status)
+			}
+			if now.After(e.ExpiresAt) {
+				return fmt.Errorf("%w: %s expired at %s; call the tool again for a new id", ErrExpired, id, e.ExpiresAt.Format(time.RFC3339))
+			}
+			e.Status, e.Decision = Denied, Denied
+			if approve {
+				e.Status, e.Decision = Approved, Approved
+			}
+			e.DecidedAt = &now
+			e.ExpiresAt = now.Add(time.Duration(e.TTLMS) * time.Millisecond)
+			cp := *e
+			out = &cp
+			return nil
+		}
+		return fmt.Errorf("%w: no confirmation %s in %s; ids are in the needs_confirmation message", ErrNotFound, id, Path)
+	})
+	return out, err
+}
+
+// List returns every entry in the store.
+func (s *Store) List() ([]*Entry, error) {
+	b, err := s.Door.ReadFile(Path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var f File
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("%s is not valid JSON: %w", Path, err)
+	}
+	return f.Confirmations, nil
+}
+
+// prune drops entries that are closed or expired and were created more than
+// keep ago, so the file stays small.
+func (f *File) prune(now time.Time) {
+	kept := f.Confirmations[:0]
+	for _, e := range f.Confirmations {
+		open := (e.Status == Pending || e.Status == Approved || e.Status == Denied) && !now.After(e.ExpiresAt)
+		if open || now.Sub(e.CreatedAt) < keep {
+			kept = append(kept, e)
+		}
+	}
+	f.Confirmations = kept
+}

@@ -1,0 +1,12 @@
+// Package confirm keeps the human confirmations of calls to tools whose
+// policy says `confirm: true`, for clients that cannot ask a human through
+// MCP elicitation (SPEC §4).
+//
+// A call that needs confirmation leaves a pending entry in
+// .toolhost/confirmations.json; `toolhost approve ID` (or --deny) records a
+// human's decision; the next identical call (same session, tool and
+// canonical arguments) consumes it exactly once. Every read-modify-write
+// holds the file's cross-process lock, so two processes can never consume
+// the same approval. This package never runs a tool and never writes outside
+// the services' door it is given.
+package confirm

@@ -1,0 +1,41 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/toolhost/toolhost/internal/audit"
+	"github.com/toolhost/toolhost/internal/engine"
+	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/tool"
+)
+
+// BenchmarkCall measures the whole pipeline (policy stat, validation,
+// injection, timeout, classify, audit) on a cheap read-only tool over a real
+// sandbox in a temp dir, without an audit sink and with the real file sink.
+func BenchmarkCall(b *testing.B) {
+	for _, sinkName := range []string{"no_audit", "file_audit"} {
+		b.Run(sinkName, func(b *testing.B) {
+			r := newRig(b, rigOpts{
+				tools:  []tool.Tool{scripted("echo", tool.ReadOnly, &script{})},
+				policy: map[string]policy.Rule{"echo": {Permission: policy.Read, TimeoutMS: 1000, MaxRetries: 2}},
+			})
+			r.eng.Audit = nil
+			if sinkName == "file_audit" {
+				sink := audit.NewFileSink(r.eng.Services.Shared, audit.DefaultSyncEvery)
+				b.Cleanup(func() { sink.Close() })
+				r.eng.Audit = sink
+			}
+			req := engine.Request{Tool: "echo", Args: json.RawMessage(`{"text":"hello","data":{"n":1}}`)}
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if out := r.eng.Call(ctx, req); out.IsError {
+					b.Fatal(out.Message)
+				}
+			}
+		})
+	}
+}

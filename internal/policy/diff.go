@@ -1,0 +1,130 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Change is one difference between two policy files, as `toolhost policy
+// check` prints it.
+type Change struct {
+	// Op is "+" (added), "-" (removed), "~" (changed) or "!" (a warning
+	// about the new file).
+	Op   string `json:"op"`
+	What string `json:"what"`
+	Name string `json:"name"`
+	// Detail says what changed, e.g. "permission read → write".
+	Detail string `json:"detail"`
+}
+
+func (c Change) String() string {
+	return fmt.Sprintf("%s %s %s: %s", c.Op, c.What, c.Name, c.Detail)
+}
+
+// Diff lists what replacing cur with next would change, tools first (sorted
+// by name), then upstream servers and settings, then warnings about next.
+func Diff(cur, next *File) []Change {
+	var out []Change
+	for _, name := range unionKeys(cur.Tools, next.Tools) {
+		a, inA := cur.Tools[name]
+		b, inB := next.Tools[name]
+		switch {
+		case !inA:
+			out = append(out, Change{Op: "+", What: "tool", Name: name, Detail: describe(b)})
+		case !inB:
+			out = append(out, Change{Op: "-", What: "tool", Name: name, Detail: "was " + describe(a) + "; a built-in tool falls back to its declared default, an upstream tool is denied"})
+		case a != b:
+			out = append(out, Change{Op: "~", What: "tool", Name: name, Detail: ruleDiff(a, b)})
+		}
+	}
+	ups := func(f *File) map[string]Upstream {
+		m := map[string]Upstream{}
+		for _, u := range f.Upstream {
+			m[u.Name] = u
+		}
+		return m
+	}
+	ua, ub := ups(cur), ups(next)
+	for _, name := range unionKeys(ua, ub) {
+		a, inA := ua[name]
+		b, inB := ub[name]
+		switch {
+		case !inA:
+			out = append(out, Change{Op: "+", What: "upstream", Name: name, Detail: b.Transport + " " + b.Command + b.URL})
+		case !inB:
+			out = append(out, Change{Op: "-", What: "upstream", Name: name, Detail: a.Transport + " " + a.Command + a.URL})
+		case fmt.Sprint(a) != fmt.Sprint(b):
+			out = append(out, Change{Op: "~", What: "upstream", Name: name, Detail: "settings changed"})
+		}
+	}
+	if !slices.Equal(cur.EnvAllowList, next.EnvAllowList) {
+		out = append(out, Change{Op: "~", What: "setting", Name: "env_allowlist",
+			Detail: fmt.Sprintf("[%s] → [%s]", strings.Join(cur.EnvAllowList, ", "), strings.Join(next.EnvAllowList, ", "))})
+	}
+	if cur.ConfirmTTL() != next.ConfirmTTL() {
+		out = append(out, Change{Op: "~", What: "setting", Name: "confirm_ttl_ms",
+			Detail: fmt.Sprintf("%d → %d", cur.ConfirmTTL().Milliseconds(), next.ConfirmTTL().Milliseconds())})
+	}
+	return append(out, Warnings(next)...)
+}
+
+// Warnings points at entries of f that parse but will not do what they seem
+// to: unknown permissions (denied) and retries on non-read tools (ignored).
+func Warnings(f *File) []Change {
+	var out []Change
+	names := make([]string, 0, len(f.Tools))
+	for n := range f.Tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		r := f.Tools[n]
+		switch {
+		case r.Permission != Read && r.Permission != Write && r.Permission != Deny:
+			out = append(out, Change{Op: "!", What: "tool", Name: n,
+				Detail: fmt.Sprintf("permission %q is not read, write or deny, so the tool is denied", r.Permission)})
+		case r.Permission != Read && r.MaxRetries > 0:
+			out = append(out, Change{Op: "!", What: "tool", Name: n,
+				Detail: fmt.Sprintf("max_retries %d is ignored: only read tools are retried", r.MaxRetries)})
+		}
+	}
+	return out
+}
+
+func describe(r Rule) string {
+	return fmt.Sprintf("permission %s, timeout_ms %d, max_retries %d, confirm %t", r.Permission, r.TimeoutMS, r.MaxRetries, r.Confirm)
+}
+
+func ruleDiff(a, b Rule) string {
+	var parts []string
+	if a.Permission != b.Permission {
+		parts = append(parts, fmt.Sprintf("permission %s → %s", a.Permission, b.Permission))
+	}
+	if a.TimeoutMS != b.TimeoutMS {
+		parts = append(parts, fmt.Sprintf("timeout_ms %d → %d", a.TimeoutMS, b.TimeoutMS))
+	}
+	if a.MaxRetries != b.MaxRetries {
+		parts = append(parts, fmt.Sprintf("max_retries %d → %d", a.MaxRetries, b.MaxRetries))
+	}
+	if a.Confirm != b.Confirm {
+		parts = append(parts, fmt.Sprintf("confirm %t → %t", a.Confirm, b.Confirm))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func unionKeys[V any](a, b map[string]V) []string {
+	seen := map[string]bool{}
+	var keys []string
+	for _, m := range []map[string]V{a, b} {
+		for k := range m {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
