@@ -14,7 +14,7 @@ import (
 // WriteChapterInput replaces the article of one chapter.
 type WriteChapterInput struct {
 	Site      string `json:"site" jsonschema:"enum=prd,enum=sdd" jsonschema_description:"which site: prd (PM) or sdd (Architect)"`
-	ChapterID string `json:"chapter_id" jsonschema:"pattern=^[a-z0-9][a-z0-9-]{0,63}$" jsonschema_description:"id of a chapter listed in the site's site.json"`
+	ChapterID string `json:"chapter_id" jsonschema:"pattern=^[a-z0-9][a-z0-9-]{0\\,63}$" jsonschema_description:"id of a chapter listed in the site's site.json"`
 	HTML      string `json:"html" jsonschema:"maxLength=2097152" jsonschema_description:"the article body: HTML whose top-level <section>s are the units; give a section data-unit=\"id\" to keep its id when its heading changes. <script>, <iframe>, on* attributes and javascript: URLs are removed. In the SDD, data-prd-ref=\"<prd page>#<unit>\" on an element links it to a PRD unit"`
 }
 
@@ -117,7 +117,7 @@ func chapterIDs(s *Site) string {
 
 // WriteMVCPInput writes one prototype page.
 type WriteMVCPInput struct {
-	Name  string `json:"name" jsonschema:"pattern=^[a-z0-9][a-z0-9-]{0,63}$" jsonschema_description:"prototype name: the page is prd/mvcp/<name>.html"`
+	Name  string `json:"name" jsonschema:"pattern=^[a-z0-9][a-z0-9-]{0\\,63}$" jsonschema_description:"prototype name: the page is prd/mvcp/<name>.html"`
 	Title string `json:"title,omitempty" jsonschema:"maxLength=200" jsonschema_description:"title shown in the sidebar and the page heading; defaults to the name (or the title it had)"`
 	HTML  string `json:"html" jsonschema:"maxLength=2097152" jsonschema_description:"the prototype's body HTML; sanitised and split into units like a chapter"`
 }

@@ -159,7 +159,7 @@ func renderIndex(s *Site) ([]byte, error) {
 
 // ChapterInput names one chapter of a new site.
 type ChapterInput struct {
-	ID    string `json:"id" jsonschema:"pattern=^[a-z0-9][a-z0-9-]{0,63}$" jsonschema_description:"chapter id: lower-case letters, digits and dashes; the page is <id>.html ('index' is reserved)"`
+	ID    string `json:"id" jsonschema:"pattern=^[a-z0-9][a-z0-9-]{0\\,63}$" jsonschema_description:"chapter id: lower-case letters, digits and dashes; the page is <id>.html ('index' is reserved)"`
 	Title string `json:"title" jsonschema:"minLength=1,maxLength=200" jsonschema_description:"chapter title shown in the sidebar, the page heading and prev/next links"`
 }
 
