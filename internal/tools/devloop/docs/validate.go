@@ -70,10 +70,13 @@ type checker struct {
 	files ctxinject.Files
 	rep   *report
 	docs  map[string]*html.Node // project-relative path → parsed page (nil: unreadable)
+	// broken remembers "page → target" pairs already reported, so a page
+	// with many links to one missing file gets one error.
+	broken map[string]bool
 }
 
 func newChecker(files ctxinject.Files, rep *report) *checker {
-	return &checker{files: files, rep: rep, docs: map[string]*html.Node{}}
+	return &checker{files: files, rep: rep, docs: map[string]*html.Node{}, broken: map[string]bool{}}
 }
 
 // doc returns the parsed page at rel, or nil when it is missing.
@@ -203,7 +206,10 @@ func (k *checker) checkLink(rel string, n *html.Node, key, raw string) {
 	if u.Path != "" {
 		target = path.Join(path.Dir(rel), u.Path)
 		if !k.exists(target) {
-			k.rep.err(rel, "broken_link", "<%s %s=%q> points to %s, which does not exist", n.Data, key, raw, target)
+			if !k.broken[rel+" "+target] {
+				k.broken[rel+" "+target] = true
+				k.rep.err(rel, "broken_link", "<%s %s=%q> points to %s, which does not exist; fix the link or create the page", n.Data, key, raw, target)
+			}
 			return
 		}
 	}
@@ -241,6 +247,7 @@ func (k *checker) checkIndex(dir string, s *Site) {
 	for _, p := range s.pages() {
 		data, err := k.files.ReadFile(path.Join(dir, p.Page))
 		if err != nil {
+			delete(recorded, p.Page)
 			continue // reported as missing_page
 		}
 		if recorded[p.Page] != sha256Hex(data) {
