@@ -84,9 +84,21 @@ func threeVersions(t *testing.T) (*project, func(string, any) json.RawMessage) {
 	call := func(name string, args any) json.RawMessage {
 		t.Helper()
 		tools := map[string]func() json.RawMessage{
-			"diff_units": func() json.RawMessage { o := mustRun[DiffUnitsOutput](t, c, DiffUnits(), args); b, _ := json.Marshal(o); return b },
-			"diff_html":  func() json.RawMessage { o := mustRun[DiffHTMLOutput](t, c, DiffHTML(), args); b, _ := json.Marshal(o); return b },
-			"echo_diff":  func() json.RawMessage { o := mustRun[EchoDiffOutput](t, c, EchoDiff(), args); b, _ := json.Marshal(o); return b },
+			"diff_units": func() json.RawMessage {
+				o := mustRun[DiffUnitsOutput](t, c, DiffUnits(), args)
+				b, _ := json.Marshal(o)
+				return b
+			},
+			"diff_html": func() json.RawMessage {
+				o := mustRun[DiffHTMLOutput](t, c, DiffHTML(), args)
+				b, _ := json.Marshal(o)
+				return b
+			},
+			"echo_diff": func() json.RawMessage {
+				o := mustRun[EchoDiffOutput](t, c, EchoDiff(), args)
+				b, _ := json.Marshal(o)
+				return b
+			},
 		}
 		return tools[name]()
 	}

@@ -64,7 +64,13 @@ func pageEntries(p Page, data []byte) ([]Entry, error) {
 	}
 	out := []Entry{{Page: p.Page, Heading: p.Title, Text: strings.Join(outside, "\n")}}
 	for _, u := range units {
-		out = append(out, Entry{Page: p.Page, Unit: u.ID, Heading: u.Heading, Text: u.Text})
+		// The heading is its own field; repeating it in text would make
+		// every snippet start with it.
+		text := strings.TrimPrefix(strings.TrimPrefix(u.Text, u.Heading), "\n")
+		if u.Heading == "" {
+			text = u.Text
+		}
+		out = append(out, Entry{Page: p.Page, Unit: u.ID, Heading: u.Heading, Text: text})
 	}
 	return out, nil
 }

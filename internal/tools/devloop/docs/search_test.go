@@ -51,11 +51,11 @@ func TestSearchIndexIncremental(t *testing.T) {
 	want := []Entry{
 		{Page: "overview.html", Heading: "Overview"},
 		{Page: "goals.html", Heading: "Goals", Text: "What the todo app must achieve."},
-		{Page: "goals.html", Unit: "scope", Heading: "Scope", Text: "Scope\nUsers keep a personal list of todos."},
-		{Page: "goals.html", Unit: "login", Heading: "Sign in", Text: "Sign in\nUsers sign in with e-mail and password."},
-		{Page: "goals.html", Unit: "offline", Heading: "Offline", Text: "Offline\nThe list works without a network."},
+		{Page: "goals.html", Unit: "scope", Heading: "Scope", Text: "Users keep a personal list of todos."},
+		{Page: "goals.html", Unit: "login", Heading: "Sign in", Text: "Users sign in with e-mail and password."},
+		{Page: "goals.html", Unit: "offline", Heading: "Offline", Text: "The list works without a network."},
 		{Page: "risks.html", Heading: "Risks"},
-		{Page: "risks.html", Unit: "data-loss", Heading: "Data loss", Text: "Data loss\nSync conflicts."},
+		{Page: "risks.html", Unit: "data-loss", Heading: "Data loss", Text: "Sync conflicts."},
 	}
 	if len(idx.Entries) != len(want) {
 		t.Fatalf("entries = %+v", idx.Entries)

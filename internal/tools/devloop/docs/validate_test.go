@@ -162,7 +162,9 @@ func TestValidateSDDConsistency(t *testing.T) {
 		}, nil, nil},
 		{"contract never hashed is a warning", func(t *testing.T, p *project) { _ = os.Remove(p.path(HashesPath)) },
 			nil, []string{"contract_unhashed contracts/todos.json"}},
-		{"invalid contract", func(t *testing.T, p *project) { p.write("contracts/broken.json", `{"name": "broken", "endpoints": [{"id": "x"}]}`) },
+		{"invalid contract", func(t *testing.T, p *project) {
+			p.write("contracts/broken.json", `{"name": "broken", "endpoints": [{"id": "x"}]}`)
+		},
 			[]string{"contract_invalid contracts/broken.json"}, nil},
 		{"no PRD", func(t *testing.T, p *project) { _ = os.Remove(p.path("prd/site.json")) },
 			[]string{"missing_prd prd/site.json"}, nil},
