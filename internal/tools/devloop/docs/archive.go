@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -55,8 +56,19 @@ func versionPath(rel string, n int) string {
 	return path.Join(archiveDir(rel), fmt.Sprintf("v%d.html", n))
 }
 func sha256Hex(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
-func cleanRel(p string) string  { return path.Clean(strings.TrimPrefix(p, "./")) }
 func notFound(err error) bool   { return errors.Is(err, fs.ErrNotExist) }
+
+// docPath cleans a document path. The archive lives at archive/<path>, so
+// a path that is absolute or climbs out of the project would put it
+// elsewhere; such paths are refused here, before the sandbox sees them.
+func docPath(p string) (string, error) {
+	c := path.Clean(filepath.ToSlash(p))
+	if path.IsAbs(c) || c == "." || c == ".." || strings.HasPrefix(c, "../") || strings.ContainsRune(c, 0) {
+		return "", &tool.ValidationError{Field: "path", Reason: fmt.Sprintf("path %q must be relative to the project dir and stay inside it, e.g. prd/goals.html", p)}
+	}
+	return c, nil
+}
+
 func readVersions(files ctxinject.Files, rel string) (*Versions, error) {
 	var v Versions
 	b, err := files.ReadFile(versionsPath(rel))
@@ -135,7 +147,10 @@ func ArchiveDoc() tool.Tool {
 }
 
 func archiveDoc(_ context.Context, c *ctxinject.Ctx, in ArchiveInput) (ArchiveOutput, error) {
-	rel := cleanRel(in.Path)
+	rel, err := docPath(in.Path)
+	if err != nil {
+		return ArchiveOutput{}, err
+	}
 	data, err := c.Files.ReadFile(rel)
 	if notFound(err) {
 		return ArchiveOutput{}, tool.Fail("path %s does not exist; give the project-relative path of an existing document, e.g. prd/<chapter>.html", in.Path)

@@ -28,7 +28,10 @@ type side struct {
 
 // resolve loads the two versions a DiffInput names.
 func resolve(c *ctxinject.Ctx, in DiffInput) (from, to side, err error) {
-	rel := cleanRel(in.Path)
+	rel, err := docPath(in.Path)
+	if err != nil {
+		return side{}, side{}, err
+	}
 	vs, err := readVersions(c.Files, rel)
 	if err != nil {
 		return side{}, side{}, err
@@ -280,7 +283,7 @@ func echoDiff(_ context.Context, c *ctxinject.Ctx, in DiffInput) (EchoDiffOutput
 		}
 	}
 	seq, err := c.AppendTimeline("doc.diff", md, map[string]any{
-		"path": cleanRel(in.Path), "from": from.label, "to": to.label, "counts": n, "units": changed,
+		"path": strings.SplitN(from.label, "@", 2)[0], "from": from.label, "to": to.label, "counts": n, "units": changed,
 	})
 	if err != nil {
 		return EchoDiffOutput{}, err

@@ -2,9 +2,14 @@ package docs
 
 import (
 	"encoding/json"
+	"errors"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/tool"
 )
 
 func TestArchiveDocVersions(t *testing.T) {
@@ -50,8 +55,31 @@ func TestArchiveDocVersions(t *testing.T) {
 	if err != nil || !r.Failed || !strings.Contains(r.Reason, "does not exist") {
 		t.Fatalf("missing doc: err=%v reason=%q", err, r.Reason)
 	}
-	if _, _, err := run[ArchiveOutput](t, c, ArchiveDoc(), map[string]any{"path": "../outside.html"}); err == nil {
-		t.Fatal("a path leaving the project was accepted")
+}
+
+func TestHostileDocPaths(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	c := p.ctx("pm")
+	bootstrapPRD(t, c, "goals")
+	p.write("secret.html", "<p>outside the sites</p>")
+	tools := []tool.Tool{ArchiveDoc(), DiffHTML(), DiffUnits(), EchoDiff()}
+	for _, bad := range []string{"../outside.html", "/etc/passwd", "prd/../../x.html", "prd/\x00.html", ".."} {
+		for _, tl := range tools {
+			_, _, err := run[struct{}](t, c, tl, map[string]any{"path": bad})
+			var rej tool.Rejection
+			if !errors.As(err, &rej) || !strings.Contains(err.Error(), "path") {
+				t.Errorf("%s path=%q: err = %v, want a rejection naming path", tl.Spec().Name, bad, err)
+			}
+		}
+	}
+	// A project file outside any site may be read, but archiving it writes
+	// outside the PM's allow-list: the sandbox refuses and nothing is left.
+	if _, _, err := run[ArchiveOutput](t, c, ArchiveDoc(), map[string]any{"path": "secret.html"}); !errors.Is(err, sandbox.ErrEscape) {
+		t.Errorf("archive secret.html: err = %v, want a sandbox violation", err)
+	}
+	if _, err := os.Stat(p.path("archive")); !os.IsNotExist(err) {
+		t.Error("refused archives left files behind")
 	}
 }
 
