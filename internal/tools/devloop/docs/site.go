@@ -296,8 +296,3 @@ func bootstrap(_ context.Context, c *ctxinject.Ctx, dir string, in BootstrapInpu
 	}
 	return out, nil
 }
-
-// errNoArticle is returned when a page has lost its <article class="body">.
-func errNoArticle(p string) error {
-	return tool.Fail("%s has no <article class=\"body\">; rebuild the site shell with bootstrap_*_site overwrite=true", p)
-}
