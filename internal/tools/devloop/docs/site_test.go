@@ -1,10 +1,13 @@
 package docs
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/toolhost/toolhost/internal/sandbox"
@@ -202,5 +205,57 @@ func TestWriteChapterUnknownChapter(t *testing.T) {
 	_, r, err = run[WriteOutput](t, c, WriteChapter(), map[string]any{"site": "prd", "chapter_id": "risks", "html": "<p>x</p>"})
 	if err != nil || !r.Failed || !strings.Contains(r.Reason, "overview, goals") {
 		t.Fatalf("unknown chapter: err=%v reason=%q, want the known ids", err, r.Reason)
+	}
+}
+
+func TestTitlesAreEscaped(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	c := p.ctx("pm")
+	title := `<img src=x onerror=alert(1)> & "Q"`
+	mustRun[BootstrapOutput](t, c, BootstrapPRDSite(), map[string]any{"title": title, "chapters": []map[string]string{{"id": "a", "title": "</script><script>x()</script>"}}})
+	for _, f := range []string{"prd/index.html", "prd/a.html", "prd/site-data.js"} {
+		s := p.read(f)
+		if strings.Contains(s, "<img src=x") || strings.Contains(s, "<script>x()") {
+			t.Errorf("%s contains a title as markup:\n%s", f, s)
+		}
+	}
+	if !strings.Contains(p.read("prd/index.html"), "&lt;img src=x onerror=alert(1)&gt; &amp; &#34;Q&#34;") {
+		t.Errorf("index.html does not show the escaped title:\n%s", p.read("prd/index.html"))
+	}
+}
+
+// Concurrent rewrites of one chapter are serialised: every previous content
+// is archived exactly once, in order, and no version is lost.
+func TestConcurrentWritesKeepEveryVersion(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	c := p.ctx("pm")
+	bootstrapPRD(t, c, "goals")
+	const n = 8
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if _, r, err := run[WriteOutput](t, c, WriteChapter(), map[string]any{"site": "prd", "chapter_id": "goals", "html": fmt.Sprintf("<p>writer %d</p>", i)}); err != nil || r.Failed {
+				t.Errorf("writer %d: %v %s", i, err, r.Reason)
+			}
+		}(i)
+	}
+	wg.Wait()
+	var vs Versions
+	if err := json.Unmarshal([]byte(p.read("archive/prd/goals.html/versions.json")), &vs); err != nil {
+		t.Fatal(err)
+	}
+	if len(vs.Versions) != n {
+		t.Fatalf("%d versions archived, want %d (the empty page and %d overwritten writes)", len(vs.Versions), n, n-1)
+	}
+	seen := map[string]bool{sha256Hex([]byte(p.read("prd/goals.html"))): true}
+	for i, v := range vs.Versions {
+		if v.Version != i+1 || seen[v.SHA256] {
+			t.Fatalf("versions[%d] = %+v: out of order or a duplicate", i, v)
+		}
+		seen[v.SHA256] = true
 	}
 }
