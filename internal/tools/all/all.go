@@ -6,6 +6,7 @@ package all
 import (
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/tools/devloop/docs"
 	"github.com/toolhost/toolhost/internal/tools/devloop/persist"
 )
 
@@ -18,6 +19,20 @@ func Tools() []tool.Tool {
 		persist.UpdateRuntimeState(),
 		persist.TimelineAppend(),
 		persist.RecordMemory(),
+
+		// Docs (PM, Architect).
+		docs.BootstrapPRDSite(),
+		docs.BootstrapSDDSite(),
+		docs.WriteChapter(),
+		docs.WriteMVCPPage(),
+		docs.ArchiveDoc(),
+		docs.DiffHTML(),
+		docs.DiffUnits(),
+		docs.EchoDiff(),
+		docs.UpdateSearchIndex(),
+		docs.ValidatePRDSite(),
+		docs.ValidateSDDConsistency(),
+		docs.HashContract(),
 	}
 }
 

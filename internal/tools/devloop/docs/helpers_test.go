@@ -1,0 +1,153 @@
+package docs
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/xeipuuv/gojsonschema"
+
+	"github.com/toolhost/toolhost/internal/agents"
+	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/journal"
+	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/tool"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// fakeClock starts at a fixed instant and moves one second per reading.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(time.Second)
+	return c.t
+}
+
+// project is a temp project dir shared by several agents' contexts.
+type project struct {
+	t     testing.TB
+	dir   string
+	clock *fakeClock
+}
+
+func newProject(t testing.TB) *project {
+	t.Helper()
+	return &project{t: t, dir: t.TempDir(), clock: &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}
+}
+
+// ctx returns a call context for agent (short name), with the sandbox
+// allow-list of the embedded configs/agents.json.
+func (p *project) ctx(agent string) *ctxinject.Ctx {
+	p.t.Helper()
+	set, err := agents.Load("")
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	ag, err := set.Find(agent)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	files, err := sandbox.New(p.dir, ag.Name, ag.Sandbox.WriteAllowList)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	shared, err := files.With("toolhost", journal.ServiceAllowList)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Cleanup(func() { _ = files.Close(); _ = shared.Close() })
+	c, err := ctxinject.New(ctxinject.Identity{Agent: ag.Short, AgentName: ag.Name, ProjectDir: p.dir, SessionID: "sess-test"},
+		ctxinject.Services{
+			Files: files, Shared: shared, Timeline: journal.Timeline{Door: shared}, Events: journal.Events{Door: shared},
+			Clock: p.clock, Log: zerolog.Nop(),
+		}, ctxinject.Settings{WriteAllowList: ag.Sandbox.WriteAllowList}, ctxinject.Meta{CallID: "call-test"}, nil)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return c
+}
+
+func (p *project) path(rel string) string { return filepath.Join(p.dir, filepath.FromSlash(rel)) }
+
+func (p *project) read(rel string) string {
+	p.t.Helper()
+	b, err := os.ReadFile(p.path(rel))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return string(b)
+}
+
+func (p *project) write(rel, content string) {
+	p.t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p.path(rel)), 0o755); err != nil {
+		p.t.Fatal(err)
+	}
+	if err := os.WriteFile(p.path(rel), []byte(content), 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// run calls tl the way the engine would: the arguments must pass the tool's
+// input schema, then the tool runs. It returns the result decoded into out
+// and the error (a rejection or system failure) if any.
+func run[Out any](t testing.TB, c *ctxinject.Ctx, tl tool.Tool, args any) (Out, tool.Result, error) {
+	t.Helper()
+	var out Out
+	raw, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := gojsonschema.Validate(gojsonschema.NewBytesLoader(tl.Spec().InputSchema), gojsonschema.NewBytesLoader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Valid() {
+		t.Fatalf("%s: test arguments %s do not match the input schema: %v", tl.Spec().Name, raw, res.Errors())
+	}
+	r, err := tl.Call(context.Background(), c, raw)
+	if err != nil {
+		return out, r, err
+	}
+	if err := json.Unmarshal(r.Structured, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out, r, nil
+}
+
+// mustRun is run for calls expected to succeed with ok:true.
+func mustRun[Out any](t testing.TB, c *ctxinject.Ctx, tl tool.Tool, args any) Out {
+	t.Helper()
+	out, r, err := run[Out](t, c, tl, args)
+	if err != nil {
+		t.Fatalf("%s: %v", tl.Spec().Name, err)
+	}
+	if r.Failed {
+		t.Fatalf("%s: ok:false: %s", tl.Spec().Name, r.Reason)
+	}
+	return out
+}
+
+// bootstrapPRD creates a PRD site with the given chapter ids (title = id
+// upper-cased first letter).
+func bootstrapPRD(t testing.TB, c *ctxinject.Ctx, ids ...string) {
+	t.Helper()
+	var chs []map[string]string
+	for _, id := range ids {
+		chs = append(chs, map[string]string{"id": id, "title": strings.ToUpper(id[:1]) + id[1:]})
+	}
+	mustRun[BootstrapOutput](t, c, BootstrapPRDSite(), map[string]any{"title": "Todo App PRD", "chapters": chs})
+}

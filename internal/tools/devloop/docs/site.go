@@ -1,0 +1,298 @@
+package docs
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	htmltemplate "html/template"
+	"io/fs"
+	"path"
+	"strings"
+
+	"golang.org/x/net/html"
+
+	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/tool"
+)
+
+//go:embed templates
+var templateFS embed.FS
+
+var templates = htmltemplate.Must(htmltemplate.ParseFS(templateFS, "templates/page.html", "templates/index.html"))
+
+// Files of a site, relative to the site directory.
+const (
+	siteJSON        = "site.json"
+	siteDataJS      = "site-data.js"
+	searchIndexJSON = "search-index.json"
+	searchIndexJS   = "search-index.js"
+	indexPage       = "index.html"
+	shellCSS        = "assets/shell.css"
+	shellJS         = "assets/shell.js"
+)
+
+// Page is one page listed in site.json.
+type Page struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Page  string `json:"page"`
+}
+
+// Site is <site>/site.json: the title and the order of the pages.
+type Site struct {
+	Kind       string `json:"kind"`
+	Title      string `json:"title"`
+	Chapters   []Page `json:"chapters"`
+	Prototypes []Page `json:"prototypes,omitempty"`
+}
+
+// chapter returns the chapter with id, or nil.
+func (s *Site) chapter(id string) (*Page, int) {
+	for i := range s.Chapters {
+		if s.Chapters[i].ID == id {
+			return &s.Chapters[i], i
+		}
+	}
+	return nil, -1
+}
+
+// pages returns every page of the site except the index, chapters first.
+func (s *Site) pages() []Page {
+	return append(append([]Page(nil), s.Chapters...), s.Prototypes...)
+}
+
+var kindLabels = map[string]string{"prd": "PRD", "sdd": "SDD"}
+
+// loadSite reads <dir>/site.json.
+func loadSite(files ctxinject.Files, dir string) (*Site, error) {
+	b, err := files.ReadFile(path.Join(dir, siteJSON))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, tool.Fail("%s/%s does not exist; create the site with bootstrap_%s_site first", dir, siteJSON, dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var s Site
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, tool.Fail("%s/%s is not valid JSON (%v); recreate the site with bootstrap_%s_site overwrite=true", dir, siteJSON, err, dir)
+	}
+	return &s, nil
+}
+
+// writeSiteData writes site.json and its file:// twin site-data.js.
+func writeSiteData(files ctxinject.Files, dir string, s *Site) error {
+	if err := files.WriteJSON(path.Join(dir, siteJSON), s); err != nil {
+		return err
+	}
+	js, err := jsGlobal("TOOLHOST_SITE", s)
+	if err != nil {
+		return err
+	}
+	return files.WriteFile(path.Join(dir, siteDataJS), js)
+}
+
+// jsGlobal renders v as a script assigning a window global. Pages load it
+// with <script src>, which works under file:// where fetch() does not.
+func jsGlobal(name string, v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return []byte("window." + name + " = " + string(b) + ";\n"), nil
+}
+
+type pageView struct {
+	Kind, KindLabel, SiteTitle, Title, Page, Root string
+	Prev, Next                                    *Page
+}
+
+type indexView struct {
+	Kind, KindLabel, SiteTitle string
+	Chapters, Prototypes       []Page
+	First                      *Page
+}
+
+// renderPage renders the shell of page p with body as the article content.
+func renderPage(s *Site, p Page, body []*html.Node) ([]byte, error) {
+	v := pageView{Kind: s.Kind, KindLabel: kindLabels[s.Kind], SiteTitle: s.Title, Title: p.Title, Page: p.Page}
+	v.Root = strings.Repeat("../", strings.Count(p.Page, "/"))
+	if _, i := s.chapter(p.ID); i >= 0 && s.Chapters[i].Page == p.Page {
+		if i > 0 {
+			v.Prev = &s.Chapters[i-1]
+		}
+		if i+1 < len(s.Chapters) {
+			v.Next = &s.Chapters[i+1]
+		}
+	}
+	var buf bytes.Buffer
+	if err := templates.ExecuteTemplate(&buf, "page.html", v); err != nil {
+		return nil, err
+	}
+	doc, err := parseDocument(buf.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	article := articleOf(doc)
+	for _, n := range body {
+		if n.Parent != nil {
+			n.Parent.RemoveChild(n)
+		}
+		article.AppendChild(n)
+	}
+	return render(doc)
+}
+
+// renderIndex renders the site's index page.
+func renderIndex(s *Site) ([]byte, error) {
+	v := indexView{Kind: s.Kind, KindLabel: kindLabels[s.Kind], SiteTitle: s.Title, Chapters: s.Chapters, Prototypes: s.Prototypes}
+	if len(s.Chapters) > 0 {
+		v.First = &s.Chapters[0]
+	}
+	var buf bytes.Buffer
+	if err := templates.ExecuteTemplate(&buf, "index.html", v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// ChapterInput names one chapter of a new site.
+type ChapterInput struct {
+	ID    string `json:"id" jsonschema:"pattern=^[a-z0-9][a-z0-9-]{0\\,63}$" jsonschema_description:"chapter id: lower-case letters, digits and dashes; the page is <id>.html ('index' is reserved)"`
+	Title string `json:"title" jsonschema:"minLength=1,maxLength=200" jsonschema_description:"chapter title shown in the sidebar, the page heading and prev/next links"`
+}
+
+// BootstrapInput creates a document site.
+type BootstrapInput struct {
+	Title     string         `json:"title" jsonschema:"minLength=1,maxLength=200" jsonschema_description:"site title"`
+	Chapters  []ChapterInput `json:"chapters" jsonschema:"minItems=1,maxItems=1000" jsonschema_description:"the chapters in reading order"`
+	Overwrite bool           `json:"overwrite,omitempty" jsonschema_description:"rebuild an existing site: shells, index, assets and site.json are regenerated; the article of every chapter that is still listed is kept"`
+}
+
+// BootstrapOutput is the result of bootstrap_prd_site / bootstrap_sdd_site.
+type BootstrapOutput struct {
+	tool.Status
+	Site  string   `json:"site,omitempty" jsonschema_description:"site directory: prd or sdd"`
+	Files []string `json:"files,omitempty" jsonschema_description:"project-relative paths written"`
+	Kept  []string `json:"kept,omitempty" jsonschema_description:"chapters whose existing article was kept (overwrite)"`
+}
+
+// BootstrapPRDSite is the bootstrap_prd_site tool.
+func BootstrapPRDSite() tool.Tool { return bootstrapTool("prd", "PRD") }
+
+// BootstrapSDDSite is the bootstrap_sdd_site tool.
+func BootstrapSDDSite() tool.Tool { return bootstrapTool("sdd", "SDD") }
+
+func bootstrapTool(dir, label string) tool.Tool {
+	return tool.New(tool.Spec{
+		Name:  "bootstrap_" + dir + "_site",
+		Title: "Bootstrap " + label + " site",
+		Description: "Create the " + label + " static site under " + dir + "/ from the built-in templates: index.html with navigation, one <chapter>.html per chapter with an empty <article class=\"body\">, " +
+			"assets/shell.css, assets/shell.js (sidebar, prev/next, search), site.json and the search index. Opens from disk and from any static server. " +
+			"Refuses to replace an existing site unless overwrite is true. Fill chapters with write_chapter.",
+		Effect:     tool.Destructive,
+		Idempotent: true,
+	}, func(ctx context.Context, c *ctxinject.Ctx, in BootstrapInput) (BootstrapOutput, error) {
+		return bootstrap(ctx, c, dir, in)
+	})
+}
+
+func bootstrap(_ context.Context, c *ctxinject.Ctx, dir string, in BootstrapInput) (BootstrapOutput, error) {
+	seen := map[string]bool{}
+	for i, ch := range in.Chapters {
+		switch {
+		case ch.ID == "index":
+			return BootstrapOutput{}, tool.Fail("chapters[%d].id: \"index\" is reserved for the site's index page; choose another id", i)
+		case seen[ch.ID]:
+			return BootstrapOutput{}, tool.Fail("chapters[%d].id: %q is used twice; give every chapter its own id", i, ch.ID)
+		}
+		seen[ch.ID] = true
+	}
+	// Hold the site lock so two bootstraps (or a bootstrap and a write) do
+	// not interleave.
+	unlock, err := c.Files.Lock(dir + "-site")
+	if err != nil {
+		return BootstrapOutput{}, err
+	}
+	defer unlock()
+	_, statErr := c.Files.ReadFile(path.Join(dir, siteJSON))
+	exists := statErr == nil
+	if exists && !in.Overwrite {
+		return BootstrapOutput{}, tool.Fail("%s/ already holds a site (%s/%s exists); pass overwrite=true to rebuild it (chapter articles are kept), or edit it with write_chapter", dir, dir, siteJSON)
+	}
+	var old *Site
+	if exists {
+		old, _ = loadSite(c.Files, dir)
+	}
+	s := &Site{Kind: dir, Title: in.Title}
+	for _, ch := range in.Chapters {
+		s.Chapters = append(s.Chapters, Page{ID: ch.ID, Title: ch.Title, Page: ch.ID + ".html"})
+	}
+	if old != nil {
+		s.Prototypes = old.Prototypes
+	}
+	out := BootstrapOutput{Status: tool.Status{OK: true}, Site: dir}
+	write := func(rel string, data []byte) error {
+		if err := c.Files.WriteFile(path.Join(dir, rel), data); err != nil {
+			return err
+		}
+		out.Files = append(out.Files, path.Join(dir, rel))
+		return nil
+	}
+	// Check the first write before producing anything, so a refused agent
+	// gets the sandbox message and nothing changes.
+	if _, err := c.Files.CheckWrite(path.Join(dir, siteJSON)); err != nil {
+		return BootstrapOutput{}, err
+	}
+	for _, a := range []string{shellCSS, shellJS} {
+		b, err := templateFS.ReadFile("templates/" + path.Base(a))
+		if err != nil {
+			return BootstrapOutput{}, err
+		}
+		if err := write(a, b); err != nil {
+			return BootstrapOutput{}, err
+		}
+	}
+	for _, p := range s.pages() {
+		var body []*html.Node
+		if exists {
+			if b, err := c.Files.ReadFile(path.Join(dir, p.Page)); err == nil {
+				if doc, err := parseDocument(b); err == nil {
+					if a := articleOf(doc); a != nil && a.FirstChild != nil {
+						for n := a.FirstChild; n != nil; n = n.NextSibling {
+							body = append(body, n)
+						}
+						out.Kept = append(out.Kept, p.Page)
+					}
+				}
+			}
+		}
+		b, err := renderPage(s, p, body)
+		if err != nil {
+			return BootstrapOutput{}, err
+		}
+		if err := write(p.Page, b); err != nil {
+			return BootstrapOutput{}, err
+		}
+	}
+	idx, err := renderIndex(s)
+	if err != nil {
+		return BootstrapOutput{}, err
+	}
+	if err := write(indexPage, idx); err != nil {
+		return BootstrapOutput{}, err
+	}
+	if err := writeSiteData(c.Files, dir, s); err != nil {
+		return BootstrapOutput{}, err
+	}
+	out.Files = append(out.Files, path.Join(dir, siteJSON), path.Join(dir, siteDataJS))
+	if _, err := rebuildIndex(c.Files, dir, s); err != nil {
+		return BootstrapOutput{}, err
+	}
+	out.Files = append(out.Files, path.Join(dir, searchIndexJSON), path.Join(dir, searchIndexJS))
+	if err := c.Emit("doc.site", map[string]any{"site": dir, "chapters": len(s.Chapters), "overwrite": exists}); err != nil {
+		return BootstrapOutput{}, err
+	}
+	return out, nil
+}

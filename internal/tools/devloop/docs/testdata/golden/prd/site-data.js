@@ -1,0 +1,1 @@
+window.TOOLHOST_SITE = {"kind":"prd","title":"Todo App PRD","chapters":[{"id":"overview","title":"Overview","page":"overview.html"},{"id":"goals","title":"Goals","page":"goals.html"}],"prototypes":[{"id":"todo-list","title":"Todo list","page":"mvcp/todo-list.html"}]};
