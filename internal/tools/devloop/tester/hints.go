@@ -125,7 +125,8 @@ func BuildHints(failures []Failure) []Hint {
 		}
 	}
 	slices.SortStableFunc(groups, func(a, b *group) int {
-		if d := len(b.tests) - len(a.tests); d != 0 {
+		// A file that does not load hides all its tests: weigh it as one.
+		if d := max(len(b.tests), 1) - max(len(a.tests), 1); d != 0 {
 			return d
 		}
 		if d := slices.Index(kindOrder, a.kind) - slices.Index(kindOrder, b.kind); d != 0 {
@@ -171,26 +172,26 @@ func (g *group) sentence() string {
 	switch g.kind {
 	case KindAssertion:
 		if m := reExpectedTo.FindStringSubmatch(msg); m != nil {
-			return fmt.Sprintf("%s fail an assertion at %s: the code returned %s where the test expects %s%s — fix the implementation, or the test if the specification changed.", tests, at, m[1], m[2], more)
+			return fmt.Sprintf("In %s at %s the code returned %s where the test expects %s%s — fix the implementation, or the test if the specification changed.", tests, at, m[1], m[2], more)
 		}
-		return fmt.Sprintf("%s fail an assertion at %s (%s)%s — compare expected and received and fix the implementation.", tests, at, msg, more)
+		return fmt.Sprintf("In %s at %s an assertion fails (%s)%s — compare expected and received and fix the implementation.", tests, at, msg, more)
 	case KindSnapshot:
-		return fmt.Sprintf("%s no longer match their snapshot at %s: if the new output is intended, update it with vitest run -u; otherwise find what changed the output.", tests, at)
+		return fmt.Sprintf("In %s at %s the output no longer matches the snapshot: if the change is intended, update it with vitest run -u; otherwise find what changed the output.", tests, at)
 	case KindTypeError:
 		if m := reReadProp.FindStringSubmatch(msg); m != nil {
-			return fmt.Sprintf("%s read .%s of %s at %s%s: make sure the value is set (return it, await it, or check for %s) before reading the property.", tests, m[2], m[1], at, more, m[1])
+			return fmt.Sprintf("In %s at %s the code reads .%s of %s%s: make sure the value is set (return it, await it, or check for %s) before reading the property.", tests, at, m[2], m[1], more, m[1])
 		}
 		if m := reNotFunc.FindStringSubmatch(msg); m != nil {
-			return fmt.Sprintf("%s call %s, which is not a function, at %s%s: check the import/export of %s and its spelling.", tests, m[1], at, more, m[1])
+			return fmt.Sprintf("In %s at %s %s is called but is not a function%s: check the import/export of %s and its spelling.", tests, at, m[1], more, m[1])
 		}
-		return fmt.Sprintf("%s throw a TypeError at %s (%s)%s: a value has the wrong type; check what the code under test returns there.", tests, at, msg, more)
+		return fmt.Sprintf("In %s at %s a TypeError is thrown (%s)%s: a value has the wrong type; check what the code under test returns there.", tests, at, msg, more)
 	case KindReferenceError:
 		if m := reNotDefined.FindStringSubmatch(msg); m != nil {
-			return fmt.Sprintf("%s use %s, which is not defined, at %s%s: import or define %s before using it.", tests, m[1], at, more, m[1])
+			return fmt.Sprintf("In %s at %s %s is used but not defined%s: import or define %s before using it.", tests, at, m[1], more, m[1])
 		}
-		return fmt.Sprintf("%s throw a ReferenceError at %s (%s)%s: import or define the missing name.", tests, at, msg, more)
+		return fmt.Sprintf("In %s at %s a ReferenceError is thrown (%s)%s: import or define the missing name.", tests, at, msg, more)
 	case KindTimeout:
-		return fmt.Sprintf("%s timed out in %s: await every promise and make sure the code under test resolves (a missing response or an unresolved promise), or raise the test's timeout if the work is really that slow.", tests, g.file)
+		return fmt.Sprintf("In %s of %s the test did not finish in time: await every promise and make sure the code under test resolves (a missing response or an unresolved promise), or raise the test's timeout if the work is really that slow.", tests, g.file)
 	case KindImportError:
 		if m := reModule.FindStringSubmatch(msg); m != nil {
 			return fmt.Sprintf("%s cannot load: the import of %s fails (%s), so none of its tests ran — create that module or fix the import path.", g.file, m[1], msg)
@@ -199,7 +200,7 @@ func (g *group) sentence() string {
 	case KindSuiteError:
 		return fmt.Sprintf("%s failed to load (%s), so none of its tests ran — fix the syntax or top-level error at %s first.", g.file, msg, at)
 	}
-	return fmt.Sprintf("%s fail with %q at %s%s — read the error and fix the code it points to.", tests, msg, at, more)
+	return fmt.Sprintf("In %s at %s the test fails with %q%s — read the error and fix the code it points to.", tests, at, msg, more)
 }
 
 func plural(n int, word string) string {
