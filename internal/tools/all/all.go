@@ -6,6 +6,7 @@ package all
 import (
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/tools/devloop/coder"
 	"github.com/toolhost/toolhost/internal/tools/devloop/persist"
 	"github.com/toolhost/toolhost/internal/tools/devloop/tester"
 )
@@ -19,6 +20,9 @@ func Tools() []tool.Tool {
 		persist.UpdateRuntimeState(),
 		persist.TimelineAppend(),
 		persist.RecordMemory(),
+		// Coder.
+		coder.ContractBridge(),
+		coder.AppendCoderLog(),
 		// Tester.
 		tester.ParseVitest(),
 		tester.HintBuilder(),
