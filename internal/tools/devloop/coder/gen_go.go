@@ -47,7 +47,7 @@ func generateGo(m *model, pkg string) ([]byte, error) {
 			}
 			b.WriteString("}\n\n")
 		case "enum":
-			base := map[string]string{"string": "string", "number": "float64", "boolean": "bool"}[t.enumBase]
+			base := map[string]string{"string": "string", "integer": "int64", "number": "float64", "boolean": "bool"}[t.enumBase]
 			if base == "" {
 				fmt.Fprintf(&b, "type %s = any\n\n", t.name)
 				break

@@ -209,7 +209,7 @@ func (b *builder) define(name string, s *schema, where string) error {
 		return b.fill(nt, s, where)
 	case len(s.Enum) > 0 && s.Ref == "":
 		nt.kind = "enum"
-		nt.enum, nt.enumBase = enumValues(s.Enum)
+		nt.enum, nt.enumBase = enumValues(s.Enum, s.Type)
 		return nil
 	}
 	t, err := b.expr(s, name, where)
@@ -294,7 +294,7 @@ func (b *builder) expr(s *schema, hint, where string) (texpr, error) {
 		}
 		name := b.claim(hint)
 		nt := &named{name: name, doc: s.Description, kind: "enum"}
-		nt.enum, nt.enumBase = enumValues(vals)
+		nt.enum, nt.enumBase = enumValues(vals, s.Type)
 		b.types = append(b.types, nt)
 		return texpr{kind: "named", name: name, nullable: nullable}, nil
 	case len(s.Const) > 0:
@@ -360,8 +360,9 @@ func (b *builder) badRef(ref, where string) error {
 	return fmt.Errorf("%s: $ref %q not found in the contract (defined: %s)", where, ref, strings.Join(known, ", "))
 }
 
-// enumValues returns the values and their common JSON type.
-func enumValues(vals []json.RawMessage) ([]json.RawMessage, string) {
+// enumValues returns the values and their common JSON type; numbers are
+// "integer" when the schema says so.
+func enumValues(vals []json.RawMessage, declared typeList) ([]json.RawMessage, string) {
 	base := ""
 	for i, v := range vals {
 		t := "number"
@@ -370,6 +371,9 @@ func enumValues(vals []json.RawMessage) ([]json.RawMessage, string) {
 			t = "string"
 		case string(v) == "true" || string(v) == "false":
 			t = "boolean"
+		}
+		if t == "number" && slices.Contains(declared, "integer") {
+			t = "integer"
 		}
 		if i == 0 {
 			base = t
