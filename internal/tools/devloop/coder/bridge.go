@@ -77,11 +77,16 @@ func contractBridge(_ context.Context, c *ctxinject.Ctx, in ContractBridgeInput)
 		if pkg == "" {
 			pkg = "contract"
 		}
-		if out, err = generateGo(m, pkg); err != nil {
-			return ContractBridgeOutput{}, err
-		}
+		out, err = generateGo(m, pkg)
 	} else {
-		out = generateTS(m)
+		out, err = generateTS(m)
+	}
+	var clash *ErrNameClash
+	if errors.As(err, &clash) {
+		return ContractBridgeOutput{}, tool.Fail("%s: %v", src, err)
+	}
+	if err != nil {
+		return ContractBridgeOutput{}, err
 	}
 	old, err := c.Files.ReadFile(dst)
 	changed := err != nil || !bytes.Equal(old, out)

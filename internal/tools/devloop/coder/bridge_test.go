@@ -151,6 +151,27 @@ func TestContractBridgeGolden(t *testing.T) {
 	}
 }
 
+func TestContractBridgeKeepsBuiltinNamesFree(t *testing.T) {
+	t.Parallel()
+	c := newCtx(t, "u")
+	p := filepath.Join(c.ProjectDir, "contracts", "c.json")
+	_ = os.MkdirAll(filepath.Dir(p), 0o755)
+	contractJSON := `{"name":"c","definitions":{"Record":{"type":"object","properties":{"tags":{"type":"object","additionalProperties":{"type":"string"}}}}},"endpoints":[{"id":"get","method":"GET","path":"/r","status":200,"response":{"$ref":"#/definitions/Record"}}]}`
+	if err := os.WriteFile(p, []byte(contractJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := call[ContractBridgeOutput](t, c, ContractBridge(), map[string]any{"contract": "c", "lang": "ts"})
+	if err != nil || !out.OK {
+		t.Fatalf("%v %+v", err, out)
+	}
+	got, _ := os.ReadFile(filepath.Join(c.ProjectDir, out.Files[0]))
+	for _, want := range []string{"export interface Record2 {", "tags?: Record<string, string>;", "export type GetResponse = Record2;"} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+}
+
 func TestContractBridgeWritesIntoTheUnit(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ lang, file string }{{"ts", "units/todo-be/src/contract.gen.ts"}, {"go", "units/todo-be/src/contract_gen.go"}} {
@@ -181,6 +202,10 @@ func TestContractBridgeRefusals(t *testing.T) {
 			args: map[string]any{"contract": "c", "lang": "ts"}, reason: "points outside the contract"},
 		{name: "bad type", unit: "u", contract: `{"name":"c","endpoints":[{"id":"x","method":"GET","path":"/x","status":200,"response":{"type":"object","properties":{"a":{"type":"date"}}}}]}`,
 			args: map[string]any{"contract": "c", "lang": "ts"}, reason: `response.properties.a: unknown type "date"`},
+		{name: "same endpoint id twice", unit: "u", contract: `{"name":"c","endpoints":[{"id":"get-todo","method":"GET","path":"/a","status":200,"response":{}},{"id":"getTodo","method":"GET","path":"/b","status":200,"response":{}}]}`,
+			args: map[string]any{"contract": "c", "lang": "ts"}, reason: `endpoints[0] id "get-todo" and endpoints[1] id "getTodo" name the same route constants`},
+		{name: "endpoint id clashes with a definition in Go", unit: "u", contract: `{"name":"c","definitions":{"TodoStatus":{"type":"string","enum":["a"]}},"endpoints":[{"id":"todo","method":"GET","path":"/t","status":200,"response":{}}]}`,
+			args: map[string]any{"contract": "c", "lang": "go"}, reason: "generate the name TodoStatus"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

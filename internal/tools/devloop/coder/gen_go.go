@@ -2,7 +2,10 @@ package coder
 
 import (
 	"fmt"
+	"go/ast"
 	"go/format"
+	"go/parser"
+	"go/token"
 	"strconv"
 	"strings"
 )
@@ -112,7 +115,36 @@ func generateGo(m *model, pkg string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generated Go does not parse (a contract_bridge bug): %w", err)
 	}
+	if err := uniqueGoDecls(out); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// uniqueGoDecls refuses output that declares a top-level name twice.
+func uniqueGoDecls(src []byte) error {
+	f, err := parser.ParseFile(token.NewFileSet(), "contract_gen.go", src, parser.SkipObjectResolution)
+	if err != nil {
+		return err
+	}
+	var names [][]string
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok {
+			continue
+		}
+		for _, s := range g.Specs {
+			switch s := s.(type) {
+			case *ast.TypeSpec:
+				names = append(names, []string{"", s.Name.Name})
+			case *ast.ValueSpec:
+				for _, n := range s.Names {
+					names = append(names, []string{"", n.Name})
+				}
+			}
+		}
+	}
+	return uniqueDecls(names)
 }
 
 // isStruct reports whether the named type is rendered as a Go struct.

@@ -12,7 +12,7 @@ var tsIdent = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
 // generateTS renders the model as a TypeScript module: one interface or
 // type per schema, then per endpoint its METHOD/PATH/STATUS constants, the
 // typed path parameters and a path builder, and a routes table.
-func generateTS(m *model) []byte {
+func generateTS(m *model) ([]byte, error) {
 	var b strings.Builder
 	header(&b, m, "//")
 	for _, t := range m.types {
@@ -90,7 +90,32 @@ func generateTS(m *model) []byte {
 		fmt.Fprintf(&b, "  %s: { method: %s_METHOD, path: %s_PATH, status: %s_STATUS },\n", key, k, k, k)
 	}
 	b.WriteString("} as const;\n\nexport type RouteId = keyof typeof routes;\n")
-	return []byte(b.String())
+	out := b.String()
+	if err := uniqueDecls(tsDecl.FindAllStringSubmatch(out, -1)); err != nil {
+		return nil, err
+	}
+	return []byte(out), nil
+}
+
+var tsDecl = regexp.MustCompile(`(?m)^export (?:interface|type|const|function) ([A-Za-z_$][A-Za-z0-9_$]*)`)
+
+// ErrNameClash is a contract whose ids and definitions generate the same
+// top-level name twice; the generated file would not compile.
+type ErrNameClash struct{ Name string }
+
+func (e *ErrNameClash) Error() string {
+	return fmt.Sprintf("two parts of the contract generate the name %s (an endpoint id and a definition, or two definitions that differ only in case or punctuation); rename one of them", e.Name)
+}
+
+func uniqueDecls(matches [][]string) error {
+	seen := map[string]bool{}
+	for _, m := range matches {
+		if seen[m[1]] {
+			return &ErrNameClash{Name: m[1]}
+		}
+		seen[m[1]] = true
+	}
+	return nil
 }
 
 // jsString is a JS string literal; JSON strings are valid JavaScript.

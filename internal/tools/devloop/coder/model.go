@@ -109,6 +109,13 @@ func buildModel(raw []byte, path string, goStyle bool) (*model, error) {
 		return nil, fmt.Errorf("definitions: %v", err)
 	}
 	b := &builder{taken: map[string]bool{}, defs: map[string]*schema{}, names: map[string]string{}, goStyle: goStyle}
+	if !goStyle {
+		// Names the TypeScript output itself uses: a definition called
+		// Record would shadow the built-in the maps are written with.
+		for _, n := range []string{"Record", "RouteId"} {
+			b.claim(n)
+		}
+	}
 	// Names of shared definitions first, in a fixed order, so they keep
 	// their own names whatever the endpoints are called.
 	var refs []string
@@ -129,6 +136,13 @@ func buildModel(raw []byte, path string, goStyle bool) (*model, error) {
 		}
 	}
 	m := &model{contract: c, path: path, sha256: sum}
+	seen := map[string]int{}
+	for i, e := range c.Endpoints {
+		if j, dup := seen[constant(e.ID)]; dup {
+			return nil, fmt.Errorf("endpoints[%d] id %q and endpoints[%d] id %q name the same route constants; give every endpoint a distinct id", j, c.Endpoints[j].ID, i, e.ID)
+		}
+		seen[constant(e.ID)] = i
+	}
 	for i, e := range c.Endpoints {
 		r := route{id: e.ID, method: strings.ToUpper(e.Method), path: e.Path, status: e.Status}
 		r.segments, r.params = splitPath(e.Path)
