@@ -1,6 +1,7 @@
 package bugs
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -261,6 +262,11 @@ func (s *Store) update(id string, fn func(*Bug) error) error {
 		if err := fn(&b); err != nil {
 			return nil, err
 		}
-		return sandbox.MarshalJSON(&b)
+		next, err := sandbox.MarshalJSON(&b)
+		if err != nil || bytes.Equal(next, old) {
+			// Unchanged (a duplicate citing nothing new): no rewrite.
+			return nil, err
+		}
+		return next, nil
 	})
 }

@@ -164,3 +164,18 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkParseReport parses the committed mixed report (11 tests, 7
+// failures) and builds its hints.
+func BenchmarkParseReport(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join(testutil.RepoRoot(b), "testdata", "vitest", "mixed.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		sum, err := ParseReport(data)
+		if err != nil || len(BuildHints(sum.Failures)) != 6 {
+			b.Fatal(err)
+		}
+	}
+}
