@@ -56,7 +56,7 @@ type ParseVitestOutput struct {
 	Failed      int       `json:"failed" jsonschema_description:"failed tests (files that failed to load are counted in suite_errors)"`
 	Skipped     int       `json:"skipped" jsonschema_description:"skipped tests (skip, pending, disabled)"`
 	Todo        int       `json:"todo" jsonschema_description:"tests marked todo"`
-	SuiteErrors int       `json:"suite_errors" jsonschema_description:"test files that failed to load (import or syntax error): none of their tests ran"`
+	SuiteErrors int       `json:"suite_errors" jsonschema_description:"file-level errors: a test file that failed to load (import or syntax error, none of its tests ran) or an error outside any test (a beforeAll/afterAll hook)"`
 	DurationMS  int64     `json:"duration_ms" jsonschema_description:"wall time of the run in milliseconds"`
 	Failures    []Failure `json:"failures" jsonschema_description:"every failed test and every file that failed to load, in report order"`
 }
@@ -168,14 +168,16 @@ func ParseReport(data []byte) (*ParseVitestOutput, error) {
 		}
 		file := *f.Name
 		end = math.Max(end, f.EndTime)
-		if len(*f.AssertionResults) == 0 && f.Status == "failed" {
+		// A file-level error: the file failed to load (no assertions), or
+		// something outside any test failed (a beforeAll/afterAll hook), which
+		// Vitest reports as the file's message.
+		if f.Status == "failed" && (len(*f.AssertionResults) == 0 || strings.TrimSpace(f.Message) != "") {
 			out.SuiteErrors++
 			msg := firstMeaningfulLine(f.Message)
 			if msg == "" {
 				msg = "the test file failed to load (Vitest gave no message)"
 			}
 			out.Failures = append(out.Failures, Failure{File: file, Kind: KindSuiteError, Message: msg, Line: lineIn(f.Message, file)})
-			continue
 		}
 		for j, a := range *f.AssertionResults {
 			if a.Status == nil {

@@ -91,6 +91,20 @@ func TestParseVitestInlineReport(t *testing.T) {
 	}
 }
 
+func TestParseVitestFileLevelErrorBesideTests(t *testing.T) {
+	t.Parallel()
+	c := newCtx(t, "tester", "")
+	report := map[string]any{"testResults": []any{map[string]any{
+		"name": "/p/a.test.ts", "status": "failed", "message": "Error: db connection refused\n    at /p/a.test.ts:3:9",
+		"assertionResults": []any{map[string]any{"fullName": "works", "status": "passed", "failureMessages": []any{}}},
+	}}}
+	got, _, err := call[ParseVitestOutput](t, c, ParseVitest(), map[string]any{"report": report})
+	want := []Failure{{File: "/p/a.test.ts", Kind: KindSuiteError, Message: "Error: db connection refused", Line: 3}}
+	if err != nil || got.Passed != 1 || got.Failed != 0 || got.SuiteErrors != 1 || !reflect.DeepEqual(got.Failures, want) {
+		t.Fatalf("a failing afterAll hook must show as a file-level error: %v %+v", err, got)
+	}
+}
+
 func TestParseVitestRejectsBadInput(t *testing.T) {
 	t.Parallel()
 	mixed, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "testdata", "vitest", "mixed.json"))
