@@ -1,6 +1,7 @@
 package coder
 
 import (
+	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/format"
@@ -62,7 +63,10 @@ func generateGo(m *model, pkg string) ([]byte, error) {
 			fmt.Fprintf(&b, "// Values of %s.\nconst (\n", t.name)
 			used := map[string]bool{}
 			for _, v := range t.enum {
-				s, _ := strconv.Unquote(string(v))
+				var s string
+				if err := json.Unmarshal(v, &s); err != nil {
+					return nil, fmt.Errorf("enum %s: value %s is not a string: %w", t.name, v, err)
+				}
 				c := t.name + pascal(s, true)
 				for i := 2; used[c]; i++ {
 					c = fmt.Sprintf("%s%s%d", t.name, pascal(s, true), i)

@@ -70,12 +70,9 @@ type model struct {
 	routes   []route
 }
 
-// refMaps are the top-level maps a $ref may point into, with their prefixes.
-var refMaps = []struct{ prefix, doc string }{
-	{"#/definitions/", "definitions"},
-	{"#/$defs/", "$defs"},
-	{"#/components/schemas/", "components.schemas"},
-}
+// refPrefixes are the top-level maps a $ref may point into: definitions,
+// $defs and components.schemas, in that order.
+var refPrefixes = []string{"#/definitions/", "#/$defs/", "#/components/schemas/"}
 
 type builder struct {
 	taken map[string]bool
@@ -121,7 +118,7 @@ func buildModel(raw []byte, path string, goStyle bool) (*model, error) {
 	var refs []string
 	for i, m := range []map[string]*schema{top.Definitions, top.Defs, top.Components.Schemas} {
 		for k, s := range m {
-			ref := refMaps[i].prefix + escapePointer(k)
+			ref := refPrefixes[i] + escapePointer(k)
 			b.defs[ref] = s
 			refs = append(refs, ref)
 		}

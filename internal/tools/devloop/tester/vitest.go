@@ -30,9 +30,6 @@ const (
 	KindError          = "error"
 )
 
-// Kinds lists every failure kind.
-var Kinds = []string{KindAssertion, KindSnapshot, KindTypeError, KindReferenceError, KindTimeout, KindImportError, KindSuiteError, KindError}
-
 // Failure is one failed test, or one test file that failed to load.
 type Failure struct {
 	File    string `json:"file" jsonschema:"minLength=1,maxLength=1000" jsonschema_description:"the test file as named in the report"`
