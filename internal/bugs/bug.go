@@ -102,6 +102,7 @@ func List(projectDir string) ([]*Bug, error) {
 		}
 		out = append(out, bug)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	// By number, so BUG-10000 comes after BUG-9999.
+	sort.Slice(out, func(i, j int) bool { return IDNumber(out[i].ID) < IDNumber(out[j].ID) })
 	return out, nil
 }

@@ -1,7 +1,13 @@
 // Package bugs defines the bug record (bugs/BUG-NNNN.json) shared by the
-// tester tools that write it and the triager tools that read it, and the
-// read side of the store (Load, List).
+// tester tools that write it and the triager tools that read it: the read
+// side of the store (Load, List), and the write side the bug tools use
+// (Store.Open with id allocation and dedupe, Store.Transition with the state
+// machine of SPEC §11).
 //
-// The write side (id allocation under a lock, dedupe, transitions) belongs to
-// the bug tools; this package must never write.
+// Every write goes through a Door — in toolhost the services' sandbox, whose
+// allow-list holds bugs/** — and happens under cross-process locks, so the
+// toolhost processes of six agents never allocate the same id, never create
+// two bugs for one fingerprint and never lose an appended evidence or a
+// history entry. This package must never write with os directly and never
+// decide who may call it: the engine's policy does.
 package bugs

@@ -6,8 +6,10 @@ package all
 import (
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/tools/devloop/coder"
 	"github.com/toolhost/toolhost/internal/tools/devloop/docs"
 	"github.com/toolhost/toolhost/internal/tools/devloop/persist"
+	"github.com/toolhost/toolhost/internal/tools/devloop/tester"
 )
 
 // Tools returns every built-in tool, in binding order.
@@ -33,6 +35,17 @@ func Tools() []tool.Tool {
 		docs.ValidatePRDSite(),
 		docs.ValidateSDDConsistency(),
 		docs.HashContract(),
+
+		// Coder.
+		coder.ContractBridge(),
+		coder.AppendCoderLog(),
+
+		// Tester.
+		tester.ParseVitest(),
+		tester.HintBuilder(),
+		tester.BugOpen(),
+		tester.BugTransition(),
+		tester.BugList(),
 	}
 }
 

@@ -1,0 +1,104 @@
+package bugs
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/toolhost/toolhost/internal/sandbox"
+)
+
+func TestNormalizeTitleAndFingerprint(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ in, want string }{
+		{"Login returns 500", "login returns 500"},
+		{"  login: RETURNS   500!! ", "login returns 500"},
+		{"POST /todos → 500 (again)", "post todos 500 again"},
+		{"Ünïcode Tïtle", "ünïcode tïtle"},
+		{"!!!", ""},
+	}
+	for _, tc := range cases {
+		if got := NormalizeTitle(tc.in); got != tc.want {
+			t.Errorf("NormalizeTitle(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	base := Fingerprint("api", "todos creates", "Login returns 500")
+	if Fingerprint("api", " todos creates ", "login: returns 500!") != base {
+		t.Errorf("case, punctuation and surrounding spaces must not change the fingerprint")
+	}
+	for _, other := range []string{Fingerprint("web", "todos creates", "Login returns 500"), Fingerprint("api", "todos lists", "Login returns 500"),
+		Fingerprint("api", "todos creates", "Login returns 404"), Fingerprint("api\x00todos", "creates", "Login returns 500")} {
+		if other == base {
+			t.Errorf("a different unit, test or title must change the fingerprint")
+		}
+	}
+}
+
+func TestIDs(t *testing.T) {
+	t.Parallel()
+	for n, id := range map[int]string{1: "BUG-0001", 42: "BUG-0042", 9999: "BUG-9999", 10000: "BUG-10000"} {
+		if FormatID(n) != id || IDNumber(id) != n {
+			t.Errorf("FormatID(%d)=%s IDNumber(%s)=%d", n, FormatID(n), id, IDNumber(id))
+		}
+	}
+	if IDNumber("BUG-1") != 0 || IDNumber("bug-0001") != 0 {
+		t.Errorf("malformed ids must give 0")
+	}
+}
+
+func TestAllowedTargetsIsACopy(t *testing.T) {
+	t.Parallel()
+	a := AllowedTargets(StatusOpen)
+	a[0] = "closed"
+	if !slices.Equal(AllowedTargets(StatusOpen), []string{StatusTriaged, StatusWontfix}) {
+		t.Errorf("callers must not be able to change the state machine")
+	}
+	if len(AllowedTargets(StatusWontfix)) != 0 || len(AllowedTargets("nonsense")) != 0 {
+		t.Errorf("wontfix and unknown statuses have no way out")
+	}
+}
+
+func TestListSortsByNumber(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	door, err := sandbox.New(dir, "toolhost", []string{"bugs/**", ".toolhost/**"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer door.Close()
+	for _, n := range []int{10000, 9999, 2} {
+		if err := door.WriteJSON(Path(FormatID(n)), Bug{ID: FormatID(n), Status: StatusOpen}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Files that are not bugs are ignored.
+	if err := door.WriteFile("bugs/notes.json", []byte("{}\n")); err != nil {
+		t.Fatal(err)
+	}
+	all, err := List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, b := range all {
+		ids = append(ids, b.ID)
+	}
+	if !slices.Equal(ids, []string{"BUG-0002", "BUG-9999", "BUG-10000"}) {
+		t.Errorf("List order %v", ids)
+	}
+	s := Store{Door: door}
+	res, err := s.Open(NewBug{Title: "next", Severity: "minor", Evidence: Evidence{Repro: "r"}, By: "tester", At: time.Unix(0, 0).UTC()})
+	if err != nil || res.Bug.ID != "BUG-10001" {
+		t.Fatalf("next id after BUG-10000: %v %+v", err, res.Bug)
+	}
+	if _, err := Load(dir, "BUG-10001"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Transition("BUG-0404", StatusTriaged, "x", "", time.Now()); err == nil {
+		t.Errorf("transition of a missing bug must fail")
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "bugs", "BUG-0404*")); len(m) != 0 {
+		t.Errorf("a failed transition created %v", m)
+	}
+}

@@ -1,0 +1,119 @@
+package coder
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/toolhost/toolhost/internal/contract"
+	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/tool"
+)
+
+// ContractBridgeInput names the contract and the language to generate.
+type ContractBridgeInput struct {
+	Contract string `json:"contract" jsonschema:"pattern=^[a-z0-9][a-z0-9_-]{0\\,63}$" jsonschema_description:"contract name: reads contracts/<contract>.json"`
+	UnitID   string `json:"unit_id,omitempty" jsonschema:"pattern=^[A-Za-z0-9_.-]{1\\,64}$" jsonschema_description:"unit to generate into (units/<unit_id>/src/); defaults to the session's unit"`
+	Lang     string `json:"lang" jsonschema:"enum=ts,enum=go" jsonschema_description:"ts writes src/contract.gen.ts (interfaces, METHOD/PATH/STATUS constants, typed path params); go writes src/contract_gen.go (structs with json tags, Method/Path/Status constants)"`
+	Package  string `json:"package,omitempty" jsonschema:"pattern=^[a-z][a-z0-9_]{0\\,63}$" jsonschema_description:"Go package name of the generated file (lang go only; default contract)"`
+}
+
+// ContractBridgeOutput is the result of contract_bridge.
+type ContractBridgeOutput struct {
+	tool.Status
+	Files   []string `json:"files,omitempty" jsonschema_description:"project-relative paths of the generated files"`
+	SHA256  string   `json:"sha256,omitempty" jsonschema_description:"canonical sha256 of the contract (the same hash_contract records), also in the file header"`
+	Changed bool     `json:"changed" jsonschema_description:"false when the file already held exactly this output"`
+	Types   int      `json:"types,omitempty" jsonschema_description:"number of generated types"`
+	Routes  int      `json:"routes,omitempty" jsonschema_description:"number of endpoints with route constants"`
+}
+
+// ContractBridge is the contract_bridge tool.
+func ContractBridge() tool.Tool {
+	return tool.New(tool.Spec{
+		Name:        "contract_bridge",
+		Title:       "Generate contract types",
+		Description: "Generate types and route constants from contracts/<contract>.json into the unit: lang ts → units/<unit>/src/contract.gen.ts, lang go → units/<unit>/src/contract_gen.go. Covers every request/response schema (objects, arrays, enums, nullable, nested, $ref to #/definitions, #/$defs or #/components/schemas), METHOD/PATH/STATUS per endpoint and typed path parameters (/todos/:id or /todos/{id}). The header carries the contract's sha256; the same contract always gives the same bytes.",
+		Effect:      tool.Destructive,
+		Idempotent:  true,
+		Timeout:     30 * time.Second,
+	}, contractBridge)
+}
+
+func contractBridge(_ context.Context, c *ctxinject.Ctx, in ContractBridgeInput) (ContractBridgeOutput, error) {
+	unit := in.UnitID
+	if unit == "" {
+		unit = c.UnitID
+	}
+	if unit == "" {
+		return ContractBridgeOutput{}, tool.Fail("no unit: pass unit_id, or start the session with --unit (or _meta.unit_id) so the files go to units/<unit>/src/")
+	}
+	if in.Package != "" && in.Lang != "go" {
+		return ContractBridgeOutput{}, &tool.ValidationError{Field: "package", Reason: "package applies to lang go only; drop it for lang ts"}
+	}
+	src := contract.Path(in.Contract)
+	raw, err := c.Files.ReadFile(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ContractBridgeOutput{}, tool.Fail("no contract %s; %s", src, available(c.ProjectDir))
+	}
+	if err != nil {
+		return ContractBridgeOutput{}, err
+	}
+	m, err := buildModel(raw, src, in.Lang == "go")
+	if err != nil {
+		return ContractBridgeOutput{}, tool.Fail("%s: %v", src, err)
+	}
+	var out []byte
+	dst := "units/" + unit + "/src/contract.gen.ts"
+	if in.Lang == "go" {
+		dst = "units/" + unit + "/src/contract_gen.go"
+		pkg := in.Package
+		if pkg == "" {
+			pkg = "contract"
+		}
+		out, err = generateGo(m, pkg)
+	} else {
+		out, err = generateTS(m)
+	}
+	var clash *ErrNameClash
+	if errors.As(err, &clash) {
+		return ContractBridgeOutput{}, tool.Fail("%s: %v", src, err)
+	}
+	if err != nil {
+		return ContractBridgeOutput{}, err
+	}
+	old, err := c.Files.ReadFile(dst)
+	changed := err != nil || !bytes.Equal(old, out)
+	if changed {
+		if err := c.Files.WriteFile(dst, out); err != nil {
+			return ContractBridgeOutput{}, err
+		}
+	}
+	return ContractBridgeOutput{
+		Status: tool.Status{OK: true}, Files: []string{dst}, SHA256: m.sha256, Changed: changed,
+		Types: len(m.types), Routes: len(m.routes),
+	}, nil
+}
+
+// available lists the contracts there are, for the "no such contract" reason.
+func available(projectDir string) string {
+	ents, err := os.ReadDir(filepath.Join(projectDir, "contracts"))
+	var names []string
+	for _, e := range ents {
+		n := e.Name()
+		if !e.IsDir() && strings.HasSuffix(n, ".json") && n != "hashes.json" {
+			names = append(names, strings.TrimSuffix(n, ".json"))
+		}
+	}
+	sort.Strings(names)
+	if err != nil || len(names) == 0 {
+		return "there are no contracts yet (the architect writes contracts/<name>.json)"
+	}
+	return "available: " + strings.Join(names, ", ")
+}

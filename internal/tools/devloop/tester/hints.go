@@ -1,0 +1,228 @@
+package tester
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/tool"
+)
+
+// HintBuilderInput carries failures, or names a report to take them from.
+type HintBuilderInput struct {
+	Failures   []Failure `json:"failures,omitempty" jsonschema:"maxItems=5000" jsonschema_description:"failures as parse_vitest returns them; give this or report_path, not both"`
+	ReportPath string    `json:"report_path,omitempty" jsonschema:"maxLength=1000" jsonschema_description:"project-relative path of a Vitest JSON report; give this or failures, not both"`
+	MaxHints   int       `json:"max_hints,omitempty" jsonschema:"minimum=1,maximum=100" jsonschema_description:"at most this many hints, most widespread cause first (default 10)"`
+}
+
+// Hint is advice for one cause: one file, one kind of failure.
+type Hint struct {
+	File  string   `json:"file" jsonschema_description:"the test file"`
+	Tests []string `json:"tests" jsonschema_description:"the tests that share this cause (empty when the file did not load)"`
+	Kind  string   `json:"kind" jsonschema_description:"failure kind: assertion, snapshot, type_error, reference_error, timeout, import_error, suite_error, error"`
+	Line  int      `json:"line,omitempty" jsonschema_description:"first line in the file where it shows"`
+	Hint  string   `json:"hint" jsonschema_description:"one actionable sentence for the coder"`
+}
+
+// HintBuilderOutput is the result of hint_builder.
+type HintBuilderOutput struct {
+	tool.Status
+	Failures int    `json:"failures" jsonschema_description:"failures considered"`
+	Groups   int    `json:"groups" jsonschema_description:"distinct causes (file and kind) before max_hints"`
+	Hints    []Hint `json:"hints" jsonschema_description:"hints, the cause shared by most tests first"`
+	Markdown string `json:"markdown" jsonschema_description:"the hints as a markdown list for a human or the coder's prompt"`
+}
+
+// HintBuilder is the hint_builder tool.
+func HintBuilder() tool.Tool {
+	return tool.New(tool.Spec{
+		Name:        "hint_builder",
+		Title:       "Build hints for the coder",
+		Description: "Turn test failures (parse_vitest failures, or a Vitest report_path) into at most max_hints hints for the coder: grouped by file and failure kind (assertion expected/received, snapshot mismatch, TypeError, ReferenceError, timeout, import/module error, file failed to load), identical messages merged, the cause shared by most tests first. Each hint names the file, the tests, the kind and one actionable sentence; markdown renders them.",
+		Effect:      tool.ReadOnly,
+		Timeout:     10 * time.Second,
+	}, hintBuilder)
+}
+
+func hintBuilder(_ context.Context, c *ctxinject.Ctx, in HintBuilderInput) (HintBuilderOutput, error) {
+	failures := in.Failures
+	switch {
+	case in.ReportPath != "" && in.Failures != nil:
+		return HintBuilderOutput{}, &tool.ValidationError{Field: "report_path", Reason: "give failures or report_path, not both"}
+	case in.ReportPath != "":
+		data, source, err := reportBytes(c, in.ReportPath, nil)
+		if err != nil {
+			return HintBuilderOutput{}, err
+		}
+		sum, err := ParseReport(data)
+		if err != nil {
+			return HintBuilderOutput{}, tool.Fail("%s: %v", source, err)
+		}
+		failures = sum.Failures
+	case in.Failures == nil:
+		return HintBuilderOutput{}, &tool.ValidationError{Field: "failures", Reason: "give failures (from parse_vitest) or report_path (a Vitest JSON report)"}
+	}
+	max := in.MaxHints
+	if max == 0 {
+		max = 10
+	}
+	hints := BuildHints(failures)
+	out := HintBuilderOutput{Status: tool.Status{OK: true}, Failures: len(failures), Groups: len(hints)}
+	out.Hints = hints[:min(max, len(hints))]
+	out.Markdown = Markdown(out.Hints, len(hints))
+	return out, nil
+}
+
+// kindOrder breaks ties between equally widespread causes: a file that does
+// not load hides every test in it, so it comes first.
+var kindOrder = []string{KindImportError, KindSuiteError, KindReferenceError, KindTypeError, KindTimeout, KindAssertion, KindSnapshot, KindError}
+
+type group struct {
+	file, kind string
+	tests      []string
+	messages   []string // distinct, in first-seen order
+	line       int
+	order      int
+}
+
+// BuildHints groups failures by file and kind, merges identical messages and
+// ranks the groups by how many tests share them.
+func BuildHints(failures []Failure) []Hint {
+	var groups []*group
+	index := map[[2]string]*group{}
+	for _, f := range failures {
+		// Refine what the message shows better than the given kind: a file
+		// that failed to load because of a missing module gets the import
+		// hint, an untyped failure gets whatever its message says.
+		kind := f.Kind
+		switch kind {
+		case "", KindError:
+			kind = Classify(f.Message)
+		case KindSuiteError:
+			if Classify(f.Message) == KindImportError {
+				kind = KindImportError
+			}
+		}
+		key := [2]string{f.File, kind}
+		g := index[key]
+		if g == nil {
+			g = &group{file: f.File, kind: kind, order: len(groups)}
+			index[key] = g
+			groups = append(groups, g)
+		}
+		if f.Name != "" && !slices.Contains(g.tests, f.Name) {
+			g.tests = append(g.tests, f.Name)
+		}
+		if msg := strings.TrimSpace(StripANSI(f.Message)); msg != "" && !slices.Contains(g.messages, msg) {
+			g.messages = append(g.messages, msg)
+		}
+		if f.Line > 0 && (g.line == 0 || f.Line < g.line) {
+			g.line = f.Line
+		}
+	}
+	slices.SortStableFunc(groups, func(a, b *group) int {
+		// A file that does not load hides all its tests: weigh it as one.
+		if d := max(len(b.tests), 1) - max(len(a.tests), 1); d != 0 {
+			return d
+		}
+		if d := slices.Index(kindOrder, a.kind) - slices.Index(kindOrder, b.kind); d != 0 {
+			return d
+		}
+		return a.order - b.order
+	})
+	hints := make([]Hint, 0, len(groups))
+	for _, g := range groups {
+		tests := g.tests
+		if tests == nil {
+			tests = []string{}
+		}
+		hints = append(hints, Hint{File: g.file, Tests: tests, Kind: g.kind, Line: g.line, Hint: g.sentence()})
+	}
+	return hints
+}
+
+var (
+	reExpectedTo = regexp.MustCompile(`expected (.+?) to (?:be|equal|deeply equal|strictly equal|have length|contain|include|match|be called with) (.+?)(?: // .*)?$`)
+	reNotDefined = regexp.MustCompile(`ReferenceError: (\S+) is not defined`)
+	reReadProp   = regexp.MustCompile(`Cannot read propert(?:y|ies) of (undefined|null) \(reading '([^']+)'\)`)
+	reNotFunc    = regexp.MustCompile(`TypeError: (\S+) is not a function`)
+	reModule     = regexp.MustCompile(`(?:Cannot find (?:module|package)|Failed to (?:load|resolve) (?:url|import|module)) '?([^'\s]+)'?`)
+)
+
+// sentence is the one actionable sentence of a group.
+func (g *group) sentence() string {
+	at := g.file
+	if g.line > 0 {
+		at = fmt.Sprintf("%s:%d", g.file, g.line)
+	}
+	msg := ""
+	if len(g.messages) > 0 {
+		msg = g.messages[0]
+	}
+	n := len(g.tests)
+	tests := plural(n, "test")
+	more := ""
+	if len(g.messages) > 1 {
+		more = fmt.Sprintf(" (and %d other message(s))", len(g.messages)-1)
+	}
+	switch g.kind {
+	case KindAssertion:
+		if m := reExpectedTo.FindStringSubmatch(msg); m != nil {
+			return fmt.Sprintf("In %s at %s the code returned %s where the test expects %s%s — fix the implementation, or the test if the specification changed.", tests, at, m[1], m[2], more)
+		}
+		return fmt.Sprintf("In %s at %s an assertion fails (%s)%s — compare expected and received and fix the implementation.", tests, at, msg, more)
+	case KindSnapshot:
+		return fmt.Sprintf("In %s at %s the output no longer matches the snapshot: if the change is intended, update it with vitest run -u; otherwise find what changed the output.", tests, at)
+	case KindTypeError:
+		if m := reReadProp.FindStringSubmatch(msg); m != nil {
+			return fmt.Sprintf("In %s at %s the code reads .%s of %s%s: make sure the value is set (return it, await it, or check for %s) before reading the property.", tests, at, m[2], m[1], more, m[1])
+		}
+		if m := reNotFunc.FindStringSubmatch(msg); m != nil {
+			return fmt.Sprintf("In %s at %s %s is called but is not a function%s: check the import/export of %s and its spelling.", tests, at, m[1], more, m[1])
+		}
+		return fmt.Sprintf("In %s at %s a TypeError is thrown (%s)%s: a value has the wrong type; check what the code under test returns there.", tests, at, msg, more)
+	case KindReferenceError:
+		if m := reNotDefined.FindStringSubmatch(msg); m != nil {
+			return fmt.Sprintf("In %s at %s %s is used but not defined%s: import or define %s before using it.", tests, at, m[1], more, m[1])
+		}
+		return fmt.Sprintf("In %s at %s a ReferenceError is thrown (%s)%s: import or define the missing name.", tests, at, msg, more)
+	case KindTimeout:
+		return fmt.Sprintf("In %s of %s the test did not finish in time: await every promise and make sure the code under test resolves (a missing response or an unresolved promise), or raise the test's timeout if the work is really that slow.", tests, g.file)
+	case KindImportError:
+		if m := reModule.FindStringSubmatch(msg); m != nil {
+			return fmt.Sprintf("%s cannot load: the import of %s fails (%s), so none of its tests ran — create that module or fix the import path.", g.file, m[1], msg)
+		}
+		return fmt.Sprintf("%s cannot load (%s), so none of its tests ran — fix the import or export it names.", g.file, msg)
+	case KindSuiteError:
+		return fmt.Sprintf("%s failed to load (%s), so none of its tests ran — fix the syntax or top-level error at %s first.", g.file, msg, at)
+	}
+	return fmt.Sprintf("In %s at %s the test fails with %q%s — read the error and fix the code it points to.", tests, at, msg, more)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// Markdown renders hints as a numbered list; total is the number of groups
+// before the max_hints cut.
+func Markdown(hints []Hint, total int) string {
+	if len(hints) == 0 {
+		return "No failures: nothing to fix.\n"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Hints for the coder (%d of %d)\n\n", len(hints), total)
+	for i, h := range hints {
+		fmt.Fprintf(&b, "%d. **%s** — `%s`: %s\n", i+1, h.Kind, h.File, h.Hint)
+		for _, t := range h.Tests {
+			fmt.Fprintf(&b, "   - %s\n", t)
+		}
+	}
+	return b.String()
+}
