@@ -3,6 +3,7 @@ package session
 import (
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/journal"
 	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/server"
@@ -29,6 +31,10 @@ type Options struct {
 	// Registry overrides the built-in tool set (tests).
 	Registry *registry.Registry
 }
+
+// UnitStopGrace is how long a unit's process group has between SIGTERM and
+// SIGKILL, on spawn_units stop and when the session closes.
+const UnitStopGrace = 3 * time.Second
 
 // Session is one wired agent session.
 type Session struct {
@@ -95,6 +101,7 @@ func Open(o Options) (*Session, error) {
 	if reg == nil {
 		reg = all.Registry()
 	}
+	units := procs.NewManager(procs.Options{Grace: UnitStopGrace, Log: o.Log})
 	svc := ctxinject.Services{
 		Files:    files,
 		Shared:   shared,
@@ -102,6 +109,7 @@ func Open(o Options) (*Session, error) {
 		Events:   journal.Events{Door: shared},
 		Clock:    ctxinject.SystemClock{},
 		Log:      o.Log,
+		Procs:    units,
 	}
 	settings := ctxinject.Settings{
 		Cwd:            filepath.Join(abs, filepath.FromSlash(ag.Cwd(id.Company, id.PID, id.UnitID))),
@@ -119,11 +127,13 @@ func Open(o Options) (*Session, error) {
 		return ok && ag.Allows(name) && pol.Current().Decide(e.Spec).Allowed()
 	}
 	s := &Session{Agent: ag, Agents: set, Policy: pol, Engine: eng, Server: srv, Files: files, Shared: shared}
-	s.closers = append(s.closers, files.Close, shared.Close)
+	// Closers run last-first: the units stop (and their exits are recorded
+	// through the sandbox) before the sandbox closes.
+	s.closers = append(s.closers, files.Close, shared.Close, units.Close)
 	return s, nil
 }
 
-// Close releases the session's resources.
+// Close stops the units the session started and releases its resources.
 func (s *Session) Close() error {
 	var first error
 	for i := len(s.closers) - 1; i >= 0; i-- {
