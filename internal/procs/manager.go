@@ -53,9 +53,14 @@ type Spec struct {
 	OnExit func(p *Proc)
 }
 
+// DefaultGrace is how long a unit's process group has between SIGTERM and
+// SIGKILL, on a requested stop and when the session closes.
+const DefaultGrace = 3 * time.Second
+
 // Options configure a Manager.
 type Options struct {
-	// Grace is how long a group has between SIGTERM and SIGKILL (3 s if 0).
+	// Grace is how long a group has between SIGTERM and SIGKILL
+	// (DefaultGrace if 0).
 	Grace time.Duration
 	// RotateEvery is how often log sizes are checked (1 s if 0).
 	RotateEvery time.Duration
@@ -73,7 +78,7 @@ type Manager struct {
 // NewManager returns an empty manager.
 func NewManager(o Options) *Manager {
 	if o.Grace <= 0 {
-		o.Grace = 3 * time.Second
+		o.Grace = DefaultGrace
 	}
 	if o.RotateEvery <= 0 {
 		o.RotateEvery = time.Second

@@ -3,7 +3,6 @@ package session
 import (
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"github.com/rs/zerolog"
 
@@ -31,10 +30,6 @@ type Options struct {
 	// Registry overrides the built-in tool set (tests).
 	Registry *registry.Registry
 }
-
-// UnitStopGrace is how long a unit's process group has between SIGTERM and
-// SIGKILL, on spawn_units stop and when the session closes.
-const UnitStopGrace = 3 * time.Second
 
 // Session is one wired agent session.
 type Session struct {
@@ -101,7 +96,7 @@ func Open(o Options) (*Session, error) {
 	if reg == nil {
 		reg = all.Registry()
 	}
-	units := procs.NewManager(procs.Options{Grace: UnitStopGrace, Log: o.Log})
+	units := procs.NewManager(procs.Options{Grace: procs.DefaultGrace, Log: o.Log})
 	svc := ctxinject.Services{
 		Files:    files,
 		Shared:   shared,
