@@ -6,6 +6,7 @@ package all
 import (
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/tools/devloop/integrator"
 	"github.com/toolhost/toolhost/internal/tools/devloop/persist"
 )
 
@@ -18,6 +19,13 @@ func Tools() []tool.Tool {
 		persist.UpdateRuntimeState(),
 		persist.TimelineAppend(),
 		persist.RecordMemory(),
+		// Integrator.
+		integrator.PortPicker(),
+		integrator.SpawnUnits(),
+		integrator.HealthWait(),
+		integrator.RunCase(),
+		integrator.ParsePlaceholder(),
+		integrator.CollectStderr(),
 	}
 }
 
