@@ -457,6 +457,14 @@ func liveStatus(c *ctxinject.Ctx, id string, rec *UnitRecord) UnitStatus {
 		if rec != nil {
 			st.Port = rec.Port
 		}
+		if !procs.Alive(p.PID, p.StartTicks) {
+			// Dead but not reaped yet (e.g. stopped by another process):
+			// the exit status is a moment away.
+			select {
+			case <-p.Done():
+			case <-time.After(time.Second):
+			}
+		}
 		if exited, code, sig := p.Exit(); exited {
 			st.State, st.ExitCode, st.Signal = "exited", &code, sig
 			if p.Stopped() {
@@ -545,6 +553,11 @@ func stopUnit(ctx context.Context, c *ctxinject.Ctx, id string, rec *UnitRecord)
 	// Started by another toolhost process: stop its group after confirming
 	// the leader's identity (StopGroup refuses a reused group id).
 	rep, err := procs.StopGroup(ctx, rec.group(), procs.DefaultGrace)
+	if errors.Is(err, procs.ErrForeignGroup) {
+		st := liveStatus(c, id, rec)
+		st.Note = strings.TrimPrefix(st.Note+"; ", "; ") + "nothing stopped: " + err.Error()
+		return st, nil
+	}
 	st := recordStatus(rec, true)
 	st.Stop = &rep
 	if err != nil {
