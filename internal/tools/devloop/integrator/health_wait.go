@@ -180,16 +180,18 @@ func pollTarget(ctx context.Context, c *ctxinject.Ctx, client *http.Client, r *T
 		}
 		r.Attempts++
 		status, err := probe(ctx, client, r.URL, deadline, unitDone)
-		r.Status = status
 		if err == nil && status >= 200 && status < 300 {
-			r.Ready, r.Error = true, ""
+			r.Ready, r.Status, r.Error = true, status, ""
 			progress(fmt.Sprintf("%s ready (HTTP %d) after %d attempts", r.URL, status, r.Attempts))
 			return
 		}
-		if err != nil {
+		switch {
+		case err == nil:
+			r.Status, r.Error = status, fmt.Sprintf("HTTP %d", status)
+		case r.Error == "" || time.Now().Before(deadline):
+			// An attempt cut off by the overall deadline says nothing new;
+			// keep the previous answer as the last one.
 			r.Error = err.Error()
-		} else {
-			r.Error = fmt.Sprintf("HTTP %d", status)
 		}
 		if ctx.Err() != nil {
 			return

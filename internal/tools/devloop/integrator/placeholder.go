@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"io"
 	"regexp"
 	"sort"
 	"strconv"
@@ -61,13 +62,9 @@ func parsePlaceholder(_ context.Context, c *ctxinject.Ctx, in ParsePlaceholderIn
 		s := r.text(*in.Text, "")
 		out.Text = &s
 	} else {
-		v, err := decodeJSON(in.Value)
+		b, err := r.rawJSON(in.Value, "")
 		if err != nil {
 			return out, &tool.ValidationError{Field: "value", Reason: err.Error()}
-		}
-		b, err := marshalCompact(r.value(v, ""))
-		if err != nil {
-			return out, err
 		}
 		out.Value = b
 	}
@@ -276,4 +273,102 @@ func newUUID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// frame is an open object or array while rawJSON re-emits a document.
+type frame struct {
+	obj       bool
+	expectKey bool
+	n         int
+	key       string
+	path      string
+}
+
+// rawJSON resolves placeholders in the string values of a JSON document and
+// re-emits it compactly with its keys in their original order and its
+// numbers as written. A document without placeholders is returned as given.
+func (r *resolver) rawJSON(raw []byte, base string) ([]byte, error) {
+	if !json.Valid(raw) {
+		return nil, fmt.Errorf("not valid JSON")
+	}
+	if !placeholderRE.Match(raw) {
+		return bytes.TrimSpace(raw), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var buf bytes.Buffer
+	var stack []*frame
+	top := func() *frame {
+		if len(stack) == 0 {
+			return nil
+		}
+		return stack[len(stack)-1]
+	}
+	done := func(f *frame) {
+		if f != nil {
+			f.n++
+			f.expectKey = f.obj
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		f := top()
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			buf.WriteByte(byte(d))
+			stack = stack[:len(stack)-1]
+			done(top())
+			continue
+		}
+		if f != nil && f.obj && f.expectKey {
+			key, _ := tok.(string)
+			if f.n > 0 {
+				buf.WriteByte(',')
+			}
+			kb, err := marshalCompact(key)
+			if err != nil {
+				return nil, err
+			}
+			buf.Write(kb)
+			buf.WriteByte(':')
+			f.key, f.expectKey = key, false
+			continue
+		}
+		path := base
+		if f != nil {
+			if f.obj {
+				path = f.path + "/" + escapePointer(f.key)
+			} else {
+				if f.n > 0 {
+					buf.WriteByte(',')
+				}
+				path = f.path + "/" + strconv.Itoa(f.n)
+			}
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			buf.WriteByte(byte(t))
+			stack = append(stack, &frame{obj: t == '{', expectKey: t == '{', path: path})
+			continue
+		case string:
+			b, err := marshalCompact(r.str(t, path))
+			if err != nil {
+				return nil, err
+			}
+			buf.Write(b)
+		default:
+			b, err := marshalCompact(t)
+			if err != nil {
+				return nil, err
+			}
+			buf.Write(b)
+		}
+		done(f)
+	}
+	return buf.Bytes(), nil
 }

@@ -271,21 +271,19 @@ func runStep(ctx context.Context, c *ctxinject.Ctx, client *http.Client, i int, 
 		res.Error = "give body or body_file, not both"
 		return res, nil
 	case len(st.Body) > 0:
-		v, err := decodeJSON(st.Body)
+		var text string
+		if json.Unmarshal(st.Body, &text) == nil {
+			body = []byte(r.text(text, "/body"))
+			break
+		}
+		b, err := r.rawJSON(st.Body, "/body")
 		if err != nil {
 			res.Error = "body: " + err.Error()
 			return res, nil
 		}
-		v = r.value(v, "/body")
-		if s, ok := v.(string); ok {
-			body = []byte(s)
-		} else {
-			if body, err = marshalCompact(v); err != nil {
-				return res, err
-			}
-			if !hasHeader(headers, "Content-Type") {
-				headers["Content-Type"] = "application/json"
-			}
+		body = b
+		if !hasHeader(headers, "Content-Type") {
+			headers["Content-Type"] = "application/json"
 		}
 	case st.BodyFile != "":
 		b, err := c.Files.ReadFile(st.BodyFile)
