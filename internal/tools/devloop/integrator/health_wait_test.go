@@ -69,6 +69,9 @@ func TestHealthWaitOnlyLoopbackTargets(t *testing.T) {
 			t.Errorf("checkLoopbackURL(%s) = %v, want allowed", ok, err)
 		}
 	}
+	if tr, ok := loopbackClient().Transport.(*http.Transport); !ok || tr.Proxy != nil {
+		t.Error("the loopback client must not take a proxy from the environment")
+	}
 	if err := dialLoopbackOnly("tcp", "93.184.216.34:80", nil); !errors.Is(err, ErrNotLoopback) {
 		t.Errorf("dial guard let a public address through: %v", err)
 	}

@@ -59,7 +59,7 @@ func itemServer(t *testing.T) (*httptest.Server, func() []string) {
 func threeStepCase(base string) *Case {
 	return &Case{ID: "create-item", Vars: map[string]any{"base": base}, Steps: []Step{
 		{Name: "create", Method: "POST", URL: "{{var:base}}/items", Body: json.RawMessage(`{"name":"pen","tags":["a","b"],"price":1.50}`),
-			Expect: Expect{Status: 201, JSONSubset: json.RawMessage(`{"name":"pen"}`), Header: map[string]string{"content-type": "application/json"}},
+			Expect:  Expect{Status: 201, JSONSubset: json.RawMessage(`{"name":"pen"}`), Header: map[string]string{"content-type": "application/json"}},
 			Capture: map[string]string{"id": "/id"}},
 		{Name: "read back", Method: "GET", URL: "{{var:base}}/items/{{var:id}}",
 			Expect: Expect{Status: 200, JSONSubset: json.RawMessage(`{"id":"{{var:id}}","tags":["a"],"price":1.5}`), Contains: `"pen"`}},
