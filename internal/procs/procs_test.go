@@ -256,3 +256,28 @@ func TestRotateCopiesAndTruncates(t *testing.T) {
 		t.Fatalf("rotate under the cap: backup=%q err=%v, want nothing", backup, err)
 	}
 }
+
+// BenchmarkStartStop measures starting a unit and stopping its group when
+// it honours SIGTERM (the common case; a stubborn group adds the grace).
+func BenchmarkStartStop(b *testing.B) {
+	dir := b.TempDir()
+	m := NewManager(Options{Grace: time.Second})
+	defer m.Close()
+	for b.Loop() {
+		f, err := os.OpenFile(filepath.Join(dir, "out.log"), os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			b.Fatal(err)
+		}
+		g, err := os.OpenFile(filepath.Join(dir, "err.log"), os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := m.Start(Spec{Unit: "u", Argv: []string{"/bin/sleep", "1000"}, Dir: dir, Stdout: Log{File: f}, Stderr: Log{File: g}}); err != nil {
+			b.Fatal(err)
+		}
+		rep, err := m.Stop(context.Background(), "u")
+		if err != nil || rep.Signal != "SIGTERM" {
+			b.Fatalf("stop = %+v, %v", rep, err)
+		}
+	}
+}

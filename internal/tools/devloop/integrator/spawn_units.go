@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/ctxinject"
@@ -519,15 +520,16 @@ func stopUnits(ctx context.Context, c *ctxinject.Ctx, units []UnitInput) (SpawnU
 	if err != nil {
 		return SpawnUnitsOutput{}, err
 	}
-	out := SpawnUnitsOutput{}
-	for _, id := range requestedIDs(uf, units) {
-		st, err := stopUnit(ctx, c, id, uf.Units[id])
-		if err != nil {
-			return out, err
-		}
-		out.Units = append(out.Units, st)
+	// Units stop in parallel: each may take the whole grace period.
+	ids := requestedIDs(uf, units)
+	out := SpawnUnitsOutput{Units: make([]UnitStatus, len(ids))}
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() { out.Units[i], errs[i] = stopUnit(ctx, c, id, uf.Units[id]) })
 	}
-	return out, nil
+	wg.Wait()
+	return out, errors.Join(errs...)
 }
 
 func stopUnit(ctx context.Context, c *ctxinject.Ctx, id string, rec *UnitRecord) (UnitStatus, error) {
