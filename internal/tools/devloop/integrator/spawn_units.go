@@ -194,7 +194,7 @@ func prepareStart(c *ctxinject.Ctx, i int, u UnitInput) (procs.Spec, string, int
 	if err != nil {
 		return procs.Spec{}, "", 0, err
 	}
-	env, err := unitEnv(c, field, u)
+	env, err := unitEnv(field, u)
 	if err != nil {
 		return procs.Spec{}, "", 0, err
 	}
@@ -259,7 +259,7 @@ func unitCwd(c *ctxinject.Ctx, u UnitInput) (string, string, error) {
 
 // unitEnv builds the child's environment: the base variables, then the
 // unit's own.
-func unitEnv(_ *ctxinject.Ctx, field string, u UnitInput) ([]string, error) {
+func unitEnv(field string, u UnitInput) ([]string, error) {
 	var env []string
 	for _, k := range baseEnv {
 		if v, ok := os.LookupEnv(k); ok {

@@ -251,7 +251,7 @@ func TestUnitEnvironmentIsMinimal(t *testing.T) {
 	}
 	got := string(b)
 	for _, want := range []string{"GREETING=hi", "PORT=4321", "PATH="} {
-		if !strings.Contains(got, want+"") {
+		if !strings.Contains(got, want) {
 			t.Fatalf("unit env lacks %s:\n%s", want, got)
 		}
 	}
