@@ -281,3 +281,42 @@ func BenchmarkStartStop(b *testing.B) {
 		}
 	}
 }
+
+func TestRunningUnitLogIsRotated(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	m := NewManager(Options{RotateEvery: 10 * time.Millisecond})
+	defer m.Close()
+	spec := shSpec(t, dir, "chatty", `i=0; while [ $i -lt 300 ]; do echo "line $i 0123456789"; i=$((i+1)); done; echo done-writing; sleep 1000`)
+	var mu sync.Mutex
+	var backups [][]byte
+	spec.Stdout.Cap = 1024
+	spec.Stdout.Backup = func(b []byte) error {
+		mu.Lock()
+		defer mu.Unlock()
+		backups = append(backups, append([]byte(nil), b...))
+		return nil
+	}
+	if _, err := m.Start(spec); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		fi, err := os.Stat(filepath.Join(dir, "chatty.out.log"))
+		mu.Lock()
+		n := len(backups)
+		mu.Unlock()
+		if err == nil && n > 0 && fi.Size() <= 1024 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("log not rotated: %d backups, size %v", n, fi.Size())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !bytes.HasPrefix(backups[0], []byte("line 0 ")) {
+		t.Fatalf("first backup starts with %q, want the first lines", backups[0][:min(20, len(backups[0]))])
+	}
+}
