@@ -320,3 +320,24 @@ func TestRunningUnitLogIsRotated(t *testing.T) {
 		t.Fatalf("first backup starts with %q, want the first lines", backups[0][:min(20, len(backups[0]))])
 	}
 }
+
+func TestStopReachesChildrenOfAnExitedLeader(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	m := NewManager(Options{Grace: time.Second})
+	defer m.Close()
+	// The leader exits at once; its background child keeps the group.
+	p, err := m.Start(shSpec(t, dir, "orphans", `sleep 1000 & echo started`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	waitMembers(t, p.PGID, 1)
+	rep, err := m.Stop(context.Background(), "orphans")
+	if err != nil || rep.Signal != "SIGTERM" || len(rep.Members) != 1 {
+		t.Fatalf("stop = %+v, %v; want the leftover child terminated", rep, err)
+	}
+	if left, _ := GroupMembers(p.PGID); len(left) != 0 {
+		t.Fatalf("processes %v survived", left)
+	}
+}
