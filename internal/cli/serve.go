@@ -42,12 +42,14 @@ func newServeCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			// Deferred after stop so it runs first: closing the session stops
+			// its units, and a second SIGTERM meanwhile must not cut that short.
 			defer s.Close()
 			log := o.Log
 			log.Info().Str("event", "serve").Str("agent", s.Agent.Name).Str("project_dir", s.Files.ProjectDir()).
 				Str("session", s.Engine.Identity.SessionID).Str("framing", framing).Msg("serving")
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-			defer stop()
 			err = rpc.Serve(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), s.Server, rpc.Options{
 				LSP: framing == "lsp", MaxMessage: maxMessage, Grace: grace, Log: log,
 			})

@@ -11,6 +11,8 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/rs/zerolog"
+
+	"github.com/toolhost/toolhost/internal/procs"
 )
 
 // Identity is who runs a session: from launch flags or TOOLHOST_* variables.
@@ -129,6 +131,9 @@ type Services struct {
 	Events   Events
 	Clock    Clock
 	Log      zerolog.Logger
+	// Procs owns the unit processes this session starts (integrator
+	// tools); the session stops them when it closes.
+	Procs procs.Owner
 }
 
 // Ctx is what one tool call receives.

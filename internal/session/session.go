@@ -13,6 +13,7 @@ import (
 	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/journal"
 	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/server"
@@ -96,6 +97,7 @@ func Open(o Options) (*Session, error) {
 	if reg == nil {
 		reg = all.Registry()
 	}
+	units := procs.NewManager(procs.Options{Grace: procs.DefaultGrace, Log: o.Log})
 	svc := ctxinject.Services{
 		Files:    files,
 		Shared:   shared,
@@ -103,6 +105,7 @@ func Open(o Options) (*Session, error) {
 		Events:   journal.Events{Door: shared},
 		Clock:    ctxinject.SystemClock{},
 		Log:      o.Log,
+		Procs:    units,
 	}
 	settings := ctxinject.Settings{
 		Cwd:            filepath.Join(abs, filepath.FromSlash(ag.Cwd(id.Company, id.PID, id.UnitID))),
@@ -122,11 +125,13 @@ func Open(o Options) (*Session, error) {
 		return ok && ag.Allows(name) && pol.Current().Decide(e.Spec).Allowed()
 	}
 	s := &Session{Agent: ag, Agents: set, Policy: pol, Engine: eng, Server: srv, Files: files, Shared: shared}
-	s.closers = append(s.closers, files.Close, shared.Close, sink.Close)
+	// Closers run last-first: the units stop (and their exits are recorded
+	// through the sandbox) before the audit sink and the sandboxes close.
+	s.closers = append(s.closers, files.Close, shared.Close, sink.Close, units.Close)
 	return s, nil
 }
 
-// Close releases the session's resources.
+// Close stops the units the session started and releases its resources.
 func (s *Session) Close() error {
 	var first error
 	for i := len(s.closers) - 1; i >= 0; i-- {

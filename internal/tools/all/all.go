@@ -8,6 +8,7 @@ import (
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/tools/devloop/coder"
 	"github.com/toolhost/toolhost/internal/tools/devloop/docs"
+	"github.com/toolhost/toolhost/internal/tools/devloop/integrator"
 	"github.com/toolhost/toolhost/internal/tools/devloop/persist"
 	"github.com/toolhost/toolhost/internal/tools/devloop/tester"
 )
@@ -46,6 +47,14 @@ func Tools() []tool.Tool {
 		tester.BugOpen(),
 		tester.BugTransition(),
 		tester.BugList(),
+
+		// Integrator.
+		integrator.PortPicker(),
+		integrator.SpawnUnits(),
+		integrator.HealthWait(),
+		integrator.RunCase(),
+		integrator.ParsePlaceholder(),
+		integrator.CollectStderr(),
 	}
 }
 

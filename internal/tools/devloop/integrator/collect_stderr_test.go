@@ -1,0 +1,83 @@
+package integrator
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestCollectStderrSignatures(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		log   string
+		kinds []string
+		lines []int
+	}{
+		{"go panic", "starting\npanic: runtime error: index out of range [3] with length 2\n\ngoroutine 1 [running]:\nmain.main()\n",
+			[]string{"go_panic"}, []int{2}},
+		{"node error with stack and EADDRINUSE", "Server starting\nError: listen EADDRINUSE: address already in use 127.0.0.1:3000\n    at Server.setupListenHandle [as _listen2] (node:net:1817:16)\n    at listenInCluster (node:net:1865:12)\n",
+			[]string{"node_error", "eaddrinuse"}, []int{2, 2}},
+		{"node TypeError with code", "/app/src/x.js:3\nTypeError [ERR_INVALID_ARG_TYPE]: bad\n\n    at f (/app/src/x.js:3:9)\n",
+			[]string{"node_error"}, []int{2}},
+		{"error without a stack is not a node error", "Error: config missing\nbye\n", nil, nil},
+		{"unhandled rejection", "[UnhandledPromiseRejection: This error originated either by throwing inside of an async function]\n",
+			[]string{"unhandled_rejection"}, []int{1}},
+		{"python traceback", "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    main()\nValueError: bad port\n",
+			[]string{"python_traceback"}, []int{1}},
+		{"only the current run counts", "panic: old crash\n" + startMarker + "api at now: x ===\nall good\n", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			if err := e.c.Files.WriteFile(ErrLog("api"), []byte(tt.log)); err != nil {
+				t.Fatal(err)
+			}
+			out, err := collectStderr(context.Background(), e.c, CollectStderrInput{Units: []string{"api"}, TailLines: 2})
+			if err != nil || !out.OK || len(out.Units) != 1 {
+				t.Fatalf("collect_stderr = %+v, %v", out, err)
+			}
+			u := out.Units[0]
+			if len(u.Signatures) != len(tt.kinds) {
+				t.Fatalf("signatures = %+v, want kinds %v", u.Signatures, tt.kinds)
+			}
+			for i, s := range u.Signatures {
+				if s.Kind != tt.kinds[i] || s.Line != tt.lines[i] {
+					t.Fatalf("signature %d = %+v, want %s at line %d", i, s, tt.kinds[i], tt.lines[i])
+				}
+			}
+			lines := strings.Split(strings.TrimSuffix(tt.log, "\n"), "\n")
+			if u.TotalLines != len(lines) || len(u.Tail) != min(2, len(lines)) || u.Tail[len(u.Tail)-1].N != len(lines) {
+				t.Fatalf("tail = %+v (total %d), want the last 2 of %d lines", u.Tail, u.TotalLines, len(lines))
+			}
+			if tt.name == "python traceback" && u.Signatures[0].Summary != "ValueError: bad port" {
+				t.Fatalf("summary = %q", u.Signatures[0].Summary)
+			}
+		})
+	}
+}
+
+func TestCollectStderrDefaultsToKnownUnits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, u := range []string{"web", "api"} {
+		if err := e.c.Files.WriteFile(ErrLog(u), []byte("line\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.c.Files.WriteJSON(UnitsPath, UnitsFile{Units: map[string]*UnitRecord{"db": {ID: "db"}}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := collectStderr(context.Background(), e.c, CollectStderrInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, u := range out.Units {
+		ids = append(ids, u.Unit)
+	}
+	if strings.Join(ids, ",") != "api,db,web" || out.Units[1].Exists || !out.Units[0].Exists {
+		t.Fatalf("units = %+v", out.Units)
+	}
+}

@@ -1,0 +1,18 @@
+// Package integrator holds the Integrator agent's tools (SPEC §11):
+// port_picker, spawn_units, health_wait, run_case, parse_placeholder and
+// collect_stderr. They reserve loopback ports, run the project's units as
+// real process groups, wait for them to answer, drive HTTP test cases
+// against them and read what they printed to stderr.
+//
+// Everything they record lives under integration/ in the project dir
+// (ports.json, units.json, cases/, runs/, logs/) and is written through the
+// agent's sandbox door; shared records are updated under a cross-process
+// lock so several toolhost processes agree on ports and units.
+//
+// These tools must never run a shell, never send a request to anything but
+// a loopback address, never let an HTTP request go through a proxy taken
+// from the environment, never expand an environment variable that is not on
+// the policy's env allow-list, and never start or signal a process except
+// through the session's process owner (ctxinject Services.Procs) or, for a
+// unit another toolhost started, after confirming its pid and start time.
+package integrator

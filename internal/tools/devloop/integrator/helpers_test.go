@@ -1,0 +1,167 @@
+package integrator
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/procs"
+	"github.com/toolhost/toolhost/internal/sandbox"
+)
+
+var (
+	unitBinOnce sync.Once
+	unitBinPath string
+	unitBinErr  error
+	unitBinDir  string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if unitBinDir != "" {
+		_ = os.RemoveAll(unitBinDir)
+	}
+	os.Exit(code)
+}
+
+// unitServer builds testdata/unitserver once per test process.
+func unitServer(t *testing.T) string {
+	t.Helper()
+	unitBinOnce.Do(func() {
+		unitBinDir, unitBinErr = os.MkdirTemp("", "unitserver-")
+		if unitBinErr != nil {
+			return
+		}
+		unitBinPath = filepath.Join(unitBinDir, "unitserver")
+		out, err := exec.Command("go", "build", "-o", unitBinPath, "./testdata/unitserver").CombinedOutput()
+		if err != nil {
+			unitBinErr = fmt.Errorf("go build unitserver: %v\n%s", err, out)
+		}
+	})
+	if unitBinErr != nil {
+		t.Fatal(unitBinErr)
+	}
+	return unitBinPath
+}
+
+// progressLog records the progress a tool reports.
+type progressLog struct {
+	mu    sync.Mutex
+	calls []float64
+	msgs  []string
+}
+
+func (p *progressLog) fn(progress, _ float64, msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = append(p.calls, progress)
+	p.msgs = append(p.msgs, msg)
+}
+
+func (p *progressLog) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.calls)
+}
+
+// env is an in-process integrator session on a temp project.
+type env struct {
+	dir      string
+	c        *ctxinject.Ctx
+	procs    *procs.Manager
+	progress *progressLog
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	return newEnvAt(t, t.TempDir())
+}
+
+// newEnvAt opens a session on dir; two envs on one dir act like two
+// toolhost processes sharing a project.
+func newEnvAt(t *testing.T, dir string) *env {
+	t.Helper()
+	files, err := sandbox.New(dir, "devloop-integrator", []string{"integration/**"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := procs.NewManager(procs.Options{Grace: 500 * time.Millisecond})
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Errorf("close process owner: %v", err)
+		}
+		_ = files.Close()
+	})
+	pl := &progressLog{}
+	c, err := ctxinject.New(
+		ctxinject.Identity{Agent: "integrator", AgentName: "devloop-integrator", ProjectDir: files.ProjectDir(), SessionID: "sess-test"},
+		ctxinject.Services{Files: files, Shared: files, Clock: ctxinject.SystemClock{}, Log: zerolog.Nop(), Procs: m},
+		ctxinject.Settings{EnvAllowList: []string{"TOOLHOST_TEST_ALLOWED"}},
+		ctxinject.Meta{}, pl.fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{dir: files.ProjectDir(), c: c, procs: m, progress: pl}
+}
+
+// unitDir creates units/<id> in the project.
+func (e *env) unitDir(t *testing.T, id string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(e.dir, "units", id), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *env) readJSON(t *testing.T, rel string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.dir, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		t.Fatalf("%s does not end with a newline", rel)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", rel, err)
+	}
+}
+
+// waitGroupSize waits until the process group has at least n live members.
+func waitGroupSize(t *testing.T, pgid, n int) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		m, _ := procs.GroupMembers(pgid)
+		if len(m) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process group %d has %d members, want %d", pgid, len(m), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func noGroupLeft(t *testing.T, pgid int) {
+	t.Helper()
+	if m, err := procs.GroupMembers(pgid); err != nil || len(m) != 0 {
+		t.Fatalf("process group %d still has %v (%v)", pgid, m, err)
+	}
+}
+
+func deadPort(t *testing.T) int {
+	t.Helper()
+	p, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -1,0 +1,584 @@
+package integrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/procs"
+	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/tool"
+)
+
+// UnitInput is one unit of a spawn_units call.
+type UnitInput struct {
+	ID   string            `json:"id" jsonschema:"pattern=^[A-Za-z0-9][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"unit id: names units/<id>/, the logs integration/logs/<id>.*.log and the record in integration/units.json"`
+	Argv []string          `json:"argv,omitempty" jsonschema:"minItems=1,maxItems=256" jsonschema_description:"start only (required there): the program and its arguments, run directly without a shell; argv[0] is a program on PATH or a path relative to the unit's cwd"`
+	Cwd  string            `json:"cwd,omitempty" jsonschema:"maxLength=1024" jsonschema_description:"start only: working directory relative to the project dir (default units/<id>); it must exist and stay inside the project"`
+	Env  map[string]string `json:"env,omitempty" jsonschema_description:"start only: extra environment variables; the unit gets only PATH, HOME, LANG and TZ from toolhost, these, and PORT"`
+	Port int               `json:"port,omitempty" jsonschema:"minimum=1,maximum=65535" jsonschema_description:"start only: port passed as PORT (default: the unit's reservation from port_picker; PORT in env is used only when neither exists)"`
+}
+
+// SpawnUnitsInput is the spawn_units request.
+type SpawnUnitsInput struct {
+	Action string      `json:"action" jsonschema:"enum=start,enum=stop,enum=status" jsonschema_description:"start the units, stop them (whole process group: SIGTERM, 3 s, SIGKILL) or report their status"`
+	Units  []UnitInput `json:"units,omitempty" jsonschema:"maxItems=50" jsonschema_description:"the units; for stop and status only id is read, and leaving the list out means every unit in integration/units.json"`
+}
+
+// UnitStatus is one unit in a spawn_units result.
+type UnitStatus struct {
+	ID string `json:"id" jsonschema_description:"unit id"`
+	// State: running, exited, stopped, not_started or failed.
+	State     string            `json:"state" jsonschema:"enum=running,enum=exited,enum=stopped,enum=not_started,enum=failed" jsonschema_description:"running; exited by itself; stopped on request; not_started (no record); failed (could not be started or stopped, see error)"`
+	PID       int               `json:"pid,omitempty" jsonschema_description:"pid of the unit's leader process"`
+	PGID      int               `json:"pgid,omitempty" jsonschema_description:"process group of the unit"`
+	StartedAt *time.Time        `json:"started_at,omitempty" jsonschema_description:"when the unit was started"`
+	ExitCode  *int              `json:"exit_code,omitempty" jsonschema_description:"exit code of the leader when known (-1: ended by a signal)"`
+	Signal    string            `json:"signal,omitempty" jsonschema_description:"signal that ended the leader, if any"`
+	Port      int               `json:"port,omitempty" jsonschema_description:"the PORT the unit was given"`
+	Foreign   bool              `json:"foreign,omitempty" jsonschema_description:"true when another toolhost process started the unit"`
+	OwnerPID  int               `json:"owner_pid,omitempty" jsonschema_description:"pid of the toolhost process that started the unit"`
+	StdoutLog string            `json:"stdout_log,omitempty" jsonschema_description:"project-relative stdout log"`
+	StderrLog string            `json:"stderr_log,omitempty" jsonschema_description:"project-relative stderr log"`
+	Stop      *procs.StopReport `json:"stop,omitempty" jsonschema_description:"how the group was stopped: the strongest signal sent, the member pids, the pids that needed SIGKILL"`
+	Note      string            `json:"note,omitempty" jsonschema_description:"extra facts, e.g. why an exit code is unknown"`
+	Error     string            `json:"error,omitempty" jsonschema_description:"what went wrong for this unit and what to change"`
+}
+
+// SpawnUnitsOutput is the spawn_units result.
+type SpawnUnitsOutput struct {
+	tool.Status
+	Units []UnitStatus `json:"units" jsonschema_description:"one entry per unit, in request order"`
+}
+
+// SpawnUnits is the spawn_units tool.
+func SpawnUnits() tool.Tool {
+	return tool.New(tool.Spec{
+		Name:  "spawn_units",
+		Title: "Start, stop or inspect units",
+		Description: "start: run each unit's argv (no shell) in its own process group, in units/<id>/ (or cwd), with a minimal " +
+			"environment plus env and PORT; stdout/stderr are appended to integration/logs/<id>.out.log|.err.log and the pid, " +
+			"process group and start time are recorded in integration/units.json. stop: SIGTERM the whole group, wait 3 s, " +
+			"SIGKILL what is left; no process of the group survives. status: running or exited with exit code, also for units " +
+			"another toolhost process started. Units this session started are stopped when toolhost exits.",
+		Effect: tool.Destructive,
+	}, spawnUnits)
+}
+
+func spawnUnits(ctx context.Context, c *ctxinject.Ctx, in SpawnUnitsInput) (SpawnUnitsOutput, error) {
+	if c.Procs == nil {
+		return SpawnUnitsOutput{}, errors.New("this session has no process owner")
+	}
+	var out SpawnUnitsOutput
+	var err error
+	switch in.Action {
+	case "start":
+		out, err = startUnits(ctx, c, in.Units)
+	case "stop":
+		out, err = stopUnits(ctx, c, in.Units)
+	default:
+		out, err = unitStatuses(c, in.Units)
+	}
+	if err != nil {
+		return out, err
+	}
+	var failed []string
+	for _, u := range out.Units {
+		if u.Error != "" {
+			failed = append(failed, u.ID+": "+u.Error)
+		}
+	}
+	if out.Units == nil {
+		out.Units = []UnitStatus{}
+	}
+	out.OK = len(failed) == 0
+	if !out.OK {
+		out.Reason = strings.Join(failed, "; ")
+	}
+	return out, nil
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// baseEnv are the variables a unit inherits from toolhost; everything else
+// (tokens, proxies, toolhost's own settings) stays out of the child.
+var baseEnv = []string{"PATH", "HOME", "LANG", "TZ"}
+
+func startUnits(ctx context.Context, c *ctxinject.Ctx, units []UnitInput) (SpawnUnitsOutput, error) {
+	if len(units) == 0 {
+		return SpawnUnitsOutput{Status: tool.Status{Reason: "units is empty; list the units to start, each with id and argv"}}, nil
+	}
+	if id := duplicateID(units); id != "" {
+		return SpawnUnitsOutput{Status: tool.Status{Reason: fmt.Sprintf("unit %s is listed twice; list each unit once", id)}}, nil
+	}
+	out := SpawnUnitsOutput{}
+	for i, u := range units {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		st, err := startUnit(c, i, u)
+		if err != nil {
+			return out, err
+		}
+		out.Units = append(out.Units, st)
+		msg := fmt.Sprintf("unit %s: %s", u.ID, st.State)
+		if st.PID != 0 {
+			msg += fmt.Sprintf(" (pid %d)", st.PID)
+		}
+		c.Progress(float64(i+1), float64(len(units)), msg)
+	}
+	return out, nil
+}
+
+func duplicateID(units []UnitInput) string {
+	seen := map[string]bool{}
+	for _, u := range units {
+		if seen[u.ID] {
+			return u.ID
+		}
+		seen[u.ID] = true
+	}
+	return ""
+}
+
+// startError is a unit that could not start for a reason the caller can fix.
+type startError struct{ msg string }
+
+func (e *startError) Error() string { return e.msg }
+
+func failStart(format string, args ...any) error {
+	return &startError{msg: fmt.Sprintf(format, args...)}
+}
+
+// startUnit starts one unit; a problem the model can fix becomes the unit's
+// error, a system failure is returned.
+func startUnit(c *ctxinject.Ctx, i int, u UnitInput) (UnitStatus, error) {
+	st := UnitStatus{ID: u.ID, State: "failed", StdoutLog: OutLog(u.ID), StderrLog: ErrLog(u.ID)}
+	spec, rel, port, err := prepareStart(c, i, u)
+	if err == nil {
+		var rec *UnitRecord
+		rec, err = launch(c, u, spec, rel, port)
+		if err == nil {
+			st = recordStatus(rec, false)
+		}
+	}
+	var se *startError
+	switch {
+	case err == nil:
+		return st, nil
+	case errors.As(err, &se):
+		st.Error = se.msg
+		return st, nil
+	}
+	return st, err
+}
+
+// prepareStart checks a start request and builds the process spec (without
+// log files).
+func prepareStart(c *ctxinject.Ctx, i int, u UnitInput) (procs.Spec, string, int, error) {
+	field := fmt.Sprintf("units[%d]", i)
+	if len(u.Argv) == 0 {
+		return procs.Spec{}, "", 0, failStart("%s.argv is required for start: give the program and its arguments, e.g. [\"node\", \"server.js\"]", field)
+	}
+	dir, rel, err := unitCwd(c, u)
+	if err != nil {
+		return procs.Spec{}, "", 0, err
+	}
+	env, err := unitEnv(field, u)
+	if err != nil {
+		return procs.Spec{}, "", 0, err
+	}
+	port := u.Port
+	if port == 0 {
+		pf, err := loadPorts(c)
+		if err != nil {
+			return procs.Spec{}, "", 0, err
+		}
+		port = pf.Reservations[u.ID].Port
+	}
+	if port != 0 {
+		holder, err := portHolder(c, u.ID, port)
+		if err != nil {
+			return procs.Spec{}, "", 0, err
+		}
+		if holder != "" {
+			return procs.Spec{}, "", 0, failStart("port %d is reserved by unit %s; call port_picker for %s or pass another port", port, holder, u.ID)
+		}
+		env = setEnv(env, "PORT", strconv.Itoa(port))
+	}
+	prog, err := lookProgram(u.Argv[0], dir, envValue(env, "PATH"))
+	if err != nil {
+		return procs.Spec{}, "", 0, failStart("%s.argv[0]: %v", field, err)
+	}
+	argv := append([]string{prog}, u.Argv[1:]...)
+	return procs.Spec{Unit: u.ID, Argv: argv, Dir: dir, Env: env}, rel, port, nil
+}
+
+// unitCwd resolves the unit's working directory inside the project.
+func unitCwd(c *ctxinject.Ctx, u UnitInput) (string, string, error) {
+	rel := u.Cwd
+	if rel == "" {
+		rel = "units/" + u.ID
+	}
+	if strings.ContainsRune(rel, 0) || filepath.IsAbs(rel) || path.IsAbs(filepath.ToSlash(rel)) {
+		return "", "", failStart("cwd %q must be a path relative to the project dir", rel)
+	}
+	clean := path.Clean(filepath.ToSlash(rel))
+	if clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", "", failStart("cwd %q leaves the project dir; give a directory inside it", rel)
+	}
+	project, err := filepath.EvalSymlinks(c.ProjectDir)
+	if err != nil {
+		return "", "", err
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(project, filepath.FromSlash(clean)))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", "", failStart("cwd %s does not exist; create the unit's directory (default units/%s) or pass an existing cwd", clean, u.ID)
+		}
+		return "", "", err
+	}
+	if real != project && !strings.HasPrefix(real, project+string(filepath.Separator)) {
+		return "", "", failStart("cwd %s resolves to %s, outside the project dir (a symlink?); give a directory inside the project", clean, real)
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return "", "", failStart("cwd %s is not a directory", clean)
+	}
+	return real, clean, nil
+}
+
+// unitEnv builds the child's environment: the base variables, then the
+// unit's own.
+func unitEnv(field string, u UnitInput) ([]string, error) {
+	var env []string
+	for _, k := range baseEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	keys := make([]string, 0, len(u.Env))
+	for k := range u.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := u.Env[k]
+		if !envName.MatchString(k) {
+			return nil, failStart("%s.env: %q is not a valid variable name (letters, digits, _; not starting with a digit)", field, k)
+		}
+		if strings.ContainsRune(v, 0) {
+			return nil, failStart("%s.env.%s: the value holds a NUL byte", field, k)
+		}
+		env = setEnv(env, k, v)
+	}
+	return env, nil
+}
+
+func setEnv(env []string, k, v string) []string {
+	for i, kv := range env {
+		if strings.HasPrefix(kv, k+"=") {
+			env[i] = k + "=" + v
+			return env
+		}
+	}
+	return append(env, k+"="+v)
+}
+
+func envValue(env []string, k string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, k+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// lookProgram resolves argv[0] the way the child's PATH would, relative
+// names against the unit's cwd. Relative PATH entries are skipped.
+func lookProgram(name, dir, pathEnv string) (string, error) {
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if err := executable(p); err != nil {
+			return "", fmt.Errorf("%s: %v", name, err)
+		}
+		return p, nil
+	}
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		p := filepath.Join(d, name)
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%q not found on PATH (%s); give an absolute path or one relative to the unit's cwd", name, pathEnv)
+}
+
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	switch {
+	case err != nil:
+		return errors.New("no such file")
+	case fi.IsDir():
+		return errors.New("is a directory")
+	case fi.Mode()&0o111 == 0:
+		return errors.New("not executable")
+	}
+	return nil
+}
+
+// appendOpener is the sandbox's way to hand a log file to a child process.
+type appendOpener interface {
+	OpenAppend(rel string) (*os.File, error)
+}
+
+// launch starts the unit under the units.json lock, so two toolhost
+// processes never start the same unit twice, and records it.
+func launch(c *ctxinject.Ctx, u UnitInput, spec procs.Spec, rel string, port int) (*UnitRecord, error) {
+	opener, ok := c.Files.(appendOpener)
+	if !ok {
+		return nil, errors.New("the session's file door cannot open log files for a child process")
+	}
+	var rec *UnitRecord
+	err := sandbox.UpdateJSON(c.Files, UnitsPath, func(uf *UnitsFile, _ bool) error {
+		if uf.Units == nil {
+			uf.Units = map[string]*UnitRecord{}
+		}
+		if old := uf.Units[u.ID]; old != nil && procs.Alive(old.PID, old.StartTicks) {
+			return failStart("unit %s is already running (pid %d, started by toolhost pid %d); stop it first", u.ID, old.PID, old.OwnerPID)
+		}
+		now := c.Clock.Now()
+		marker := fmt.Sprintf("%s%s at %s: %s ===\n", startMarker, u.ID, now.Format(time.RFC3339), strings.Join(u.Argv, " "))
+		var err error
+		if spec.Stdout, err = openLog(c, opener, OutLog(u.ID), marker); err != nil {
+			return err
+		}
+		if spec.Stderr, err = openLog(c, opener, ErrLog(u.ID), marker); err != nil {
+			_ = spec.Stdout.File.Close()
+			return err
+		}
+		spec.OnExit = func(p *procs.Proc) { recordExit(c, p) }
+		p, err := c.Procs.Start(spec)
+		if err != nil {
+			_ = spec.Stdout.File.Close()
+			_ = spec.Stderr.File.Close()
+			return failStart("could not start %s: %v", u.Argv[0], err)
+		}
+		rec = &UnitRecord{
+			ID: u.ID, Argv: u.Argv, Cwd: rel, PID: p.PID, PGID: p.PGID, StartTicks: p.StartTicks,
+			StartedAt: p.StartedAt, Port: port, OwnerPID: c.Procs.OwnerPID(), SessionID: c.SessionID,
+			State: "running", StdoutLog: OutLog(u.ID), StderrLog: ErrLog(u.ID),
+		}
+		uf.Units[u.ID] = rec
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if port != 0 {
+		if err := bindPort(c, u.ID, port, rec.PID, rec.StartTicks); err != nil {
+			return rec, err
+		}
+	}
+	return rec, nil
+}
+
+// openLog opens a unit log for the child and writes the start marker.
+func openLog(c *ctxinject.Ctx, opener appendOpener, rel, marker string) (procs.Log, error) {
+	f, err := opener.OpenAppend(rel)
+	if err != nil {
+		return procs.Log{}, err
+	}
+	if _, err := f.WriteString(marker); err != nil {
+		_ = f.Close()
+		return procs.Log{}, err
+	}
+	return procs.Log{File: f, Cap: LogCap, Backup: func(b []byte) error { return c.Files.WriteFile(rel+".1", b) }}, nil
+}
+
+// recordExit stores how a unit this session started ended; a requested stop
+// also releases its port.
+func recordExit(c *ctxinject.Ctx, p *procs.Proc) {
+	_, code, sig := p.Exit()
+	state := "exited"
+	if p.Stopped() {
+		state = "stopped"
+	}
+	now := c.Clock.Now()
+	err := ignoreUnchanged(sandbox.UpdateJSON(c.Files, UnitsPath, func(uf *UnitsFile, _ bool) error {
+		rec := uf.Units[p.Unit]
+		if rec == nil || rec.PID != p.PID || rec.StartTicks != p.StartTicks {
+			return errUnchanged
+		}
+		rec.State, rec.Signal, rec.ExitedAt = state, sig, &now
+		rec.ExitCode = &code
+		return nil
+	}))
+	if err == nil && p.Stopped() {
+		err = releasePort(c, p.Unit, p.PID)
+	}
+	if err != nil {
+		c.Log.Error().Err(err).Str("unit", p.Unit).Msg("record unit exit")
+	}
+}
+
+// recordStatus turns a record into a status as its owner recorded it.
+func recordStatus(rec *UnitRecord, foreign bool) UnitStatus {
+	started := rec.StartedAt
+	return UnitStatus{
+		ID: rec.ID, State: rec.State, PID: rec.PID, PGID: rec.PGID, StartedAt: &started, ExitCode: rec.ExitCode,
+		Signal: rec.Signal, Port: rec.Port, Foreign: foreign, OwnerPID: rec.OwnerPID,
+		StdoutLog: rec.StdoutLog, StderrLog: rec.StderrLog,
+	}
+}
+
+// liveStatus is the unit's status now: this session's process owner knows
+// its own units exactly; for others the record is checked against /proc by
+// pid and start time.
+func liveStatus(c *ctxinject.Ctx, id string, rec *UnitRecord) UnitStatus {
+	if p, ok := c.Procs.Get(id); ok && (rec == nil || rec.PID == p.PID) {
+		st := UnitStatus{ID: id, State: "running", PID: p.PID, PGID: p.PGID, OwnerPID: c.Procs.OwnerPID(),
+			StdoutLog: OutLog(id), StderrLog: ErrLog(id)}
+		started := p.StartedAt
+		st.StartedAt = &started
+		if rec != nil {
+			st.Port = rec.Port
+		}
+		if !procs.Alive(p.PID, p.StartTicks) {
+			// Dead but not reaped yet (e.g. stopped by another process):
+			// the exit status is a moment away.
+			select {
+			case <-p.Done():
+			case <-time.After(time.Second):
+			}
+		}
+		if exited, code, sig := p.Exit(); exited {
+			st.State, st.ExitCode, st.Signal = "exited", &code, sig
+			if p.Stopped() {
+				st.State = "stopped"
+			}
+		}
+		return st
+	}
+	if rec == nil {
+		return UnitStatus{ID: id, State: "not_started", Note: "no record in " + UnitsPath}
+	}
+	st := recordStatus(rec, true)
+	switch {
+	case procs.Alive(rec.PID, rec.StartTicks):
+		st.State, st.ExitCode, st.Signal = "running", nil, ""
+	case rec.State == "running":
+		st.State = "exited"
+		st.Note = fmt.Sprintf("exit code unknown: the unit was started by toolhost pid %d, which did not record how it ended", rec.OwnerPID)
+	}
+	return st
+}
+
+func unitStatuses(c *ctxinject.Ctx, units []UnitInput) (SpawnUnitsOutput, error) {
+	uf, err := loadUnits(c)
+	if err != nil {
+		return SpawnUnitsOutput{}, err
+	}
+	out := SpawnUnitsOutput{}
+	for _, id := range requestedIDs(uf, units) {
+		out.Units = append(out.Units, liveStatus(c, id, uf.Units[id]))
+	}
+	return out, nil
+}
+
+// requestedIDs are the ids asked for, or every recorded unit.
+func requestedIDs(uf UnitsFile, units []UnitInput) []string {
+	var ids []string
+	for _, u := range units {
+		ids = append(ids, u.ID)
+	}
+	if len(units) == 0 {
+		for id := range uf.Units {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+	}
+	return ids
+}
+
+func stopUnits(ctx context.Context, c *ctxinject.Ctx, units []UnitInput) (SpawnUnitsOutput, error) {
+	uf, err := loadUnits(c)
+	if err != nil {
+		return SpawnUnitsOutput{}, err
+	}
+	// Units stop in parallel: each may take the whole grace period.
+	ids := requestedIDs(uf, units)
+	out := SpawnUnitsOutput{Units: make([]UnitStatus, len(ids))}
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() { out.Units[i], errs[i] = stopUnit(ctx, c, id, uf.Units[id]) })
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+func stopUnit(ctx context.Context, c *ctxinject.Ctx, id string, rec *UnitRecord) (UnitStatus, error) {
+	if p, ok := c.Procs.Get(id); ok && (rec == nil || rec.PID == p.PID) {
+		rep, err := c.Procs.Stop(ctx, id)
+		st := liveStatus(c, id, rec)
+		st.Stop = &rep
+		if err != nil {
+			st.State, st.Error = "failed", err.Error()
+		}
+		return st, nil
+	}
+	if rec == nil {
+		return UnitStatus{ID: id, State: "not_started", Error: fmt.Sprintf("unit %s has no record in %s; check the id (spawn_units status lists the units)", id, UnitsPath)}, nil
+	}
+	members, err := procs.GroupMembers(rec.PGID)
+	if err != nil {
+		return UnitStatus{}, err
+	}
+	if !procs.Alive(rec.PID, rec.StartTicks) && len(members) == 0 {
+		return liveStatus(c, id, rec), nil
+	}
+	// Started by another toolhost process: stop its group after confirming
+	// the leader's identity (StopGroup refuses a reused group id).
+	rep, err := procs.StopGroup(ctx, rec.group(), procs.DefaultGrace)
+	if errors.Is(err, procs.ErrForeignGroup) {
+		st := liveStatus(c, id, rec)
+		st.Note = strings.TrimPrefix(st.Note+"; ", "; ") + "nothing stopped: " + err.Error()
+		return st, nil
+	}
+	st := recordStatus(rec, true)
+	st.Stop = &rep
+	if err != nil {
+		st.State, st.Error = "failed", err.Error()
+		return st, nil
+	}
+	now := c.Clock.Now()
+	st.State, st.ExitCode, st.Signal = "stopped", nil, ""
+	st.Note = fmt.Sprintf("exit code unknown: the unit was started by toolhost pid %d, so this process cannot read its exit status", rec.OwnerPID)
+	err = ignoreUnchanged(sandbox.UpdateJSON(c.Files, UnitsPath, func(uf *UnitsFile, _ bool) error {
+		r := uf.Units[id]
+		if r == nil || r.PID != rec.PID || r.StartTicks != rec.StartTicks {
+			return errUnchanged
+		}
+		r.State, r.ExitedAt, r.ExitCode, r.Signal = "stopped", &now, nil, ""
+		return nil
+	}))
+	if err == nil {
+		err = releasePort(c, id, rec.PID)
+	}
+	return st, err
+}
