@@ -103,6 +103,7 @@ func NewRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		newAgentsCmd(g),
 		newCallCmd(g),
 		newPhase0Cmd(g),
+		newUpstreamCmd(g),
 		newVersionCmd(),
 	)
 	return root
