@@ -181,12 +181,20 @@ func (c *conn) call(ctx context.Context, remote string, args json.RawMessage) (*
 	switch {
 	case ctx.Err() != nil:
 		return nil, err
+	case errors.As(err, &wire) && wire.Code == codeRejected:
+		// An HTTP 5xx/429 or a refused request: the session itself is fine.
+		return nil, tool.Transient(fmt.Errorf("upstream %s could not serve tools/call %s: %w", c.cfg.Name, remote, err))
 	case errors.As(err, &wire):
 		return nil, fmt.Errorf("upstream %s refused tools/call %s: %s (code %d)", c.cfg.Name, remote, wire.Message, wire.Code)
 	}
 	c.drop(sess)
 	return nil, tool.Transient(fmt.Errorf("upstream %s failed during tools/call %s: %w; toolhost reconnects on the next call", c.cfg.Name, remote, err))
 }
+
+// codeRejected is the go-sdk's "rejected by transport" (an HTTP error
+// status such as 503, or a request the transport could not deliver), as
+// opposed to an error the upstream server answered with.
+const codeRejected = -32005
 
 // drop forgets a broken session and closes it; the next call makes a new one.
 func (c *conn) drop(sess *mcp.ClientSession) {
