@@ -114,7 +114,7 @@ func TestDiscoveryAndNaming(t *testing.T) {
 		source string
 		effect tool.Effect
 	}{
-		{"fake__echo", "mcp:fake", tool.ReadOnly},       // policy read (and upstream annotation ignored either way)
+		{"fake__echo", "mcp:fake", tool.ReadOnly},          // policy read (and upstream annotation ignored either way)
 		{"fake__write_note", "mcp:fake", tool.Destructive}, // policy write
 		{"fake__slow", "mcp:fake", tool.Destructive},       // unlisted: never read-only
 		{"web__lookup", "mcp:web", tool.ReadOnly},

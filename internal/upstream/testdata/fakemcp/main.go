@@ -106,7 +106,9 @@ func main() {
 		})
 	s.AddTool(&mcp.Tool{Name: "broken_schema", Description: "A schema no validator can compile.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"no-such-type"}}}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("unreachable"), nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text("unreachable"), nil
+		})
 	s.AddTool(&mcp.Tool{Name: "a_tool_name_that_is_much_too_long_to_fit_once_the_server_prefix_is_added", Description: "Long name.", InputSchema: obj(``)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("long"), nil })
 	s.AddTool(&mcp.Tool{Name: "env", Description: "Report an environment variable.", InputSchema: obj(`"name":{"type":"string"}`, "name")},
