@@ -10,58 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhost/toolhost/configs"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/stdioclient"
 	"github.com/toolhost/toolhost/internal/testutil"
 )
-
-// writeConfigs writes an agents file where pm may use every fake__* and
-// web__* tool, and a policy file (the embedded one plus rules) naming the
-// given upstreams.
-func writeConfigs(t *testing.T, dir string, rules map[string]policy.Rule, ups ...policy.Upstream) (agentsFile, policyFile string) {
-	t.Helper()
-	var set map[string]any
-	if err := json.Unmarshal(configs.AgentsJSON, &set); err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range set["agents"].([]any) {
-		ag := a.(map[string]any)
-		if ag["short"] == "pm" {
-			cli := ag["cli"].(map[string]any)
-			cli["toolPolicy"] = append(cli["toolPolicy"].([]any), "fake__*", "web__*")
-		}
-	}
-	agentsFile = filepath.Join(dir, "agents.json")
-	writeJSONFile(t, agentsFile, set)
-	policyFile = filepath.Join(dir, "tools.json")
-	writePolicy(t, policyFile, rules, ups...)
-	return agentsFile, policyFile
-}
-
-func writePolicy(t *testing.T, path string, rules map[string]policy.Rule, ups ...policy.Upstream) {
-	t.Helper()
-	f, err := policy.Parse(configs.ToolsJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range rules {
-		f.Tools[k] = v
-	}
-	f.Upstream = ups
-	writeJSONFile(t, path, f)
-}
-
-func writeJSONFile(t *testing.T, path string, v any) {
-	t.Helper()
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func startServe(t *testing.T, project, agentsFile, policyFile string, env ...string) *stdioclient.Client {
 	t.Helper()
