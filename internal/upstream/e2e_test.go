@@ -276,3 +276,53 @@ func TestServeExitStopsUpstreamGroup(t *testing.T) {
 		t.Errorf("no upstream_stopped in the log:\n%s", c.Stderr())
 	}
 }
+
+// TestServe503 checks what the gate does with an upstream 503: a write tool
+// is never called twice; for a read tool the upstream sees exactly one call
+// per audited attempt (the engine's retry stage retries tool.TransientError
+// for read tools; without it the call fails after one attempt).
+func TestServe503(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	project := filepath.Join(dir, "project")
+	web := startHTTPFake(t, freeAddr(t))
+	rules := map[string]policy.Rule{
+		"web__lookup": {Permission: policy.Read, MaxRetries: 2},
+		"web__update": {Permission: policy.Write, MaxRetries: 2},
+	}
+	agentsFile, policyFile := writeConfigs(t, dir, rules, policy.Upstream{Name: "web", Transport: "http", URL: web.URL})
+	c := startServe(t, project, agentsFile, policyFile)
+
+	before := web.Calls.Load()
+	web.FailNext.Store(1)
+	r := callTool(t, c, "web__update", map[string]any{"key": "k", "value": "v"})
+	if !r.IsError || !strings.Contains(r.Text(), "Service Unavailable") {
+		t.Fatalf("web__update on 503: %+v", r)
+	}
+	if n := web.Calls.Load() - before; n != 1 {
+		t.Fatalf("a write tool reached the upstream %d times on a 503; it must never be retried", n)
+	}
+
+	before = web.Calls.Load()
+	web.FailNext.Store(1)
+	r = callTool(t, c, "web__lookup", map[string]any{"key": "k"})
+	calls := web.Calls.Load() - before
+	var row struct {
+		Tool       string `json:"tool"`
+		Status     string `json:"status"`
+		RetryCount int    `json:"retry_count"`
+	}
+	b, _ := os.ReadFile(filepath.Join(project, ".toolhost", "audit.ndjson"))
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	_ = json.Unmarshal([]byte(lines[len(lines)-1]), &row)
+	if row.Tool != "web__lookup" || int(calls) != row.RetryCount+1 {
+		t.Fatalf("web__lookup: upstream saw %d call(s), audit row %+v", calls, row)
+	}
+	if row.RetryCount > 0 && r.IsError {
+		t.Fatalf("a retried read after one 503 must succeed: %+v", r)
+	}
+	if row.RetryCount == 0 && (!r.IsError || !strings.Contains(r.Text(), "Service Unavailable")) {
+		t.Fatalf("without a retry the 503 must be reported clearly: %+v", r)
+	}
+	t.Logf("read tool: %d attempt(s), status %s", calls, row.Status)
+}

@@ -55,6 +55,8 @@ type HTTPFake struct {
 	URL string
 	// Unavailable makes every tools/call answer 503.
 	Unavailable atomic.Bool
+	// FailNext makes the next n tools/call requests answer 503.
+	FailNext atomic.Int32
 	// Calls counts tools/call requests that reached the server.
 	Calls atomic.Int32
 }
@@ -99,7 +101,7 @@ func StartHTTPFake(t testing.TB, addr string) *HTTPFake {
 			}
 			if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" {
 				f.Calls.Add(1)
-				if f.Unavailable.Load() {
+				if f.Unavailable.Load() || f.FailNext.Add(-1) >= 0 {
 					http.Error(w, "maintenance", http.StatusServiceUnavailable)
 					return
 				}
