@@ -188,7 +188,11 @@ func (c *conn) call(ctx context.Context, remote string, args json.RawMessage) (*
 		return nil, fmt.Errorf("upstream %s refused tools/call %s: %s (code %d)", c.cfg.Name, remote, wire.Message, wire.Code)
 	}
 	c.drop(sess)
-	return nil, tool.Transient(fmt.Errorf("upstream %s failed during tools/call %s: %w; toolhost reconnects on the next call", c.cfg.Name, remote, err))
+	next := "toolhost reconnects on the next call"
+	if c.cfg.Transport == "stdio" {
+		next = "its process is started again on the next call"
+	}
+	return nil, tool.Transient(fmt.Errorf("upstream %s failed during tools/call %s: the connection was lost (%w); %s", c.cfg.Name, remote, err, next))
 }
 
 // codeRejected is the go-sdk's "rejected by transport" (an HTTP error

@@ -375,3 +375,30 @@ func alive(pid int) bool {
 	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
 	return len(fields) > 0 && fields[0] != "Z"
 }
+
+// BenchmarkUpstreamCall measures one call through the upstream wrapper
+// (no engine), per transport.
+func BenchmarkUpstreamCall(b *testing.B) {
+	web := startHTTPFake(b, freeAddr(b))
+	h := &harness{reg: all.Registry()}
+	h.m = NewManager(Options{Registry: h.reg, Log: zerolog.Nop()})
+	defer h.m.Close()
+	h.m.Apply(testPolicy(policy.Upstream{Name: "fake", Transport: "stdio", Command: fakeMCP(b), DiscoveryTimeoutMS: 10000}, httpUp(web.URL, 5000)))
+	h.m.WaitReady(context.Background())
+	for _, c := range []struct{ name, tool, args string }{
+		{"stdio", "fake__echo", `{"text":"x"}`},
+		{"http", "web__lookup", `{"key":"k"}`},
+	} {
+		e, ok := h.reg.Lookup(c.tool)
+		if !ok {
+			b.Fatalf("%s not registered", c.tool)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := e.Tool.Call(context.Background(), nil, json.RawMessage(c.args)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
