@@ -244,7 +244,7 @@ func (m *Manager) publish(s *server) {
 	m.pubMu.Lock()
 	defer m.pubMu.Unlock()
 	m.mu.Lock()
-	f := m.policy
+	f, rank := m.policy, s.rank
 	live := m.servers[s.cfg.Name] == s
 	m.mu.Unlock()
 	if !live {
@@ -269,7 +269,7 @@ func (m *Manager) publish(s *server) {
 		}
 		tools = append(tools, rt)
 	}
-	for _, sk := range m.opts.Registry.SetSource(source, s.rank, tools) {
+	for _, sk := range m.opts.Registry.SetSource(source, rank, tools) {
 		if sk.Source == source {
 			skipped[sk.Name] = sk.Reason
 		}

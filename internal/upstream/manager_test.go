@@ -271,6 +271,21 @@ func TestTransportFailuresAreTransient(t *testing.T) {
 	}
 }
 
+func TestHTTPHeadersSent(t *testing.T) {
+	t.Parallel()
+	web := startHTTPFake(t, freeAddr(t))
+	h := newHarness(t, Options{})
+	up := httpUp(web.URL, 2000)
+	up.Headers = map[string]string{"X-Fake-Token": "t0k3n"}
+	h.start(t, testPolicy(up))
+	if _, err := h.call(t, "web__lookup", `{"key":"k"}`); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := web.Header.Load().(string); got != "t0k3n" {
+		t.Fatalf("configured header not sent: X-Fake-Token=%q", got)
+	}
+}
+
 func TestStdioRestartAfterCrash(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, Options{})

@@ -59,6 +59,8 @@ type HTTPFake struct {
 	FailNext atomic.Int32
 	// Calls counts tools/call requests that reached the server.
 	Calls atomic.Int32
+	// Header is the X-Fake-Token header of the last request.
+	Header atomic.Value
 }
 
 // FreeAddr returns a loopback address nothing listens on (yet).
@@ -93,6 +95,7 @@ func StartHTTPFake(t testing.TB, addr string) *HTTPFake {
 	f := &HTTPFake{URL: "http://" + addr + "/mcp"}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		f.Header.Store(r.Header.Get("X-Fake-Token"))
 		if r.Method == http.MethodPost {
 			body, _ := io.ReadAll(r.Body)
 			r.Body = io.NopCloser(bytes.NewReader(body))
