@@ -32,9 +32,6 @@ type Options struct {
 	Log        zerolog.Logger
 	// Registry overrides the built-in tool set (tests).
 	Registry *registry.Registry
-	// PolicyPoll is how often a policy file is checked for changes, which
-	// re-applies the upstreams and re-announces the tool list (default 1 s).
-	PolicyPoll time.Duration
 }
 
 // Session is one wired agent session.
@@ -160,6 +157,10 @@ func (s *Session) toolsChanged() {
 	}
 }
 
+// policyPoll is how often a policy file is checked for changes, which
+// re-applies the upstreams and re-announces the tool list.
+const policyPoll = time.Second
+
 // startUpstreams starts discovery of the policy's upstream MCP servers and
 // waits (at most the longest discovery timeout, the servers being tried in
 // parallel) for the first attempts, so the first tools/list already holds
@@ -179,13 +180,9 @@ func (s *Session) startUpstreams(o Options) {
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	if s.Policy.Path() != "" {
-		poll := o.PolicyPoll
-		if poll <= 0 {
-			poll = time.Second
-		}
 		go func() {
 			defer close(done)
-			t := time.NewTicker(poll)
+			t := time.NewTicker(policyPoll)
 			defer t.Stop()
 			for {
 				select {
