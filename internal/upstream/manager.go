@@ -137,18 +137,22 @@ func (m *Manager) Apply(f *policy.File) {
 		m.servers[u.Name] = s
 		started = append(started, s)
 	}
-	for _, s := range started {
-		m.wg.Add(1)
-		go m.discoverLoop(s)
-	}
+	m.wg.Add(len(started))
 	current := m.list()
 	m.mu.Unlock()
 
+	// Withdraw the old tools before a replacement of the same name can
+	// publish its own under the same source.
 	for _, s := range stopped {
 		s.cancel()
 		s.conn.close(true)
+		m.pubMu.Lock()
 		m.opts.Registry.SetSource("mcp:"+s.cfg.Name, s.rank, nil)
+		m.pubMu.Unlock()
 		m.opts.Log.Info().Str("event", "upstream_removed").Str("upstream", s.cfg.Name).Msg("upstream stopped: removed or changed in the policy")
+	}
+	for _, s := range started {
+		go m.discoverLoop(s)
 	}
 	for _, s := range current {
 		m.publish(s)
