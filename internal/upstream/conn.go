@@ -34,6 +34,9 @@ type conn struct {
 	cfg     policy.Upstream
 	log     zerolog.Logger
 	version string
+	// onListChanged runs (in its own goroutine) when the upstream says its
+	// tool list changed.
+	onListChanged func()
 
 	mu     sync.Mutex
 	sess   *mcp.ClientSession
@@ -44,8 +47,8 @@ type conn struct {
 // errClosed is a call that arrived after toolhost stopped the upstream.
 var errClosed = errors.New("upstream stopped")
 
-func newConn(cfg policy.Upstream, log zerolog.Logger, version string) *conn {
-	return &conn{cfg: cfg, log: log.With().Str("upstream", cfg.Name).Logger(), version: version}
+func newConn(cfg policy.Upstream, log zerolog.Logger, version string, onListChanged func()) *conn {
+	return &conn{cfg: cfg, log: log.With().Str("upstream", cfg.Name).Logger(), version: version, onListChanged: onListChanged}
 }
 
 // session returns the live session, connecting (and for stdio starting the
@@ -59,8 +62,12 @@ func (c *conn) session(ctx context.Context) (*mcp.ClientSession, error) {
 	if c.closed {
 		return nil, errClosed
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "toolhost", Version: c.version},
-		&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+	client := mcp.NewClient(&mcp.Implementation{Name: "toolhost", Version: c.version}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{},
+		// Not inline: the handler runs on the session's read loop, and
+		// listing tools needs that loop to read the answer.
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { go c.onListChanged() },
+	})
 	var t mcp.Transport
 	var cmd *exec.Cmd
 	switch c.cfg.Transport {

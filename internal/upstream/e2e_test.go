@@ -86,6 +86,34 @@ func waitListChanged(t *testing.T, c *stdioclient.Client, within time.Duration) 
 	}
 }
 
+// drainNotifications drops the notifications received so far.
+func drainNotifications(c *stdioclient.Client) {
+	for {
+		select {
+		case <-c.Notifications():
+		default:
+			return
+		}
+	}
+}
+
+// waitListed waits for a tools/list_changed notification, then until name
+// is listed (several changes may be announced by one notification).
+func waitListed(t *testing.T, c *stdioclient.Client, name string) {
+	t.Helper()
+	waitListChanged(t, c, 20*time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := listNames(t, c)[name]; ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never listed after tools/list_changed\n%s", name, c.Stderr())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 type auditRow struct {
 	Tool, Source, Status, Error string
 	ErrorKind                   string `json:"error_kind"`
@@ -114,7 +142,8 @@ var e2eRules = map[string]policy.Rule{
 	"fake__echo": {Permission: policy.Read}, "fake__fail": {Permission: policy.Write},
 	"fake__crash": {Permission: policy.Write}, "fake__pid": {Permission: policy.Read},
 	"fake__spawn_child": {Permission: policy.Write},
-	"web__lookup":       {Permission: policy.Read}, "web__update": {Permission: policy.Write},
+	"fake__add_tool":    {Permission: policy.Write}, "fake__extra_one": {Permission: policy.Read},
+	"web__lookup": {Permission: policy.Read}, "web__update": {Permission: policy.Write},
 }
 
 // TestServeAggregatesUpstreams drives the real binary over stdio with both
@@ -187,12 +216,23 @@ func TestServeAggregatesUpstreams(t *testing.T) {
 			t.Fatalf("the next call must restart the upstream: %+v", r)
 		}
 	})
-	t.Run("http upstream comes back", func(t *testing.T) {
-		startHTTPFake(t, webAddr)
-		waitListChanged(t, c, 20*time.Second)
-		if _, ok := listNames(t, c)["web__lookup"]; !ok {
-			t.Fatal("web__lookup not listed after web came back")
+	t.Run("upstream list_changed is followed", func(t *testing.T) {
+		if _, ok := listNames(t, c)["fake__extra_one"]; ok {
+			t.Fatal("fake__extra_one does not exist yet")
 		}
+		drainNotifications(c)
+		if r := callTool(t, c, "fake__add_tool", map[string]any{"suffix": "one"}); r.IsError {
+			t.Fatalf("fake__add_tool: %+v", r)
+		}
+		waitListed(t, c, "fake__extra_one")
+		if r := callTool(t, c, "fake__extra_one", map[string]any{}); r.IsError || r.Text() != "extra_one here" {
+			t.Fatalf("fake__extra_one: %+v", r)
+		}
+	})
+	t.Run("http upstream comes back", func(t *testing.T) {
+		drainNotifications(c)
+		startHTTPFake(t, webAddr)
+		waitListed(t, c, "web__lookup")
 		r := callTool(t, c, "web__lookup", map[string]any{"key": "k"})
 		if r.IsError || !strings.Contains(string(r.StructuredContent), "value-of-k") {
 			t.Fatalf("web__lookup through dead proxies: %+v\n%s", r, c.Stderr())
@@ -234,12 +274,10 @@ func TestServePolicyChange(t *testing.T) {
 	for k, v := range e2eRules {
 		rules[k] = v
 	}
+	drainNotifications(c)
 	writePolicy(t, policyFile, rules, up)
-	waitListChanged(t, c, 20*time.Second)
+	waitListed(t, c, "fake__slow")
 	tools := listNames(t, c)
-	if _, ok := tools["fake__slow"]; !ok {
-		t.Fatal("fake__slow should be listed after the policy allowed it")
-	}
 	if !strings.Contains(string(tools["fake__slow"]), `"readOnlyHint":true`) {
 		t.Errorf("fake__slow is read in the new policy: %s", tools["fake__slow"])
 	}

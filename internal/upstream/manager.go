@@ -86,6 +86,9 @@ type server struct {
 	cancel context.CancelFunc
 	first  chan struct{} // closed when the first discovery attempt ended
 
+	// relistMu runs one re-listing at a time after list_changed.
+	relistMu sync.Mutex
+
 	mu       sync.Mutex
 	state    string
 	tools    []*mcp.Tool
@@ -132,7 +135,8 @@ func (m *Manager) Apply(f *policy.File) {
 			s.rank = i
 			continue
 		}
-		s := &server{cfg: u, rank: i, conn: newConn(u, m.opts.Log, m.opts.Version), first: make(chan struct{}), state: StateDiscovering}
+		s := &server{cfg: u, rank: i, first: make(chan struct{}), state: StateDiscovering}
+		s.conn = newConn(u, m.opts.Log, m.opts.Version, func() { m.relist(s) })
 		s.ctx, s.cancel = context.WithCancel(context.Background())
 		m.servers[u.Name] = s
 		started = append(started, s)
@@ -232,6 +236,34 @@ func (m *Manager) discoverLoop(s *server) {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// relist follows an upstream's notifications/tools/list_changed: its tools
+// are listed again and republished. A failure keeps the tools known so far.
+func (m *Manager) relist(s *server) {
+	s.relistMu.Lock()
+	defer s.relistMu.Unlock()
+	s.mu.Lock()
+	ready := s.state == StateReady
+	s.mu.Unlock()
+	if !ready || s.ctx.Err() != nil {
+		// The discovery loop lists it when it succeeds.
+		return
+	}
+	log := m.opts.Log.With().Str("upstream", s.cfg.Name).Logger()
+	ctx, cancel := context.WithTimeout(s.ctx, discoveryTimeout(s.cfg))
+	defer cancel()
+	tools, err := s.conn.listTools(ctx)
+	if err != nil {
+		log.Warn().Str("event", "upstream_relist_failed").Err(err).Msg("upstream tool list changed but could not be read; keeping the tools known so far")
+		return
+	}
+	s.mu.Lock()
+	s.tools = tools
+	s.mu.Unlock()
+	log.Info().Str("event", "upstream_tools_changed").Int("tools", len(tools)).Msg("upstream tool list changed")
+	m.publish(s)
+	m.changed()
 }
 
 func closeOnce(ch chan struct{}) {

@@ -116,6 +116,16 @@ func main() {
 			n, _ := args(req)["name"].(string)
 			return text("%s=%s", n, strings.TrimSpace(os.Getenv(n))), nil
 		})
+	s.AddTool(&mcp.Tool{Name: "add_tool", Description: "Add a tool named extra_<suffix> (the server then announces tools/list_changed).",
+		InputSchema: obj(`"suffix":{"type":"string","pattern":"^[a-z0-9]+$"}`, "suffix")},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			name := fmt.Sprintf("extra_%v", args(req)["suffix"])
+			s.AddTool(&mcp.Tool{Name: name, Description: "Added at run time.", InputSchema: obj(``)},
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return text("%s here", name), nil
+				})
+			return text("added %s", name), nil
+		})
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
 	}
