@@ -292,7 +292,8 @@ func TestServeExitStopsUpstreamGroup(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	agentsFile, policyFile := writeConfigs(t, dir, e2eRules,
-		policy.Upstream{Name: "fake", Transport: "stdio", Command: fakeMCP(t), DiscoveryTimeoutMS: 10000})
+		policy.Upstream{Name: "fake", Transport: "stdio", Command: fakeMCP(t), DiscoveryTimeoutMS: 10000,
+			Env: map[string]string{"FAKEMCP_STDERR": "fake says hello on stderr"}})
 	c := startServe(t, filepath.Join(dir, "project"), agentsFile, policyFile)
 	pidOfResult := func(r *stdioclient.ToolResult) int {
 		var v struct{ PID int }
@@ -310,6 +311,9 @@ func TestServeExitStopsUpstreamGroup(t *testing.T) {
 		t.Fatalf("toolhost did not exit cleanly: %v\n%s", err, c.Stderr())
 	}
 	eventually(t, "upstream group gone after toolhost exited", func() bool { return !alive(leader) && !alive(child) })
+	if !strings.Contains(c.Stderr(), `"upstream":"fake","event":"upstream_stderr","line":"fake says hello on stderr"`) {
+		t.Errorf("the upstream's stderr is not in the log:\n%s", c.Stderr())
+	}
 	if !strings.Contains(c.Stderr(), `"event":"upstream_stopped"`) {
 		t.Errorf("no upstream_stopped in the log:\n%s", c.Stderr())
 	}
