@@ -38,8 +38,16 @@ func newCallCmd(g *globals) *cobra.Command {
 			if out.IsError {
 				return fmt.Errorf("%s (%s/%s)", out.Message, out.Status, out.Kind)
 			}
+			if out.Result.UpstreamError {
+				return fmt.Errorf("upstream tool reported an error: %s", out.Result.Reason)
+			}
+			res := out.Result.Structured
+			if len(res) == 0 {
+				// An upstream result without structuredContent: show it whole.
+				res = out.Result.Raw
+			}
 			var v any
-			_ = json.Unmarshal(out.Result.Structured, &v)
+			_ = json.Unmarshal(res, &v)
 			return writeJSON(cmd.OutOrStdout(), v)
 		},
 	}

@@ -115,6 +115,7 @@ func NewRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		newPolicyCmd(),
 		newAuditCmd(),
 		newApproveCmd(),
+		newUpstreamCmd(g),
 		newVersionCmd(),
 	)
 	return root

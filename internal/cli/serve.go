@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -10,7 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolhost/toolhost/internal/httpserve"
 	"github.com/toolhost/toolhost/internal/rpc"
+	"github.com/toolhost/toolhost/internal/upstream"
 )
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -19,11 +22,14 @@ func newServeCmd(g *globals) *cobra.Command {
 	var pageSize, maxMessage int
 	var grace time.Duration
 	var cpuProfile string
+	var httpAddr, authToken string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve one agent session over MCP on stdin/stdout",
 		Long: "serve is what an agent CLI launches: JSON-RPC 2.0 on stdin/stdout (newline-delimited by default,\n" +
-			"--framing lsp for Content-Length headers). stdout carries protocol messages only; logs go to stderr.",
+			"--framing lsp for Content-Length headers). stdout carries protocol messages only; logs go to stderr.\n" +
+			"With --http ADDR it serves the same tools, through the same gate, over MCP Streamable HTTP at\n" +
+			"http://ADDR/mcp instead; a non-loopback ADDR requires --auth-token (a bearer token).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if framing != "ndjson" && framing != "lsp" {
@@ -35,6 +41,18 @@ func newServeCmd(g *globals) *cobra.Command {
 					return err
 				}
 				defer stopProfile()
+			}
+			if authToken == "" {
+				authToken = os.Getenv("TOOLHOST_AUTH_TOKEN")
+			}
+			if httpAddr != "" {
+				host, _, err := net.SplitHostPort(httpAddr)
+				if err != nil {
+					return usageErr(errorf("--http %q: want HOST:PORT, e.g. 127.0.0.1:8765", httpAddr))
+				}
+				if !upstream.IsLoopbackHost(host) && authToken == "" {
+					return usageErr(errorf("--http %s is not a loopback address; binding it needs --auth-token (or TOOLHOST_AUTH_TOKEN), or use 127.0.0.1", httpAddr))
+				}
 			}
 			o := sf.options(g)
 			o.PageSize = pageSize
@@ -50,6 +68,18 @@ func newServeCmd(g *globals) *cobra.Command {
 			log := o.Log
 			log.Info().Str("event", "serve").Str("agent", s.Agent.Name).Str("project_dir", s.Files.ProjectDir()).
 				Str("session", s.Engine.Identity.SessionID).Str("framing", framing).Msg("serving")
+			if httpAddr != "" {
+				ln, err := net.Listen("tcp", httpAddr)
+				if err != nil {
+					return err
+				}
+				h := httpserve.New(s, httpserve.Options{AuthToken: authToken, Version: Version, Log: log, Grace: grace})
+				log.Info().Str("event", "http_listening").Str("url", httpserve.URL(ln.Addr())).
+					Bool("auth", authToken != "").Msg("serving MCP over Streamable HTTP")
+				err = h.Serve(ctx, ln)
+				log.Info().Str("event", "exit").Int64("audit_write_failures", s.Engine.AuditFailures()).Msg("session ended")
+				return err
+			}
 			err = rpc.Serve(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), s.Server, rpc.Options{
 				LSP: framing == "lsp", MaxMessage: maxMessage, Grace: grace, Log: log,
 			})
@@ -63,6 +93,8 @@ func newServeCmd(g *globals) *cobra.Command {
 	cmd.Flags().IntVar(&maxMessage, "max-message-bytes", rpc.DefaultMaxMessage, "largest accepted message")
 	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "how long in-flight calls may finish after EOF or SIGTERM")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the session to this file (for performance work)")
+	cmd.Flags().StringVar(&httpAddr, "http", "", "serve MCP Streamable HTTP on HOST:PORT (path /mcp) instead of stdio")
+	cmd.Flags().StringVar(&authToken, "auth-token", "", "bearer token required on every HTTP request (env TOOLHOST_AUTH_TOKEN); needed for a non-loopback --http")
 	return cmd
 }
 

@@ -351,6 +351,8 @@ func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
 	var rej tool.Rejection
 	var pe *panicError
 	switch {
+	case err == nil && c.Result.UpstreamError:
+		out.Status, out.Kind = audit.StatusError, "upstream"
 	case err == nil && c.Result.Failed:
 		out.Status = audit.StatusOKFalse
 	case err == nil:
@@ -386,7 +388,7 @@ func (e *Engine) record(c *Call, out *Outcome) {
 	}
 	if out.IsError {
 		row.Error = out.Message
-	} else if c.Result.Failed {
+	} else if c.Result.Failed || c.Result.UpstreamError {
 		row.Error = c.Result.Reason
 	}
 	if c.Entry != nil {

@@ -3,6 +3,7 @@ package registry
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"sync"
 
 	"github.com/xeipuuv/gojsonschema"
@@ -18,15 +19,35 @@ type Entry struct {
 }
 
 // Registry is an ordered set of tools. Add is for start-up; Lookup and List
-// are safe for concurrent use with Replace (upstream tools change at run time).
+// are safe for concurrent use with SetSource (upstream tools change at run
+// time).
 type Registry struct {
-	mu      sync.RWMutex
-	byName  map[string]*Entry
-	ordered []*Entry
+	mu       sync.RWMutex
+	builtins []*Entry
+	sources  map[string]*sourceSet
+	byName   map[string]*Entry
+	ordered  []*Entry
+	skipped  []Skipped
+}
+
+// sourceSet is what one non-builtin source offers, before name clashes are
+// resolved; keeping it lets a shadowed tool come back when the source that
+// shadowed it goes away.
+type sourceSet struct {
+	rank    int
+	entries []*Entry
+	invalid []Skipped
+}
+
+// Skipped is a tool a source offers that the registry does not serve.
+type Skipped struct {
+	Name   string
+	Source string
+	Reason string
 }
 
 // New returns an empty registry.
-func New() *Registry { return &Registry{byName: map[string]*Entry{}} }
+func New() *Registry { return &Registry{byName: map[string]*Entry{}, sources: map[string]*sourceSet{}} }
 
 // Compile compiles a JSON Schema for validation.
 func Compile(schema json.RawMessage) (*gojsonschema.Schema, error) {
@@ -42,11 +63,82 @@ func (r *Registry) Add(t tool.Tool) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, dup := r.byName[e.Spec.Name]; dup {
-		panic(fmt.Sprintf("registry: duplicate tool name %q", e.Spec.Name))
+	for _, b := range r.builtins {
+		if b.Spec.Name == e.Spec.Name {
+			panic(fmt.Sprintf("registry: duplicate tool name %q", e.Spec.Name))
+		}
 	}
-	r.byName[e.Spec.Name] = e
-	r.ordered = append(r.ordered, e)
+	r.builtins = append(r.builtins, e)
+	r.rebuild()
+}
+
+// SetSource atomically replaces every tool of one non-builtin source (such
+// as "mcp:github"); an empty tools removes the source. rank places the
+// source after the built-ins and relative to the other sources (an
+// upstream's index in the policy file), so the binding order is the same
+// whatever order discovery finishes in.
+//
+// Unlike Add it never panics: a tool with an invalid name or a schema that
+// does not compile, or whose name a built-in or a lower-ranked source
+// already holds, is left out. SetSource returns every tool left out across
+// all sources after the change, so the caller can log and show them.
+func (r *Registry) SetSource(source string, rank int, tools []tool.Tool) []Skipped {
+	set := &sourceSet{rank: rank}
+	for _, t := range tools {
+		e, err := r.entry(t)
+		if err != nil {
+			set.invalid = append(set.invalid, Skipped{Name: t.Spec().Name, Source: source, Reason: err.Error()})
+			continue
+		}
+		set.entries = append(set.entries, e)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(tools) == 0 {
+		delete(r.sources, source)
+	} else {
+		r.sources[source] = set
+	}
+	r.rebuild()
+	return append([]Skipped(nil), r.skipped...)
+}
+
+// rebuild recomputes the served set: built-ins first in their order, then
+// each source by rank (name for equal ranks); the first holder of a name
+// keeps it. The caller holds r.mu.
+func (r *Registry) rebuild() {
+	byName := make(map[string]*Entry, len(r.byName))
+	ordered := make([]*Entry, 0, len(r.ordered))
+	for _, e := range r.builtins {
+		byName[e.Spec.Name] = e
+		ordered = append(ordered, e)
+	}
+	names := make([]string, 0, len(r.sources))
+	for n := range r.sources {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		a, b := r.sources[names[i]], r.sources[names[j]]
+		if a.rank != b.rank {
+			return a.rank < b.rank
+		}
+		return names[i] < names[j]
+	})
+	var skipped []Skipped
+	for _, n := range names {
+		set := r.sources[n]
+		skipped = append(skipped, set.invalid...)
+		for _, e := range set.entries {
+			if held, dup := byName[e.Spec.Name]; dup {
+				skipped = append(skipped, Skipped{Name: e.Spec.Name, Source: n,
+					Reason: fmt.Sprintf("name already taken by %s, which comes first", held.Spec.Source)})
+				continue
+			}
+			byName[e.Spec.Name] = e
+			ordered = append(ordered, e)
+		}
+	}
+	r.byName, r.ordered, r.skipped = byName, ordered, skipped
 }
 
 func (r *Registry) entry(t tool.Tool) (*Entry, error) {
@@ -58,8 +150,11 @@ func (r *Registry) entry(t tool.Tool) (*Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: input schema does not compile: %v", s.Name, err)
 	}
-	if _, err := Compile(s.OutputSchema); err != nil {
-		return nil, fmt.Errorf("tool %s: output schema does not compile: %v", s.Name, err)
+	// An outputSchema is optional in MCP (upstream tools often have none).
+	if len(s.OutputSchema) > 0 {
+		if _, err := Compile(s.OutputSchema); err != nil {
+			return nil, fmt.Errorf("tool %s: output schema does not compile: %v", s.Name, err)
+		}
 	}
 	return &Entry{Tool: t, Spec: s, Schema: sch}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -38,6 +39,8 @@ type Server struct {
 	mu          sync.Mutex
 	initialized bool
 	clientCaps  ClientCapabilities
+	peer        rpc.Peer
+	listMu      sync.Mutex
 	listCache   atomic.Pointer[listing]
 	logLevel    atomic.Int32
 }
@@ -59,16 +62,65 @@ func (s *Server) ClientCaps() ClientCapabilities {
 type listing struct {
 	entries []json.RawMessage
 	gen     string
+	// sum covers the whole content (schemas, annotations), not just names.
+	sum uint64
 }
 
 // InvalidateTools drops the cached tools/list (the tool set changed).
 func (s *Server) InvalidateTools() { s.listCache.Store(nil) }
 
+// ToolsChanged recomputes the visible tools after the registry or the
+// policy changed and, when the list differs from the one served before,
+// sends notifications/tools/list_changed to the client (once it is
+// initialized or has listed tools).
+func (s *Server) ToolsChanged() {
+	s.listMu.Lock()
+	old := s.listCache.Load()
+	l := s.build()
+	s.listCache.Store(l)
+	s.listMu.Unlock()
+	if old != nil && old.sum == l.sum {
+		return
+	}
+	s.mu.Lock()
+	p := s.peer
+	s.mu.Unlock()
+	if p == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Notify(ctx, "notifications/tools/list_changed", nil); err != nil {
+		s.Log.Debug().Err(err).Msg("tools/list_changed not delivered")
+	}
+}
+
+// rememberPeer keeps the connection to notify it of list changes later.
+func (s *Server) rememberPeer(p rpc.Peer) {
+	s.mu.Lock()
+	s.peer = p
+	s.mu.Unlock()
+}
+
 func (s *Server) tools() *listing {
 	if l := s.listCache.Load(); l != nil {
 		return l
 	}
+	s.listMu.Lock()
+	defer s.listMu.Unlock()
+	if l := s.listCache.Load(); l != nil {
+		return l
+	}
+	l := s.build()
+	s.listCache.Store(l)
+	return l
+}
+
+// build computes the listing from the registry; the caller holds listMu so
+// a listing built before a change never replaces one built after it.
+func (s *Server) build() *listing {
 	l := &listing{}
+	sum := fnvOffset
 	var names []string
 	for _, e := range s.Engine.Registry.List() {
 		if s.Visible != nil && !s.Visible(e.Spec.Name) {
@@ -81,14 +133,18 @@ func (s *Server) tools() *listing {
 			continue
 		}
 		l.entries = append(l.entries, b)
+		sum = fnvAdd(sum, string(b))
 	}
 	l.gen = strconv.FormatUint(fnv(strings.Join(names, ",")), 36)
-	s.listCache.Store(l)
+	l.sum = sum
 	return l
 }
 
-func fnv(s string) uint64 {
-	h := uint64(14695981039346656037)
+const fnvOffset = uint64(14695981039346656037)
+
+func fnv(s string) uint64 { return fnvAdd(fnvOffset, s) }
+
+func fnvAdd(h uint64, s string) uint64 {
 	for i := 0; i < len(s); i++ {
 		h ^= uint64(s[i])
 		h *= 1099511628211
@@ -122,6 +178,9 @@ func (s *Server) Handle(ctx context.Context, peer rpc.Peer, method string, param
 	case "ping":
 		return struct{}{}, nil
 	case "tools/list":
+		// A client that skips initialize still gets list_changed once it
+		// has seen a list.
+		s.rememberPeer(peer)
 		return s.listTools(params)
 	case "tools/call":
 		return s.callTool(ctx, peer, params)
@@ -136,10 +195,11 @@ func (s *Server) Handle(ctx context.Context, peer rpc.Peer, method string, param
 }
 
 // Notification implements rpc.Handler.
-func (s *Server) Notification(_ context.Context, _ rpc.Peer, method string, _ json.RawMessage) {
+func (s *Server) Notification(_ context.Context, peer rpc.Peer, method string, _ json.RawMessage) {
 	if method == "notifications/initialized" {
 		s.mu.Lock()
 		s.initialized = true
+		s.peer = peer
 		s.mu.Unlock()
 	}
 }

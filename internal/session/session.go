@@ -1,8 +1,11 @@
 package session
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -18,6 +21,7 @@ import (
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/server"
 	"github.com/toolhost/toolhost/internal/tools/all"
+	"github.com/toolhost/toolhost/internal/upstream"
 )
 
 // Options are the launch flags of a session.
@@ -34,14 +38,20 @@ type Options struct {
 
 // Session is one wired agent session.
 type Session struct {
-	Agent   *agents.Agent
-	Agents  *agents.Set
-	Policy  *policy.Policy
-	Engine  *engine.Engine
-	Server  *server.Server
-	Files   *sandbox.Sandbox
-	Shared  *sandbox.Sandbox
-	closers []func() error
+	Agent    *agents.Agent
+	Agents   *agents.Set
+	Policy   *policy.Policy
+	Engine   *engine.Engine
+	Server   *server.Server
+	Files    *sandbox.Sandbox
+	Shared   *sandbox.Sandbox
+	Upstream *upstream.Manager
+	closers  []func() error
+
+	mu        sync.Mutex
+	listeners []func()
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // UsageError is a launch problem the CLI reports with exit code 2.
@@ -120,24 +130,100 @@ func Open(o Options) (*Session, error) {
 	}
 	eng.Init()
 	srv := &server.Server{Engine: eng, Name: "toolhost", Version: o.Version, PageSize: o.PageSize, Log: o.Log}
-	srv.Visible = func(name string) bool {
-		e, ok := reg.Lookup(name)
-		return ok && ag.Allows(name) && pol.Current().Decide(e.Spec).Allowed()
-	}
 	s := &Session{Agent: ag, Agents: set, Policy: pol, Engine: eng, Server: srv, Files: files, Shared: shared}
-	// Closers run last-first: the units stop (and their exits are recorded
-	// through the sandbox) before the audit sink and the sandboxes close.
+	srv.Visible = s.Visible
+	// Closers run last-first: upstreams and units stop (units record their
+	// exits through the sandbox) before the audit sink and the sandboxes close.
 	s.closers = append(s.closers, files.Close, shared.Close, sink.Close, units.Close)
+	s.startUpstreams(o)
 	return s, nil
 }
 
-// Close stops the units the session started and releases its resources.
-func (s *Session) Close() error {
-	var first error
-	for i := len(s.closers) - 1; i >= 0; i-- {
-		if err := s.closers[i](); err != nil && first == nil {
-			first = err
-		}
+// Visible reports whether a tool is listed for this session: registered,
+// named by the agent's toolPolicy and allowed by the policy in force.
+func (s *Session) Visible(name string) bool {
+	e, ok := s.Engine.Registry.Lookup(name)
+	return ok && s.Agent.Allows(name) && s.Policy.Current().Decide(e.Spec).Allowed()
+}
+
+// OnToolsChanged registers fn to run after the visible tool set may have
+// changed (upstream discovery, policy reload), e.g. to resync another
+// transport's tool list.
+func (s *Session) OnToolsChanged(fn func()) {
+	s.mu.Lock()
+	s.listeners = append(s.listeners, fn)
+	s.mu.Unlock()
+}
+
+func (s *Session) toolsChanged() {
+	s.Server.ToolsChanged()
+	s.mu.Lock()
+	ls := append([]func(){}, s.listeners...)
+	s.mu.Unlock()
+	for _, fn := range ls {
+		fn()
 	}
-	return first
+}
+
+// policyPoll is how often a policy file is checked for changes, which
+// re-applies the upstreams and re-announces the tool list.
+const policyPoll = time.Second
+
+// startUpstreams starts discovery of the policy's upstream MCP servers and
+// waits (at most the longest discovery timeout, the servers being tried in
+// parallel) for the first attempts, so the first tools/list already holds
+// every upstream that answered. A policy file is then watched: a change
+// re-applies the upstreams and re-announces the tool list.
+func (s *Session) startUpstreams(o Options) {
+	s.Upstream = upstream.NewManager(upstream.Options{
+		Log: o.Log, Registry: s.Engine.Registry, Version: o.Version, OnChange: s.toolsChanged,
+	})
+	cur := s.Policy.Current()
+	s.Upstream.Apply(cur)
+	if len(cur.Upstream) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), upstream.MaxDiscoveryTimeout(cur)+time.Second)
+		s.Upstream.WaitReady(ctx)
+		cancel()
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	if s.Policy.Path() != "" {
+		go func() {
+			defer close(done)
+			t := time.NewTicker(policyPoll)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					if f := s.Policy.Current(); f != cur {
+						cur = f
+						s.Upstream.Apply(f)
+					}
+				}
+			}
+		}()
+	} else {
+		close(done)
+	}
+	s.closers = append(s.closers, func() error {
+		close(stop)
+		<-done
+		s.Upstream.Close()
+		return nil
+	})
+}
+
+// Close releases the session's resources and stops its upstream processes.
+// Safe to call twice.
+func (s *Session) Close() error {
+	s.closeOnce.Do(func() {
+		for i := len(s.closers) - 1; i >= 0; i-- {
+			if err := s.closers[i](); err != nil && s.closeErr == nil {
+				s.closeErr = err
+			}
+		}
+	})
+	return s.closeErr
 }

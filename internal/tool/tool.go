@@ -97,6 +97,10 @@ type Result struct {
 	// Raw, when set, is a complete MCP CallToolResult passed through as is
 	// (upstream tools).
 	Raw json.RawMessage
+	// UpstreamError is true when Raw carries isError:true: the call reached
+	// the upstream server and it reported a failure. It is audited as an
+	// error while the result itself still goes to the client unchanged.
+	UpstreamError bool
 }
 
 // Status is embedded in every output struct: ok, and the reason when not ok.

@@ -1,0 +1,329 @@
+package httpserve_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/internal/upstream/upstreamtest"
+)
+
+// served is `toolhost serve --http` running for one test.
+type served struct {
+	URL    string
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	stderr strings.Builder
+}
+
+func (s *served) log() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stderr.String()
+}
+
+// serveHTTP starts the real binary with --http and waits for its URL.
+func serveHTTP(t *testing.T, project string, extra ...string) *served {
+	t.Helper()
+	args := append([]string{"serve", "--agent", "pm", "--project-dir", project, "--grace", "2s"}, extra...)
+	cmd := exec.Command(testutil.Toolhost(t), args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &served{cmd: cmd}
+	urlCh := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(errPipe)
+		for sc.Scan() {
+			s.mu.Lock()
+			s.stderr.WriteString(sc.Text() + "\n")
+			s.mu.Unlock()
+			var e struct{ Event, URL string }
+			if json.Unmarshal(sc.Bytes(), &e) == nil && e.Event == "http_listening" {
+				urlCh <- e.URL
+			}
+		}
+		close(urlCh)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+			t.Errorf("toolhost --http did not stop on SIGTERM\n%s", s.log())
+		}
+	})
+	select {
+	case u, ok := <-urlCh:
+		if !ok {
+			_ = cmd.Wait()
+			t.Fatalf("toolhost exited before listening\n%s", s.log())
+		}
+		s.URL = u
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no http_listening event\n%s", s.log())
+	}
+	return s
+}
+
+type bearer struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.base.RoundTrip(r)
+}
+
+func connect(t *testing.T, url string, hc *http.Client, onChange func()) *mcp.ClientSession {
+	t.Helper()
+	opts := &mcp.ClientOptions{}
+	if onChange != nil {
+		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { onChange() }
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "httpserve-test", Version: "1"}, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatalf("connect %s: %v", url, err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func text(r *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func TestHTTPServesTheSameGate(t *testing.T) {
+	t.Parallel()
+	project := t.TempDir()
+	s := serveHTTP(t, project, "--http", "127.0.0.1:0")
+	cs := connect(t, s.URL, nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	lt, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]*mcp.Tool{}
+	for _, tl := range lt.Tools {
+		names[tl.Name] = tl
+	}
+	for _, want := range []string{"write_todolist", "update_todo_item", "update_runtime_state", "timeline_append", "record_memory"} {
+		if names[want] == nil {
+			t.Fatalf("tools/list over HTTP misses %s: %v", want, names)
+		}
+	}
+	if a := names["write_todolist"].Annotations; a == nil || a.ReadOnlyHint {
+		t.Errorf("write_todolist annotations %+v", a)
+	}
+
+	cases := []struct {
+		name    string
+		tool    string
+		args    map[string]any
+		isError bool
+		want    string
+	}{
+		{"ok call", "record_memory", map[string]any{"key": "over-http", "content": "hi"}, false, `"created":true`},
+		{"schema violation", "record_memory", map[string]any{"key": "Bad Key", "content": "hi"}, true, "does not match pattern"},
+		{"expected failure", "update_todo_item", map[string]any{"id": "step-001", "status": "done"}, false, `"ok":false`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.IsError != c.isError || !strings.Contains(text(r), c.want) {
+				t.Fatalf("%s: isError %v %q; want isError %v containing %q", c.tool, r.IsError, text(r), c.isError, c.want)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(project, "memory", "devloop", "pm", "over-http.md")); err != nil {
+		t.Errorf("the call over HTTP did not write its file: %v", err)
+	}
+	audit, _ := os.ReadFile(filepath.Join(project, ".toolhost", "audit.ndjson"))
+	if n := strings.Count(string(audit), `"tool":"record_memory"`); n != 2 {
+		t.Errorf("want 2 audit rows for record_memory, got %d:\n%s", n, audit)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "no_such_tool", Arguments: map[string]any{}}); err == nil {
+		t.Error("an unknown tool must be a protocol error")
+	}
+}
+
+func TestHTTPNonLoopbackNeedsToken(t *testing.T) {
+	t.Parallel()
+	project := t.TempDir()
+	out, err := exec.Command(testutil.Toolhost(t), "serve", "--agent", "pm", "--project-dir", project, "--http", "0.0.0.0:0").CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "--auth-token") {
+		t.Fatalf("non-loopback without a token: err %v, output %s; want exit 2 naming --auth-token", err, out)
+	}
+
+	s := serveHTTP(t, project, "--http", "0.0.0.0:0", "--auth-token", "s3cret-token")
+	// Bound to every address; reach it through loopback.
+	port := s.URL[strings.LastIndex(s.URL, ":")+1 : strings.LastIndex(s.URL, "/")]
+	url := "http://127.0.0.1:" + port + "/mcp"
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	for _, c := range []struct {
+		name, auth string
+		want       int
+	}{
+		{"no header", "", http.StatusUnauthorized},
+		{"wrong token", "Bearer nope", http.StatusUnauthorized},
+		{"token prefix only", "Bearer s3cret", http.StatusUnauthorized},
+		{"right token", "Bearer s3cret-token", http.StatusOK},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if c.auth != "" {
+				req.Header.Set("Authorization", c.auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != c.want {
+				t.Fatalf("status %d (%s), want %d", resp.StatusCode, b, c.want)
+			}
+		})
+	}
+	cs := connect(t, url, &http.Client{Transport: bearer{token: "s3cret-token", base: http.DefaultTransport}}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatalf("tools/list with the token: %v", err)
+	}
+}
+
+func TestHTTPWithInspectorCLI(t *testing.T) {
+	t.Parallel()
+	inspector := testutil.NeedTool(t, "mcp-inspector", "TOOLHOST_INSPECTOR", "bash scripts/deps/30-inspector.sh")
+	project := t.TempDir()
+	s := serveHTTP(t, project, "--http", "127.0.0.1:0")
+	run := func(args ...string) []byte {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, inspector, append([]string{"--cli", s.URL}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("mcp-inspector %v: %v\n%s\n%s", args, err, out, s.log())
+		}
+		return out
+	}
+	var list struct {
+		Tools []struct{ Name string } `json:"tools"`
+	}
+	out := run("--method", "tools/list")
+	if err := json.Unmarshal(out, &list); err != nil {
+		t.Fatalf("inspector output is not JSON: %v\n%s", err, out)
+	}
+	var names []string
+	for _, tl := range list.Tools {
+		names = append(names, tl.Name)
+	}
+	if !strings.Contains(strings.Join(names, ","), "write_todolist") {
+		t.Fatalf("inspector tools/list = %v", names)
+	}
+	var res struct {
+		IsError bool `json:"isError"`
+		Content []struct{ Text string }
+	}
+	out = run("--method", "tools/call", "--tool-name", "record_memory", "--tool-arg", "key=BAD", "--tool-arg", "content=x")
+	if err := json.Unmarshal(out, &res); err != nil || !res.IsError || !strings.Contains(res.Content[0].Text, "key: does not match pattern") {
+		t.Fatalf("inspector call with a bad key: %s", out)
+	}
+}
+
+// TestHTTPUpstreamToolsAndListChanged: upstream tools are served over HTTP
+// through the same gate, and a policy change reaches an HTTP client as
+// notifications/tools/list_changed.
+func TestHTTPUpstreamToolsAndListChanged(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	up := policy.Upstream{Name: "fake", Transport: "stdio", Command: upstreamtest.FakeMCP(t), DiscoveryTimeoutMS: 10000}
+	rules := map[string]policy.Rule{"fake__echo": {Permission: policy.Read}, "fake__fail": {Permission: policy.Write}}
+	agentsFile, policyFile := upstreamtest.WriteConfigs(t, dir, rules, up)
+	s := serveHTTP(t, filepath.Join(dir, "project"), "--http", "127.0.0.1:0", "--agents", agentsFile, "--policy", policyFile)
+	changed := make(chan struct{}, 16)
+	cs := connect(t, s.URL, nil, func() { changed <- struct{}{} })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	listed := func() map[string]bool {
+		lt, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]bool{}
+		for _, tl := range lt.Tools {
+			m[tl.Name] = true
+		}
+		return m
+	}
+	if l := listed(); !l["fake__echo"] || l["fake__slow"] {
+		t.Fatalf("tools/list over HTTP: %v", l)
+	}
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake__echo", Arguments: map[string]any{"text": "via http"}})
+	if err != nil || r.IsError || text(r) != "echo: via http" {
+		t.Fatalf("fake__echo over HTTP: %v %+v", err, r)
+	}
+	r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake__fail", Arguments: map[string]any{}})
+	if err != nil || !r.IsError || text(r) != "fake failure: the widget is broken" {
+		t.Fatalf("fake__fail over HTTP must pass isError through: %v %+v", err, r)
+	}
+
+	rules["fake__slow"] = policy.Rule{Permission: policy.Read}
+	upstreamtest.WritePolicy(t, policyFile, rules, up)
+	select {
+	case <-changed:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no tools/list_changed over HTTP after the policy changed\n%s", s.log())
+	}
+	// The client may have read the list between two changes; wait for it.
+	deadline := time.Now().Add(10 * time.Second)
+	for !listed()["fake__slow"] {
+		if time.Now().After(deadline) {
+			t.Fatal("fake__slow not listed after the policy allowed it")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

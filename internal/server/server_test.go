@@ -1,0 +1,94 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+
+	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/engine"
+	"github.com/toolhost/toolhost/internal/registry"
+	"github.com/toolhost/toolhost/internal/tool"
+)
+
+type fakePeer struct {
+	mu    sync.Mutex
+	notes []string
+}
+
+func (p *fakePeer) Notify(_ context.Context, method string, _ any) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.notes = append(p.notes, method)
+	return nil
+}
+
+func (p *fakePeer) Call(context.Context, string, any, any) error { return nil }
+
+func (p *fakePeer) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, m := range p.notes {
+		if m == "notifications/tools/list_changed" {
+			n++
+		}
+	}
+	return n
+}
+
+type fakeTool struct{ spec tool.Spec }
+
+func (f *fakeTool) Spec() *tool.Spec { return &f.spec }
+func (f *fakeTool) Call(context.Context, *ctxinject.Ctx, json.RawMessage) (tool.Result, error) {
+	return tool.Result{}, nil
+}
+
+func mk(name, desc string) tool.Tool {
+	return &fakeTool{spec: tool.Spec{Name: name, Description: desc, Source: "mcp:u", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+}
+
+func TestToolsChangedNotifiesOnlyRealChanges(t *testing.T) {
+	t.Parallel()
+	reg := registry.New()
+	s := &Server{Engine: &engine.Engine{Registry: reg}}
+	p := &fakePeer{}
+	// Before the client is initialized nothing is sent.
+	reg.SetSource("mcp:u", 0, []tool.Tool{mk("u__a", "first")})
+	s.ToolsChanged()
+	if p.count() != 0 {
+		t.Fatal("notified a peer that is not known yet")
+	}
+	s.Notification(context.Background(), p, "notifications/initialized", nil)
+	if _, err := s.listTools(nil); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name   string
+		change func()
+		want   int
+	}{
+		{"no change", func() {}, 0},
+		{"same set again", func() { reg.SetSource("mcp:u", 0, []tool.Tool{mk("u__a", "first")}) }, 0},
+		{"a tool added", func() { reg.SetSource("mcp:u", 0, []tool.Tool{mk("u__a", "first"), mk("u__b", "")}) }, 1},
+		{"a description changed", func() { reg.SetSource("mcp:u", 0, []tool.Tool{mk("u__a", "second"), mk("u__b", "")}) }, 1},
+		{"source removed", func() { reg.SetSource("mcp:u", 0, nil) }, 1},
+	}
+	for _, st := range steps {
+		before := p.count()
+		st.change()
+		s.ToolsChanged()
+		if got := p.count() - before; got != st.want {
+			t.Fatalf("%s: %d notification(s), want %d", st.name, got, st.want)
+		}
+	}
+	res, err := s.listTools(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(res)
+	if string(b) != `{"tools":[]}` {
+		t.Fatalf("tools/list after removal = %s", b)
+	}
+}

@@ -1,0 +1,338 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/tool"
+)
+
+// stopGrace is how long a stdio upstream may take to exit after its stdin
+// is closed before its process group is killed.
+const stopGrace = 2 * time.Second
+
+// conn is the client side of one upstream: one live MCP session at a time,
+// made on demand and made again after it broke.
+type conn struct {
+	cfg     policy.Upstream
+	log     zerolog.Logger
+	version string
+	// onListChanged runs (in its own goroutine) when the upstream says its
+	// tool list changed.
+	onListChanged func()
+
+	mu     sync.Mutex
+	sess   *mcp.ClientSession
+	pgid   int // process group of a stdio upstream; 0 when none runs
+	closed bool
+}
+
+// errClosed is a call that arrived after toolhost stopped the upstream.
+var errClosed = errors.New("upstream stopped")
+
+func newConn(cfg policy.Upstream, log zerolog.Logger, version string, onListChanged func()) *conn {
+	return &conn{cfg: cfg, log: log.With().Str("upstream", cfg.Name).Logger(), version: version, onListChanged: onListChanged}
+}
+
+// session returns the live session, connecting (and for stdio starting the
+// process) when there is none.
+func (c *conn) session(ctx context.Context) (*mcp.ClientSession, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess != nil {
+		return c.sess, nil
+	}
+	if c.closed {
+		return nil, errClosed
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "toolhost", Version: c.version}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{},
+		// Not inline: the handler runs on the session's read loop, and
+		// listing tools needs that loop to read the answer.
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { go c.onListChanged() },
+	})
+	var t mcp.Transport
+	var cmd *exec.Cmd
+	switch c.cfg.Transport {
+	case "stdio":
+		cmd = c.command()
+		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: stopGrace}
+	default:
+		hc, err := httpClient(c.cfg)
+		if err != nil {
+			return nil, err
+		}
+		// No standalone SSE stream: toolhost only needs answers to its own
+		// requests, and a hanging GET would outlive a dead server. No
+		// transport-level retries: the engine decides what is retried.
+		t = &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
+	}
+	sess, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		if cmd != nil && cmd.Process != nil {
+			killGroup(cmd.Process.Pid)
+			_ = cmd.Wait()
+		}
+		return nil, err
+	}
+	c.sess = sess
+	if cmd != nil {
+		c.pgid = cmd.Process.Pid
+		c.log.Info().Str("event", "upstream_started").Int("pid", c.pgid).Str("command", c.cfg.Command).Msg("upstream process started")
+	}
+	go c.watch(sess, cmd)
+	return sess, nil
+}
+
+// watch notices a session that ended on its own (the process exited, the
+// connection dropped) so the next call starts a new one.
+func (c *conn) watch(sess *mcp.ClientSession, cmd *exec.Cmd) {
+	err := sess.Wait()
+	c.mu.Lock()
+	mine := c.sess == sess
+	if mine {
+		c.sess = nil
+	}
+	pgid := c.pgid
+	if mine && cmd != nil {
+		c.pgid = 0
+	}
+	c.mu.Unlock()
+	if !mine {
+		return
+	}
+	if cmd != nil {
+		// The leader is gone; anything it left in its group goes too.
+		killGroup(pgid)
+		c.log.Warn().Str("event", "upstream_exited").Int("pid", pgid).AnErr("wait", err).
+			Msg("upstream process exited; it is started again on the next call")
+		return
+	}
+	c.log.Warn().Str("event", "upstream_disconnected").AnErr("wait", err).Msg("upstream session ended; reconnecting on the next call")
+}
+
+func (c *conn) command() *exec.Cmd {
+	cmd := exec.Command(c.cfg.Command, c.cfg.Args...)
+	env := os.Environ()
+	keys := make([]string, 0, len(c.cfg.Env))
+	for k := range c.cfg.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+c.cfg.Env[k])
+	}
+	cmd.Env = env
+	// Its own process group, so stopping it stops what it started too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stderr = &lineLog{log: c.log}
+	// A grandchild holding stderr open must not keep Wait (and Close) from
+	// returning once the upstream itself has exited.
+	cmd.WaitDelay = time.Second
+	return cmd
+}
+
+// listTools returns every tool the upstream offers (all pages).
+func (c *conn) listTools(ctx context.Context) ([]*mcp.Tool, error) {
+	sess, err := c.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var tools []*mcp.Tool
+	for t, err := range sess.Tools(ctx, nil) {
+		if err != nil {
+			c.drop(sess)
+			return nil, err
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// call runs one tools/call. A failure to reach the upstream or a connection
+// lost during the call is a tool.TransientError (the engine retries it for
+// read tools only); an error the upstream answered with is not.
+func (c *conn) call(ctx context.Context, remote string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	sess, err := c.session(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, tool.Transient(fmt.Errorf("upstream %s is not reachable: %w", c.cfg.Name, err))
+	}
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: remote, Arguments: args})
+	if err == nil {
+		return res, nil
+	}
+	var wire *jsonrpc.Error
+	switch {
+	case ctx.Err() != nil:
+		return nil, err
+	case errors.As(err, &wire) && wire.Code == codeRejected:
+		// An HTTP 5xx/429 or a refused request: the session itself is fine.
+		return nil, tool.Transient(fmt.Errorf("upstream %s could not serve tools/call %s: %w", c.cfg.Name, remote, err))
+	case errors.As(err, &wire):
+		return nil, fmt.Errorf("upstream %s refused tools/call %s: %s (code %d)", c.cfg.Name, remote, wire.Message, wire.Code)
+	}
+	c.drop(sess)
+	next := "toolhost reconnects on the next call"
+	if c.cfg.Transport == "stdio" {
+		next = "its process is started again on the next call"
+	}
+	return nil, tool.Transient(fmt.Errorf("upstream %s failed during tools/call %s: the connection was lost (%w); %s", c.cfg.Name, remote, err, next))
+}
+
+// codeRejected is the go-sdk's "rejected by transport" (an HTTP error
+// status such as 503, or a request the transport could not deliver), as
+// opposed to an error the upstream server answered with.
+const codeRejected = -32005
+
+// drop forgets a broken session and closes it; the next call makes a new one.
+func (c *conn) drop(sess *mcp.ClientSession) {
+	c.mu.Lock()
+	if c.sess != sess {
+		c.mu.Unlock()
+		return
+	}
+	c.sess = nil
+	pgid := c.pgid
+	c.pgid = 0
+	c.mu.Unlock()
+	closeSession(sess, pgid)
+}
+
+// close ends the session and, for stdio, stops the whole process group;
+// final ends the conn for good (no new session after it). Safe to call twice.
+func (c *conn) close(final bool) {
+	c.mu.Lock()
+	c.closed = c.closed || final
+	sess, pgid := c.sess, c.pgid
+	c.sess, c.pgid = nil, 0
+	c.mu.Unlock()
+	if sess != nil {
+		closeSession(sess, pgid)
+		if pgid != 0 {
+			c.log.Info().Str("event", "upstream_stopped").Int("pid", pgid).Msg("upstream process group stopped")
+		}
+	}
+}
+
+// pid is the running stdio upstream's pid (0 when none runs).
+func (c *conn) pid() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pgid
+}
+
+func closeSession(sess *mcp.ClientSession, pgid int) {
+	done := make(chan struct{})
+	go func() { _ = sess.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(3 * stopGrace):
+	}
+	if pgid != 0 {
+		killGroup(pgid)
+	}
+}
+
+// killGroup kills every process left in the group (children the upstream
+// started included).
+func killGroup(pgid int) {
+	if pgid > 0 {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+}
+
+// httpClient is the client for an http upstream: its configured headers on
+// every request, and no proxy at all for a loopback address (a proxy from
+// the environment cannot reach 127.0.0.1 of this machine).
+func httpClient(cfg policy.Upstream) (*http.Client, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("upstream %s: url %q must be an absolute http(s) URL", cfg.Name, cfg.URL)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if IsLoopbackHost(u.Hostname()) {
+		tr.Proxy = nil
+	}
+	return &http.Client{Transport: &headerTransport{base: tr, headers: cfg.Headers}}, nil
+}
+
+// IsLoopbackHost reports whether host names this machine's loopback.
+func IsLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(h.headers) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range h.headers {
+			r.Header.Set(k, v)
+		}
+	}
+	return h.base.RoundTrip(r)
+}
+
+// lineLog writes a stdio upstream's stderr into the log, one event per line.
+type lineLog struct {
+	log zerolog.Logger
+	mu  sync.Mutex
+	buf []byte
+}
+
+const maxLogLine = 8 << 10
+
+func (l *lineLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			if len(l.buf) > maxLogLine {
+				l.emit(l.buf[:maxLogLine])
+				l.buf = l.buf[maxLogLine:]
+			}
+			return len(p), nil
+		}
+		l.emit(l.buf[:i])
+		l.buf = l.buf[i+1:]
+	}
+}
+
+func (l *lineLog) emit(line []byte) {
+	line = bytes.TrimRight(line, "\r")
+	if len(line) > 0 {
+		l.log.Info().Str("event", "upstream_stderr").Str("line", string(line)).Send()
+	}
+}

@@ -1,0 +1,132 @@
+// Command fakemcp is a small MCP server over stdio, built by the upstream
+// tests with the go-sdk. Its behaviour is chosen with environment variables:
+//
+//	FAKEMCP_READY_FILE  exit at once (status 1) unless this file exists: a
+//	                    server that is down until the test "brings it back"
+//	FAKEMCP_HANG        never answer anything (discovery must time out)
+//	FAKEMCP_STDERR      a line written to stderr at start
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func main() {
+	if f := os.Getenv("FAKEMCP_READY_FILE"); f != "" {
+		if _, err := os.Stat(f); err != nil {
+			fmt.Fprintln(os.Stderr, "fakemcp: not ready:", err)
+			os.Exit(1)
+		}
+	}
+	if s := os.Getenv("FAKEMCP_STDERR"); s != "" {
+		fmt.Fprintln(os.Stderr, s)
+	}
+	if os.Getenv("FAKEMCP_HANG") != "" {
+		time.Sleep(time.Hour)
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "fakemcp", Version: "1"}, nil)
+	obj := func(props string, required ...string) json.RawMessage {
+		req := ""
+		if len(required) > 0 {
+			b, _ := json.Marshal(required)
+			req = `,"required":` + string(b)
+		}
+		return json.RawMessage(`{"type":"object","properties":{` + props + `}` + req + `,"additionalProperties":false}`)
+	}
+	text := func(format string, args ...any) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
+	}
+	args := func(req *mcp.CallToolRequest) map[string]any {
+		m := map[string]any{}
+		_ = json.Unmarshal(req.Params.Arguments, &m)
+		return m
+	}
+	s.AddTool(&mcp.Tool{Name: "echo", Description: "Echo text back.", InputSchema: obj(`"text":{"type":"string","minLength":1}`, "text"),
+		// Upstream annotations claim read-only; toolhost must not trust them.
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			t := args(req)["text"]
+			r := text("echo: %v", t)
+			r.StructuredContent = map[string]any{"echo": t}
+			return r, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "write_note", Description: "Pretend to store a note.", InputSchema: obj(`"note":{"type":"string"}`, "note")},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text("stored %v", args(req)["note"]), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "fail", Description: "Always report a tool error.", InputSchema: obj(``)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			r := text("fake failure: the widget is broken")
+			r.IsError = true
+			return r, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "crash", Description: "Exit the server in the middle of the call.", InputSchema: obj(``)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			os.Exit(3)
+			return nil, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "pid", Description: "Report the server's pid.", InputSchema: obj(``)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			r := text("%d", os.Getpid())
+			r.StructuredContent = map[string]any{"pid": os.Getpid()}
+			return r, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "spawn_child", Description: "Start a long-running child process and report its pid.", InputSchema: obj(``)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			c := exec.Command("sleep", "300")
+			if err := c.Start(); err != nil {
+				return nil, err
+			}
+			r := text("%d", c.Process.Pid)
+			r.StructuredContent = map[string]any{"pid": c.Process.Pid}
+			return r, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "slow", Description: "Sleep ms milliseconds.", InputSchema: obj(`"ms":{"type":"integer","minimum":0}`, "ms")},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ms, _ := args(req)["ms"].(float64)
+			select {
+			case <-time.After(time.Duration(ms) * time.Millisecond):
+			case <-ctx.Done():
+			}
+			return text("slept"), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "draft2020", Description: "A schema that declares draft 2020-12.",
+		InputSchema: json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text("n=%v", args(req)["n"]), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "broken_schema", Description: "A schema no validator can compile.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"no-such-type"}}}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text("unreachable"), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "a_tool_name_that_is_much_too_long_to_fit_once_the_server_prefix_is_added", Description: "Long name.", InputSchema: obj(``)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("long"), nil })
+	s.AddTool(&mcp.Tool{Name: "env", Description: "Report an environment variable.", InputSchema: obj(`"name":{"type":"string"}`, "name")},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			n, _ := args(req)["name"].(string)
+			return text("%s=%s", n, strings.TrimSpace(os.Getenv(n))), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "add_tool", Description: "Add a tool named extra_<suffix> (the server then announces tools/list_changed).",
+		InputSchema: obj(`"suffix":{"type":"string","pattern":"^[a-z0-9]+$"}`, "suffix")},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			name := fmt.Sprintf("extra_%v", args(req)["suffix"])
+			s.AddTool(&mcp.Tool{Name: name, Description: "Added at run time.", InputSchema: obj(``)},
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return text("%s here", name), nil
+				})
+			return text("added %s", name), nil
+		})
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		log.Fatal(err)
+	}
+}
