@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/audit"
+	"github.com/toolhost/toolhost/internal/bashguard"
 	"github.com/toolhost/toolhost/internal/ctxinject"
 	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/journal"
@@ -111,6 +112,7 @@ func Open(o Options) (*Session, error) {
 	eng := &engine.Engine{
 		Registry: reg, Agent: ag, Policy: pol, Audit: audit.FileSink{Door: shared},
 		Identity: id, Services: svc, Settings: settings, Log: o.Log,
+		Guard: bashguard.Check,
 	}
 	eng.Init()
 	srv := &server.Server{Engine: eng, Name: "toolhost", Version: o.Version, PageSize: o.PageSize, Log: o.Log}

@@ -7,6 +7,7 @@ import (
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/tools/devloop/persist"
+	"github.com/toolhost/toolhost/internal/tools/devloop/safety"
 )
 
 // Tools returns every built-in tool, in binding order.
@@ -18,6 +19,9 @@ func Tools() []tool.Tool {
 		persist.UpdateRuntimeState(),
 		persist.TimelineAppend(),
 		persist.RecordMemory(),
+		// Safety.
+		safety.Bash(),
+		safety.SandboxCheck(),
 	}
 }
 
