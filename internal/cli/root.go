@@ -103,6 +103,8 @@ func NewRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		newAgentsCmd(g),
 		newCallCmd(g),
 		newPhase0Cmd(g),
+		newGuardCmd(g),
+		newHookCmd(g),
 		newVersionCmd(),
 	)
 	return root
