@@ -165,6 +165,11 @@ func (c *checker) output(st *syntax.Stmt) output {
 	var o output
 	var texts []string
 	syntax.Walk(st, func(n syntax.Node) bool {
+		if _, ok := n.(*syntax.Word); ok {
+			// What a command substitution inside an argument prints is part
+			// of that argument, not of this statement's output.
+			return false
+		}
 		s, ok := n.(*syntax.Stmt)
 		if !ok {
 			return true
@@ -232,6 +237,7 @@ func (c *checker) output(st *syntax.Stmt) output {
 // by output; nothing is run.
 func (c *checker) cmdSubst(w io.Writer, cs *syntax.CmdSubst) error {
 	if c.substDepth >= maxSubstDepth {
+		c.budgetErr = &Error{Kind: ErrTooComplex, Detail: fmt.Sprintf("command substitutions are nested more than %d levels", maxSubstDepth)}
 		return nil
 	}
 	c.substDepth++
