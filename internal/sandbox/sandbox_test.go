@@ -396,3 +396,24 @@ func TestJSONFileFormat(t *testing.T) {
 		t.Errorf("site.json = %q, want %q", b, want)
 	}
 }
+
+func BenchmarkWriteFile(b *testing.B) {
+	fx := newFixture(b)
+	s := fx.sandbox(b)
+	data := []byte("{\n  \"a\": 1\n}\n")
+	for b.Loop() {
+		if err := s.WriteFile("memory/devloop/pm/deep/er/key.md", data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCheckWrite(b *testing.B) {
+	fx := newFixture(b)
+	s := fx.sandbox(b)
+	for b.Loop() {
+		if _, err := s.CheckWrite("prd/chapters/c.html"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
