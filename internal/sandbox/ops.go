@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -341,7 +342,13 @@ func (s *Sandbox) Lock(name string) (func(), error) {
 		return nil, fmt.Errorf("create lock dir: %w", err)
 	}
 	defer dir.Close()
-	safe := strings.NewReplacer("/", "_", "\\", "_", "..", "_", "\x00", "_").Replace(name) + ".lock"
+	safe := strings.NewReplacer("/", "_", "\\", "_", "..", "_", "\x00", "_").Replace(name)
+	if len(safe) > 200 {
+		// Keep the file name under NAME_MAX for long paths.
+		sum := sha256.Sum256([]byte(name))
+		safe = safe[:100] + "-" + hex.EncodeToString(sum[:8])
+	}
+	safe += ".lock"
 	f, err := dir.OpenFile(safe, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", name, err)

@@ -354,6 +354,17 @@ func TestUpdateLock(t *testing.T) {
 	}
 }
 
+func TestUpdateLongPath(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t)
+	s := fx.sandbox(t)
+	p := "prd/" + strings.Repeat("d/", 60) + strings.Repeat("n", 200)
+	must(t, s.Update(p, func([]byte) ([]byte, error) { return []byte("x"), nil }))
+	if b, err := os.ReadFile(filepath.Join(fx.proj, p)); err != nil || string(b) != "x" {
+		t.Fatalf("read back %q: %v", b, err)
+	}
+}
+
 func TestLockRefusesSymlinkedLockDir(t *testing.T) {
 	t.Parallel()
 	fx := newFixture(t)
