@@ -116,6 +116,8 @@ func NewRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		newAuditCmd(),
 		newApproveCmd(),
 		newUpstreamCmd(g),
+		newGuardCmd(g),
+		newHookCmd(g),
 		newVersionCmd(),
 	)
 	return root

@@ -3,11 +3,38 @@
 // A Sandbox is bound to a project directory and a write allow-list of
 // doublestar globs (relative to the project dir). Every write, by a tool or by
 // a service (timeline, events, bugs), is checked against the allow-list and
-// performed through os.Root so that traversal and symlink escapes fail at the
-// kernel boundary. Writes are atomic: a temp file in the same directory,
-// fsync, rename. Read-modify-write of shared files holds a cross-process lock
-// (gofrs/flock) under .toolhost/locks.
+// then performed through os.Root, so the kernel refuses an escape even when
+// the tree changes between the check and the write.
 //
-// This package must never write anywhere but through os.Root on the project
-// dir, and never create symlinks.
+// How a write is checked and performed:
+//
+//   - The path is validated as text: relative, no NUL, not empty or ".", at
+//     most MaxPathLen bytes and MaxPathDepth components, cleaned before it is
+//     matched (so "prd/../../etc/passwd" is matched as "../etc/passwd" and
+//     refused).
+//   - It must match a pattern and lie strictly below that pattern's base, the
+//     literal directories before the first glob meta character ("prd" for
+//     "prd/**", "agent-state" for "agent-state/pm-*.json"); writing the base
+//     itself is refused, which also stops prefix confusion ("prd-evil/x").
+//   - A directory component that starts with a dot (".git") is refused unless
+//     a segment of the matching pattern that starts with a dot names it
+//     (".toolhost/**" names ".toolhost").
+//   - The parent directory is opened one component at a time, each through
+//     os.Root.OpenRoot on its parent, after an Lstat that proves it is a real
+//     directory and not a symlink, and with a check that the directory opened
+//     is the one that was inspected (device and inode). The chain of roots
+//     therefore always ends in a directory below the allowed base; a symlink
+//     anywhere in the path, in the middle or dangling, is refused.
+//   - An existing leaf must be a regular file with exactly one link (a hard
+//     link to a file outside would otherwise be truncated through it).
+//   - The content is written to a new temp file (O_CREATE|O_EXCL, which never
+//     follows a symlink) in that directory, fsynced and renamed over the leaf,
+//     so a kill at any instant leaves the old or the new file, and a leaf
+//     swapped for a symlink at the last moment is replaced, never followed.
+//
+// Read-modify-write of shared files holds a cross-process flock on a file
+// under .toolhost/locks.
+//
+// This package must never write anywhere but through os.Root handles opened
+// this way, never follow a symlink on a write, and never create a symlink.
 package sandbox

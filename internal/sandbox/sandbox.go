@@ -2,34 +2,45 @@ package sandbox
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
-	"github.com/gofrs/flock"
 )
 
 // ErrEscape is matched with errors.Is by every sandbox violation.
 var ErrEscape = errors.New("sandbox violation")
 
-// Error is a write the sandbox refused.
+// Limits on a path handed to the sandbox.
+const (
+	// MaxPathLen is the longest path accepted, in bytes.
+	MaxPathLen = 4096
+	// MaxPathDepth is the largest number of components accepted.
+	MaxPathDepth = 64
+)
+
+// Error is a write (or read) the sandbox refused.
 type Error struct {
 	Agent   string
 	Path    string
 	Allowed []string
 	Detail  string
+	// Read is set when the refused operation was a read.
+	Read bool
 }
 
 func (e *Error) Error() string {
-	msg := fmt.Sprintf("Sandbox violation: %s tried to write %s (allowed: %s)", e.Agent, e.Path, strings.Join(e.Allowed, ", "))
+	var msg string
+	if e.Read {
+		msg = fmt.Sprintf("Sandbox violation: %s tried to read %s (reads are limited to the project dir)", e.Agent, e.Path)
+	} else {
+		msg = fmt.Sprintf("Sandbox violation: %s tried to write %s (allowed: %s)", e.Agent, e.Path, strings.Join(e.Allowed, ", "))
+	}
 	if e.Detail != "" {
 		msg += ": " + e.Detail
 	}
@@ -45,16 +56,30 @@ func (e *Error) Is(target error) bool { return target == ErrEscape }
 // LocksDir is where cross-process lock files live, relative to the project.
 const LocksDir = ".toolhost/locks"
 
+// rule is one compiled allow-list pattern.
+type rule struct {
+	pattern string
+	segs    []string
+	// base is the literal directory prefix of the pattern ("." when the
+	// pattern starts with a meta character or names a top-level file).
+	base string
+}
+
 // Sandbox writes inside one project dir, only where the allow-list permits.
 type Sandbox struct {
 	dir   string
 	root  *os.Root
 	agent string
 	allow []string
+	rules []rule
 }
 
 // New opens the project dir (creating it if missing) for an agent.
 func New(projectDir, agent string, allow []string) (*Sandbox, error) {
+	rules, err := compile(allow)
+	if err != nil {
+		return nil, err
+	}
 	abs, err := filepath.Abs(projectDir)
 	if err != nil {
 		return nil, err
@@ -66,13 +91,35 @@ func New(projectDir, agent string, allow []string) (*Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("project dir %s: %w", abs, err)
 	}
+	return &Sandbox{dir: abs, root: root, agent: agent, allow: append([]string(nil), allow...), rules: rules}, nil
+}
+
+func compile(allow []string) ([]rule, error) {
+	rules := make([]rule, 0, len(allow))
 	for _, p := range allow {
 		if !doublestar.ValidatePattern(p) {
 			return nil, fmt.Errorf("writeAllowList pattern %q is not a valid glob", p)
 		}
+		segs := strings.Split(p, "/")
+		for _, s := range segs {
+			if s == "" || s == "." || s == ".." || strings.HasPrefix(p, "/") {
+				return nil, fmt.Errorf("writeAllowList pattern %q must be a clean relative glob (no leading /, no empty, . or .. segments)", p)
+			}
+		}
+		n := 0
+		for n < len(segs)-1 && !hasMeta(segs[n]) {
+			n++
+		}
+		base := "."
+		if n > 0 {
+			base = strings.Join(segs[:n], "/")
+		}
+		rules = append(rules, rule{pattern: p, segs: segs, base: base})
 	}
-	return &Sandbox{dir: abs, root: root, agent: agent, allow: append([]string(nil), allow...)}, nil
+	return rules, nil
 }
+
+func hasMeta(seg string) bool { return strings.ContainsAny(seg, `*?[]{}\`) }
 
 // With returns a sandbox on the same project for another agent and allow-list.
 func (s *Sandbox) With(agent string, allow []string) (*Sandbox, error) {
@@ -88,128 +135,146 @@ func (s *Sandbox) ProjectDir() string { return s.dir }
 // AllowList returns the globs this sandbox permits.
 func (s *Sandbox) AllowList() []string { return append([]string(nil), s.allow...) }
 
-func (s *Sandbox) violation(p, detail string) error {
-	return &Error{Agent: s.agent, Path: p, Allowed: s.allow, Detail: detail}
+// Bases returns the allowed base directories (project-relative, "." for the
+// project dir itself) in allow-list order; every accepted write resolves
+// strictly below one of them.
+func (s *Sandbox) Bases() []string {
+	out := make([]string, len(s.rules))
+	for i, r := range s.rules {
+		out[i] = r.base
+	}
+	return out
 }
 
-// clean validates a project-relative path and returns its cleaned form.
+func (s *Sandbox) violation(p, detail string) error {
+	return &Error{Agent: s.agent, Path: printable(p), Allowed: s.allow, Detail: detail}
+}
+
+// printable shows a path in a message without control bytes and without
+// flooding it.
+func printable(p string) string {
+	p = strings.ReplaceAll(p, "\x00", `\x00`)
+	if len(p) > 300 {
+		p = p[:300] + fmt.Sprintf("…(%d bytes)", len(p))
+	}
+	return p
+}
+
+// clean validates a project-relative path as text and returns its cleaned
+// form.
 func (s *Sandbox) clean(p string) (string, error) {
 	switch {
 	case p == "" || p == ".":
-		return "", s.violation(p, "empty path")
+		return "", s.violation(p, "empty path; name a file relative to the project dir")
+	case len(p) > MaxPathLen:
+		return "", s.violation(p, fmt.Sprintf("path is longer than %d bytes", MaxPathLen))
 	case strings.ContainsRune(p, 0):
-		return "", s.violation(strings.ReplaceAll(p, "\x00", `\x00`), "NUL byte in path")
+		return "", s.violation(p, "NUL byte in path")
 	case path.IsAbs(p) || filepath.IsAbs(p) || strings.HasPrefix(p, `\`):
 		return "", s.violation(p, "absolute paths are not allowed; use a path relative to the project dir")
 	}
-	c := path.Clean(filepath.ToSlash(p))
-	if c == ".." || strings.HasPrefix(c, "../") {
+	c := path.Clean(p)
+	switch {
+	case c == "..", strings.HasPrefix(c, "../"):
 		return "", s.violation(p, "path leaves the project dir")
-	}
-	if c == "." {
-		return "", s.violation(p, "empty path")
+	case c == ".":
+		return "", s.violation(p, "empty path; name a file relative to the project dir")
+	case strings.Count(c, "/")+1 > MaxPathDepth:
+		return "", s.violation(p, fmt.Sprintf("path is deeper than %d components", MaxPathDepth))
 	}
 	return c, nil
 }
 
-// allowed reports whether a cleaned path matches the allow-list.
-func (s *Sandbox) allowed(c string) bool {
-	for _, pat := range s.allow {
-		if ok, _ := doublestar.Match(pat, c); ok {
+// target is a write the allow-list permits, split for the component walk.
+type target struct {
+	given string // as the caller wrote it, for messages
+	rel   string // cleaned, project-relative
+	dir   string // cleaned parent ("." for the project dir)
+	leaf  string
+}
+
+// planFile checks p as text against the allow-list for a file write.
+func (s *Sandbox) planFile(p string) (target, error) {
+	c, err := s.clean(p)
+	if err != nil {
+		return target{}, err
+	}
+	comps := strings.Split(c, "/")
+	var refusal string
+	for _, r := range s.rules {
+		if ok, _ := doublestar.Match(r.pattern, c); !ok {
+			continue
+		}
+		if c == r.base {
+			refusal = fmt.Sprintf("%s is the allowed directory itself; write a file inside it", c)
+			continue
+		}
+		if d := undeclaredDotDir(r, comps[:len(comps)-1]); d != "" {
+			refusal = fmt.Sprintf("dot-directory %s is not named by pattern %s", d, r.pattern)
+			continue
+		}
+		return target{given: p, rel: c, dir: path.Dir(c), leaf: path.Base(c)}, nil
+	}
+	return target{}, s.violation(p, refusal)
+}
+
+// planDir checks p as text for a directory to create: some file the
+// allow-list permits could live in or below it (or it is a rule's base).
+func (s *Sandbox) planDir(p string) (string, error) {
+	c, err := s.clean(p)
+	if err != nil {
+		return "", err
+	}
+	comps := strings.Split(c, "/")
+	var refusal string
+	for _, r := range s.rules {
+		if !r.mayContain(c) {
+			continue
+		}
+		if d := undeclaredDotDir(r, comps); d != "" {
+			refusal = fmt.Sprintf("dot-directory %s is not named by pattern %s", d, r.pattern)
+			continue
+		}
+		return c, nil
+	}
+	return "", s.violation(p, refusal)
+}
+
+// mayContain reports whether a path matching r could lie in or below
+// directory c.
+func (r rule) mayContain(c string) bool {
+	if ok, _ := doublestar.Match(r.pattern, c+"/x"); ok {
+		return true
+	}
+	for i := 1; i < len(r.segs); i++ {
+		if ok, _ := doublestar.Match(strings.Join(r.segs[:i], "/"), c); ok {
 			return true
 		}
 	}
 	return false
 }
 
-// check returns the cleaned path if a write to p is permitted.
-func (s *Sandbox) check(p string) (string, error) {
-	c, err := s.clean(p)
-	if err != nil {
-		return "", err
+// undeclaredDotDir returns the first directory component starting with a dot
+// that no dot-segment of r's pattern names.
+func undeclaredDotDir(r rule, dirs []string) string {
+	for _, d := range dirs {
+		if !strings.HasPrefix(d, ".") {
+			continue
+		}
+		named := false
+		for _, seg := range r.segs {
+			if strings.HasPrefix(seg, ".") {
+				if ok, _ := doublestar.Match(seg, d); ok {
+					named = true
+					break
+				}
+			}
+		}
+		if !named {
+			return d
+		}
 	}
-	if !s.allowed(c) {
-		return "", s.violation(p, "")
-	}
-	if err := s.checkLeaf(c); err != nil {
-		return "", err
-	}
-	return c, nil
-}
-
-// checkLeaf refuses to replace anything but a regular file with one link.
-func (s *Sandbox) checkLeaf(c string) error {
-	fi, err := s.root.Lstat(c)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return s.violation(c, err.Error())
-	}
-	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return s.violation(c, "the target is a symlink")
-	case !fi.Mode().IsRegular():
-		return s.violation(c, "the target is not a regular file")
-	}
-	return nil
-}
-
-// CheckWrite reports whether a write to p would be allowed.
-func (s *Sandbox) CheckWrite(p string) (string, error) {
-	c, err := s.check(p)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(s.dir, filepath.FromSlash(c)), nil
-}
-
-// ReadFile reads a project-relative file.
-func (s *Sandbox) ReadFile(p string) ([]byte, error) {
-	c, err := s.clean(p)
-	if err != nil {
-		return nil, err
-	}
-	return s.root.ReadFile(c)
-}
-
-// MkdirAll creates a directory inside the allow-list.
-func (s *Sandbox) MkdirAll(p string) error {
-	c, err := s.clean(p)
-	if err != nil {
-		return err
-	}
-	if !s.allowed(c) && !s.allowed(c+"/x") {
-		return s.violation(p, "")
-	}
-	return s.root.MkdirAll(c, 0o755)
-}
-
-// Remove removes a file inside the allow-list.
-func (s *Sandbox) Remove(p string) error {
-	c, err := s.check(p)
-	if err != nil {
-		return err
-	}
-	return s.root.Remove(c)
-}
-
-// WriteFile atomically replaces p with data.
-func (s *Sandbox) WriteFile(p string, data []byte) error {
-	c, err := s.check(p)
-	if err != nil {
-		return err
-	}
-	return s.writeAtomic(c, data)
-}
-
-// WriteJSON writes v as indented JSON with a trailing newline.
-func (s *Sandbox) WriteJSON(p string, v any) error {
-	b, err := MarshalJSON(v)
-	if err != nil {
-		return err
-	}
-	return s.WriteFile(p, b)
+	return ""
 }
 
 // MarshalJSON is the one JSON file format: two-space indent, trailing
@@ -223,100 +288,6 @@ func MarshalJSON(v any) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
-}
-
-func (s *Sandbox) writeAtomic(c string, data []byte) error {
-	dir := path.Dir(c)
-	if dir != "." {
-		if err := s.root.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := path.Join(dir, "."+path.Base(c)+".tmp-"+hex.EncodeToString(rnd[:]))
-	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = s.root.Rename(tmp, c)
-	}
-	if werr != nil {
-		_ = s.root.Remove(tmp)
-		return werr
-	}
-	if d, err := s.root.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
-	return nil
-}
-
-// AppendFile appends data to p (created if missing) with one write call.
-func (s *Sandbox) AppendFile(p string, data []byte) error {
-	c, err := s.check(p)
-	if err != nil {
-		return err
-	}
-	if dir := path.Dir(c); dir != "." {
-		if err := s.root.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	f, err := s.root.OpenFile(c, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	return werr
-}
-
-// Lock takes the named cross-process lock.
-func (s *Sandbox) Lock(name string) (func(), error) {
-	if err := s.root.MkdirAll(LocksDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create lock dir: %w", err)
-	}
-	safe := strings.NewReplacer("/", "_", "\\", "_", "..", "_").Replace(name)
-	fl := flock.New(filepath.Join(s.dir, LocksDir, safe+".lock"))
-	if err := fl.Lock(); err != nil {
-		return nil, fmt.Errorf("lock %s: %w", name, err)
-	}
-	return func() { _ = fl.Unlock() }, nil
-}
-
-// Update runs fn on the current content of p under p's lock and writes the
-// result atomically. fn receives nil when p does not exist; returning nil
-// bytes and nil error leaves the file untouched.
-func (s *Sandbox) Update(p string, fn func(old []byte) ([]byte, error)) error {
-	c, err := s.check(p)
-	if err != nil {
-		return err
-	}
-	unlock, err := s.Lock(c)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	old, err := s.root.ReadFile(c)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	next, err := fn(old)
-	if err != nil || next == nil {
-		return err
-	}
-	return s.writeAtomic(c, next)
 }
 
 // UpdateJSON is Update for a JSON document of type T (zero value when the

@@ -10,6 +10,7 @@ import (
 	"github.com/toolhost/toolhost/internal/tools/devloop/docs"
 	"github.com/toolhost/toolhost/internal/tools/devloop/integrator"
 	"github.com/toolhost/toolhost/internal/tools/devloop/persist"
+	"github.com/toolhost/toolhost/internal/tools/devloop/safety"
 	"github.com/toolhost/toolhost/internal/tools/devloop/tester"
 )
 
@@ -55,6 +56,10 @@ func Tools() []tool.Tool {
 		integrator.RunCase(),
 		integrator.ParsePlaceholder(),
 		integrator.CollectStderr(),
+
+		// Safety.
+		safety.Bash(),
+		safety.SandboxCheck(),
 	}
 }
 

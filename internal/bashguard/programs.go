@@ -1,0 +1,538 @@
+package bashguard
+
+import (
+	"strings"
+)
+
+// program is the command name a field runs: its base name, so that
+// /usr/bin/curl is curl.
+func program(f string) string {
+	if i := strings.LastIndexByte(f, '/'); i >= 0 {
+		return f[i+1:]
+	}
+	return f
+}
+
+// wrapper describes a command that runs another command given in its
+// arguments.
+type wrapper struct {
+	// withArg are options that take a value as the next field.
+	withArg []string
+	// positional is how many non-option fields come before the command
+	// (timeout's DURATION).
+	positional int
+	// assigns is true when NAME=VALUE fields may precede the command.
+	assigns bool
+	// noRun are options with which the wrapper does not run the command
+	// (command -v).
+	noRun []string
+	// script are options whose value is itself a command line (env -S).
+	script []string
+}
+
+var wrappers = map[string]wrapper{
+	"timeout":  {withArg: []string{"-s", "--signal", "-k", "--kill-after"}, positional: 1},
+	"env":      {withArg: []string{"-u", "--unset", "-C", "--chdir"}, assigns: true, script: []string{"-S", "--split-string"}},
+	"nice":     {withArg: []string{"-n", "--adjustment"}},
+	"nohup":    {},
+	"command":  {noRun: []string{"-v", "-V"}},
+	"builtin":  {},
+	"exec":     {withArg: []string{"-a"}},
+	"time":     {withArg: []string{"-f", "--format", "-o", "--output"}},
+	"sudo":     {withArg: []string{"-u", "--user", "-g", "--group", "-C", "--close-from", "-D", "--chdir", "-h", "--host", "-p", "--prompt", "-r", "--role", "-t", "--type", "-U", "--other-user", "-T", "--command-timeout"}, assigns: true, noRun: []string{"-l", "--list", "-v", "--validate", "-k", "-K", "-e", "--edit"}},
+	"doas":     {withArg: []string{"-u", "-C"}},
+	"xargs":    {withArg: []string{"-a", "--arg-file", "-d", "--delimiter", "-E", "-I", "-L", "--max-lines", "-n", "--max-args", "-P", "--max-procs", "-s", "--max-chars", "--process-slot-var"}},
+	"stdbuf":   {withArg: []string{"-i", "--input", "-o", "--output", "-e", "--error"}},
+	"setsid":   {},
+	"ionice":   {withArg: []string{"-c", "--class", "-n", "--classdata"}},
+	"chronic":  {},
+	"unbuffer": {},
+	"busybox":  {},
+	"nsenter":  {withArg: []string{"-t", "--target"}},
+	"chrt":     {positional: 1},
+	"taskset":  {positional: 1},
+}
+
+// inner returns the index of the wrapped command in fields (fields[0] is the
+// wrapper), -1 when there is none, and any script given as an option value.
+func (w wrapper) inner(fields []string) (int, []string) {
+	var scripts []string
+	pos := w.positional
+	for i := 1; i < len(fields); i++ {
+		f := fields[i]
+		switch {
+		case f == "--":
+			if i+1 < len(fields) && pos == 0 {
+				return i + 1, scripts
+			}
+			continue
+		case strings.HasPrefix(f, "-") && len(f) > 1:
+			name, val, hasVal := strings.Cut(f, "=")
+			if hasAny([]string{name}, w.noRun...) {
+				return -1, scripts
+			}
+			if hasAny([]string{name}, w.script...) {
+				if hasVal {
+					scripts = append(scripts, val)
+				} else if i+1 < len(fields) {
+					scripts = append(scripts, fields[i+1])
+					i++
+				}
+				continue
+			}
+			if hasAny([]string{name}, w.withArg...) && !hasVal {
+				i++
+			}
+			continue
+		case w.assigns && isAssign(f):
+			continue
+		case pos > 0:
+			pos--
+			continue
+		}
+		return i, scripts
+	}
+	return -1, scripts
+}
+
+func isAssign(f string) bool {
+	name, _, ok := strings.Cut(f, "=")
+	if !ok || name == "" {
+		return false
+	}
+	for i, r := range name {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+var shells = map[string]bool{"bash": true, "sh": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true}
+
+// command checks one resolved command line. input is what reaches its
+// standard input (heredocs, here-strings, earlier pipeline stages).
+func (c *checker) command(fields []string, input []piece, depth int) error {
+	off := 0
+	for off < len(fields) {
+		w, ok := wrappers[program(fields[off])]
+		if !ok {
+			break
+		}
+		next, scripts := w.inner(fields[off:])
+		for _, s := range scripts {
+			if err := c.script(s, depth+1); err != nil {
+				return err
+			}
+		}
+		if next < 0 {
+			return nil
+		}
+		off += next
+	}
+	if off >= len(fields) {
+		return nil
+	}
+	name := program(fields[off])
+	args := fields[off:]
+	switch {
+	case shells[name]:
+		return c.shell(args, input, depth)
+	case name == "eval":
+		return c.script(strings.Join(args[1:], " "), depth+1)
+	}
+	client := httpClient(name, args)
+	if client == nil {
+		return nil
+	}
+	f := &finding{fields: fields, off: off, edits: map[int]string{}}
+	if client(f, args) {
+		return f.err(name)
+	}
+	if generic(f, args) {
+		return f.err(name)
+	}
+	for _, p := range input {
+		if payload, ok := jsonIn(p.text); ok {
+			f.payload, f.via = payload, p.via
+			f.stdin = true
+			for i := off + 1; i < len(fields); i++ {
+				switch {
+				case fields[i] == "@-" || fields[i] == "@/dev/stdin":
+					f.edits[i] = "@" + FileHint
+					f.stdin = false
+				case fields[i] == "-" && fields[i-1] == "--input":
+					f.edits[i] = FileHint
+					f.stdin = false
+				}
+			}
+			return f.err(name)
+		}
+	}
+	return nil
+}
+
+// jsonIn finds JSON in text that reaches a program's stdin: the whole text
+// or, for multi-line input, its first JSON line.
+func jsonIn(text string) (string, bool) {
+	if looksJSON(text) {
+		return strings.Trim(text, space), true
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if looksJSON(line) {
+			return strings.Trim(line, space), true
+		}
+	}
+	return "", false
+}
+
+// shell checks a shell invocation: the -c string, or the script it reads
+// from standard input.
+func (c *checker) shell(args []string, input []piece, depth int) error {
+	hasC, hasS := false, false
+	var positional []string
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--" || a == "-":
+			positional = append(positional, args[i+1:]...)
+			i = len(args)
+		case a == "-o" || a == "+o" || a == "-O" || a == "+O" || a == "--rcfile" || a == "--init-file":
+			i++
+		case strings.HasPrefix(a, "--"):
+		case (strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+")) && len(a) > 1:
+			hasC = hasC || strings.ContainsRune(a[1:], 'c')
+			hasS = hasS || strings.ContainsRune(a[1:], 's')
+		default:
+			positional = append(positional, a)
+		}
+	}
+	switch {
+	case hasC:
+		if len(positional) == 0 {
+			return nil
+		}
+		return c.script(positional[0], depth+1)
+	case len(positional) == 0 || hasS:
+		for _, p := range input {
+			if err := c.script(p.text, depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// finding is inline JSON found in one command line, with the edits that
+// turn it into the allowed form.
+type finding struct {
+	fields  []string // the whole command line, wrappers included
+	off     int      // index of the program in fields
+	payload string
+	via     string
+	// edits replace fields by index; a "" value removes the field.
+	edits map[int]string
+	// stdin is true when the allowed form feeds the file on stdin.
+	stdin bool
+}
+
+func (f *finding) err(prog string) error {
+	out := make([]string, 0, len(f.fields))
+	for i, fl := range f.fields {
+		if e, ok := f.edits[i]; ok {
+			if e == "" {
+				continue
+			}
+			fl = e
+		}
+		out = append(out, fl)
+	}
+	return &Error{Kind: ErrInlineJSON, Program: prog, Via: f.via, Payload: f.payload, Allowed: allowedForm(f.payload, out, f.stdin)}
+}
+
+// set records the finding at args index i (relative to the program).
+func (f *finding) set(payload, via string) bool {
+	f.payload, f.via = payload, via
+	return true
+}
+
+func (f *finding) edit(argIndex int, s string) { f.edits[f.off+argIndex] = s }
+
+// clientCheck inspects a client's arguments and reports a finding.
+type clientCheck func(f *finding, args []string) bool
+
+func httpClient(name string, args []string) clientCheck {
+	switch name {
+	case "curl", "curlie":
+		return checkCurl
+	case "wget", "wget2":
+		return checkWget
+	case "http", "https", "xh", "xhs":
+		return checkHTTPie
+	case "grpcurl":
+		return checkGrpcurl
+	case "gh":
+		if len(args) > 1 && args[1] == "api" {
+			return checkGhAPI
+		}
+	}
+	return nil
+}
+
+// optValue splits option i of args into name and value: "--data=v",
+// "--data v". It returns the index of the value field (i or i+1) or -1.
+func optValue(args []string, i int) (name, val string, at int, attached bool) {
+	name, val, ok := strings.Cut(args[i], "=")
+	if ok {
+		return name, val, i, true
+	}
+	if i+1 < len(args) {
+		return name, args[i+1], i + 1, false
+	}
+	return name, "", -1, false
+}
+
+// curl short options that take a value.
+const curlShortArg = "AbcCdDeEFHKmoPQrtTuUwxXyYz"
+
+var curlLong = map[string]string{
+	"--data": "data", "--data-ascii": "data", "--data-binary": "data", "--json": "data",
+	"--data-raw": "raw", "--data-urlencode": "urlencode", "--url-query": "urlencode", "--variable": "urlencode",
+	"--form": "form", "--form-string": "formstring",
+}
+
+func checkCurl(f *finding, args []string) bool {
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return false
+		case strings.HasPrefix(a, "--"):
+			name, val, at, attached := optValue(args, i)
+			kind, ok := curlLong[name]
+			if !ok || at < 0 {
+				continue
+			}
+			if curlValue(f, kind, name, val, at, attached) {
+				return true
+			}
+			i = at
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			for j := 1; j < len(a); j++ {
+				ch := a[j]
+				if !strings.ContainsRune(curlShortArg, rune(ch)) {
+					continue
+				}
+				val, at, attached := a[j+1:], i, true
+				if val == "" {
+					if i+1 >= len(args) {
+						break
+					}
+					val, at, attached = args[i+1], i+1, false
+				}
+				kind := map[byte]string{'d': "data", 'F': "form"}[ch]
+				if kind != "" && curlValue(f, kind, "-"+string(ch), val, at, attached) {
+					if e := f.edits[f.off+at]; attached && !strings.HasPrefix(e, "--") {
+						// Keep the cluster, swap only the value.
+						f.edit(at, a[:j+1]+e)
+					}
+					return true
+				}
+				i = at
+				break
+			}
+		}
+	}
+	return false
+}
+
+// curlValue checks one data option value. On a finding it records the
+// edit of field at (the value, or the "--opt=value" field when attached).
+func curlValue(f *finding, kind, opt, val string, at int, attached bool) bool {
+	prefix := ""
+	if attached && strings.HasPrefix(opt, "--") {
+		prefix = opt + "="
+	}
+	switch kind {
+	case "data", "raw":
+		if kind == "data" && strings.HasPrefix(val, "@") {
+			return false
+		}
+		if looksJSON(val) {
+			if kind == "raw" {
+				prefix = strings.Replace(prefix, "--data-raw", "--data-binary", 1)
+				if !attached {
+					f.edit(at-1, "--data-binary")
+				}
+			}
+			f.edit(at, prefix+"@"+FileHint)
+			return f.set(strings.Trim(val, space), opt)
+		}
+		if name, v, ok := strings.Cut(val, "="); ok && looksJSON(v) {
+			if attached {
+				f.edit(at, "--data-urlencode="+name+"@"+FileHint)
+			} else {
+				f.edit(at-1, "--data-urlencode")
+				f.edit(at, name+"@"+FileHint)
+			}
+			return f.set(strings.Trim(v, space), opt)
+		}
+	case "urlencode":
+		content, name := val, ""
+		if n, v, ok := strings.Cut(val, "="); ok {
+			name, content = n, v
+		} else if strings.Contains(val, "@") {
+			return false // name@file or @file
+		}
+		if looksJSON(content) {
+			f.edit(at, prefix+name+"@"+FileHint)
+			return f.set(strings.Trim(content, space), opt)
+		}
+	case "form", "formstring":
+		name, content, ok := strings.Cut(val, "=")
+		if !ok || kind == "form" && (strings.HasPrefix(content, "@") || strings.HasPrefix(content, "<")) {
+			return false
+		}
+		payload, suffix := jsonPrefix(content)
+		if looksJSON(payload) {
+			if kind == "formstring" {
+				prefix = strings.Replace(prefix, "--form-string", "--form", 1)
+				if !attached {
+					f.edit(at-1, "--form")
+				}
+			}
+			f.edit(at, prefix+name+"=<"+FileHint+suffix)
+			return f.set(strings.Trim(payload, space), opt)
+		}
+	}
+	return false
+}
+
+func checkWget(f *finding, args []string) bool {
+	for i := 1; i < len(args); i++ {
+		name, val, at, attached := optValue(args, i)
+		if name != "--post-data" && name != "--body-data" {
+			continue
+		}
+		if at < 0 {
+			return false
+		}
+		if looksJSON(val) {
+			file := strings.Replace(name, "-data", "-file", 1)
+			if attached {
+				f.edit(at, file+"="+FileHint)
+			} else {
+				f.edit(i, file)
+				f.edit(at, FileHint)
+			}
+			return f.set(strings.Trim(val, space), name)
+		}
+		i = at
+	}
+	return false
+}
+
+func checkHTTPie(f *finding, args []string) bool {
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if a == "--raw" || strings.HasPrefix(a, "--raw=") {
+			_, val, at, attached := optValue(args, i)
+			if at >= 0 && looksJSON(val) {
+				f.edit(i, "")
+				if !attached {
+					f.edit(at, "")
+				}
+				f.stdin = true
+				return f.set(strings.Trim(val, space), "--raw")
+			}
+			continue
+		}
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		if name, val, ok := strings.Cut(a, ":="); ok && !strings.HasPrefix(val, "@") && looksJSON(val) {
+			f.edit(i, name+":=@"+FileHint)
+			return f.set(strings.Trim(val, space), name+":=")
+		}
+	}
+	return false
+}
+
+func checkGrpcurl(f *finding, args []string) bool {
+	for i := 1; i < len(args); i++ {
+		name, val, at, attached := optValue(args, i)
+		if name != "-d" && name != "--d" {
+			continue
+		}
+		if at < 0 {
+			return false
+		}
+		if val != "@" && looksJSON(val) {
+			if attached {
+				f.edit(at, name+"=@")
+			} else {
+				f.edit(at, "@")
+			}
+			f.stdin = true
+			return f.set(strings.Trim(val, space), "-d")
+		}
+		i = at
+	}
+	return false
+}
+
+func checkGhAPI(f *finding, args []string) bool {
+	for i := 2; i < len(args); i++ {
+		a := args[i]
+		var opt, val string
+		at, attached := -1, false
+		switch {
+		case a == "-f" || a == "-F" || a == "--field" || a == "--raw-field":
+			if i+1 < len(args) {
+				opt, val, at = a, args[i+1], i+1
+			}
+		case strings.HasPrefix(a, "--field=") || strings.HasPrefix(a, "--raw-field="):
+			opt, val, _ = strings.Cut(a, "=")
+			at, attached = i, true
+		case (strings.HasPrefix(a, "-f") || strings.HasPrefix(a, "-F")) && len(a) > 2:
+			opt, val, at, attached = a[:2], a[2:], i, true
+		default:
+			continue
+		}
+		if at < 0 {
+			return false
+		}
+		key, v, ok := strings.Cut(val, "=")
+		if ok && !strings.HasPrefix(v, "@") && looksJSON(v) {
+			if attached {
+				f.edit(at, "-F"+key+"=@"+FileHint)
+			} else {
+				f.edit(at-1, "-F")
+				f.edit(at, key+"=@"+FileHint)
+			}
+			return f.set(strings.Trim(v, space), opt)
+		}
+		i = at
+	}
+	return false
+}
+
+// generic catches JSON in any other argument of an HTTP client: the whole
+// argument, or the value after its first "=".
+func generic(f *finding, args []string) bool {
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if strings.Contains(a, "://") {
+			continue
+		}
+		if looksJSON(a) {
+			f.edit(i, "@"+FileHint)
+			return f.set(strings.Trim(a, space), "an argument")
+		}
+		if name, v, ok := strings.Cut(a, "="); ok && looksJSON(v) {
+			f.edit(i, name+"=@"+FileHint)
+			return f.set(strings.Trim(v, space), name+"=")
+		}
+	}
+	return false
+}

@@ -1,0 +1,222 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolhost/toolhost/internal/agents"
+	"github.com/toolhost/toolhost/internal/bashguard"
+	"github.com/toolhost/toolhost/internal/sandbox"
+)
+
+// maxHookInput caps the hook JSON read from stdin (a Write carries the
+// whole file content).
+const maxHookInput = 64 << 20
+
+// hookInput is the Claude CLI PreToolUse hook payload.
+type hookInput struct {
+	SessionID      string          `json:"session_id"`
+	TranscriptPath string          `json:"transcript_path"`
+	Cwd            string          `json:"cwd"`
+	HookEventName  string          `json:"hook_event_name"`
+	ToolName       string          `json:"tool_name"`
+	ToolInput      json.RawMessage `json:"tool_input"`
+}
+
+// hookDeny is the PreToolUse deny decision printed on stdout.
+type hookDeny struct {
+	HookSpecificOutput struct {
+		HookEventName            string `json:"hookEventName"`
+		PermissionDecision       string `json:"permissionDecision"`
+		PermissionDecisionReason string `json:"permissionDecisionReason"`
+	} `json:"hookSpecificOutput"`
+}
+
+type hookFlags struct {
+	agent      string
+	projectDir string
+	agentsFile string
+	exitCode   bool
+}
+
+func newHookCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "hook", Short: "Agent CLI hooks (Claude CLI)"}
+	var f hookFlags
+	pre := &cobra.Command{
+		Use:   "pretooluse --agent X --project-dir D",
+		Short: "Claude CLI PreToolUse hook: Bash guard for Bash, sandbox check for Write/Edit/MultiEdit/NotebookEdit",
+		Long: "pretooluse reads the PreToolUse hook JSON on stdin. For Bash it runs the inline-JSON guard on\n" +
+			"tool_input.command; for Write, Edit, MultiEdit and NotebookEdit it checks tool_input.file_path\n" +
+			"(notebook_path) against the agent's write allow-list. To deny it prints a permissionDecision \"deny\"\n" +
+			"with the reason on stdout and exits 0 (with --exit-code: exits 2 with the reason on stderr). To allow it\n" +
+			"prints nothing, so the CLI's own permission rules still apply. Input it cannot read is denied.\n" +
+			"Every decision is logged on stderr.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.agent == "" {
+				f.agent = os.Getenv("TOOLHOST_AGENT")
+			}
+			if f.projectDir == "" {
+				f.projectDir = os.Getenv("TOOLHOST_PROJECT_DIR")
+			}
+			log := g.logger()
+			in, reason := decidePreToolUse(cmd.InOrStdin(), f)
+			ev := log.Info()
+			decision := "allow"
+			if reason != "" {
+				ev, decision = log.Warn(), "deny"
+			}
+			ev.Str("event", "hook_decision").Str("hook", "PreToolUse").Str("agent", f.agent).
+				Str("tool", in.ToolName).Str("session_id", in.SessionID).Str("decision", decision).
+				Str("reason", reason).Msg("pretooluse " + decision)
+			if reason == "" {
+				return nil
+			}
+			if f.exitCode {
+				return &exitError{code: 2, err: errors.New(reason)}
+			}
+			var d hookDeny
+			d.HookSpecificOutput.HookEventName = "PreToolUse"
+			d.HookSpecificOutput.PermissionDecision = "deny"
+			d.HookSpecificOutput.PermissionDecisionReason = reason
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			enc.SetEscapeHTML(false)
+			return enc.Encode(d)
+		},
+	}
+	fl := pre.Flags()
+	fl.StringVar(&f.agent, "agent", "", "agent: devloop-coder, coder … (env TOOLHOST_AGENT)")
+	fl.StringVar(&f.projectDir, "project-dir", "", "project directory (env TOOLHOST_PROJECT_DIR)")
+	fl.StringVar(&f.agentsFile, "agents", "", "agents file (default: the embedded configs/agents.json)")
+	fl.BoolVar(&f.exitCode, "exit-code", false, "deny by exiting 2 with the reason on stderr instead of printing a JSON decision")
+	cmd.AddCommand(pre)
+	return cmd
+}
+
+// decidePreToolUse returns the parsed input and the deny reason ("" to
+// allow). Anything it cannot read or resolve is denied.
+func decidePreToolUse(r io.Reader, f hookFlags) (hookInput, string) {
+	var in hookInput
+	raw, err := io.ReadAll(io.LimitReader(r, maxHookInput+1))
+	switch {
+	case err != nil:
+		return in, "toolhost hook: cannot read the hook input: " + err.Error()
+	case len(raw) > maxHookInput:
+		return in, fmt.Sprintf("toolhost hook: the hook input is larger than %d bytes; denied because it cannot be checked", maxHookInput)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&in); err != nil {
+		return in, "toolhost hook: malformed hook input (" + err.Error() + "); toolhost denies what it cannot read"
+	}
+	switch {
+	case in.HookEventName != "" && in.HookEventName != "PreToolUse":
+		return in, fmt.Sprintf("toolhost hook: hook_event_name is %q; this hook only handles PreToolUse", in.HookEventName)
+	case in.ToolName == "":
+		return in, "toolhost hook: the hook input has no tool_name; denied because it cannot be checked"
+	}
+	switch in.ToolName {
+	case "Bash":
+		var ti struct {
+			Command *string `json:"command"`
+		}
+		if err := json.Unmarshal(in.ToolInput, &ti); err != nil || ti.Command == nil {
+			return in, "toolhost hook: Bash tool_input.command is missing or not a string; denied because it cannot be checked"
+		}
+		if err := bashguard.Check(*ti.Command); err != nil {
+			return in, err.Error()
+		}
+		return in, ""
+	case "Write", "Edit", "MultiEdit", "NotebookEdit":
+		var ti struct {
+			FilePath     *string `json:"file_path"`
+			NotebookPath *string `json:"notebook_path"`
+		}
+		if err := json.Unmarshal(in.ToolInput, &ti); err != nil {
+			return in, fmt.Sprintf("toolhost hook: %s tool_input is not an object (%v); denied because it cannot be checked", in.ToolName, err)
+		}
+		p := ti.FilePath
+		if p == nil {
+			p = ti.NotebookPath
+		}
+		if p == nil || *p == "" {
+			return in, fmt.Sprintf("toolhost hook: %s tool_input has no file_path; denied because it cannot be checked", in.ToolName)
+		}
+		return in, checkHookWrite(f, in.Cwd, *p)
+	}
+	return in, ""
+}
+
+// checkHookWrite is the sandbox verdict for a CLI write of path p (absolute
+// as the Claude CLI sends it, or relative to the hook's cwd).
+func checkHookWrite(f hookFlags, cwd, p string) string {
+	set, err := agents.Load(f.agentsFile)
+	if err != nil {
+		return "toolhost hook: " + err.Error()
+	}
+	if f.agent == "" {
+		return fmt.Sprintf("toolhost hook: --agent is required to check writes (known: %s)", strings.Join(set.Names(), ", "))
+	}
+	ag, err := set.Find(f.agent)
+	if err != nil {
+		return "toolhost hook: " + err.Error()
+	}
+	if f.projectDir == "" {
+		return "toolhost hook: --project-dir is required to check writes"
+	}
+	proj, err := filepath.Abs(f.projectDir)
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = os.Stat(proj); err == nil && !fi.IsDir() {
+			err = errors.New("not a directory")
+		}
+	}
+	if err != nil {
+		return fmt.Sprintf("toolhost hook: project dir %s is not usable (%v)", f.projectDir, err)
+	}
+	abs := p
+	if !filepath.IsAbs(abs) {
+		base := cwd
+		if base == "" {
+			base = proj
+		}
+		abs = filepath.Join(base, p)
+	}
+	rel, ok := projectRel(proj, filepath.Clean(abs))
+	if !ok {
+		e := &sandbox.Error{Agent: ag.Name, Path: p, Allowed: ag.Sandbox.WriteAllowList, Detail: "the path is outside the project dir " + proj}
+		return e.Error()
+	}
+	s, err := sandbox.New(proj, ag.Name, ag.Sandbox.WriteAllowList)
+	if err != nil {
+		return "toolhost hook: " + err.Error()
+	}
+	defer s.Close()
+	if _, err := s.CheckWrite(rel); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// projectRel returns abs relative to the project dir, trying the dir as
+// given and with its symlinks resolved (the CLI may report either form).
+func projectRel(proj, abs string) (string, bool) {
+	roots := []string{proj}
+	if real, err := filepath.EvalSymlinks(proj); err == nil && real != proj {
+		roots = append(roots, real)
+	}
+	for _, root := range roots {
+		rel, err := filepath.Rel(root, abs)
+		if err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return filepath.ToSlash(rel), true
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,426 @@
+package sandbox
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// CheckWrite reports whether a write to p would be allowed and the absolute
+// path it resolves to. It runs the same checks as a write, on the tree as it
+// is now, without creating anything.
+func (s *Sandbox) CheckWrite(p string) (string, error) {
+	t, err := s.planFile(p)
+	if err != nil {
+		return "", err
+	}
+	dir, err := s.openDir(t.given, t.dir, false)
+	if err != nil {
+		return "", err
+	}
+	if dir != nil {
+		defer dir.Close()
+		if _, err := s.checkLeaf(dir, t); err != nil {
+			return "", err
+		}
+	}
+	return filepath.Join(s.dir, filepath.FromSlash(t.rel)), nil
+}
+
+// CheckRead reports whether p may be read (any existing or missing path
+// inside the project dir) and the absolute path it resolves to.
+func (s *Sandbox) CheckRead(p string) (string, error) {
+	c, err := s.clean(p)
+	if err != nil {
+		return "", readErr(err)
+	}
+	_, err = s.root.Stat(c)
+	switch {
+	case isEscape(err):
+		return "", readErr(s.violation(p, "it resolves outside the project dir through a symlink"))
+	case err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+		return "", err
+	}
+	resolved := filepath.Join(s.dir, filepath.FromSlash(c))
+	if real, err := filepath.EvalSymlinks(resolved); err == nil {
+		resolved = real
+	}
+	return resolved, nil
+}
+
+func readErr(err error) error {
+	var se *Error
+	if errors.As(err, &se) {
+		se.Read = true
+	}
+	return err
+}
+
+// ReadFile reads a project-relative file; symlinks are followed only while
+// they stay inside the project dir.
+func (s *Sandbox) ReadFile(p string) ([]byte, error) {
+	c, err := s.clean(p)
+	if err != nil {
+		return nil, readErr(err)
+	}
+	b, err := s.root.ReadFile(c)
+	if isEscape(err) {
+		return nil, readErr(s.violation(p, "it resolves outside the project dir through a symlink"))
+	}
+	return b, err
+}
+
+// MkdirAll creates a directory in which the allow-list permits files.
+func (s *Sandbox) MkdirAll(p string) error {
+	c, err := s.planDir(p)
+	if err != nil {
+		return err
+	}
+	dir, err := s.openDir(p, c, true)
+	if err != nil {
+		return err
+	}
+	return dir.Close()
+}
+
+// Remove removes a file inside the allow-list.
+func (s *Sandbox) Remove(p string) error {
+	t, err := s.planFile(p)
+	if err != nil {
+		return err
+	}
+	dir, err := s.openDir(t.given, t.dir, false)
+	if err != nil {
+		return err
+	}
+	if dir == nil {
+		return &fs.PathError{Op: "remove", Path: t.rel, Err: fs.ErrNotExist}
+	}
+	defer dir.Close()
+	if _, err := s.checkLeaf(dir, t); err != nil {
+		return err
+	}
+	return dir.Remove(t.leaf)
+}
+
+// WriteFile atomically replaces p with data.
+func (s *Sandbox) WriteFile(p string, data []byte) error {
+	t, err := s.planFile(p)
+	if err != nil {
+		return err
+	}
+	dir, err := s.openDir(t.given, t.dir, true)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	if _, err := s.checkLeaf(dir, t); err != nil {
+		return err
+	}
+	return s.replace(dir, t, data)
+}
+
+// WriteJSON writes v as indented JSON with a trailing newline.
+func (s *Sandbox) WriteJSON(p string, v any) error {
+	b, err := MarshalJSON(v)
+	if err != nil {
+		return err
+	}
+	return s.WriteFile(p, b)
+}
+
+// replace writes data to a new temp file in dir and renames it over the
+// leaf. The temp file is created with O_EXCL (never through a symlink) and
+// rename replaces whatever directory entry the leaf is at that moment, so
+// nothing outside dir is ever opened for writing.
+func (s *Sandbox) replace(dir *os.Root, t target, data []byte) error {
+	tmp, f, err := createTemp(dir)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		// Re-check just before the rename: a leaf that became a directory or
+		// a symlink since the first check is reported, not replaced.
+		_, werr = s.checkLeaf(dir, t)
+	}
+	if werr == nil {
+		werr = dir.Rename(tmp, t.leaf)
+	}
+	if werr != nil {
+		_ = dir.Remove(tmp)
+		return werr
+	}
+	syncDir(dir)
+	return nil
+}
+
+func createTemp(dir *os.Root) (string, *os.File, error) {
+	for range 10 {
+		var rnd [8]byte
+		_, _ = rand.Read(rnd[:])
+		name := ".toolhost-tmp-" + hex.EncodeToString(rnd[:])
+		f, err := dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return name, f, err
+	}
+	return "", nil, errors.New("could not create a unique temp file")
+}
+
+func syncDir(dir *os.Root) {
+	if d, err := dir.Open("."); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+}
+
+// AppendFile appends data to p (created if missing) with one write call. The
+// leaf must be a regular file with one link; the file opened is verified to
+// be the leaf inspected before anything is written.
+func (s *Sandbox) AppendFile(p string, data []byte) error {
+	t, err := s.planFile(p)
+	if err != nil {
+		return err
+	}
+	dir, err := s.openDir(t.given, t.dir, true)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	f, err := s.openAppend(dir, t, os.O_WRONLY)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	return werr
+}
+
+func (s *Sandbox) openAppend(dir *os.Root, t target, access int) (*os.File, error) {
+	for range 3 {
+		fi, err := s.checkLeaf(dir, t)
+		if err != nil {
+			return nil, err
+		}
+		// O_NONBLOCK: a leaf swapped for a FIFO must not hang the open.
+		flag := access | os.O_APPEND | syscall.O_NONBLOCK
+		if fi == nil {
+			flag |= os.O_CREATE | os.O_EXCL
+		}
+		f, err := dir.OpenFile(t.leaf, flag, 0o644)
+		if fi == nil && errors.Is(err, fs.ErrExist) {
+			continue // created by someone else meanwhile: inspect it again
+		}
+		if err != nil {
+			if isEscape(err) {
+				return nil, s.violation(t.given, t.rel+" resolves outside the allowed directory")
+			}
+			return nil, err
+		}
+		if err := s.sameLeaf(dir, t, f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		return f, nil
+	}
+	return nil, fmt.Errorf("append %s: the file keeps changing; retry", t.rel)
+}
+
+// sameLeaf verifies that f is the regular, single-link file now at the leaf.
+func (s *Sandbox) sameLeaf(dir *os.Root, t target, f *os.File) error {
+	opened, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	now, err := dir.Lstat(t.leaf)
+	if err != nil {
+		return err
+	}
+	if err := s.leafProblem(t, now); err != nil {
+		return err
+	}
+	if err := s.leafProblem(t, opened); err != nil {
+		return err
+	}
+	if !os.SameFile(opened, now) {
+		return s.violation(t.given, t.rel+" was replaced while it was being opened; retry")
+	}
+	return nil
+}
+
+// Rename moves the file from to the path to; both must be writable, from
+// must be a regular single-link file, and to (if it exists) is replaced.
+func (s *Sandbox) Rename(from, to string) error {
+	src, err := s.planFile(from)
+	if err != nil {
+		return err
+	}
+	dst, err := s.planFile(to)
+	if err != nil {
+		return err
+	}
+	sdir, err := s.openDir(src.given, src.dir, false)
+	if err != nil {
+		return err
+	}
+	if sdir == nil {
+		return &fs.PathError{Op: "rename", Path: src.rel, Err: fs.ErrNotExist}
+	}
+	defer sdir.Close()
+	fi, err := s.checkLeaf(sdir, src)
+	if err != nil {
+		return err
+	}
+	if fi == nil {
+		return &fs.PathError{Op: "rename", Path: src.rel, Err: fs.ErrNotExist}
+	}
+	ddir, err := s.openDir(dst.given, dst.dir, true)
+	if err != nil {
+		return err
+	}
+	defer ddir.Close()
+	if _, err := s.checkLeaf(ddir, dst); err != nil {
+		return err
+	}
+	if src.dir == dst.dir {
+		err = sdir.Rename(src.leaf, dst.leaf)
+	} else {
+		err = renameAcross(sdir, src.leaf, ddir, dst.leaf)
+	}
+	if err != nil {
+		return err
+	}
+	syncDir(ddir)
+	return nil
+}
+
+// renameAcross renames between two directories opened by openDir, using
+// their descriptors so no path is resolved again.
+func renameAcross(from *os.Root, oldLeaf string, to *os.Root, newLeaf string) error {
+	fd, err := from.Open(".")
+	if err != nil {
+		return err
+	}
+	defer fd.Close()
+	td, err := to.Open(".")
+	if err != nil {
+		return err
+	}
+	defer td.Close()
+	if err := unix.Renameat(int(fd.Fd()), oldLeaf, int(td.Fd()), newLeaf); err != nil {
+		return &os.LinkError{Op: "rename", Old: oldLeaf, New: newLeaf, Err: err}
+	}
+	return nil
+}
+
+// Lock takes the named cross-process lock (flock on a file under LocksDir).
+// The lock dir is toolhost's own; it is opened with the same component walk
+// as a write, whatever the allow-list says.
+func (s *Sandbox) Lock(name string) (func(), error) {
+	dir, err := s.openDir(LocksDir, LocksDir, true)
+	if err != nil {
+		return nil, fmt.Errorf("create lock dir: %w", err)
+	}
+	defer dir.Close()
+	safe := strings.NewReplacer("/", "_", "\\", "_", "..", "_", "\x00", "_").Replace(name)
+	if len(safe) > 200 {
+		// Keep the file name under NAME_MAX for long paths.
+		sum := sha256.Sum256([]byte(name))
+		safe = safe[:100] + "-" + hex.EncodeToString(sum[:8])
+	}
+	safe += ".lock"
+	f, err := dir.OpenFile(safe, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", name, err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %s/%s is not a regular file", name, LocksDir, safe)
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", name, err)
+	}
+	return func() {
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		_ = f.Close()
+	}, nil
+}
+
+// Update runs fn on the current content of p under p's lock and writes the
+// result atomically. fn receives nil when p does not exist; returning nil
+// bytes and nil error leaves the file untouched.
+func (s *Sandbox) Update(p string, fn func(old []byte) ([]byte, error)) error {
+	t, err := s.planFile(p)
+	if err != nil {
+		return err
+	}
+	dir, err := s.openDir(t.given, t.dir, true)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	// Refuse a bad leaf before creating its lock file; check again under
+	// the lock, where it counts.
+	if _, err := s.checkLeaf(dir, t); err != nil {
+		return err
+	}
+	unlock, err := s.Lock(t.rel)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	fi, err := s.checkLeaf(dir, t)
+	if err != nil {
+		return err
+	}
+	var old []byte
+	if fi != nil {
+		if old, err = s.readLeaf(dir, t); err != nil {
+			return err
+		}
+	}
+	next, err := fn(old)
+	if err != nil || next == nil {
+		return err
+	}
+	return s.replace(dir, t, next)
+}
+
+func (s *Sandbox) readLeaf(dir *os.Root, t target) ([]byte, error) {
+	f, err := dir.OpenFile(t.leaf, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := s.sameLeaf(dir, t, f); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(f)
+}

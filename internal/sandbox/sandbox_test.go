@@ -1,0 +1,430 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+type writeOp struct {
+	name string
+	do   func(s *Sandbox, p string, data []byte) error
+}
+
+var writeOps = []writeOp{
+	{"CheckWrite", func(s *Sandbox, p string, _ []byte) error { _, err := s.CheckWrite(p); return err }},
+	{"WriteFile", func(s *Sandbox, p string, data []byte) error { return s.WriteFile(p, data) }},
+	{"AppendFile", func(s *Sandbox, p string, data []byte) error { return s.AppendFile(p, data) }},
+	{"Update", func(s *Sandbox, p string, data []byte) error {
+		return s.Update(p, func(old []byte) ([]byte, error) { return append(old, data...), nil })
+	}},
+	{"RenameInto", func(s *Sandbox, p string, data []byte) error {
+		if err := s.WriteFile("prd/rename-src.txt", data); err != nil {
+			return err
+		}
+		return s.Rename("prd/rename-src.txt", p)
+	}},
+}
+
+// TestWriteVerdicts runs every path of the table through every write
+// operation on a fresh fixture: an allowed path ends up holding the data at
+// the cleaned location; a refused one is a sandbox violation, and in both
+// cases nothing outside the project, nothing in another agent's tree and no
+// symlink changes.
+func TestWriteVerdicts(t *testing.T) {
+	t.Parallel()
+	long := "prd/" + strings.Repeat("a/", MaxPathLen/2)
+	deep := "prd/" + strings.Repeat("d/", MaxPathDepth) + "f.txt"
+	cases := []struct {
+		name   string
+		path   string
+		ok     bool
+		detail string // part of the refusal message
+		at     string // where an allowed write lands (default: path)
+	}{
+		{name: "file in allowed tree", path: "prd/index.html", ok: true},
+		{name: "new nested dirs", path: "prd/new/deep/page.html", ok: true},
+		{name: "dot file leaf", path: "prd/.hidden", ok: true},
+		{name: "glob file pattern", path: "agent-state/pm-todo.json", ok: true},
+		{name: "deeper literal base", path: "memory/devloop/pm/key.md", ok: true},
+		{name: "top-level literal file", path: "timeline.ndjson", ok: true},
+		{name: "named dot dir", path: ".toolhost/audit.ndjson", ok: true},
+		{name: "glob between literals", path: "units/a/tests/x.test.ts", ok: true},
+		{name: "dot segment cleaned", path: "./prd/./x.html", ok: true, at: "prd/x.html"},
+		{name: "double slash cleaned", path: "prd//y.html", ok: true, at: "prd/y.html"},
+		{name: "dotdot inside tree cleaned", path: "prd/a/../b.html", ok: true, at: "prd/b.html"},
+		{name: "base itself", path: "prd", detail: "allowed directory itself"},
+		{name: "base with slash", path: "prd/", detail: "allowed directory itself"},
+		{name: "deep base itself", path: "memory/devloop/pm", detail: "allowed directory itself"},
+		{name: "prefix confusion dir", path: "prd-evil/x", detail: "(allowed: "},
+		{name: "prefix confusion sibling", path: "memory/devloop/pm2/x", detail: "(allowed: "},
+		{name: "other agent state", path: "agent-state/coder-todo.json", detail: "(allowed: "},
+		{name: "star does not cross slash", path: "agent-state/pm-x/y.json", detail: "(allowed: "},
+		{name: "below a literal file", path: "timeline.ndjson/x", detail: "(allowed: "},
+		{name: "case differs", path: "PRD/x.html", detail: "(allowed: "},
+		{name: "absolute outside", path: "/etc/passwd", detail: "absolute paths"},
+		{name: "absolute inside project", path: "/proj/prd/x", detail: "absolute paths"},
+		{name: "backslash absolute", path: `\prd\x`, detail: "absolute paths"},
+		{name: "empty", path: "", detail: "empty path"},
+		{name: "dot", path: ".", detail: "empty path"},
+		{name: "dot slash", path: "./", detail: "empty path"},
+		{name: "dotdot out", path: "prd/../../outside/secret.txt", detail: "leaves the project"},
+		{name: "dotdot to parent", path: "..", detail: "leaves the project"},
+		{name: "dotdot into another tree", path: "prd/../memory/other/x.txt", detail: "(allowed: "},
+		{name: "dotdot via prefix twin", path: "prd/a/../../prd-evil/x", detail: "(allowed: "},
+		{name: "NUL byte", path: "prd/a\x00b", detail: "NUL"},
+		{name: "too long", path: long, detail: "longer than"},
+		{name: "too deep", path: deep, detail: "deeper than"},
+		{name: "in-root symlink leaves subtree", path: "prd/m/devloop/pm/key.md", detail: "prd/m is a symlink"},
+		{name: "absolute symlink out", path: "prd/out/secret.txt", detail: "prd/out is a symlink"},
+		{name: "relative symlink out", path: "prd/rel-out/new.txt", detail: "prd/rel-out is a symlink"},
+		{name: "dangling leaf symlink", path: "prd/dangling", detail: "symlink"},
+		{name: "dangling middle symlink", path: "prd/dangling-dir/x", detail: "symlink"},
+		{name: "in-subtree leaf symlink", path: "prd/inlink", detail: "symlink"},
+		{name: "in-subtree middle symlink", path: "prd/sub/c.html", detail: "prd/sub is a symlink"},
+		{name: "symlink inside base leaves pattern", path: "units/b/tests/x.test.ts", detail: "units/b/tests is a symlink"},
+		{name: "base is a symlink", path: "docs/x.html", detail: "docs is a symlink"},
+		{name: "leaf symlink to other agent file", path: "agent-state/pm-link.json", detail: "symlink"},
+		{name: "hard link to outside", path: "prd/hard.txt", detail: "hard links"},
+		{name: "hard link inside project", path: "prd/hard2.txt", detail: "hard links"},
+		{name: "fifo leaf", path: "prd/fifo", detail: "not a regular file"},
+		{name: "directory leaf", path: "prd/dir", detail: "is a directory"},
+		{name: "directory leaf via pattern", path: "units/a/tests", detail: "is a directory"},
+		{name: "dot dir in tree", path: "prd/.git/config", detail: "dot-directory .git"},
+		{name: "dot dir new", path: "prd/x/.ssh/authorized_keys", detail: "dot-directory .ssh"},
+		{name: "dot dir inside named dot dir", path: ".toolhost/.git/x", detail: "dot-directory .git"},
+		{name: "file below a file", path: "prd/index.html/x", detail: "prd/index.html is not a directory"},
+	}
+	if len(cases) < 40 {
+		t.Fatalf("the table must hold at least 40 cases, has %d", len(cases))
+	}
+	for _, tc := range cases {
+		for _, op := range writeOps {
+			t.Run(tc.name+"/"+op.name, func(t *testing.T) {
+				t.Parallel()
+				fx := newFixture(t)
+				s := fx.sandbox(t)
+				before := snapshot(t, fx.root)
+				data := []byte("written by " + op.name + "\n")
+				err := op.do(s, tc.path, data)
+				after := snapshot(t, fx.root)
+				at := tc.at
+				if at == "" {
+					at = tc.path
+				}
+				if tc.ok {
+					if err != nil {
+						t.Fatalf("%s(%q): %v", op.name, tc.path, err)
+					}
+					if op.name != "CheckWrite" {
+						got := after[filepath.Join("proj", at)]
+						if !strings.HasSuffix(got, string(data)) {
+							t.Errorf("%s: %s holds %q, want the data", op.name, at, got)
+						}
+					}
+				} else {
+					var se *Error
+					if !errors.Is(err, ErrEscape) || !errors.As(err, &se) {
+						t.Fatalf("%s(%q) = %v, want a sandbox violation", op.name, tc.path, err)
+					}
+					if !strings.HasPrefix(err.Error(), "Sandbox violation: devloop-pm tried to write ") ||
+						!strings.Contains(err.Error(), "(allowed: prd/**, agent-state/pm-*.json") ||
+						!strings.Contains(err.Error(), tc.detail) {
+						t.Errorf("message %q: want the standard form mentioning %q", err, tc.detail)
+					}
+				}
+				// Only the target file, the rename source, new parent
+				// directories of an allowed target and temp-file-free
+				// directories may differ.
+				target := filepath.Join("proj", at)
+				keep := func(p string) bool {
+					switch {
+					case p == "proj/prd/rename-src.txt":
+						return true
+					case !tc.ok:
+						return false
+					case under("proj/.toolhost/locks")(p) && op.name == "Update":
+						return true
+					}
+					return p == target || strings.HasPrefix(target, p+"/") && after[p] == "dir"
+				}
+				if d := diff(before, after, keep); len(d) > 0 {
+					t.Errorf("%s(%q) changed %v", op.name, tc.path, d)
+				}
+				for p, v := range after {
+					if strings.Contains(p, ".toolhost-tmp-") {
+						t.Errorf("temp file left behind: %s", p)
+					}
+					if strings.HasPrefix(v, "symlink:") && before[p] != v {
+						t.Errorf("symlink created: %s", p)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestMkdirAll(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		path string
+		ok   bool
+	}{
+		{"prd/assets/img", true},
+		{"prd", true},
+		{"units/c/tests/unit", true},
+		{"units/c", true},
+		{"memory/devloop/pm/sub", true},
+		{"memory/devloop/pm2", false},
+		{"units/c/src", false},
+		{"prd/.git/hooks", false},
+		{"prd/m/devloop", false},
+		{"prd/out/x", false},
+		{"docs/sub", false},
+		{"/tmp/x", false},
+		{"prd/../../outside/x", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.path, func(t *testing.T) {
+			t.Parallel()
+			fx := newFixture(t)
+			s := fx.sandbox(t)
+			outBefore := snapshot(t, fx.outside)
+			err := s.MkdirAll(tc.path)
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("MkdirAll(%q): %v", tc.path, err)
+				}
+				fi, err := os.Lstat(filepath.Join(fx.proj, tc.path))
+				if err != nil || !fi.IsDir() {
+					t.Fatalf("%s is not a directory after MkdirAll: %v", tc.path, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrEscape) {
+				t.Fatalf("MkdirAll(%q) = %v, want a sandbox violation", tc.path, err)
+			}
+			if d := diff(outBefore, snapshot(t, fx.outside), func(string) bool { return false }); len(d) > 0 {
+				t.Errorf("outside changed: %v", d)
+			}
+		})
+	}
+}
+
+func TestRename(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, from, to string
+		ok             bool
+	}{
+		{"same dir", "prd/index.html", "prd/home.html", true},
+		{"across dirs", "prd/index.html", "prd/chapters/moved.html", true},
+		{"across trees", "prd/index.html", "memory/devloop/pm/x.md", true},
+		{"into new dirs", "prd/index.html", "prd/a/b/c.html", true},
+		{"replace existing", "prd/index.html", "prd/chapters/c.html", true},
+		{"destination refused", "prd/index.html", "memory/other/x.txt", false},
+		{"source refused", "memory/other/x.txt", "prd/x.txt", false},
+		{"source is a symlink", "prd/inlink", "prd/real.html", false},
+		{"source is a hard link", "prd/hard.txt", "prd/mine.txt", false},
+		{"source is a directory", "prd/dir", "prd/dir2", false},
+		{"destination is a symlink", "prd/index.html", "prd/dangling", false},
+		{"destination through symlink", "prd/index.html", "prd/out/secret.txt", false},
+		{"destination is a hard link", "prd/index.html", "prd/hard.txt", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fx := newFixture(t)
+			s := fx.sandbox(t)
+			before := snapshot(t, fx.root)
+			err := s.Rename(tc.from, tc.to)
+			after := snapshot(t, fx.root)
+			if !tc.ok {
+				if !errors.Is(err, ErrEscape) {
+					t.Fatalf("Rename(%q, %q) = %v, want a sandbox violation", tc.from, tc.to, err)
+				}
+				if d := diff(before, after, func(string) bool { return false }); len(d) > 0 {
+					t.Errorf("refused rename changed %v", d)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Rename(%q, %q): %v", tc.from, tc.to, err)
+			}
+			if _, ok := after[filepath.Join("proj", tc.from)]; ok {
+				t.Errorf("%s still exists", tc.from)
+			}
+			if got, want := after[filepath.Join("proj", tc.to)], before[filepath.Join("proj", tc.from)]; got != want {
+				t.Errorf("%s holds %q, want %q", tc.to, got, want)
+			}
+		})
+	}
+}
+
+func TestRemove(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t)
+	s := fx.sandbox(t)
+	must(t, s.Remove("prd/index.html"))
+	if _, err := os.Lstat(filepath.Join(fx.proj, "prd/index.html")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("prd/index.html still there: %v", err)
+	}
+	for _, p := range []string{"memory/other/x.txt", "prd/out/secret.txt", "prd/hard.txt", "prd/dir", "prd"} {
+		if err := s.Remove(p); !errors.Is(err, ErrEscape) {
+			t.Errorf("Remove(%q) = %v, want a sandbox violation", p, err)
+		}
+	}
+	if err := s.Remove("prd/missing/x"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Remove of a missing file = %v, want not-exist", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(fx.outside, "secret.txt")); string(b) != secret {
+		t.Errorf("secret changed: %q", b)
+	}
+}
+
+func TestReads(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t)
+	s := fx.sandbox(t)
+	cases := []struct {
+		path string
+		want string // content; "" means refused
+	}{
+		{"prd/index.html", "<h1>old</h1>\n"},
+		{"memory/other/x.txt", "memory x\n"},          // reads are not limited by the allow-list
+		{"prd/inlink", "<h1>old</h1>\n"},              // in-project symlinks are followed
+		{"prd/m/other/x.txt", "memory x\n"},           // in-project, through a directory symlink
+		{"prd/out/secret.txt", ""},                    // leaves the project
+		{"prd/rel-out/secret.txt", ""},                // leaves the project
+		{"../outside/secret.txt", ""},                 // leaves the project
+		{filepath.Join(fx.outside, "secret.txt"), ""}, // absolute
+	}
+	for _, tc := range cases {
+		b, err := s.ReadFile(tc.path)
+		_, cerr := s.CheckRead(tc.path)
+		if tc.want == "" {
+			if !errors.Is(err, ErrEscape) || !errors.Is(cerr, ErrEscape) {
+				t.Errorf("ReadFile(%q) = %q, %v; CheckRead = %v; want violations", tc.path, b, err, cerr)
+			} else if !strings.Contains(err.Error(), "tried to read") {
+				t.Errorf("read violation message %q does not say read", err)
+			}
+			continue
+		}
+		if err != nil || string(b) != tc.want || cerr != nil {
+			t.Errorf("ReadFile(%q) = %q, %v; CheckRead = %v; want %q", tc.path, b, err, cerr, tc.want)
+		}
+	}
+}
+
+// TestUpdateLock proves the cross-process lock serialises read-modify-write:
+// many concurrent increments through separate Sandbox values (separate file
+// descriptors, as in separate processes) lose none.
+func TestUpdateLock(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t)
+	const workers, rounds = 8, 25
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := fx.sandbox(t)
+			for range rounds {
+				err := UpdateJSON(s, "agent-state/pm-counter.json", func(v *struct{ N int }, _ bool) error {
+					v.N++
+					return nil
+				})
+				if err != nil {
+					t.Errorf("worker %d: %v", w, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b, err := os.ReadFile(filepath.Join(fx.proj, "agent-state/pm-counter.json"))
+	must(t, err)
+	if want := fmt.Sprintf("{\n  \"N\": %d\n}\n", workers*rounds); string(b) != want {
+		t.Errorf("counter file = %q, want %q", b, want)
+	}
+}
+
+func TestUpdateLongPath(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t)
+	s := fx.sandbox(t)
+	p := "prd/" + strings.Repeat("d/", 60) + strings.Repeat("n", 200)
+	must(t, s.Update(p, func([]byte) ([]byte, error) { return []byte("x"), nil }))
+	if b, err := os.ReadFile(filepath.Join(fx.proj, p)); err != nil || string(b) != "x" {
+		t.Fatalf("read back %q: %v", b, err)
+	}
+}
+
+func TestLockRefusesSymlinkedLockDir(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t)
+	must(t, os.Symlink(fx.outside, filepath.Join(fx.proj, ".toolhost/locks")))
+	s := fx.sandbox(t)
+	if _, err := s.Lock("x"); err == nil || !errors.Is(err, ErrEscape) {
+		t.Fatalf("Lock through a symlinked lock dir = %v, want a sandbox violation", err)
+	}
+	if _, err := os.Stat(filepath.Join(fx.outside, "x.lock")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a lock file was created outside: %v", err)
+	}
+}
+
+func TestNewRejectsBadPatterns(t *testing.T) {
+	t.Parallel()
+	for _, p := range []string{"/etc/**", "../x/**", "prd/../memory/**", "prd//x", "[", "./prd/**"} {
+		if _, err := New(t.TempDir(), "a", []string{p}); err == nil {
+			t.Errorf("New accepted pattern %q", p)
+		}
+	}
+}
+
+func TestBases(t *testing.T) {
+	t.Parallel()
+	s := newFixture(t).sandbox(t)
+	want := []string{"prd", "agent-state", "memory/devloop/pm", "units", "docs", ".", ".toolhost"}
+	if got := s.Bases(); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("Bases() = %v, want %v", got, want)
+	}
+}
+
+func TestJSONFileFormat(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t)
+	s := fx.sandbox(t)
+	must(t, s.WriteJSON("prd/site.json", map[string]any{"title": "a<b>", "n": 1}))
+	b, err := os.ReadFile(filepath.Join(fx.proj, "prd/site.json"))
+	must(t, err)
+	if want := "{\n  \"n\": 1,\n  \"title\": \"a<b>\"\n}\n"; string(b) != want {
+		t.Errorf("site.json = %q, want %q", b, want)
+	}
+}
+
+func BenchmarkWriteFile(b *testing.B) {
+	fx := newFixture(b)
+	s := fx.sandbox(b)
+	data := []byte("{\n  \"a\": 1\n}\n")
+	for b.Loop() {
+		if err := s.WriteFile("memory/devloop/pm/deep/er/key.md", data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCheckWrite(b *testing.B) {
+	fx := newFixture(b)
+	s := fx.sandbox(b)
+	for b.Loop() {
+		if _, err := s.CheckWrite("prd/chapters/c.html"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
