@@ -7,6 +7,7 @@ import (
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/tools/devloop/persist"
+	"github.com/toolhost/toolhost/internal/tools/devloop/triage"
 )
 
 // Tools returns every built-in tool, in binding order.
@@ -18,6 +19,13 @@ func Tools() []tool.Tool {
 		persist.UpdateRuntimeState(),
 		persist.TimelineAppend(),
 		persist.RecordMemory(),
+
+		// Bug Triager.
+		triage.ExtractEvidence(),
+		triage.VerifyEvidence(),
+		triage.CategoryClassifier(),
+		triage.DiffContractVsImpl(),
+		triage.FindSimilarBug(),
 	}
 }
 
