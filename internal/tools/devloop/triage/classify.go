@@ -319,7 +319,7 @@ func checkContract404(f *facts) []Signal {
 		for _, m := range requestLine.FindAllStringSubmatch(s.Text, -1) {
 			norm := normalizePath(m[2])
 			for _, r := range f.Routes {
-				if r.Norm == norm && (r.Method == m[1] || r.Method == "ALL") {
+				if pathMatches(r.Norm, norm) && (r.Method == m[1] || r.Method == "ALL") {
 					out = append(out, Signal{Where: s.Where,
 						Excerpt: fmt.Sprintf("404 on %s %s, declared in %s as %s %s", m[1], m[2], r.File, r.Method, r.Path)})
 					break
@@ -328,4 +328,19 @@ func checkContract404(f *facts) []Signal {
 		}
 	}
 	return out
+}
+
+// pathMatches reports whether a concrete request path fits a normalised
+// route pattern, where {} stands for any one segment.
+func pathMatches(pattern, p string) bool {
+	ps, qs := strings.Split(pattern, "/"), strings.Split(p, "/")
+	if len(ps) != len(qs) {
+		return false
+	}
+	for i := range ps {
+		if ps[i] != "{}" && ps[i] != qs[i] {
+			return false
+		}
+	}
+	return true
 }
