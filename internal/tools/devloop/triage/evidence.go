@@ -250,17 +250,14 @@ func (ev *evidence) checkTest(c *ctxinject.Ctx, bug *bugs.Bug, e bugs.Evidence) 
 			break
 		}
 		lr := loadedReport{Path: e.Report, vitestReport: r}
-		var failing []string
-		for _, o := range lr.outcomes() {
-			if matchTest(o, e.Test, e.TestFile) {
-				found = &o
-				break
+		outs := lr.outcomes()
+		if found = pickOutcome(outs, e.Test, e.TestFile); found == nil {
+			var failing []string
+			for _, o := range outs {
+				if o.Status == "failed" && len(failing) < 5 {
+					failing = append(failing, strconv.Quote(o.Name))
+				}
 			}
-			if o.Status == "failed" && len(failing) < 5 {
-				failing = append(failing, strconv.Quote(o.Name))
-			}
-		}
-		if found == nil {
 			ev.miss(kindTest, cited, "report %s has no test %q%s; failing tests there: %s", e.Report, e.Test, inFile(e.TestFile), listOrNone(failing))
 		}
 	default:
@@ -268,13 +265,9 @@ func (ev *evidence) checkTest(c *ctxinject.Ctx, bug *bugs.Bug, e bugs.Evidence) 
 		if err != nil {
 			return err
 		}
-	search:
 		for _, r := range reports {
-			for _, o := range r.outcomes() {
-				if matchTest(o, e.Test, e.TestFile) {
-					found = &o
-					break search
-				}
+			if found = pickOutcome(r.outcomes(), e.Test, e.TestFile); found != nil {
+				break
 			}
 		}
 		if found == nil {
@@ -304,6 +297,25 @@ func (ev *evidence) checkTest(c *ctxinject.Ctx, bug *bugs.Bug, e bugs.Evidence) 
 		ev.checkTestFile(c, bug, e.TestFile, line)
 	}
 	return nil
+}
+
+// pickOutcome returns the cited test among a report's outcomes. When only
+// a test file is cited, its first failed test is the evidence (any test of
+// the file if none failed).
+func pickOutcome(outs []testOutcome, test, file string) *testOutcome {
+	var first *testOutcome
+	for i, o := range outs {
+		if !matchTest(o, test, file) {
+			continue
+		}
+		if test != "" || o.Status == "failed" {
+			return &outs[i]
+		}
+		if first == nil {
+			first = &outs[i]
+		}
+	}
+	return first
 }
 
 // checkTestFile checks that a cited test file exists in the project (as

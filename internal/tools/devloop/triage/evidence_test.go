@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolhost/toolhost/internal/bugs"
 )
 
 func TestExtractEvidence(t *testing.T) {
@@ -162,5 +164,20 @@ func TestVerifyEvidenceIsTheSameTool(t *testing.T) {
 	res, err := VerifyEvidence().Call(context.Background(), newCtx(t, dir), []byte(`{"bug_id":"BUG-0002"}`))
 	if err != nil || res.Failed || !strings.Contains(string(res.Structured), `"evidence_status":"verified"`) {
 		t.Errorf("verify_evidence: %v %s", err, res.Structured)
+	}
+}
+
+// A bug that cites only a test file is backed by that file's first failed
+// test in the newest report, not by a passing one.
+func TestExtractEvidenceTestFileOnly(t *testing.T) {
+	t.Parallel()
+	dir := copyProject(t)
+	writeBug(t, dir, bugs.Bug{ID: "BUG-0050", UnitID: "todo-be", Title: "todos suite fails", Evidence: []bugs.Evidence{{TestFile: "tests/todos.test.js"}}})
+	out, err := extractEvidence(context.Background(), newCtx(t, dir), ExtractEvidenceInput{BugID: "BUG-0050"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Verified) != 2 || out.Verified[0].Path != "reports/vitest-2.json" || !strings.Contains(out.Verified[0].Excerpt, "failed: todos marks a todo done") {
+		t.Errorf("%+v", out.Verified)
 	}
 }
