@@ -3,6 +3,7 @@ package triage
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,5 +105,24 @@ func TestTriagerThroughBinary(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
 			t.Errorf("%s not written: %v", p, err)
 		}
+	}
+	// Besides toolhost's own .toolhost/ and the timeline, every new file is
+	// under triage/.
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		if strings.HasPrefix(rel, "triage/") || strings.HasPrefix(rel, ".toolhost/") || rel == "timeline.ndjson" {
+			return nil
+		}
+		if _, err := os.Stat(filepath.Join("testdata", "project", filepath.FromSlash(rel))); err != nil {
+			t.Errorf("the triager wrote %s outside triage/", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
