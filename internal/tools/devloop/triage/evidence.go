@@ -258,7 +258,7 @@ func (ev *evidence) checkTest(c *ctxinject.Ctx, bug *bugs.Bug, e bugs.Evidence) 
 					failing = append(failing, strconv.Quote(o.Name))
 				}
 			}
-			ev.miss(kindTest, cited, "report %s has no test %q%s; failing tests there: %s", e.Report, e.Test, inFile(e.TestFile), listOrNone(failing))
+			ev.miss(kindTest, cited, "report %s has no %s; failing tests there: %s", e.Report, testDesc(e.Test, e.TestFile), listOrNone(failing))
 		}
 	default:
 		reports, err := ev.allReports(c)
@@ -271,7 +271,7 @@ func (ev *evidence) checkTest(c *ctxinject.Ctx, bug *bugs.Bug, e bugs.Evidence) 
 			}
 		}
 		if found == nil {
-			ev.miss(kindTest, cited, "no Vitest report under reports/ or units/*/ (%d searched) has a test %q%s; cite the report with evidence.report or fix the test name", len(reports), e.Test, inFile(e.TestFile))
+			ev.miss(kindTest, cited, "no Vitest report under reports/ or units/*/ (%d searched) has a %s; cite the report with evidence.report or fix the test name", len(reports), testDesc(e.Test, e.TestFile))
 		}
 	}
 	if found != nil {
@@ -334,9 +334,11 @@ func (ev *evidence) checkTestFile(c *ctxinject.Ctx, bug *bugs.Bug, file string, 
 	if bug.UnitID != "" && ctxinject.ValidUnit(bug.UnitID) && !filepath.IsAbs(file) {
 		cands = append(cands, "units/"+bug.UnitID+"/"+file)
 	}
+	var reasons []string
 	for _, p := range cands {
 		data, err := readRel(c, p)
 		if err != nil {
+			reasons = append(reasons, p+": "+readReason(err))
 			continue
 		}
 		lines := splitLines(data)
@@ -347,7 +349,7 @@ func (ev *evidence) checkTestFile(c *ctxinject.Ctx, bug *bugs.Bug, file string, 
 		ev.Verified = append(ev.Verified, item)
 		return
 	}
-	ev.miss(kindTestFile, file, "file does not exist (looked at %s)", strings.Join(cands, " and "))
+	ev.miss(kindTestFile, file, "cannot read the cited test file (%s); cite it relative to the project or to the bug's unit", strings.Join(reasons, "; "))
 }
 
 // checkLog verifies a quoted log excerpt at (or near) its cited line, or
@@ -571,11 +573,16 @@ func readReason(err error) string {
 	return err.Error()
 }
 
-func inFile(f string) string {
-	if f == "" {
-		return ""
+// testDesc names a cited test for messages.
+func testDesc(test, file string) string {
+	switch {
+	case test == "":
+		return "test from " + file
+	case file == "":
+		return "test " + strconv.Quote(test)
+	default:
+		return "test " + strconv.Quote(test) + " in " + file
 	}
-	return " in " + f
 }
 
 func listOrNone(xs []string) string {
