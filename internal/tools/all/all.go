@@ -12,6 +12,7 @@ import (
 	"github.com/toolhost/toolhost/internal/tools/devloop/persist"
 	"github.com/toolhost/toolhost/internal/tools/devloop/safety"
 	"github.com/toolhost/toolhost/internal/tools/devloop/tester"
+	"github.com/toolhost/toolhost/internal/tools/devloop/triage"
 )
 
 // Tools returns every built-in tool, in binding order.
@@ -56,6 +57,13 @@ func Tools() []tool.Tool {
 		integrator.RunCase(),
 		integrator.ParsePlaceholder(),
 		integrator.CollectStderr(),
+
+		// Bug Triager.
+		triage.ExtractEvidence(),
+		triage.VerifyEvidence(),
+		triage.CategoryClassifier(),
+		triage.DiffContractVsImpl(),
+		triage.FindSimilarBug(),
 
 		// Safety.
 		safety.Bash(),

@@ -1,0 +1,346 @@
+package triage
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/toolhost/toolhost/internal/bugs"
+	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/tool"
+)
+
+// Categories, in the order ties are broken (the more specific first).
+const (
+	CatContractMismatch = "contract_mismatch"
+	CatEnvConfig        = "env_config"
+	CatDependency       = "dependency"
+	CatFlaky            = "flaky"
+	CatTestError        = "test_error"
+	CatLogicError       = "logic_error"
+	CatUnknown          = "unknown"
+)
+
+var categoryOrder = []string{CatContractMismatch, CatEnvConfig, CatDependency, CatFlaky, CatTestError, CatLogicError}
+
+// recentReports is how many of the newest Vitest reports count as "recent"
+// when looking for a test that both passed and failed.
+const recentReports = 10
+
+// source is one text the rules read, and where it was found.
+type source struct {
+	Where string
+	Text  string
+}
+
+// facts is everything the rules may look at for one bug or text.
+type facts struct {
+	Sources []source
+	// History holds, per cited test, its outcomes in the recent reports,
+	// newest first.
+	History map[citedTest][]testOutcome
+	// Routes are the contracts' endpoints, for the 404-on-a-contract-route rule.
+	Routes []contractRoute
+}
+
+// Signal is one rule that matched, and where.
+type Signal struct {
+	Rule     string  `json:"rule" jsonschema_description:"the rule's id in the classifier's table"`
+	Category string  `json:"category" jsonschema_description:"the category the rule votes for"`
+	Weight   float64 `json:"weight" jsonschema_description:"how strongly the rule votes (0-1)"`
+	Where    string  `json:"where" jsonschema_description:"where the signal was found: title, evidence[i].log, a report or log path with line, text"`
+	Excerpt  string  `json:"excerpt" jsonschema_description:"the matching text"`
+}
+
+// rule is one row of the classifier's table: either a Pattern matched
+// against every source, or a Check over all the facts.
+type rule struct {
+	ID       string
+	Category string
+	Weight   float64
+	Pattern  *regexp.Regexp
+	Check    func(f *facts) []Signal
+}
+
+// rules is THE classification table. To teach the classifier something new,
+// add a row here and a case for it in TestEachRule.
+var rules = []rule{
+	{ID: "contract_status", Category: CatContractMismatch, Weight: 0.9, Pattern: regexp.MustCompile(
+		`(?i)\bstatus(?: code)?\W{0,3}expected\D{0,12}\b([1-5]\d\d)\b\D{1,30}?\b(?:got|received|actual|but was)\b\D{0,5}([1-5]\d\d)\b` +
+			`|\bexpected (?:http )?status (?:code )?([1-5]\d\d)\D{1,20}(?:got|received|but was)\D{0,5}([1-5]\d\d)\b` +
+			`|\bexpected ([1-5]\d\d) "[A-Za-z ]+", got ([1-5]\d\d) "`)},
+	{ID: "contract_field", Category: CatContractMismatch, Weight: 0.8, Pattern: regexp.MustCompile(
+		`(?i)\bmissing (?:required )?(?:field|property|key)\b\s*\S+` +
+			`|\b(?:field|property|key) \S+ (?:is missing|differs|mismatch(?:es)?|has type \w+)` +
+			`|\bjson_subset\b|\bdoes not match (?:the )?contract\b|\bcontract mismatch\b|\bnot in (?:the )?contract\b`)},
+	{ID: "contract_route_404", Category: CatContractMismatch, Weight: 0.9, Check: checkContract404},
+	{ID: "assertion_expected_received", Category: CatLogicError, Weight: 0.7, Pattern: regexp.MustCompile(
+		`AssertionError\b|(?i)\bexpected .{1,200}? to (?:be|equal|deep(?:ly)? equal|strictly equal|have|contain|match|throw)\b` +
+			`|(?m)^\s*Expected:?\s+.+\n\s*Received:?\s+`)},
+	{ID: "eaddrinuse", Category: CatEnvConfig, Weight: 0.9, Pattern: regexp.MustCompile(`\bEADDRINUSE\b|(?i)\baddress already in use\b`)},
+	{ID: "econnrefused", Category: CatEnvConfig, Weight: 0.8, Pattern: regexp.MustCompile(`\bECONNREFUSED\b|(?i)\bconnection refused\b`)},
+	{ID: "missing_env_var", Category: CatEnvConfig, Weight: 0.8, Pattern: regexp.MustCompile(
+		`(?i)\b(?:missing|undefined|unset|not set|required)\s+(?:the\s+)?(?:environment|env)\s+var(?:iable)?s?\b` +
+			`|\b(?:environment|env)\s+var(?:iable)?\s+\S+\s+(?:is\s+)?(?:not set|missing|undefined|required)\b` +
+			`|\bprocess\.env\.[A-Za-z_][A-Za-z0-9_]*\s+is\s+(?:undefined|not set|required|missing)\b`)},
+	{ID: "permission_denied", Category: CatEnvConfig, Weight: 0.8, Pattern: regexp.MustCompile(
+		`\bEACCES\b|\bEPERM\b|(?i)\bpermission denied\b|\boperation not permitted\b`)},
+	{ID: "passed_and_failed", Category: CatFlaky, Weight: 1.0, Check: checkFlaky},
+	{ID: "error_in_test_file", Category: CatTestError, Weight: 0.7, Check: checkTestError},
+	{ID: "module_not_found", Category: CatDependency, Weight: 0.9, Pattern: regexp.MustCompile(
+		`Cannot find (?:module|package) ['"]?[^\s'"]+|\bERR_MODULE_NOT_FOUND\b|\bMODULE_NOT_FOUND\b|\bModule not found\b|Failed to (?:load|resolve) (?:url|import)\b`)},
+	{ID: "version_mismatch", Category: CatDependency, Weight: 0.8, Pattern: regexp.MustCompile(
+		`(?i)\bversion mismatch\b|\bERESOLVE\b|\bpeer dep(?:endency)?\b|\bunsupported engine\b|\brequires a peer\b|\bincompatible (?:version|with)\b|\bERR_REQUIRE_ESM\b`)},
+}
+
+// ClassifyInput names a bug or gives raw text to classify.
+type ClassifyInput struct {
+	BugID string `json:"bug_id,omitempty" jsonschema:"pattern=^BUG-[0-9]{4\\,}$" jsonschema_description:"the bug to classify from its title and cited evidence (give bug_id or text, not both)"`
+	Text  string `json:"text,omitempty" jsonschema:"maxLength=200000" jsonschema_description:"raw text to classify: an error message, a log excerpt, a test failure (give bug_id or text, not both)"`
+}
+
+// ClassifyOutput is the result of category_classifier.
+type ClassifyOutput struct {
+	tool.Status
+	BugID      string             `json:"bug_id,omitempty" jsonschema_description:"the bug classified (empty for text)"`
+	Category   string             `json:"category,omitempty" jsonschema:"enum=contract_mismatch,enum=logic_error,enum=env_config,enum=flaky,enum=test_error,enum=dependency,enum=unknown" jsonschema_description:"the category with the highest score; unknown when no rule matched"`
+	Confidence float64            `json:"confidence" jsonschema_description:"0-1: the winning score's share of all scores, scaled down when the winning score is weak"`
+	Scores     map[string]float64 `json:"scores,omitempty" jsonschema_description:"per category, the sum of the weights of the rules that matched"`
+	Signals    []Signal           `json:"signals" jsonschema_description:"every rule that matched, with where it matched"`
+}
+
+// CategoryClassifier is the category_classifier tool.
+func CategoryClassifier() tool.Tool {
+	return tool.New(tool.Spec{
+		Name:  "category_classifier",
+		Title: "Classify a bug",
+		Description: "Classify a bug (from its title and the evidence it cites) or a raw text into contract_mismatch, logic_error, env_config, " +
+			"flaky, test_error, dependency or unknown with a rule table: returns the category, a confidence and every matched signal " +
+			"with where it was found. For a bug, records the category in triage/triage.json.",
+		Effect: tool.Additive, Idempotent: true, Timeout: 30 * time.Second,
+	}, classify)
+}
+
+func classify(_ context.Context, c *ctxinject.Ctx, in ClassifyInput) (ClassifyOutput, error) {
+	if (in.BugID == "") == (strings.TrimSpace(in.Text) == "") {
+		return ClassifyOutput{}, &tool.ValidationError{Field: "bug_id", Reason: "give exactly one of bug_id (e.g. BUG-0001) or text (a non-blank error message or log excerpt)"}
+	}
+	f := &facts{History: map[citedTest][]testOutcome{}}
+	routes, err := loadContractRoutes(c)
+	if err != nil {
+		return ClassifyOutput{}, err
+	}
+	f.Routes = routes
+	var bug *bugs.Bug
+	if in.BugID != "" {
+		if bug, err = loadBug(c, in.BugID); err != nil {
+			return ClassifyOutput{}, err
+		}
+		if err := bugFacts(c, bug, f); err != nil {
+			return ClassifyOutput{}, err
+		}
+	} else {
+		f.Sources = []source{{Where: "text", Text: in.Text}}
+	}
+	out := decide(f)
+	out.Status = tool.Status{OK: true}
+	if bug != nil {
+		out.BugID = bug.ID
+		err := updateSummary(c, bug, func(e *SummaryEntry) { e.Category, e.Confidence = out.Category, out.Confidence })
+		if err != nil {
+			return ClassifyOutput{}, err
+		}
+	}
+	return out, nil
+}
+
+// bugFacts gathers the texts of a bug: its title, its citations, and the
+// evidence they point at, plus the recent history of its cited tests.
+func bugFacts(c *ctxinject.Ctx, bug *bugs.Bug, f *facts) error {
+	f.Sources = append(f.Sources, source{Where: "title", Text: bug.Title})
+	for i, e := range bug.Evidence {
+		for _, fld := range []struct{ name, text string }{{"test", e.Test}, {"log", e.Log}, {"repro", e.Repro}} {
+			if fld.text != "" {
+				f.Sources = append(f.Sources, source{Where: fmt.Sprintf("evidence[%d].%s", i, fld.name), Text: fld.text})
+			}
+		}
+	}
+	ev, err := collectEvidence(c, bug)
+	if err != nil {
+		return err
+	}
+	for _, v := range ev.Verified {
+		where := v.Path
+		if v.Line > 0 {
+			where = fmt.Sprintf("%s:%d", v.Path, v.Line)
+		}
+		f.Sources = append(f.Sources, source{Where: where, Text: v.Excerpt})
+	}
+	if len(ev.Tests) == 0 {
+		return nil
+	}
+	reports, err := ev.allReports(c)
+	if err != nil {
+		return err
+	}
+	if len(reports) > recentReports {
+		reports = reports[:recentReports]
+	}
+	for _, t := range ev.Tests {
+		for _, r := range reports {
+			for _, o := range r.outcomes() {
+				if matchTest(o, t.Name, t.File) {
+					f.History[t] = append(f.History[t], o)
+					break
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// decide runs the table over the facts and picks the category.
+func decide(f *facts) ClassifyOutput {
+	out := ClassifyOutput{Category: CatUnknown, Signals: []Signal{}, Scores: map[string]float64{}}
+	for _, r := range rules {
+		var sigs []Signal
+		if r.Pattern != nil {
+			for _, s := range f.Sources {
+				if m := r.Pattern.FindString(s.Text); m != "" {
+					sigs = append(sigs, Signal{Where: s.Where, Excerpt: clip(strings.TrimSpace(m), 300)})
+				}
+			}
+		} else {
+			sigs = r.Check(f)
+		}
+		if len(sigs) == 0 {
+			continue
+		}
+		// A rule votes once however many places it matched; every place
+		// is still listed so the choice can be checked.
+		out.Scores[r.Category] += r.Weight
+		for _, s := range sigs {
+			s.Rule, s.Category, s.Weight = r.ID, r.Category, r.Weight
+			out.Signals = append(out.Signals, s)
+		}
+	}
+	var best, total float64
+	for _, cat := range categoryOrder {
+		sc := out.Scores[cat]
+		total += sc
+		if sc > best {
+			best, out.Category = sc, cat
+		}
+	}
+	if best > 0 {
+		out.Confidence = math.Round(min(1, best)*best/total*100) / 100
+	}
+	for k, v := range out.Scores {
+		out.Scores[k] = math.Round(v*100) / 100
+	}
+	return out
+}
+
+// checkFlaky votes flaky when a cited test both passed and failed in the
+// recent reports.
+func checkFlaky(f *facts) []Signal {
+	var out []Signal
+	keys := make([]citedTest, 0, len(f.History))
+	for k := range f.History {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].Name < keys[j].Name })
+	for _, k := range keys {
+		var passed, failed string
+		for _, o := range f.History[k] {
+			switch {
+			case o.Status == "passed" && passed == "":
+				passed = o.Report
+			case o.Status == "failed" && failed == "":
+				failed = o.Report
+			}
+		}
+		if passed != "" && failed != "" {
+			out = append(out, Signal{Where: failed + ", " + passed,
+				Excerpt: fmt.Sprintf("%q failed in %s and passed in %s", k.Name, failed, passed)})
+		}
+	}
+	return out
+}
+
+// errorLine is the first line of a thrown error ("TypeError: …").
+var errorLine = regexp.MustCompile(`^\s*(?:Uncaught )?([A-Z][A-Za-z]*Error|Error)(?: \[[A-Z_]+\])?: `)
+
+// checkTestError votes test_error when an error other than an assertion is
+// thrown and its top stack frame is inside a test file: the test itself
+// broke, not the code under test.
+func checkTestError(f *facts) []Signal {
+	var out []Signal
+	for _, s := range f.Sources {
+		lines := strings.Split(s.Text, "\n")
+		for i, l := range lines {
+			m := errorLine.FindStringSubmatch(l)
+			if m == nil || m[1] == "AssertionError" {
+				continue
+			}
+			for _, fr := range lines[i+1:] {
+				fm := stackFrame.FindStringSubmatch(fr)
+				if fm == nil {
+					continue
+				}
+				if testFilePattern.MatchString(fm[1]) {
+					out = append(out, Signal{Where: s.Where, Excerpt: clip(strings.TrimSpace(l)+" "+strings.TrimSpace(fr), 300)})
+				}
+				break
+			}
+			break
+		}
+	}
+	return out
+}
+
+// requestLine finds "METHOD /path" in a text.
+var requestLine = regexp.MustCompile(`\b(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)\s+(/[^\s"'?#,)]*)`)
+
+var notFound = regexp.MustCompile(`\b404\b`)
+
+// checkContract404 votes contract_mismatch when a request to a route the
+// contract declares came back 404: the route is missing or mis-mounted.
+func checkContract404(f *facts) []Signal {
+	var out []Signal
+	for _, s := range f.Sources {
+		if !notFound.MatchString(s.Text) {
+			continue
+		}
+		for _, m := range requestLine.FindAllStringSubmatch(s.Text, -1) {
+			norm := normalizePath(m[2])
+			for _, r := range f.Routes {
+				if pathMatches(r.Norm, norm) && (r.Method == m[1] || r.Method == "ALL") {
+					out = append(out, Signal{Where: s.Where,
+						Excerpt: fmt.Sprintf("404 on %s %s, declared in %s as %s %s", m[1], m[2], r.File, r.Method, r.Path)})
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// pathMatches reports whether a concrete request path fits a normalised
+// route pattern, where {} stands for any one segment.
+func pathMatches(pattern, p string) bool {
+	ps, qs := strings.Split(pattern, "/"), strings.Split(p, "/")
+	if len(ps) != len(qs) {
+		return false
+	}
+	for i := range ps {
+		if ps[i] != "{}" && ps[i] != qs[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,356 @@
+package triage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/toolhost/toolhost/internal/contract"
+	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/tool"
+)
+
+// maxSourceBytes skips files too large to be hand-written route code
+// (bundles, generated output).
+const maxSourceBytes = 2 << 20
+
+// implRoute is a route found in a unit's source.
+type implRoute struct {
+	Method string // upper case; ALL matches any method
+	Path   string
+	File   string
+	Line   int
+}
+
+// contractRoute is one endpoint of a contract with where it is declared.
+type contractRoute struct {
+	ID, Method, Path, Norm string
+	File                   string
+	Line                   int
+}
+
+// normalizePath rewrites every path parameter (:id, :id?, :id(\d+), {id},
+// {id...}, <id>, <int:id>, [id]) to {} and drops a trailing slash and Go's
+// {$} end anchor, so the same route written for different routers compares
+// equal.
+func normalizePath(p string) string {
+	if i := strings.IndexAny(p, "?#"); i >= 0 && !strings.Contains(p[:i], ":") {
+		p = p[:i]
+	}
+	p = strings.TrimSuffix(p, "{$}")
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		switch {
+		case strings.HasPrefix(s, ":"),
+			strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}"),
+			strings.HasPrefix(s, "<") && strings.HasSuffix(s, ">"),
+			strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]"):
+			segs[i] = "{}"
+		}
+	}
+	out := strings.Join(segs, "/")
+	if len(out) > 1 {
+		out = strings.TrimRight(out, "/")
+	}
+	if out == "" {
+		out = "/"
+	}
+	return out
+}
+
+// loadContract reads contracts/<name>.json with the line of each endpoint.
+func loadContract(c *ctxinject.Ctx, name string) (*contract.Contract, []contractRoute, error) {
+	p := contract.Path(name)
+	data, err := readRel(c, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	ct, err := contract.Parse(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", p, err)
+	}
+	lines := splitLines(data)
+	var rs []contractRoute
+	for _, e := range ct.Endpoints {
+		rs = append(rs, contractRoute{ID: e.ID, Method: strings.ToUpper(e.Method), Path: e.Path,
+			Norm: normalizePath(e.Path), File: p, Line: endpointLine(lines, e)})
+	}
+	return ct, rs, nil
+}
+
+// endpointLine finds the line declaring an endpoint: its "id" key, else its
+// path.
+func endpointLine(lines []string, e contract.Endpoint) int {
+	id, _ := json.Marshal(e.ID)
+	pth, _ := json.Marshal(e.Path)
+	for _, want := range []struct{ key, val string }{{`"id"`, string(id)}, {`"path"`, string(pth)}} {
+		for i, l := range lines {
+			if strings.Contains(l, want.key) && strings.Contains(l, want.val) {
+				return i + 1
+			}
+		}
+	}
+	return 0
+}
+
+// loadContractRoutes reads every contract in contracts/; broken ones are
+// skipped (the contract tools report them).
+func loadContractRoutes(c *ctxinject.Ctx) ([]contractRoute, error) {
+	files, err := walkFiles(c, "contracts", func(rel string) bool {
+		return path.Dir(rel) == "contracts" && path.Ext(rel) == ".json" && path.Base(rel) != "hashes.json"
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []contractRoute
+	for _, f := range files {
+		name := strings.TrimSuffix(path.Base(f), ".json")
+		if !contract.NamePattern.MatchString(name) {
+			continue
+		}
+		if _, rs, err := loadContract(c, name); err == nil {
+			out = append(out, rs...)
+		}
+	}
+	return out, nil
+}
+
+// DiffInput names the contract and the unit to compare.
+type DiffInput struct {
+	Contract string `json:"contract" jsonschema:"pattern=^[a-z0-9][a-z0-9_-]{0\\,63}$" jsonschema_description:"contract name: contracts/<contract>.json"`
+	UnitID   string `json:"unit_id" jsonschema:"pattern=^[A-Za-z0-9_][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"the unit whose source (units/<unit_id>/, tests and node_modules excluded) is scanned for routes"`
+}
+
+// RouteRef is a route with where it is declared (the contract for missing
+// routes, the source for extra ones).
+type RouteRef struct {
+	Method     string `json:"method" jsonschema_description:"HTTP method; ALL for a route that accepts any method"`
+	Path       string `json:"path" jsonschema_description:"the path as written there"`
+	EndpointID string `json:"endpoint_id,omitempty" jsonschema_description:"the contract endpoint's id"`
+	File       string `json:"file" jsonschema_description:"project-relative file"`
+	Line       int    `json:"line" jsonschema_description:"1-based line"`
+}
+
+// MethodMismatch is a contract path the unit serves with another method.
+type MethodMismatch struct {
+	Path           string `json:"path" jsonschema_description:"the contract's path"`
+	EndpointID     string `json:"endpoint_id" jsonschema_description:"the contract endpoint's id"`
+	ContractMethod string `json:"contract_method" jsonschema_description:"the method the contract declares"`
+	ImplMethod     string `json:"impl_method" jsonschema_description:"the method the unit implements on that path"`
+	ContractFile   string `json:"contract_file" jsonschema_description:"the contract file"`
+	ContractLine   int    `json:"contract_line" jsonschema_description:"line of the endpoint in the contract"`
+	File           string `json:"file" jsonschema_description:"source file of the implemented route"`
+	Line           int    `json:"line" jsonschema_description:"line of the implemented route"`
+}
+
+// Unparsed is a source file that could not be read as code.
+type Unparsed struct {
+	File   string `json:"file" jsonschema_description:"project-relative file"`
+	Reason string `json:"reason" jsonschema_description:"why it was skipped"`
+}
+
+// DiffOutput is the result of diff_contract_vs_impl.
+type DiffOutput struct {
+	tool.Status
+	Contract       string           `json:"contract,omitempty" jsonschema_description:"the contract compared"`
+	UnitID         string           `json:"unit_id,omitempty" jsonschema_description:"the unit compared"`
+	FilesScanned   int              `json:"files_scanned" jsonschema_description:"source files read"`
+	RoutesFound    int              `json:"routes_found" jsonschema_description:"routes found in the unit's source"`
+	Matched        []RouteRef       `json:"matched" jsonschema_description:"contract endpoints the unit implements (where in the source)"`
+	Missing        []RouteRef       `json:"missing" jsonschema_description:"contract endpoints the unit does not implement (where in the contract)"`
+	Extra          []RouteRef       `json:"extra" jsonschema_description:"routes the unit implements that the contract does not declare (where in the source)"`
+	MethodMismatch []MethodMismatch `json:"method_mismatch" jsonschema_description:"contract paths the unit serves with a different method"`
+	Unparsed       []Unparsed       `json:"unparsed,omitempty" jsonschema_description:"source files skipped, with the reason"`
+}
+
+// DiffContractVsImpl is the diff_contract_vs_impl tool.
+func DiffContractVsImpl() tool.Tool {
+	return tool.New(tool.Spec{
+		Name:  "diff_contract_vs_impl",
+		Title: "Diff contract vs implementation",
+		Description: "Compare a contract's endpoints with the routes a unit implements, found in its JS/TS source (Express, Fastify, Koa, Hono) " +
+			"and Go source (net/http ServeMux with Go 1.22 \"GET /path/{id}\" patterns, gorilla, chi, echo, gin). Path parameters " +
+			"(:id, {id}, <id>) are normalised first. Returns missing, extra and method_mismatch routes with file and line; " +
+			"routes inside comments or other strings are ignored.",
+		Effect: tool.ReadOnly, Timeout: 30 * time.Second,
+	}, diffContractVsImpl)
+}
+
+var jsExts = map[string]bool{".js": true, ".mjs": true, ".cjs": true, ".jsx": true, ".ts": true, ".mts": true, ".cts": true, ".tsx": true}
+
+// testDirs hold tests, whose client calls (request(app).get('/x')) are not
+// routes.
+var testDirs = map[string]bool{"test": true, "tests": true, "__tests__": true, "e2e": true, "testdata": true}
+
+func isSource(rel string) bool {
+	ext := path.Ext(rel)
+	if !jsExts[ext] && ext != ".go" {
+		return false
+	}
+	if strings.HasSuffix(rel, ".d.ts") || strings.HasSuffix(rel, "_test.go") || testFilePattern.MatchString(rel) {
+		return false
+	}
+	for _, seg := range strings.Split(path.Dir(rel), "/") {
+		if testDirs[seg] {
+			return false
+		}
+	}
+	return true
+}
+
+func diffContractVsImpl(_ context.Context, c *ctxinject.Ctx, in DiffInput) (DiffOutput, error) {
+	if !ctxinject.ValidUnit(in.UnitID) {
+		return DiffOutput{}, &tool.ValidationError{Field: "unit_id", Reason: fmt.Sprintf("%q is not a unit id; use the directory name under units/", in.UnitID)}
+	}
+	_, croutes, err := loadContract(c, in.Contract)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return DiffOutput{}, tool.Fail("no contract %s: %s does not exist; contracts here: %s", in.Contract, contract.Path(in.Contract), listOrNone(contractNames(c)))
+		}
+		return DiffOutput{}, tool.Fail("%v", err)
+	}
+	unitDir := "units/" + in.UnitID
+	files, err := walkFiles(c, unitDir, isSource)
+	if err != nil {
+		return DiffOutput{}, err
+	}
+	if len(files) == 0 {
+		if _, statErr := readRel(c, unitDir); errors.Is(statErr, fs.ErrNotExist) {
+			return DiffOutput{}, tool.Fail("no unit %s: %s/ does not exist", in.UnitID, unitDir)
+		}
+		return DiffOutput{}, tool.Fail("%s/ has no JS/TS or Go source outside tests and node_modules; nothing to compare", unitDir)
+	}
+	out := DiffOutput{Status: tool.Status{OK: true}, Contract: in.Contract, UnitID: in.UnitID,
+		Matched: []RouteRef{}, Missing: []RouteRef{}, Extra: []RouteRef{}, MethodMismatch: []MethodMismatch{}}
+	var impl []implRoute
+	for _, f := range files {
+		data, err := readRel(c, f)
+		if err != nil {
+			out.Unparsed = append(out.Unparsed, Unparsed{File: f, Reason: readReason(err)})
+			continue
+		}
+		if len(data) > maxSourceBytes {
+			out.Unparsed = append(out.Unparsed, Unparsed{File: f, Reason: fmt.Sprintf("%d bytes: too large to be hand-written routes", len(data))})
+			continue
+		}
+		out.FilesScanned++
+		if path.Ext(f) == ".go" {
+			rs, err := goRoutes(f, data)
+			if err != nil {
+				out.Unparsed = append(out.Unparsed, Unparsed{File: f, Reason: err.Error()})
+				continue
+			}
+			impl = append(impl, rs...)
+		} else {
+			impl = append(impl, jsRoutes(f, string(data))...)
+		}
+	}
+	out.RoutesFound = len(impl)
+	compareRoutes(croutes, impl, &out)
+	return out, nil
+}
+
+// compareRoutes pairs contract endpoints with implemented routes by
+// normalised path: same method → matched; on a path both sides have,
+// unpaired methods are method mismatches; the rest is missing or extra.
+func compareRoutes(croutes []contractRoute, impl []implRoute, out *DiffOutput) {
+	byPath := map[string][]implRoute{}
+	seen := map[string]bool{}
+	for _, r := range impl {
+		n := normalizePath(r.Path)
+		if key := r.Method + " " + n; !seen[key] {
+			seen[key] = true
+			byPath[n] = append(byPath[n], r)
+		}
+	}
+	cByPath := map[string][]contractRoute{}
+	var order []string
+	for _, r := range croutes {
+		if _, ok := cByPath[r.Norm]; !ok {
+			order = append(order, r.Norm)
+		}
+		cByPath[r.Norm] = append(cByPath[r.Norm], r)
+	}
+	for _, n := range order {
+		used := make([]bool, len(byPath[n]))
+		var unC []contractRoute
+		for _, cr := range cByPath[n] {
+			idx := -1
+			for i, ir := range byPath[n] {
+				if ir.Method == cr.Method && !used[i] {
+					idx = i
+					break
+				}
+			}
+			if idx < 0 {
+				for i, ir := range byPath[n] {
+					if ir.Method == "ALL" {
+						idx = i
+						break
+					}
+				}
+			}
+			if idx < 0 {
+				unC = append(unC, cr)
+				continue
+			}
+			used[idx] = true
+			ir := byPath[n][idx]
+			out.Matched = append(out.Matched, RouteRef{Method: cr.Method, Path: cr.Path, EndpointID: cr.ID, File: ir.File, Line: ir.Line})
+		}
+		var unI []implRoute
+		for i, ir := range byPath[n] {
+			if !used[i] {
+				unI = append(unI, ir)
+			}
+		}
+		for k, cr := range unC {
+			if k < len(unI) {
+				ir := unI[k]
+				out.MethodMismatch = append(out.MethodMismatch, MethodMismatch{Path: cr.Path, EndpointID: cr.ID,
+					ContractMethod: cr.Method, ImplMethod: ir.Method, ContractFile: cr.File, ContractLine: cr.Line, File: ir.File, Line: ir.Line})
+				continue
+			}
+			out.Missing = append(out.Missing, RouteRef{Method: cr.Method, Path: cr.Path, EndpointID: cr.ID, File: cr.File, Line: cr.Line})
+		}
+		for k := len(unC); k < len(unI); k++ {
+			out.Extra = append(out.Extra, toRef(unI[k]))
+		}
+		delete(byPath, n)
+	}
+	var rest []implRoute
+	for _, rs := range byPath {
+		rest = append(rest, rs...)
+	}
+	sort.Slice(rest, func(i, j int) bool {
+		if rest[i].File != rest[j].File {
+			return rest[i].File < rest[j].File
+		}
+		return rest[i].Line < rest[j].Line
+	})
+	for _, r := range rest {
+		out.Extra = append(out.Extra, toRef(r))
+	}
+}
+
+func toRef(r implRoute) RouteRef {
+	return RouteRef{Method: r.Method, Path: r.Path, File: r.File, Line: r.Line}
+}
+
+// contractNames lists the contracts of the project, for error messages.
+func contractNames(c *ctxinject.Ctx) []string {
+	files, _ := walkFiles(c, "contracts", func(rel string) bool {
+		return path.Dir(rel) == "contracts" && path.Ext(rel) == ".json" && path.Base(rel) != "hashes.json"
+	})
+	var names []string
+	for _, f := range files {
+		names = append(names, strings.TrimSuffix(path.Base(f), ".json"))
+	}
+	return names
+}

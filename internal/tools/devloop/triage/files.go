@@ -1,0 +1,124 @@
+package triage
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/toolhost/toolhost/internal/ctxinject"
+)
+
+// maxReadBytes caps what the triager reads from one cited file, so a huge
+// log or report cannot exhaust memory; citations point at small artifacts.
+const maxReadBytes = 32 << 20
+
+// cleanRel validates a project-relative path taken from a bug or an input
+// and returns its cleaned slash form.
+func cleanRel(p string) (string, error) {
+	switch {
+	case p == "":
+		return "", errors.New("empty path")
+	case strings.ContainsRune(p, 0):
+		return "", errors.New("NUL byte in path")
+	case path.IsAbs(p) || filepath.IsAbs(p) || strings.HasPrefix(p, `\`):
+		return "", fmt.Errorf("%q is absolute; cite a path relative to the project dir", p)
+	}
+	c := path.Clean(filepath.ToSlash(p))
+	if c == "." || c == ".." || strings.HasPrefix(c, "../") {
+		return "", fmt.Errorf("%q leaves the project dir", p)
+	}
+	return c, nil
+}
+
+// readRel reads a project-relative file through the project root (which
+// refuses symlink escapes), up to maxReadBytes.
+func readRel(c *ctxinject.Ctx, rel string) ([]byte, error) {
+	clean, err := cleanRel(rel)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(filepath.Join(c.ProjectDir, filepath.FromSlash(clean)))
+	if err != nil {
+		return nil, err
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("%s is a directory, not a file", clean)
+	}
+	if fi.Size() > maxReadBytes {
+		return nil, fmt.Errorf("%s is %d bytes; the triager reads files up to %d bytes", clean, fi.Size(), maxReadBytes)
+	}
+	return c.Files.ReadFile(clean)
+}
+
+// skipDirs are directories never scanned for reports or sources: installed
+// dependencies, build output and VCS metadata.
+var skipDirs = map[string]bool{
+	"node_modules": true, ".git": true, "dist": true, "build": true, "coverage": true,
+	"vendor": true, ".next": true, ".turbo": true, ".cache": true,
+}
+
+// walkFiles returns the project-relative paths of regular files under root
+// (project-relative) accepted by keep, sorted. A missing root is no files.
+func walkFiles(c *ctxinject.Ctx, root string, keep func(rel string) bool) ([]string, error) {
+	abs := filepath.Join(c.ProjectDir, filepath.FromSlash(root))
+	var out []string
+	err := filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && p == abs {
+				return filepath.SkipDir
+			}
+			return err
+		}
+		if d.IsDir() {
+			if p != abs && skipDirs[d.Name()] {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(c.ProjectDir, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if keep(rel) {
+			out = append(out, rel)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// splitLines splits text into lines without their line endings.
+func splitLines(data []byte) []string {
+	s := strings.ReplaceAll(string(data), "\r\n", "\n")
+	s = strings.TrimSuffix(s, "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// clip shortens s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
