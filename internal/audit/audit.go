@@ -2,7 +2,6 @@ package audit
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -52,19 +51,25 @@ type Sink interface {
 
 // Door is the part of the sandbox door the file sink needs.
 type Door interface {
-	AppendFile(rel string, data []byte) error
+	OpenAppend(rel string) (*os.File, error)
 	CheckWrite(rel string) (resolved string, err error)
 }
 
 // FileSink appends rows as NDJSON lines to .toolhost/audit.ndjson, one
 // write call per row on an O_APPEND descriptor, so rows from several
-// processes never interleave. The line is in the kernel before Write
+// processes never interleave. The descriptor is opened once through the
+// sandbox door and kept: the hot path is one write syscall per call. The
+// background loop checks once per interval that the path still names the
+// open file (rotated or removed by someone else → reopen on the next row). The line is in the kernel before Write
 // returns, so a crash of toolhost loses nothing; fsync is batched (at most
 // one per SyncEvery) so a machine crash can lose the rows of the last
 // interval.
 type FileSink struct {
 	door      Door
 	syncEvery time.Duration
+
+	mu sync.Mutex
+	f  *os.File
 
 	dirty   atomic.Bool
 	stop    chan struct{}
@@ -91,11 +96,49 @@ func (s *FileSink) Write(r *Row) error {
 	if err != nil {
 		return err
 	}
-	if err := s.door.AppendFile(Path, append(b, '\n')); err != nil {
-		return err
+	b = append(b, '\n')
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		if s.f == nil {
+			f, err := s.door.OpenAppend(Path)
+			if err != nil {
+				return err
+			}
+			s.f = f
+		}
+		_, err := s.f.Write(b)
+		if err == nil {
+			s.dirty.Store(true)
+			return nil
+		}
+		_ = s.f.Close()
+		s.f = nil
+		if attempt == 1 {
+			return err
+		}
 	}
-	s.dirty.Store(true)
-	return nil
+}
+
+// dropIfStale closes the kept descriptor when the path no longer names it.
+func (s *FileSink) dropIfStale() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return
+	}
+	p, err := s.door.CheckWrite(Path)
+	var now, open os.FileInfo
+	if err == nil {
+		now, err = os.Lstat(p)
+	}
+	if err == nil {
+		open, err = s.f.Stat()
+	}
+	if err != nil || !os.SameFile(now, open) {
+		_ = s.f.Close()
+		s.f = nil
+	}
 }
 
 func (s *FileSink) syncLoop() {
@@ -106,8 +149,15 @@ func (s *FileSink) syncLoop() {
 		select {
 		case <-t.C:
 			_ = s.Sync()
+			s.dropIfStale()
 		case <-s.stop:
 			_ = s.Sync()
+			s.mu.Lock()
+			if s.f != nil {
+				_ = s.f.Close()
+				s.f = nil
+			}
+			s.mu.Unlock()
 			return
 		}
 	}
@@ -119,17 +169,12 @@ func (s *FileSink) Sync() error {
 	if !s.dirty.Swap(false) {
 		return nil
 	}
-	p, err := s.door.CheckWrite(Path)
-	if err != nil {
-		return err
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return nil
 	}
-	// fsync on any descriptor of the file flushes its data; a read-only
-	// open keeps the write door the only writer.
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	return errors.Join(f.Sync(), f.Close())
+	return s.f.Sync()
 }
 
 // Close flushes pending rows and stops the background flusher; safe to call

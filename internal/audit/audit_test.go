@@ -155,3 +155,42 @@ func TestReadFilterStats(t *testing.T) {
 		t.Fatalf("stats %+v, want %+v", stats, want)
 	}
 }
+
+// TestFileSinkFollowsRotation: the sink keeps its descriptor open, but when
+// the file is moved away (rotation) the next rows land in a new file at the
+// path, not in the moved one.
+func TestFileSinkFollowsRotation(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	door, err := sandbox.New(dir, "toolhost", []string{".toolhost/**"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer door.Close()
+	sink := audit.NewFileSink(door, 5*time.Millisecond)
+	defer sink.Close()
+	if err := sink.Write(&audit.Row{Tool: "before", Status: audit.StatusOK}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, audit.Path)
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if err := sink.Write(&audit.Row{Tool: "after", Status: audit.StatusOK}); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(path); err == nil && strings.Contains(string(b), `"tool":"after"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("rows kept going to the rotated file")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	old, _ := os.ReadFile(path + ".1")
+	if !strings.Contains(string(old), `"tool":"before"`) {
+		t.Errorf("rotated file lost its rows: %s", old)
+	}
+}

@@ -1,12 +1,12 @@
 package journal
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"strconv"
-	"strings"
+	"math"
 
 	"github.com/toolhost/toolhost/internal/ctxinject"
 )
@@ -15,7 +15,6 @@ import (
 const (
 	EventsPath   = ".toolhost/events.ndjson"
 	TimelinePath = "timeline.ndjson"
-	seqPath      = ".toolhost/timeline.seq"
 )
 
 // ServiceAllowList is the allow-list of the services' sandbox: the shared
@@ -25,8 +24,7 @@ var ServiceAllowList = []string{TimelinePath, ".toolhost/**", "bugs/**"}
 // Door is the part of the sandbox the journal needs.
 type Door interface {
 	AppendFile(rel string, data []byte) error
-	ReadFile(rel string) ([]byte, error)
-	WriteFile(rel string, data []byte) error
+	ReadTail(rel string, n int64) ([]byte, error)
 	Lock(name string) (func(), error)
 }
 
@@ -45,24 +43,22 @@ func (e Events) Emit(ev ctxinject.Event) error {
 // Timeline appends timeline entries with a cross-process sequence number.
 type Timeline struct{ Door Door }
 
-// Append implements ctxinject.Timeline. The sequence counter is advanced
-// before the line is written, so a crash in between leaves a gap, never a
-// repeated seq.
+// tailWindow is how much of the end of the timeline is read to find the
+// last seq; one entry is far smaller.
+const tailWindow = 256 << 10
+
+// Append implements ctxinject.Timeline. Under the timeline lock it reads the
+// last entry's seq from the end of the file and appends the next one in a
+// single write, so seq is strictly increasing across processes and derived
+// from what is really on disk (no counter that a crash could leave behind).
 func (t Timeline) Append(e ctxinject.TimelineEntry) (int64, error) {
 	unlock, err := t.Door.Lock("timeline")
 	if err != nil {
 		return 0, err
 	}
 	defer unlock()
-	var last int64
-	b, err := t.Door.ReadFile(seqPath)
-	switch {
-	case err == nil:
-		last, err = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%s is corrupt: %w", seqPath, err)
-		}
-	case !errors.Is(err, fs.ErrNotExist):
+	last, torn, err := t.lastSeq()
+	if err != nil {
 		return 0, err
 	}
 	e.Seq = last + 1
@@ -70,11 +66,53 @@ func (t Timeline) Append(e ctxinject.TimelineEntry) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("encode timeline entry: %w", err)
 	}
-	if err := t.Door.WriteFile(seqPath, []byte(strconv.FormatInt(e.Seq, 10)+"\n")); err != nil {
-		return 0, err
+	if torn {
+		// A crash left a partial last line: start ours on a line of its own.
+		line = append([]byte{'\n'}, line...)
 	}
 	if err := t.Door.AppendFile(TimelinePath, append(line, '\n')); err != nil {
 		return 0, err
 	}
 	return e.Seq, nil
+}
+
+// lastSeq returns the seq of the last complete entry (0 for a new
+// timeline) and whether the file ends in a partial line. It reads the file's
+// end, and the whole file only when the last entries are larger than that
+// window.
+func (t Timeline) lastSeq() (seq int64, torn bool, err error) {
+	for _, window := range []int64{tailWindow, math.MaxInt64} {
+		b, err := t.Door.ReadTail(TimelinePath, window)
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, false, nil
+		}
+		if err != nil {
+			return 0, false, err
+		}
+		torn = len(b) > 0 && b[len(b)-1] != '\n'
+		if seq, ok := lastSeqIn(b); ok {
+			return seq, torn, nil
+		}
+		if int64(len(b)) < window {
+			break
+		}
+	}
+	return 0, false, fmt.Errorf("%s has no readable entry; repair or move the file", TimelinePath)
+}
+
+// lastSeqIn finds the seq of the last parseable line of b.
+func lastSeqIn(b []byte) (int64, bool) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return 0, true
+	}
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		var e struct {
+			Seq int64 `json:"seq"`
+		}
+		if json.Unmarshal(lines[i], &e) == nil && e.Seq > 0 {
+			return e.Seq, true
+		}
+	}
+	return 0, false
 }

@@ -1,6 +1,10 @@
 package sandbox
 
-import "os"
+import (
+	"errors"
+	"io"
+	"os"
+)
 
 // OpenAppend opens p for reading and appending (created if missing, parent
 // directories made) after the same checks as AppendFile, and returns the open
@@ -17,4 +21,32 @@ func (s *Sandbox) OpenAppend(p string) (*os.File, error) {
 	}
 	defer dir.Close()
 	return s.openAppend(dir, t, os.O_RDWR)
+}
+
+// ReadTail reads at most the last n bytes of a project-relative file, with
+// the same rules as ReadFile. Logs that only grow (the timeline) are read
+// this way so that reading their end costs the same at any size.
+func (s *Sandbox) ReadTail(p string, n int64) ([]byte, error) {
+	c, err := s.clean(p)
+	if err != nil {
+		return nil, readErr(err)
+	}
+	f, err := s.root.Open(c)
+	if isEscape(err) {
+		return nil, readErr(s.violation(p, "it resolves outside the project dir through a symlink"))
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	off := max(fi.Size()-n, 0)
+	buf := make([]byte, fi.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return buf, nil
 }
