@@ -120,6 +120,22 @@ func (s *FileSink) Write(r *Row) error {
 	}
 }
 
+// Open opens the audit file now (rows open it lazily otherwise), so that a
+// project dir that cannot be written is reported at start.
+func (s *FileSink) Open() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f != nil {
+		return nil
+	}
+	f, err := s.door.OpenAppend(Path)
+	if err != nil {
+		return err
+	}
+	s.f = f
+	return nil
+}
+
 // dropIfStale closes the kept descriptor when the path no longer names it.
 func (s *FileSink) dropIfStale() {
 	s.mu.Lock()

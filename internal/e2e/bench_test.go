@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolhost/toolhost/internal/testutil"
 )
 
 // The stdio benchmarks drive the real binary with a lean client of their
@@ -22,8 +24,10 @@ import (
 //
 //	make bench   (or: go test -run '^$' -bench Stdio -benchtime 20000x ./internal/e2e)
 
-// benchTool is the cheap read-only call the load runs.
-const benchCall = `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"debug_echo","arguments":{"text":"ping"}}}` + "\n"
+// benchCall is the cheap read-only call the load runs: a real tool of the
+// release build (parse_placeholder, Integrator), whose whole pipeline —
+// policy, validation, ctx, timeout, audit row — runs per call.
+const benchCall = `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"parse_placeholder","arguments":{"text":"ping {{var:x}}","vars":{"x":1}}}}` + "\n"
 
 type loadServer struct {
 	cmd   *exec.Cmd
@@ -35,9 +39,8 @@ type loadServer struct {
 
 func startLoadServer(b *testing.B) *loadServer {
 	b.Helper()
-	bin := binary(b)
-	agents := agentsFileB(b)
-	cmd := exec.Command(bin, "serve", "--agent", "pm", "--agents", agents, "--project-dir", b.TempDir(), "--log-level", "warn")
+	bin := testutil.Toolhost(b)
+	cmd := exec.Command(bin, "serve", "--agent", "integrator", "--project-dir", b.TempDir(), "--log-level", "warn")
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
@@ -161,15 +164,14 @@ func BenchmarkStdioConcurrent8(b *testing.B) {
 
 // BenchmarkColdStart measures spawn → initialize answered.
 func BenchmarkColdStart(b *testing.B) {
-	bin := binary(b)
-	agents := agentsFileB(b)
+	bin := testutil.Toolhost(b)
 	dir := b.TempDir()
 	init := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}` + "\n")
 	var lat []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		cmd := exec.Command(bin, "serve", "--agent", "pm", "--agents", agents, "--project-dir", dir, "--log-level", "warn")
+		cmd := exec.Command(bin, "serve", "--agent", "integrator", "--project-dir", dir, "--log-level", "warn")
 		in, _ := cmd.StdinPipe()
 		out, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {

@@ -211,7 +211,7 @@ func (e *Engine) validate(next Handler) Handler {
 			args = json.RawMessage("{}")
 			c.Args = args
 		}
-		res, err := c.Entry.Schema.Validate(gojsonschema.NewBytesLoader(args))
+		res, err := c.Entry.Validator().Validate(gojsonschema.NewBytesLoader(args))
 		if err != nil {
 			return &tool.ValidationError{Field: "(root)", Reason: "arguments are not valid JSON: " + err.Error()}
 		}

@@ -3,6 +3,7 @@ package registry
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"sort"
 	"sync"
 
@@ -13,9 +14,19 @@ import (
 
 // Entry is a registered tool with its compiled input schema.
 type Entry struct {
-	Tool   tool.Tool
-	Spec   *tool.Spec
-	Schema *gojsonschema.Schema
+	Tool tool.Tool
+	Spec *tool.Spec
+
+	compiled chan struct{} // closed once schema is set
+	schema   *gojsonschema.Schema
+}
+
+// Validator returns the compiled input schema. Built-in schemas are compiled
+// once, in the background from start-up on (so the handshake does not wait
+// for them); a call that needs one before it is ready waits for it.
+func (e *Entry) Validator() *gojsonschema.Schema {
+	<-e.compiled
+	return e.schema
 }
 
 // Registry is an ordered set of tools. Add is for start-up; Lookup and List
@@ -141,6 +152,62 @@ func (r *Registry) rebuild() {
 	r.byName, r.ordered, r.skipped = byName, ordered, skipped
 }
 
+// AddAll registers tools in order like Add. Their input schemas are
+// compiled in the background, in parallel; one that does not compile panics
+// (the tests of every built-in tool compile them all, so this is a
+// programming error, never an input error).
+func (r *Registry) AddAll(tools []tool.Tool) {
+	entries := make([]*Entry, len(tools))
+	for i, t := range tools {
+		s := t.Spec()
+		if !tool.NamePattern.MatchString(s.Name) {
+			panic(fmt.Sprintf("registry: tool name %q does not match %s", s.Name, tool.NamePattern))
+		}
+		entries[i] = &Entry{Tool: t, Spec: s, compiled: make(chan struct{})}
+	}
+	r.mu.Lock()
+	seen := map[string]bool{}
+	for _, b := range r.builtins {
+		seen[b.Spec.Name] = true
+	}
+	for _, e := range entries {
+		if seen[e.Spec.Name] {
+			r.mu.Unlock()
+			panic(fmt.Sprintf("registry: duplicate tool name %q", e.Spec.Name))
+		}
+		seen[e.Spec.Name] = true
+	}
+	r.builtins = append(r.builtins, entries...)
+	r.rebuild()
+	r.mu.Unlock()
+	go compileAll(entries)
+}
+
+// compileAll compiles the entries' input schemas with one worker per CPU.
+func compileAll(entries []*Entry) {
+	work := make(chan *Entry)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for e := range work {
+				sch, err := Compile(e.Spec.InputSchema)
+				if err != nil {
+					panic(fmt.Sprintf("registry: tool %s: input schema does not compile: %v", e.Spec.Name, err))
+				}
+				e.schema = sch
+				close(e.compiled)
+			}
+		}()
+	}
+	for _, e := range entries {
+		work <- e
+	}
+	close(work)
+	wg.Wait()
+}
+
 func (r *Registry) entry(t tool.Tool) (*Entry, error) {
 	s := t.Spec()
 	if !tool.NamePattern.MatchString(s.Name) {
@@ -150,13 +217,12 @@ func (r *Registry) entry(t tool.Tool) (*Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: input schema does not compile: %v", s.Name, err)
 	}
-	// An outputSchema is optional in MCP (upstream tools often have none).
-	if len(s.OutputSchema) > 0 {
-		if _, err := Compile(s.OutputSchema); err != nil {
-			return nil, fmt.Errorf("tool %s: output schema does not compile: %v", s.Name, err)
-		}
-	}
-	return &Entry{Tool: t, Spec: s, Schema: sch}, nil
+	// Output schemas are never used for validation at run time; that they
+	// compile is checked by the tests of every built-in tool
+	// (tools/all.TestToolContract), so start-up does not pay for it.
+	e := &Entry{Tool: t, Spec: s, compiled: make(chan struct{}), schema: sch}
+	close(e.compiled)
+	return e, nil
 }
 
 // Lookup returns the entry for name.

@@ -111,7 +111,7 @@ func TestSetSource(t *testing.T) {
 			if strings.Join(sortStrings(got), ",") != c.skipped {
 				t.Fatalf("skipped = %v, want %s", got, c.skipped)
 			}
-			if e, ok := r.Lookup(strings.Split(c.want, ",")[len(strings.Split(c.want, ","))-1]); !ok || e.Schema == nil {
+			if e, ok := r.Lookup(strings.Split(c.want, ",")[len(strings.Split(c.want, ","))-1]); !ok || e.Validator() == nil {
 				t.Fatal("lookup of the last served tool failed")
 			}
 		})

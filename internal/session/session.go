@@ -97,12 +97,13 @@ func Open(o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Fail at start with a clear message when the project dir is read-only,
-	// instead of failing every call later.
-	if err := shared.WriteFile(".toolhost/session.probe", []byte(id.SessionID+"\n")); err != nil {
+	sink := audit.NewFileSink(shared, audit.DefaultSyncEvery)
+	// Opening the audit file is also the start-up check that the project dir
+	// is writable: a clear message now instead of a failure on every call.
+	if err := sink.Open(); err != nil {
+		_ = sink.Close()
 		return nil, fmt.Errorf("project dir %s is not writable: %w", abs, err)
 	}
-	_ = shared.Remove(".toolhost/session.probe")
 	pol := policy.Load(o.PolicyFile, o.Log)
 	reg := o.Registry
 	if reg == nil {
@@ -123,7 +124,6 @@ func Open(o Options) (*Session, error) {
 		WriteAllowList: ag.Sandbox.WriteAllowList,
 		EnvAllowList:   pol.Current().EnvAllowList,
 	}
-	sink := audit.NewFileSink(shared, audit.DefaultSyncEvery)
 	eng := &engine.Engine{
 		Registry: reg, Agent: ag, Policy: pol, Audit: sink,
 		Identity: id, Services: svc, Settings: settings, Log: o.Log,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/invopop/jsonschema"
@@ -127,24 +128,60 @@ func Fail(format string, args ...any) error {
 type Func[In, Out any] func(ctx context.Context, c *ctxinject.Ctx, in In) (Out, error)
 
 type typed[In, Out any] struct {
+	once sync.Once
 	spec Spec
 	fn   Func[In, Out]
 }
 
-// New builds a Tool from a typed function; the schemas are reflected from In
-// and Out here, once.
+// New builds a Tool from a typed function. The schemas are reflected from In
+// and Out once, on the first Spec call (the registry makes that call for
+// every tool at start, in parallel).
 func New[In, Out any](spec Spec, fn Func[In, Out]) Tool {
-	var in In
-	var out Out
 	if spec.Source == "" {
 		spec.Source = "builtin"
 	}
-	spec.InputSchema = Reflect(in, false)
-	spec.OutputSchema = Reflect(out, true)
 	return &typed[In, Out]{spec: spec, fn: fn}
 }
 
-func (t *typed[In, Out]) Spec() *Spec { return &t.spec }
+// NameOf returns t's name without reflecting its schemas.
+func NameOf(t Tool) string {
+	if n, ok := t.(interface{ name() string }); ok {
+		return n.name()
+	}
+	return t.Spec().Name
+}
+
+func (t *typed[In, Out]) name() string { return t.spec.Name }
+
+// UseSchemas gives t its input and output schemas ready-made, so that Spec
+// does not reflect them. It returns false when t is not built by New or has
+// reflected already. The caller guarantees the schemas are what reflection
+// would produce (tools/all checks its embedded copies in a test).
+func UseSchemas(t Tool, in, out json.RawMessage) bool {
+	p, ok := t.(interface {
+		useSchemas(in, out json.RawMessage) bool
+	})
+	return ok && p.useSchemas(in, out)
+}
+
+func (t *typed[In, Out]) useSchemas(in, out json.RawMessage) bool {
+	used := false
+	t.once.Do(func() {
+		t.spec.InputSchema, t.spec.OutputSchema = in, out
+		used = true
+	})
+	return used
+}
+
+func (t *typed[In, Out]) Spec() *Spec {
+	t.once.Do(func() {
+		var in In
+		var out Out
+		t.spec.InputSchema = Reflect(in, false)
+		t.spec.OutputSchema = Reflect(out, true)
+	})
+	return &t.spec
+}
 
 func (t *typed[In, Out]) Call(ctx context.Context, c *ctxinject.Ctx, args json.RawMessage) (Result, error) {
 	var in In

@@ -152,7 +152,7 @@ func TestDiscoveryAndNaming(t *testing.T) {
 	}
 	// A 2020-12 schema is served and still validates its keywords.
 	e, _ := h.reg.Lookup("fake__draft2020")
-	res, err := e.Schema.Validate(jsonLoader(`{"n":"x"}`))
+	res, err := e.Validator().Validate(jsonLoader(`{"n":"x"}`))
 	if err != nil || res.Valid() {
 		t.Errorf("draft2020 schema should reject n=\"x\": %v %v", err, res)
 	}

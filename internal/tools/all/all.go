@@ -4,6 +4,10 @@
 package all
 
 import (
+	"bytes"
+	"embed"
+	"encoding/json"
+
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/tools/devloop/coder"
@@ -15,8 +19,49 @@ import (
 	"github.com/toolhost/toolhost/internal/tools/devloop/triage"
 )
 
-// Tools returns every built-in tool, in binding order.
+// Tools returns every built-in tool, in binding order, with its schemas
+// taken from the embedded schemas/<tool>.json: reflecting ~40 schemas costs
+// several milliseconds of every cold start, and TestGoldenSchemas keeps the
+// embedded copies byte-equal to what reflection produces.
 func Tools() []tool.Tool {
+	tools := build()
+	for _, t := range tools {
+		if b, err := schemaFiles.ReadFile("schemas/" + tool.NameOf(t) + ".json"); err == nil {
+			var f schemaFile
+			if json.Unmarshal(b, &f) == nil {
+				tool.UseSchemas(t, compact(f.InputSchema), compact(f.OutputSchema))
+			}
+		}
+	}
+	return tools
+}
+
+// compact removes the indentation of a schema file's JSON, giving the
+// bytes reflection produces.
+func compact(b json.RawMessage) json.RawMessage {
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		return b
+	}
+	return buf.Bytes()
+}
+
+// schemaFiles are the golden schemas, one file per built-in tool.
+//
+//go:embed schemas/*.json
+var schemaFiles embed.FS
+
+// schemaFile is the shape of schemas/<tool>.json.
+type schemaFile struct {
+	Name         string           `json:"name"`
+	Description  string           `json:"description"`
+	Annotations  tool.Annotations `json:"annotations"`
+	InputSchema  json.RawMessage  `json:"inputSchema"`
+	OutputSchema json.RawMessage  `json:"outputSchema"`
+}
+
+// build constructs every built-in tool, in binding order.
+func build() []tool.Tool {
 	return []tool.Tool{
 		// Persistence (all agents).
 		persist.WriteTodolist(),
@@ -77,11 +122,6 @@ var extraTools []tool.Tool
 // Registry returns a registry holding every built-in tool.
 func Registry() *registry.Registry {
 	r := registry.New()
-	for _, t := range Tools() {
-		r.Add(t)
-	}
-	for _, t := range extraTools {
-		r.Add(t)
-	}
+	r.AddAll(append(Tools(), extraTools...))
 	return r
 }

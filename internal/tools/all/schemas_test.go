@@ -13,17 +13,20 @@ import (
 	"github.com/toolhost/toolhost/configs"
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/schemas")
+var update = flag.Bool("update", false, "rewrite schemas/")
 
 // TestGoldenSchemas pins what the model sees of every tool: a tag edit that
-// changes a schema shows up in review as a change under testdata/schemas.
+// changes a schema shows up in review as a change under schemas/. The same
+// files are embedded and served (Tools), so they must equal what reflection
+// of the Go types produces: build() reflects, it does not read them.
 func TestGoldenSchemas(t *testing.T) {
-	dir := filepath.Join("testdata", "schemas")
+	dir := "schemas"
 	seen := map[string]bool{}
-	for _, tl := range Tools() {
+	for _, tl := range build() {
 		s := tl.Spec()
 		seen[s.Name+".json"] = true
 		var buf bytes.Buffer
@@ -48,7 +51,7 @@ func TestGoldenSchemas(t *testing.T) {
 		}
 		want, err := os.ReadFile(path)
 		if err != nil {
-			t.Errorf("%s: no golden schema (run go test ./internal/tools/all -update): %v", s.Name, err)
+			t.Errorf("%s: no schema file (run go test ./internal/tools/all -update): %v", s.Name, err)
 			continue
 		}
 		if !bytes.Equal(want, buf.Bytes()) {
@@ -63,6 +66,18 @@ func TestGoldenSchemas(t *testing.T) {
 				continue
 			}
 			t.Errorf("%s has no tool; remove it", f)
+		}
+	}
+}
+
+// TestServedSchemasAreTheGoldenOnes: Tools() serves the embedded schemas,
+// and they are the reflected ones.
+func TestServedSchemasAreTheGoldenOnes(t *testing.T) {
+	reflected := build()
+	for i, tl := range Tools() {
+		got, want := tl.Spec(), reflected[i].Spec()
+		if !bytes.Equal(got.InputSchema, want.InputSchema) || !bytes.Equal(got.OutputSchema, want.OutputSchema) {
+			t.Errorf("%s: served schema differs from reflection; run go test ./internal/tools/all -update", got.Name)
 		}
 	}
 }
@@ -93,6 +108,9 @@ func TestToolContract(t *testing.T) {
 					t.Errorf("%s.%s: input field has no description", s.Name, name)
 				}
 			}
+		}
+		if _, err := registry.Compile(s.OutputSchema); err != nil {
+			t.Errorf("%s: output schema does not compile: %v", s.Name, err)
 		}
 		var out map[string]any
 		_ = json.Unmarshal(s.OutputSchema, &out)
