@@ -55,7 +55,9 @@ func (s *loadServer) stop() {
 	_ = s.cmd.Wait()
 }
 
-// peakRSS returns the server's VmHWM in KiB.
+// memKB returns a field of the server's /proc status (VmRSS, VmHWM,
+// RssAnon: the heap and stacks, without the binary's file-backed pages) in
+// KiB.
 func (s *loadServer) memKB(field string) int {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
 	if err != nil {
@@ -119,6 +121,7 @@ func BenchmarkStdioSequential(b *testing.B) {
 	}
 	report(b, lat, time.Since(start))
 	b.ReportMetric(float64(s.memKB("VmHWM"))/1024, "peak-RSS-MiB")
+	b.ReportMetric(float64(s.memKB("RssAnon"))/1024, "anon-RSS-MiB")
 }
 
 func BenchmarkStdioConcurrent8(b *testing.B) {
@@ -160,6 +163,7 @@ func BenchmarkStdioConcurrent8(b *testing.B) {
 	<-done
 	report(b, lat, time.Since(start))
 	b.ReportMetric(float64(s.memKB("VmHWM"))/1024, "peak-RSS-MiB")
+	b.ReportMetric(float64(s.memKB("RssAnon"))/1024, "anon-RSS-MiB")
 }
 
 // BenchmarkColdStart measures spawn → initialize answered.
@@ -194,19 +198,21 @@ func BenchmarkColdStart(b *testing.B) {
 func BenchmarkStdioRSSGrowth(b *testing.B) {
 	for n := 0; n < b.N; n++ {
 		s := startLoadServer(b)
-		var at10k int
+		var at10k, anon10k int
 		for i := 1; i <= 100000; i++ {
 			fmt.Fprintf(s.in, benchCall, i)
 			if _, err := s.out.ReadBytes('\n'); err != nil {
 				b.Fatal(err)
 			}
 			if i == 10000 {
-				at10k = s.memKB("VmRSS")
+				at10k, anon10k = s.memKB("VmRSS"), s.memKB("RssAnon")
 			}
 		}
 		at100k := s.memKB("VmRSS")
 		b.ReportMetric(float64(at10k)/1024, "RSS@10k-MiB")
 		b.ReportMetric(float64(at100k)/1024, "RSS@100k-MiB")
+		b.ReportMetric(float64(anon10k)/1024, "anon@10k-MiB")
+		b.ReportMetric(float64(s.memKB("RssAnon"))/1024, "anon@100k-MiB")
 		b.ReportMetric(float64(s.memKB("VmHWM"))/1024, "peak-RSS-MiB")
 		s.stop()
 	}
