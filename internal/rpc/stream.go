@@ -131,19 +131,28 @@ func (s *stream) ReadObject(v any) error {
 			ID      json.RawMessage `json:"id"`
 			JSONRPC string          `json:"jsonrpc"`
 		}
-		if err := json.Unmarshal(msg, &probe); err != nil {
-			if !json.Valid(msg) {
-				s.writeError(nil, CodeParseError, "parse error: the message is not valid JSON")
-			} else {
-				s.writeError(nil, CodeInvalidRequest, "invalid request: a JSON-RPC message must be an object")
+		// Well-formed messages carry "jsonrpc":"2.0" literally; only the
+		// others pay for a second decode that finds out what is wrong.
+		if !bytes.Contains(msg, []byte(`"jsonrpc":"2.0"`)) && !bytes.Contains(msg, []byte(`"jsonrpc": "2.0"`)) {
+			if err := json.Unmarshal(msg, &probe); err != nil {
+				if !json.Valid(msg) {
+					s.writeError(nil, CodeParseError, "parse error: the message is not valid JSON")
+				} else {
+					s.writeError(nil, CodeInvalidRequest, "invalid request: a JSON-RPC message must be an object")
+				}
+				continue
 			}
-			continue
-		}
-		if probe.JSONRPC != "2.0" {
-			s.writeError(probe.ID, CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`)
-			continue
+			if probe.JSONRPC != "2.0" {
+				s.writeError(probe.ID, CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`)
+				continue
+			}
 		}
 		if err := json.Unmarshal(msg, v); err != nil {
+			if !json.Valid(msg) {
+				s.writeError(nil, CodeParseError, "parse error: the message is not valid JSON")
+				continue
+			}
+			_ = json.Unmarshal(msg, &probe)
 			s.writeError(probe.ID, CodeInvalidRequest, "invalid request: "+err.Error())
 			continue
 		}

@@ -392,11 +392,21 @@ func (s *Server) result(ctx context.Context, peer rpc.Peer, out *engine.Outcome)
 	if len(out.Result.Raw) > 0 {
 		return out.Result.Raw, nil
 	}
-	return map[string]any{
-		"content":           []any{map[string]any{"type": "text", "text": string(out.Result.Structured)}},
-		"structuredContent": out.Result.Structured,
-		"isError":           false,
-	}, nil
+	return successResult(out.Result.Structured), nil
+}
+
+// successResult encodes {content:[{type:text,text:S}], structuredContent:S,
+// isError:false} for the structured JSON S directly: this runs on every call,
+// and S is already valid compact JSON.
+func successResult(structured json.RawMessage) json.RawMessage {
+	text, _ := json.Marshal(string(structured))
+	b := make([]byte, 0, 2*len(structured)+80)
+	b = append(b, `{"content":[{"type":"text","text":`...)
+	b = append(b, text...)
+	b = append(b, `}],"structuredContent":`...)
+	b = append(b, structured...)
+	b = append(b, `,"isError":false}`...)
+	return b
 }
 
 // Log levels of MCP logging/setLevel, in order.
