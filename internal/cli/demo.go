@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/signal"
 	"syscall"
@@ -33,6 +34,9 @@ func newDemoCmd() *cobra.Command {
 				o.Progress = isatty.IsTerminal(f.Fd())
 			}
 			_, err := demo.Run(ctx, o)
+			if errors.Is(err, demo.ErrProjectDir) {
+				return usageErr(err)
+			}
 			return err
 		},
 	}

@@ -39,6 +39,10 @@ type Options struct {
 	Timeout time.Duration
 }
 
+// ErrProjectDir marks a --project-dir the demo cannot build in (not empty,
+// not a directory).
+var ErrProjectDir = errors.New("unusable project dir")
+
 // Refusal is a call a gate refused, as the demo expected.
 type Refusal struct {
 	Agent   string // short agent name
@@ -175,12 +179,12 @@ func projectDir(o Options) (string, func() error, error) {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return "", nil, err
+			return "", nil, fmt.Errorf("%w: --project-dir %s: %w", ErrProjectDir, o.ProjectDir, err)
 		}
 	case err != nil:
-		return "", nil, fmt.Errorf("--project-dir %s: %w", o.ProjectDir, err)
+		return "", nil, fmt.Errorf("%w: --project-dir %s: %w", ErrProjectDir, o.ProjectDir, err)
 	case len(entries) > 0:
-		return "", nil, fmt.Errorf("--project-dir %s is not empty; give an empty or new directory (the demo builds a whole project there), or leave the flag out for a temp dir", o.ProjectDir)
+		return "", nil, fmt.Errorf("%w: --project-dir %s is not empty; give an empty or new directory (the demo builds a whole project there), or leave the flag out for a temp dir", ErrProjectDir, o.ProjectDir)
 	}
 	return dir, nil, nil
 }
