@@ -329,3 +329,20 @@ func countLines(t *testing.T, p string) int {
 	}
 	return bytes.Count(b, []byte("\n"))
 }
+
+// The caller's identity variables never reach the scripted agents; the
+// rest of the environment (log settings, PATH) does.
+func TestChildEnvDropsIdentity(t *testing.T) {
+	t.Setenv("TOOLHOST_UNIT", "other-unit")
+	t.Setenv("TOOLHOST_AGENT", "coder")
+	t.Setenv("TOOLHOST_LOG_LEVEL", "debug")
+	env := strings.Join(childEnv(), "\n")
+	for _, gone := range []string{"TOOLHOST_UNIT=", "TOOLHOST_AGENT="} {
+		if strings.Contains(env, gone) {
+			t.Errorf("child env keeps %s", gone)
+		}
+	}
+	if !strings.Contains(env, "TOOLHOST_LOG_LEVEL=debug") {
+		t.Error("child env lost TOOLHOST_LOG_LEVEL")
+	}
+}

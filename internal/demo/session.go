@@ -48,7 +48,7 @@ func (r *runner) startSession(ctx context.Context, agent, unit string) (*agentSe
 	if r.o.AgentsFile != "" {
 		args = append(args, "--agents", r.o.AgentsFile)
 	}
-	c, err := stdioclient.Start(r.o.Bin, args, os.Environ())
+	c, err := stdioclient.Start(r.o.Bin, args, childEnv())
 	if err != nil {
 		return nil, fmt.Errorf("start %s %s: %w", r.o.Bin, strings.Join(args, " "), err)
 	}
@@ -76,6 +76,24 @@ func (s *agentSession) close() error {
 		return fmt.Errorf("toolhost serve did not exit cleanly: %w%s", err, stderrTail(s.c.Stderr()))
 	}
 	return nil
+}
+
+// identityEnv are the variables serve and hook read an identity from when a
+// flag is absent; the demo's processes get their identity from flags only.
+var identityEnv = []string{"TOOLHOST_AGENT", "TOOLHOST_PROJECT_DIR", "TOOLHOST_SESSION", "TOOLHOST_UNIT", "TOOLHOST_COMPANY", "TOOLHOST_PID"}
+
+// childEnv is the environment of the demo's toolhost processes: the
+// caller's, without an identity that would leak into the scripted agents
+// (a TOOLHOST_UNIT would give the PM a unit).
+func childEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !contains(identityEnv, name) {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // stderrTail is the end of a server's log, for error messages.
@@ -228,6 +246,7 @@ func (r *runner) cliWrite(ctx context.Context, agent, rel string, content []byte
 		args = append(args, "--agents", r.o.AgentsFile)
 	}
 	cmd := exec.CommandContext(ctx, r.o.Bin, args...)
+	cmd.Env = childEnv()
 	cmd.Stdin = bytes.NewReader(payload)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -255,6 +274,7 @@ func (r *runner) cliWrite(ctx context.Context, agent, rel string, content []byte
 // guard runs `toolhost guard COMMAND` and returns its exit code and stderr.
 func (r *runner) guard(ctx context.Context, command string) (int, string, error) {
 	cmd := exec.CommandContext(ctx, r.o.Bin, "guard", command)
+	cmd.Env = childEnv()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	r.sum.GuardRuns++
