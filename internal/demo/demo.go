@@ -100,7 +100,6 @@ type runner struct {
 // unitRun is what the Integrator learned about the running unit.
 type unitRun struct {
 	port  int
-	pid   int
 	pgid  int
 	runID string
 }

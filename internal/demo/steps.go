@@ -45,9 +45,7 @@ type (
 	vitestFailure struct {
 		File    string `json:"file"`
 		Name    string `json:"name"`
-		Kind    string `json:"kind,omitempty"`
 		Message string `json:"message"`
-		Line    int    `json:"line,omitempty"`
 	}
 	bugOpened struct {
 		ID        string `json:"id"`
@@ -609,7 +607,7 @@ func (r *runner) integratorSteps(s *agentSession) []step {
 			if u.State != "running" || u.PID <= 0 || u.Port != r.unit.port {
 				return "", fmt.Errorf("unit %s is %s (pid %d, port %d, error %q); want running on port %d", unitID, u.State, u.PID, u.Port, u.Error, r.unit.port)
 			}
-			r.unit.pid, r.unit.pgid = u.PID, u.PGID
+			r.unit.pgid = u.PGID
 			r.artifact(u.StdoutLog, u.StderrLog)
 			return fmt.Sprintf("`toolhost demo-unit` running, pid %d in its own process group, PORT=%d", u.PID, u.Port), nil
 		}},
