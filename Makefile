@@ -26,7 +26,7 @@ bench: build
 	$(GO) test -run '^$$' -bench 'RSSGrowth' -benchtime 1x ./internal/e2e
 
 demo: build
-	./$(BIN) phase0-verify
+	./$(BIN) demo
 
 clean:
 	rm -rf bin

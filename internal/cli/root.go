@@ -111,6 +111,7 @@ func NewRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		newCallCmd(g),
 		newPhase0Cmd(g),
 		newMCPConfigCmd(g),
+		newDemoCmd(),
 		newDemoUnitCmd(),
 		newPolicyCmd(),
 		newAuditCmd(),

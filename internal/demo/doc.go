@@ -7,5 +7,7 @@
 // The demo only calls tools through the protocol (and the guard and hook
 // through their commands); it must never write the project itself except
 // where it plays an agent CLI's own Write tool, which it checks with the
-// PreToolUse hook first.
+// PreToolUse hook first. It must never leave a process behind: every
+// server is closed (stdin, then wait) however a step ends, which also stops
+// the unit.
 package demo
