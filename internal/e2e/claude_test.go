@@ -132,3 +132,67 @@ func TestExportedAnthropicTools(t *testing.T) {
 		}
 	}
 }
+
+// TestSettingsHookDeniesInlineJSON runs the hook command exactly as the
+// `mcp-config --settings` fragment installs it, with a real Claude CLI
+// PreToolUse payload for a Bash command that posts inline JSON.
+func TestSettingsHookDeniesInlineJSON(t *testing.T) {
+	t.Parallel()
+	bin := testutil.Toolhost(t)
+	project := t.TempDir()
+	var settings struct {
+		Hooks struct {
+			PreToolUse []struct {
+				Matcher string `json:"matcher"`
+				Hooks   []struct {
+					Type    string `json:"type"`
+					Command string `json:"command"`
+				} `json:"hooks"`
+			} `json:"PreToolUse"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal(run(t, bin, "mcp-config", "--agent", "devloop-coder", "--project-dir", project, "--settings"), &settings); err != nil {
+		t.Fatal(err)
+	}
+	if len(settings.Hooks.PreToolUse) != 1 || len(settings.Hooks.PreToolUse[0].Hooks) != 1 {
+		t.Fatalf("want one PreToolUse hook, got %+v", settings)
+	}
+	entry := settings.Hooks.PreToolUse[0]
+	if entry.Matcher != "Bash|Write|Edit|MultiEdit|NotebookEdit" || entry.Hooks[0].Type != "command" {
+		t.Fatalf("unexpected hook entry %+v", entry)
+	}
+	payload := map[string]any{
+		"session_id":      "0b5c7e5e-2f8a-4a51-9a7e-3f1f8c2d1a11",
+		"transcript_path": "/root/.claude/projects/demo/0b5c7e5e.jsonl",
+		"cwd":             project,
+		"permission_mode": "default",
+		"hook_event_name": "PreToolUse",
+		"tool_name":       "Bash",
+		"tool_input": map[string]any{
+			"command":     `curl -s -X POST http://127.0.0.1:8080/todos -H 'Content-Type: application/json' -d '{"title":"buy milk"}'`,
+			"description": "Create a todo through the API",
+		},
+	}
+	in, _ := json.Marshal(payload)
+	// Claude CLI runs hook commands with a shell.
+	cmd := exec.Command("sh", "-c", entry.Hooks[0].Command)
+	cmd.Stdin = strings.NewReader(string(in))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("hook command failed: %v", err)
+	}
+	var decision struct {
+		HookSpecificOutput struct {
+			HookEventName            string `json:"hookEventName"`
+			PermissionDecision       string `json:"permissionDecision"`
+			PermissionDecisionReason string `json:"permissionDecisionReason"`
+		} `json:"hookSpecificOutput"`
+	}
+	if err := json.Unmarshal(out, &decision); err != nil {
+		t.Fatalf("hook stdout is not the decision JSON: %q", out)
+	}
+	d := decision.HookSpecificOutput
+	if d.HookEventName != "PreToolUse" || d.PermissionDecision != "deny" || !strings.Contains(d.PermissionDecisionReason, "@/tmp/") {
+		t.Errorf("want a deny that shows the file form, got %+v", d)
+	}
+}
