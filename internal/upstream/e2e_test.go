@@ -320,9 +320,9 @@ func TestServeExitStopsUpstreamGroup(t *testing.T) {
 }
 
 // TestServe503 checks what the gate does with an upstream 503: a write tool
-// is never called twice; for a read tool the upstream sees exactly one call
-// per audited attempt (the engine's retry stage retries tool.TransientError
-// for read tools; without it the call fails after one attempt).
+// is never called twice; a read tool is retried (the engine retries
+// tool.TransientError for read tools) and succeeds on its second attempt,
+// audited with retry_count 1.
 func TestServe503(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -357,14 +357,10 @@ func TestServe503(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(project, ".toolhost", "audit.ndjson"))
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	_ = json.Unmarshal([]byte(lines[len(lines)-1]), &row)
-	if row.Tool != "web__lookup" || int(calls) != row.RetryCount+1 {
-		t.Fatalf("web__lookup: upstream saw %d call(s), audit row %+v", calls, row)
+	if row.Tool != "web__lookup" || calls != 2 || row.RetryCount != 1 || row.Status != "ok" {
+		t.Fatalf("web__lookup after one 503: upstream saw %d call(s), audit row %+v; want 2 calls, retry_count 1, ok", calls, row)
 	}
-	if row.RetryCount > 0 && r.IsError {
+	if r.IsError {
 		t.Fatalf("a retried read after one 503 must succeed: %+v", r)
 	}
-	if row.RetryCount == 0 && (!r.IsError || !strings.Contains(r.Text(), "Service Unavailable")) {
-		t.Fatalf("without a retry the 503 must be reported clearly: %+v", r)
-	}
-	t.Logf("read tool: %d attempt(s), status %s", calls, row.Status)
 }
