@@ -228,7 +228,7 @@ func updateTodoItem(_ context.Context, c *ctxinject.Ctx, in UpdateTodoItemInput)
 		}
 		if in.Status == "doing" || in.Status == "done" {
 			if open := tl.depsDone(it); len(open) > 0 {
-				return tool.Fail("%s cannot be %s while %s not done; finish or skip those first", in.ID, in.Status, strings.Join(open, ", "))
+				return tool.Fail("%s cannot be %s while %s not done; finish those first", in.ID, in.Status, strings.Join(open, ", "))
 			}
 		}
 		it.Status, it.Note, it.UpdatedAt = in.Status, in.Note, c.Clock.Now()
