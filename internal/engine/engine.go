@@ -67,9 +67,12 @@ type Call struct {
 	Start    time.Time
 	Entry    *registry.Entry
 	Decision policy.Decision
-	Ctx      *ctxinject.Ctx
-	Result   tool.Result
-	Retries  int
+	// Policy is the policy file in force when the call started; a reload
+	// never changes it for this call.
+	Policy  *policy.File
+	Ctx     *ctxinject.Ctx
+	Result  tool.Result
+	Retries int
 	// timedOut is set by the timeout stage when the last attempt's deadline
 	// fired.
 	timedOut bool
@@ -189,6 +192,7 @@ func (e *Engine) agentPolicy(next Handler) Handler {
 func (e *Engine) permission(next Handler) Handler {
 	return func(ctx context.Context, c *Call) error {
 		f := e.Policy.Current()
+		c.Policy = f
 		c.Decision = f.Decide(c.Entry.Spec)
 		if !c.Decision.Allowed() {
 			detail := fmt.Sprintf("tool %s is denied by the tool policy (permission %q)", c.Tool, c.Decision.Permission)
@@ -262,7 +266,13 @@ func jsonPath(field string) string {
 
 func (e *Engine) inject(next Handler) Handler {
 	return func(ctx context.Context, c *Call) error {
-		cx, err := ctxinject.New(e.Identity, e.Services, e.Settings, c.Meta, c.Progress)
+		settings := e.Settings
+		if c.Policy != nil {
+			// The env allow-list lives in the policy file, so it follows
+			// reloads like every other policy setting.
+			settings.EnvAllowList = c.Policy.EnvAllowList
+		}
+		cx, err := ctxinject.New(e.Identity, e.Services, settings, c.Meta, c.Progress)
 		if err != nil {
 			return &tool.ValidationError{Field: "_meta", Reason: err.Error()}
 		}

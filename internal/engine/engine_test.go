@@ -311,3 +311,32 @@ func TestReloadNeverAffectsARunningCall(t *testing.T) {
 		t.Fatalf("running call was affected by the reload: %s", describe(out))
 	}
 }
+
+// TestEnvAllowListFollowsReload: the env allow-list tools see (placeholders'
+// {{env:NAME}}) comes from the policy in force when the call starts.
+func TestEnvAllowListFollowsReload(t *testing.T) {
+	t.Parallel()
+	seen := make(chan []string, 2)
+	peek := tool.New(tool.Spec{Name: "peek", Description: "reports the env allow-list", Effect: tool.ReadOnly},
+		func(_ context.Context, c *ctxinject.Ctx, in EchoIn) (EchoOut, error) {
+			seen <- c.Settings.EnvAllowList
+			return EchoOut{Status: tool.Status{OK: true}, Text: in.Text}, nil
+		})
+	r := newRig(t, rigOpts{tools: []tool.Tool{peek}, policy: map[string]policy.Rule{"peek": {Permission: policy.Read}}})
+	mustText(t, r.call(t, "peek", `{"text":"a"}`))
+	if got := <-seen; len(got) != 0 {
+		t.Fatalf("allow-list before reload = %v, want empty", got)
+	}
+	path := r.eng.Policy.Path()
+	if err := os.WriteFile(path, []byte(`{"tools":{"peek":{"permission":"read"}},"env_allowlist":["NODE_ENV"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(path, later, later); err != nil {
+		t.Fatal(err)
+	}
+	mustText(t, r.call(t, "peek", `{"text":"b"}`))
+	if got := <-seen; len(got) != 1 || got[0] != "NODE_ENV" {
+		t.Fatalf("allow-list after reload = %v, want [NODE_ENV]", got)
+	}
+}

@@ -122,7 +122,6 @@ func Open(o Options) (*Session, error) {
 	settings := ctxinject.Settings{
 		Cwd:            filepath.Join(abs, filepath.FromSlash(ag.Cwd(id.Company, id.PID, id.UnitID))),
 		WriteAllowList: ag.Sandbox.WriteAllowList,
-		EnvAllowList:   pol.Current().EnvAllowList,
 	}
 	eng := &engine.Engine{
 		Registry: reg, Agent: ag, Policy: pol, Audit: sink,
