@@ -164,3 +164,23 @@ func TestConfigsNameRealTools(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyMatchesEffects: the embedded policy gives "read" (retried on
+// transient faults, listed as read-only) exactly to the tools that declare
+// they change nothing.
+func TestPolicyMatchesEffects(t *testing.T) {
+	pol, err := policy.Parse(configs.ToolsJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range Tools() {
+		s := tl.Spec()
+		rule, ok := pol.Tools[s.Name]
+		if !ok {
+			continue // TestConfigsNameRealTools reports it
+		}
+		if want := s.Effect.String(); rule.Permission != want {
+			t.Errorf("%s: tools.json permission %q, but the tool's effect means %q", s.Name, rule.Permission, want)
+		}
+	}
+}
