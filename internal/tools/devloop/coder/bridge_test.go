@@ -8,58 +8,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
-
-	"github.com/rs/zerolog"
 
 	"github.com/toolhost/toolhost/internal/contract"
 	"github.com/toolhost/toolhost/internal/ctxinject"
-	"github.com/toolhost/toolhost/internal/journal"
-	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (f *fakeClock) Now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.now = f.now.Add(time.Second)
-	return f.now
-}
-
-// coderAllow is the coder's allow-list in configs/agents.json.
-var coderAllow = []string{"units/**", "agent-state/coder-*.json", "memory/devloop/coder/**"}
-
+// newCtx builds the Ctx of a coder call on a fresh project.
 func newCtx(t *testing.T, unit string) *ctxinject.Ctx {
 	t.Helper()
-	files, err := sandbox.New(t.TempDir(), "devloop-coder", coderAllow)
-	if err != nil {
-		t.Fatal(err)
-	}
-	shared, err := files.With("toolhost", journal.ServiceAllowList)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = files.Close(); _ = shared.Close() })
-	svc := ctxinject.Services{
-		Files: files, Shared: shared, Timeline: journal.Timeline{Door: shared}, Events: journal.Events{Door: shared},
-		Clock: &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}, Log: zerolog.Nop(),
-	}
-	c, err := ctxinject.New(ctxinject.Identity{Agent: "coder", AgentName: "devloop-coder", UnitID: unit, ProjectDir: files.ProjectDir()},
-		svc, ctxinject.Settings{WriteAllowList: coderAllow}, ctxinject.Meta{CallID: "call-1"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return testutil.NewCtx(t, testutil.CtxOptions{Agent: "coder", Unit: unit, CallID: "call-1"})
 }
 
 func call[Out any](t *testing.T, c *ctxinject.Ctx, tl tool.Tool, args any) (Out, error) {

@@ -7,77 +7,35 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/xeipuuv/gojsonschema"
 
-	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/ctxinject"
-	"github.com/toolhost/toolhost/internal/journal"
-	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
-// fakeClock starts at a fixed instant and moves one second per reading.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(time.Second)
-	return c.t
-}
-
 // project is a temp project dir shared by several agents' contexts.
 type project struct {
 	t     testing.TB
 	dir   string
-	clock *fakeClock
+	clock *testutil.FakeClock
 }
 
 func newProject(t testing.TB) *project {
 	t.Helper()
-	return &project{t: t, dir: t.TempDir(), clock: &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}
+	return &project{t: t, dir: t.TempDir(), clock: testutil.NewFakeClock(testutil.FakeEpoch, time.Second)}
 }
 
 // ctx returns a call context for agent (short name), with the sandbox
 // allow-list of the embedded configs/agents.json.
 func (p *project) ctx(agent string) *ctxinject.Ctx {
 	p.t.Helper()
-	set, err := agents.Load("")
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	ag, err := set.Find(agent)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	files, err := sandbox.New(p.dir, ag.Name, ag.Sandbox.WriteAllowList)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	shared, err := files.With("toolhost", journal.ServiceAllowList)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	p.t.Cleanup(func() { _ = files.Close(); _ = shared.Close() })
-	c, err := ctxinject.New(ctxinject.Identity{Agent: ag.Short, AgentName: ag.Name, ProjectDir: p.dir, SessionID: "sess-test"},
-		ctxinject.Services{
-			Files: files, Shared: shared, Timeline: journal.Timeline{Door: shared}, Events: journal.Events{Door: shared},
-			Clock: p.clock, Log: zerolog.Nop(),
-		}, ctxinject.Settings{WriteAllowList: ag.Sandbox.WriteAllowList}, ctxinject.Meta{CallID: "call-test"}, nil)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return c
+	return testutil.NewCtx(p.t, testutil.CtxOptions{Agent: agent, Dir: p.dir, Clock: p.clock})
 }
 
 func (p *project) path(rel string) string { return filepath.Join(p.dir, filepath.FromSlash(rel)) }

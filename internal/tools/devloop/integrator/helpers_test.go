@@ -10,11 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/toolhost/toolhost/internal/ctxinject"
 	"github.com/toolhost/toolhost/internal/procs"
-	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/testutil"
 )
 
 var (
@@ -89,27 +87,18 @@ func newEnv(t *testing.T) *env {
 // toolhost processes sharing a project.
 func newEnvAt(t *testing.T, dir string) *env {
 	t.Helper()
-	files, err := sandbox.New(dir, "devloop-integrator", []string{"integration/**"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := procs.NewManager(procs.Options{Grace: 500 * time.Millisecond})
+	pl := &progressLog{}
+	c := testutil.NewCtx(t, testutil.CtxOptions{Agent: "integrator", Dir: dir, Clock: ctxinject.SystemClock{},
+		EnvAllowList: []string{"TOOLHOST_TEST_ALLOWED"}, Procs: m, Progress: pl.fn})
+	// Registered after NewCtx's cleanup, so it runs first: the units stop
+	// before the doors close.
 	t.Cleanup(func() {
 		if err := m.Close(); err != nil {
 			t.Errorf("close process owner: %v", err)
 		}
-		_ = files.Close()
 	})
-	pl := &progressLog{}
-	c, err := ctxinject.New(
-		ctxinject.Identity{Agent: "integrator", AgentName: "devloop-integrator", ProjectDir: files.ProjectDir(), SessionID: "sess-test"},
-		ctxinject.Services{Files: files, Shared: files, Clock: ctxinject.SystemClock{}, Log: zerolog.Nop(), Procs: m},
-		ctxinject.Settings{EnvAllowList: []string{"TOOLHOST_TEST_ALLOWED"}},
-		ctxinject.Meta{}, pl.fn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &env{dir: files.ProjectDir(), c: c, procs: m, progress: pl}
+	return &env{dir: c.ProjectDir, c: c, procs: m, progress: pl}
 }
 
 // unitDir creates units/<id> in the project.

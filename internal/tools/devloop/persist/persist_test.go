@@ -12,13 +12,9 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/ctxinject"
-	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
 )
-
-type fakeClock struct{ t time.Time }
-
-func (f fakeClock) Now() time.Time { return f.t }
 
 // recorder is an in-memory event and timeline sink.
 type recorder struct {
@@ -42,22 +38,14 @@ func (r *recorder) Append(e ctxinject.TimelineEntry) (int64, error) {
 	return e.Seq, nil
 }
 
+// newCtx builds the Ctx of a PM call on a fresh project, with the events
+// and timeline going to an in-memory recorder and a clock that stands still.
 func newCtx(t *testing.T) (*ctxinject.Ctx, *recorder, string) {
 	t.Helper()
-	dir := t.TempDir()
-	files, err := sandbox.New(dir, "devloop-pm", []string{"agent-state/pm-*.json", "memory/devloop/pm/**"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = files.Close() })
 	rec := &recorder{}
-	c, err := ctxinject.New(ctxinject.Identity{Agent: "pm", AgentName: "devloop-pm", ProjectDir: dir},
-		ctxinject.Services{Files: files, Events: rec, Timeline: rec, Clock: fakeClock{time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)}},
-		ctxinject.Settings{}, ctxinject.Meta{CallID: "call-1"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, rec, dir
+	c := testutil.NewCtx(t, testutil.CtxOptions{Agent: "pm", Events: rec, Timeline: rec,
+		Clock: testutil.NewFakeClock(time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC), 0)})
+	return c, rec, c.ProjectDir
 }
 
 func steps(specs ...string) []TodoItemInput {

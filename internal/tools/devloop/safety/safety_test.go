@@ -12,29 +12,17 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/ctxinject"
-	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
 // newCtx builds the Ctx of a coder call on a fresh project with cwd as the
-// agent's working directory (project-relative).
+// agent's working directory (project-relative). The allow-list is spelled
+// out because the sandbox_check cases quote it.
 func newCtx(t *testing.T, cwd string) (*ctxinject.Ctx, string) {
 	t.Helper()
-	dir := t.TempDir()
-	files, err := sandbox.New(dir, "devloop-coder", []string{"units/**", "agent-state/coder-*.json"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { files.Close() })
-	c, err := ctxinject.New(
-		ctxinject.Identity{Agent: "coder", AgentName: "devloop-coder", ProjectDir: dir, SessionID: "s1"},
-		ctxinject.Services{Files: files, Clock: ctxinject.SystemClock{}},
-		ctxinject.Settings{Cwd: filepath.Join(dir, cwd), WriteAllowList: files.AllowList()},
-		ctxinject.Meta{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, dir
+	c := testutil.NewCtx(t, testutil.CtxOptions{Agent: "coder", AllowList: []string{"units/**", "agent-state/coder-*.json"}, Cwd: filepath.Join(".", cwd)})
+	return c, c.ProjectDir
 }
 
 func call[Out any](t *testing.T, ctx context.Context, tl tool.Tool, c *ctxinject.Ctx, args string) (Out, tool.Result, error) {

@@ -6,59 +6,18 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
-
-	"github.com/rs/zerolog"
 
 	"github.com/toolhost/toolhost/internal/ctxinject"
-	"github.com/toolhost/toolhost/internal/journal"
-	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
 )
-
-// fakeClock advances one second per reading, so timestamps are distinct and
-// predictable.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (f *fakeClock) Now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.now = f.now.Add(time.Second)
-	return f.now
-}
-
-// testAllow is the tester's allow-list in configs/agents.json.
-var testAllow = []string{"units/*/tests/**", "reports/**", "agent-state/tester-*.json", "memory/devloop/tester/**"}
 
 // newCtx wires a call context on a fresh project dir with the real sandbox
 // doors and journal, as a session does.
 func newCtx(t *testing.T, agent, unit string) *ctxinject.Ctx {
 	t.Helper()
-	dir := t.TempDir()
-	files, err := sandbox.New(dir, "devloop-"+agent, testAllow)
-	if err != nil {
-		t.Fatal(err)
-	}
-	shared, err := files.With("toolhost", journal.ServiceAllowList)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = files.Close(); _ = shared.Close() })
-	svc := ctxinject.Services{
-		Files: files, Shared: shared, Timeline: journal.Timeline{Door: shared}, Events: journal.Events{Door: shared},
-		Clock: &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}, Log: zerolog.Nop(),
-	}
-	c, err := ctxinject.New(ctxinject.Identity{Agent: agent, AgentName: "devloop-" + agent, UnitID: unit, ProjectDir: files.ProjectDir(), SessionID: "s1"},
-		svc, ctxinject.Settings{WriteAllowList: testAllow}, ctxinject.Meta{CallID: "call-1"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return testutil.NewCtx(t, testutil.CtxOptions{Agent: agent, Unit: unit})
 }
 
 // call runs a tool the way the engine does after validation and returns the

@@ -9,20 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/toolhost/toolhost/internal/ctxinject"
-	"github.com/toolhost/toolhost/internal/journal"
-	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
 )
-
-// triagerAllow is the bug triager's writeAllowList from configs/agents.json.
-var triagerAllow = []string{"triage/**", "agent-state/bug-triager-*.json", "memory/devloop/bug-triager/**"}
-
-type fixedClock struct{ t time.Time }
-
-func (f fixedClock) Now() time.Time { return f.t }
 
 // copyProject copies testdata/project into a fresh temp dir, so tools can
 // write without touching the repo.
@@ -51,26 +41,12 @@ func copyProject(t testing.TB) string {
 	return dst
 }
 
-// newCtx builds the Ctx of a bug-triager call on project dir.
+// newCtx builds the Ctx of a bug-triager call on project dir, working in
+// the project dir, at a clock that stands still.
 func newCtx(t testing.TB, dir string) *ctxinject.Ctx {
 	t.Helper()
-	files, err := sandbox.New(dir, "devloop-bug-triager", triagerAllow)
-	if err != nil {
-		t.Fatal(err)
-	}
-	shared, err := files.With("toolhost", journal.ServiceAllowList)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = files.Close(); _ = shared.Close() })
-	id := ctxinject.Identity{Agent: "bug-triager", AgentName: "devloop-bug-triager", SessionID: "sess-test", ProjectDir: files.ProjectDir()}
-	svc := ctxinject.Services{Files: files, Shared: shared, Timeline: journal.Timeline{Door: shared}, Events: journal.Events{Door: shared},
-		Clock: fixedClock{time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)}, Log: zerolog.Nop()}
-	c, err := ctxinject.New(id, svc, ctxinject.Settings{Cwd: files.ProjectDir(), WriteAllowList: triagerAllow}, ctxinject.Meta{CallID: "call-test"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return testutil.NewCtx(t, testutil.CtxOptions{Agent: "bug-triager", Dir: dir, Cwd: ".",
+		Clock: testutil.NewFakeClock(time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC), 0)})
 }
 
 // failReason returns the ok:false reason of err, failing the test when err
