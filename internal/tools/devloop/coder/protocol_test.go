@@ -2,7 +2,6 @@ package coder
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,16 +27,9 @@ func TestCoderToolsOverStdio(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "contracts", "todo.json"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := stdioclient.Start(testutil.Toolhost(t), []string{"serve", "--project-dir", dir, "--agent", "coder"}, os.Environ())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Close(10 * time.Second) })
+	cl := testutil.Serve(t, "--project-dir", dir, "--agent", "coder")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := cl.Initialize(ctx, "2025-06-18", nil); err != nil {
-		t.Fatalf("%v\n%s", err, cl.Stderr())
-	}
 	raw, err := cl.Call(ctx, "tools/list", map[string]any{})
 	if err != nil {
 		t.Fatal(err)
@@ -59,16 +51,9 @@ func TestCoderToolsOverStdio(t *testing.T) {
 	}
 	callTool := func(name string, args, meta map[string]any) (*stdioclient.ToolResult, result) {
 		t.Helper()
-		r, err := cl.CallTool(ctx, name, args, meta)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+		r := testutil.CallToolMeta(t, cl, name, args, meta)
 		var res result
-		if !r.IsError {
-			if err := json.Unmarshal(r.StructuredContent, &res); err != nil {
-				t.Fatalf("%s: %v in %s", name, err, r.StructuredContent)
-			}
-		}
+		testutil.DecodeResult(t, name, r, &res)
 		return r, res
 	}
 

@@ -1,15 +1,11 @@
 package docs
 
 import (
-	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/toolhost/toolhost/internal/stdioclient"
 	"github.com/toolhost/toolhost/internal/testutil"
 )
 
@@ -18,63 +14,24 @@ import (
 // refused the SDD by the sandbox.
 func TestPMOverStdio(t *testing.T) {
 	t.Parallel()
-	bin := testutil.Toolhost(t)
 	dir := t.TempDir()
-	cl, err := stdioclient.Start(bin, []string{"serve", "--project-dir", dir, "--agent", "pm", "--session", "sess-docs"},
-		[]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Close(5 * time.Second) })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := cl.Initialize(ctx, "2025-06-18", nil); err != nil {
-		t.Fatal(err)
-	}
-
-	raw, err := cl.Call(ctx, "tools/list", map[string]any{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var list struct {
-		Tools []struct {
-			Name string `json:"name"`
-		} `json:"tools"`
-	}
-	if err := json.Unmarshal(raw, &list); err != nil {
-		t.Fatal(err)
-	}
-	visible := map[string]bool{}
-	for _, tl := range list.Tools {
-		visible[tl.Name] = true
-	}
+	cl := testutil.ServeEnv(t, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, "--project-dir", dir, "--agent", "pm", "--session", "sess-docs")
+	visible := testutil.ListTools(t, cl)
 	for _, name := range []string{"bootstrap_prd_site", "write_chapter", "write_mvcp_page", "archive_doc", "diff_html", "diff_units", "echo_diff", "update_search_index", "validate_prd_site"} {
-		if !visible[name] {
+		if _, ok := visible[name]; !ok {
 			t.Errorf("pm does not see %s", name)
 		}
 	}
 	for _, name := range []string{"bootstrap_sdd_site", "hash_contract", "validate_sdd_consistency"} {
-		if visible[name] {
+		if _, ok := visible[name]; ok {
 			t.Errorf("pm sees %s, which its toolPolicy does not list", name)
 		}
 	}
 
 	call := func(name string, args any) map[string]any {
 		t.Helper()
-		r, err := cl.CallTool(ctx, name, args, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if r.IsError {
-			t.Fatalf("%s: isError: %s", name, r.Text())
-		}
 		var m map[string]any
-		if err := json.Unmarshal(r.StructuredContent, &m); err != nil {
-			t.Fatalf("%s: structuredContent %s: %v", name, r.StructuredContent, err)
-		}
-		if m["ok"] != true {
-			t.Fatalf("%s: %s", name, r.StructuredContent)
-		}
+		testutil.ResultOK(t, name, testutil.CallTool(t, cl, name, args), &m)
 		return m
 	}
 	call("bootstrap_prd_site", map[string]any{"title": "Todo PRD", "chapters": []map[string]string{{"id": "goals", "title": "Goals"}}})
@@ -95,18 +52,12 @@ func TestPMOverStdio(t *testing.T) {
 	}
 
 	// Schema validation happens before the tool runs.
-	r, err := cl.CallTool(ctx, "write_chapter", map[string]any{"site": "docs", "chapter_id": "goals", "html": ""}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := testutil.CallTool(t, cl, "write_chapter", map[string]any{"site": "docs", "chapter_id": "goals", "html": ""})
 	if !r.IsError || !strings.Contains(r.Text(), "site") {
 		t.Errorf("site=docs: isError=%v %s", r.IsError, r.Text())
 	}
 	// The PM may not write the SDD.
-	r, err = cl.CallTool(ctx, "write_chapter", map[string]any{"site": "sdd", "chapter_id": "design", "html": "<p>x</p>"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r = testutil.CallTool(t, cl, "write_chapter", map[string]any{"site": "sdd", "chapter_id": "design", "html": "<p>x</p>"})
 	if !r.IsError || !strings.Contains(r.Text(), "Sandbox violation: devloop-pm tried to write sdd/design.html") {
 		t.Errorf("pm writing sdd: isError=%v %s", r.IsError, r.Text())
 	}

@@ -47,14 +47,11 @@ func proxyEnv(t *testing.T) []string {
 
 func startServer(t *testing.T) *server {
 	t.Helper()
-	bin := testutil.Toolhost(t)
 	dir := t.TempDir()
-	c, err := stdioclient.Start(bin, []string{"serve", "--project-dir", dir, "--agent", "integrator", "--session", "sess-bin"}, proxyEnv(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testutil.ServeEnv(t, proxyEnv(t), "--project-dir", dir, "--agent", "integrator", "--session", "sess-bin")
 	s := &server{Client: c, dir: dir}
-	t.Cleanup(func() { _ = c.Close(20 * time.Second) })
+	// Notifications are buffered by the client, so none sent during
+	// initialize is lost.
 	go func() {
 		for m := range c.Notifications() {
 			s.mu.Lock()
@@ -62,11 +59,6 @@ func startServer(t *testing.T) *server {
 			s.mu.Unlock()
 		}
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := c.Initialize(ctx, "2025-06-18", nil); err != nil {
-		t.Fatal(err)
-	}
 	return s
 }
 
@@ -77,27 +69,7 @@ func (s *server) call(t *testing.T, name string, args any, token string, out any
 	if token != "" {
 		meta = map[string]any{"progressToken": token}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	res, err := s.CallTool(ctx, name, args, meta)
-	if err != nil {
-		t.Fatalf("%s: %v\nstderr:\n%s", name, err, s.Stderr())
-	}
-	if res.IsError {
-		t.Fatalf("%s: isError: %s", name, res.Text())
-	}
-	var st struct {
-		OK     bool   `json:"ok"`
-		Reason string `json:"reason"`
-	}
-	if err := json.Unmarshal(res.StructuredContent, &st); err != nil || !st.OK {
-		t.Fatalf("%s: %s (%v)", name, res.StructuredContent, err)
-	}
-	if out != nil {
-		if err := json.Unmarshal(res.StructuredContent, out); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testutil.ResultOK(t, name, testutil.CallToolMeta(t, s.Client, name, args, meta), out)
 }
 
 type progressNote struct {

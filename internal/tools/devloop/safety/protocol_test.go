@@ -2,13 +2,11 @@ package safety_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/toolhost/toolhost/internal/stdioclient"
 	"github.com/toolhost/toolhost/internal/testutil"
@@ -16,18 +14,7 @@ import (
 
 func serve(t *testing.T, proj string, args ...string) *stdioclient.Client {
 	t.Helper()
-	all := append([]string{"serve", "--project-dir", proj, "--session", "sess-safety"}, args...)
-	c, err := stdioclient.Start(testutil.Toolhost(t), all, os.Environ())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close(5 * time.Second) })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := c.Initialize(ctx, "2025-06-18", nil); err != nil {
-		t.Fatalf("initialize: %v\n%s", err, c.Stderr())
-	}
-	return c
+	return testutil.Serve(t, append([]string{"--project-dir", proj, "--session", "sess-safety"}, args...)...)
 }
 
 type auditRow struct {
@@ -68,8 +55,6 @@ func TestProtocol(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := serve(t, proj, "--agent", "coder", "--unit", "todo-be")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 
 	cases := []struct {
 		name    string
@@ -94,10 +79,7 @@ func TestProtocol(t *testing.T) {
 			text: []string{`"allowed":false`, "tried to read"}},
 	}
 	for _, tc := range cases {
-		res, err := c.CallTool(ctx, tc.tool, tc.args, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
+		res := testutil.CallTool(t, c, tc.tool, tc.args)
 		if res.IsError != tc.isError {
 			t.Errorf("%s: isError = %v, want %v: %s", tc.name, res.IsError, tc.isError, res.Text())
 		}
@@ -122,10 +104,7 @@ func TestProtocol(t *testing.T) {
 	}
 
 	pm := serve(t, proj, "--agent", "pm")
-	res, err := pm.CallTool(ctx, "bash", map[string]any{"command": "true"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := testutil.CallTool(t, pm, "bash", map[string]any{"command": "true"})
 	if !res.IsError || !strings.Contains(res.Text(), "not allowed for agent") {
 		t.Errorf("pm called bash: %s", res.Text())
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -19,20 +18,9 @@ import (
 // on one project dir, initialised and ready for tools/call.
 func startTesters(t *testing.T, dir string, n int) []*stdioclient.Client {
 	t.Helper()
-	bin := testutil.Toolhost(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	clients := make([]*stdioclient.Client, n)
 	for i := range clients {
-		cl, err := stdioclient.Start(bin, []string{"serve", "--project-dir", dir, "--agent", "tester", "--unit", "todo-be", "--session", fmt.Sprintf("s%d", i)}, os.Environ())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cl.Close(10 * time.Second) })
-		if _, err := cl.Initialize(ctx, "2025-06-18", nil); err != nil {
-			t.Fatalf("initialize process %d: %v\n%s", i, err, cl.Stderr())
-		}
-		clients[i] = cl
+		clients[i] = testutil.Serve(t, "--project-dir", dir, "--agent", "tester", "--unit", "todo-be", "--session", fmt.Sprintf("s%d", i))
 	}
 	return clients
 }

@@ -1,32 +1,14 @@
 package tester
 
 import (
-	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/toolhost/toolhost/internal/stdioclient"
 	"github.com/toolhost/toolhost/internal/testutil"
 )
-
-func startAgent(t *testing.T, dir, agent string) *stdioclient.Client {
-	t.Helper()
-	cl, err := stdioclient.Start(testutil.Toolhost(t), []string{"serve", "--project-dir", dir, "--agent", agent}, os.Environ())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Close(10 * time.Second) })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := cl.Initialize(ctx, "2025-06-18", nil); err != nil {
-		t.Fatalf("%v\n%s", err, cl.Stderr())
-	}
-	return cl
-}
 
 // The Tester's tools through the real binary: a report parsed and turned
 // into hints, a bug opened by the tester, moved by the triager, refused
@@ -44,21 +26,12 @@ func TestTesterToolsOverStdio(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "reports", "run1.json"), report, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tester := startAgent(t, dir, "tester")
-	triager := startAgent(t, dir, "bug-triager")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	tester := testutil.Serve(t, "--project-dir", dir, "--agent", "tester")
+	triager := testutil.Serve(t, "--project-dir", dir, "--agent", "bug-triager")
 	call := func(cl *stdioclient.Client, name string, args map[string]any, out any) *stdioclient.ToolResult {
 		t.Helper()
-		r, err := cl.CallTool(ctx, name, args, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if out != nil && !r.IsError {
-			if err := json.Unmarshal(r.StructuredContent, out); err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-		}
+		r := testutil.CallTool(t, cl, name, args)
+		testutil.DecodeResult(t, name, r, out)
 		return r
 	}
 

@@ -2,7 +2,6 @@ package triage
 
 import (
 	"context"
-	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/stdioclient"
 	"github.com/toolhost/toolhost/internal/testutil"
 )
 
@@ -19,38 +17,14 @@ import (
 // summary written under triage/ and nothing written outside it.
 func TestTriagerThroughBinary(t *testing.T) {
 	t.Parallel()
-	bin := testutil.Toolhost(t)
 	dir := copyProject(t)
-	c, err := stdioclient.Start(bin, []string{"serve", "--agent", "bug-triager", "--project-dir", dir, "--session", "triage-e2e"}, os.Environ())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Close(10 * time.Second) }()
+	c := testutil.Serve(t, "--agent", "bug-triager", "--project-dir", dir, "--session", "triage-e2e")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := c.Initialize(ctx, "2025-06-18", nil); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := c.Call(ctx, "tools/list", map[string]any{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var list struct {
-		Tools []struct {
-			Name         string          `json:"name"`
-			OutputSchema json.RawMessage `json:"outputSchema"`
-		} `json:"tools"`
-	}
-	if err := json.Unmarshal(raw, &list); err != nil {
-		t.Fatal(err)
-	}
-	listed := map[string]bool{}
-	for _, tl := range list.Tools {
-		listed[tl.Name] = len(tl.OutputSchema) > 0
-	}
+	listed := testutil.ListTools(t, c)
 	for _, name := range []string{"extract_evidence", "verify_evidence", "category_classifier", "diff_contract_vs_impl", "find_similar_bug"} {
-		if !listed[name] {
-			t.Errorf("%s not listed (with an outputSchema) for the bug-triager: %v", name, listed)
+		if len(listed[name].OutputSchema) == 0 {
+			t.Errorf("%s not listed (with an outputSchema) for the bug-triager", name)
 		}
 	}
 
@@ -67,10 +41,7 @@ func TestTriagerThroughBinary(t *testing.T) {
 		{"find_similar_bug", map[string]any{"bug_id": "BUG-0001", "top_k": 3}, []string{`"similar":[{"bug_id":"BUG-0007"`}},
 	}
 	for _, cl := range calls {
-		res, err := c.CallTool(ctx, cl.tool, cl.args, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", cl.tool, err)
-		}
+		res := testutil.CallTool(t, c, cl.tool, cl.args)
 		got := string(res.StructuredContent)
 		if res.IsError || !strings.Contains(got, `"ok":true`) {
 			t.Errorf("%s: isError=%v %s", cl.tool, res.IsError, res.Text())
