@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/upstream/upstreamtest"
 )
 
@@ -23,7 +23,7 @@ func TestUpstreamList(t *testing.T) {
 		policy.Upstream{Name: "gone", Transport: "http", URL: "http://" + upstreamtest.FreeAddr(t) + "/mcp", DiscoveryTimeoutMS: 500},
 	)
 	var out bytes.Buffer
-	var errb syncBuffer
+	var errb testutil.SyncBuffer
 	if code := Run([]string{"upstream", "list", "--policy", policyFile, "--json"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -77,22 +77,4 @@ func TestUpstreamList(t *testing.T) {
 			t.Errorf("table misses %q:\n%s", want, out.String())
 		}
 	}
-}
-
-// syncBuffer is a stderr the upstreams' goroutines may log into at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +24,7 @@ import (
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -95,42 +95,6 @@ func (m *memSink) all() []*audit.Row {
 	return append([]*audit.Row(nil), m.rows...)
 }
 
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// fakeClock is a settable clock.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (f *fakeClock) Now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.now
-}
-
-func (f *fakeClock) Add(d time.Duration) {
-	f.mu.Lock()
-	f.now = f.now.Add(d)
-	f.mu.Unlock()
-}
-
 type guardError struct{ cmd string }
 
 func (g *guardError) Error() string         { return "inline JSON in " + g.cmd + "; write it to a file" }
@@ -140,9 +104,9 @@ func (g *guardError) RejectionKind() string { return "guard" }
 type rig struct {
 	eng   *engine.Engine
 	sink  *memSink
-	log   *syncBuffer
+	log   *testutil.SyncBuffer
 	dir   string
-	clock *fakeClock
+	clock *testutil.FakeClock
 	store *confirm.Store
 }
 
@@ -189,9 +153,9 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { files.Close(); shared.Close() })
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	log := zerolog.New(logs)
-	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := testutil.NewFakeClock(testutil.FakeEpoch, 0)
 	ms := &memSink{}
 	var sink audit.Sink = ms
 	if o.sink != nil {

@@ -1,11 +1,9 @@
 package policy_test
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,25 +11,9 @@ import (
 
 	"github.com/toolhost/toolhost/configs"
 	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 var stamp = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -54,7 +36,7 @@ func TestReload(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "tools.json")
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	put(t, path, `{"tools":{"a":{"permission":"read","timeout_ms":1000}}}`, 1)
 	p := policy.Load(path, zerolog.New(logs))
 	if timeoutOf(p, "a") != 1000 {
@@ -127,7 +109,7 @@ func TestFirstLoadBroken(t *testing.T) {
 			if body != "" {
 				put(t, path, body, 1)
 			}
-			logs := &syncBuffer{}
+			logs := &testutil.SyncBuffer{}
 			p := policy.Load(path, zerolog.New(logs))
 			if len(p.Current().Tools) != 0 || !strings.Contains(logs.String(), "tool_policy_invalid") {
 				t.Fatalf("policy %+v logs %s", p.Current(), logs.String())

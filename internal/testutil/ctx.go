@@ -40,6 +40,13 @@ func (c *FakeClock) Now() time.Time {
 	return c.now
 }
 
+// Add moves the clock by d.
+func (c *FakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
 // Set puts the clock at t; the next reading is t plus the step.
 func (c *FakeClock) Set(t time.Time) {
 	c.mu.Lock()
