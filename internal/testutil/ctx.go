@@ -137,15 +137,15 @@ func NewCtx(t testing.TB, o CtxOptions) *ctxinject.Ctx {
 	if o.Cwd != "" {
 		settings.Cwd = filepath.Join(files.ProjectDir(), o.Cwd)
 	}
-	id := ctxinject.Identity{Agent: ag.Short, AgentName: ag.Name, UnitID: o.Unit, SessionID: or(o.SessionID, "sess-test"), ProjectDir: files.ProjectDir()}
-	c, err := ctxinject.New(id, svc, settings, ctxinject.Meta{CallID: or(o.CallID, "call-test")}, o.Progress)
+	id := ctxinject.Identity{Agent: ag.Short, AgentName: ag.Name, UnitID: o.Unit, SessionID: orDefault(o.SessionID, "sess-test"), ProjectDir: files.ProjectDir()}
+	c, err := ctxinject.New(id, svc, settings, ctxinject.Meta{CallID: orDefault(o.CallID, "call-test")}, o.Progress)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-func or(s, def string) string {
+func orDefault(s, def string) string {
 	if s == "" {
 		return def
 	}
