@@ -50,9 +50,17 @@ func newStream(r io.Reader, w io.Writer, c io.Closer, lsp bool, max int, onEOF f
 	return &stream{r: bufio.NewReaderSize(r, 64<<10), w: w, closer: c, lsp: lsp, max: max, onEOF: onEOF}
 }
 
-// WriteObject writes one message.
+// WriteObject writes one message. jsonrpc2's messages marshal themselves
+// into compact JSON already; calling MarshalJSON directly saves the extra
+// validate-and-compact pass json.Marshal would make over every response.
 func (s *stream) WriteObject(obj any) error {
-	b, err := json.Marshal(obj)
+	var b []byte
+	var err error
+	if m, ok := obj.(json.Marshaler); ok {
+		b, err = m.MarshalJSON()
+	} else {
+		b, err = json.Marshal(obj)
+	}
 	if err != nil {
 		return err
 	}
