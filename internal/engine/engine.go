@@ -18,6 +18,7 @@ import (
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/gopool"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/tool"
@@ -106,6 +107,9 @@ type Engine struct {
 	RetryBase, RetryCap time.Duration
 
 	handler Handler
+	// workers runs attempts and audit writes on goroutines whose stacks are
+	// already grown (see gopool).
+	workers *gopool.Pool
 
 	auditFailures atomic.Int64
 	auditInflight atomic.Int64
@@ -127,6 +131,7 @@ func (e *Engine) AuditFailures() int64 { return e.auditFailures.Load() }
 
 // Init composes the pipeline; call once before Call.
 func (e *Engine) Init() {
+	e.workers = gopool.New(10 * time.Second)
 	stages := []Middleware{
 		e.lookup,
 		e.agentPolicy,
@@ -308,7 +313,7 @@ func (e *Engine) timeout(next Handler) Handler {
 		defer cancel()
 		attempt := *c
 		done := make(chan error, 1)
-		go func() { done <- next(tctx, &attempt) }()
+		e.workers.Go(func() { done <- next(tctx, &attempt) })
 		select {
 		case err := <-done:
 			c.Result = attempt.Result
@@ -426,10 +431,10 @@ func (e *Engine) writeRow(row *audit.Row) {
 	}
 	e.auditInflight.Add(1)
 	done := make(chan error, 1)
-	go func() {
+	e.workers.Go(func() {
 		defer e.auditInflight.Add(-1)
 		done <- e.Audit.Write(row)
-	}()
+	})
 	t := time.NewTimer(e.AuditTimeout)
 	defer t.Stop()
 	select {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/toolhost/toolhost/internal/gopool"
 )
 
 // Error is a protocol error with a JSON-RPC code.
@@ -52,6 +54,8 @@ type server struct {
 	h    Handler
 	opts Options
 	log  zerolog.Logger
+	// workers runs requests on goroutines whose stacks are already grown.
+	workers *gopool.Pool
 
 	base     context.Context
 	cancel   context.CancelFunc
@@ -80,7 +84,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler, opts Option
 	}
 	base, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s := &server{h: h, opts: opts, log: opts.Log, base: base, cancel: cancel, cancels: map[jsonrpc2.ID]context.CancelFunc{}}
+	s := &server{h: h, opts: opts, log: opts.Log, base: base, cancel: cancel, cancels: map[jsonrpc2.ID]context.CancelFunc{}, workers: gopool.New(10 * time.Second)}
 	st := newStream(r, w, nil, opts.LSP, opts.MaxMessage, s.drain)
 	conn := jsonrpc2.NewConn(base, st, s, jsonrpc2.SetLogger(logAdapter{opts.Log}))
 	select {
@@ -139,7 +143,7 @@ func (s *server) Handle(_ context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Re
 	s.inflight.Add(1)
 	s.mu.Unlock()
 
-	go func() {
+	s.workers.Go(func() {
 		defer s.inflight.Done()
 		defer cancel()
 		result, err := s.h.Handle(ctx, p, req.Method, params)
@@ -157,7 +161,7 @@ func (s *server) Handle(_ context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Re
 		if err := conn.Reply(context.Background(), req.ID, result); err != nil && !errors.Is(err, jsonrpc2.ErrClosed) {
 			s.log.Error().Err(err).Str("method", req.Method).Msg("write response")
 		}
-	}()
+	})
 }
 
 func (s *server) cancelRequest(params json.RawMessage) {
