@@ -1,6 +1,3 @@
-// Package configs embeds the default agent templates (agents.json) and tool
-// policy (tools.json), so that toolhost runs from any folder. Files given with
-// --agents / --policy override them.
 package configs
 
 import _ "embed"

@@ -1,4 +1,3 @@
-// Command toolhost serves the devloop tools to agent CLIs over MCP.
 package main
 
 import (

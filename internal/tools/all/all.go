@@ -1,6 +1,3 @@
-// Package all is the single explicit list of built-in tools. Its order is
-// the binding order clients see in tools/list, so keep it stable: append new
-// tools at the end of their group.
 package all
 
 import (
