@@ -79,3 +79,32 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestMCPInspectorOverStdio drives the release binary with a second,
+// independent client: the MCP Inspector CLI (TypeScript SDK), which spawns
+// toolhost over stdio like Claude CLI does.
+func TestMCPInspectorOverStdio(t *testing.T) {
+	t.Parallel()
+	inspector := testutil.NeedTool(t, "mcp-inspector", "TOOLHOST_INSPECTOR", "bash scripts/deps/30-inspector.sh")
+	bin := testutil.Toolhost(t)
+	project := t.TempDir()
+	inspect := func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		all := append([]string{"--cli", bin, "serve", "--agent", "tester", "--project-dir", project}, args...)
+		out, err := exec.CommandContext(ctx, inspector, all...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("mcp-inspector %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	list := inspect("--method", "tools/list")
+	if !strings.Contains(list, `"name": "bug_open"`) || strings.Contains(list, `"name": "write_chapter"`) {
+		t.Errorf("tools/list through the Inspector: want the tester's tools only:\n%.2000s", list)
+	}
+	call := inspect("--method", "tools/call", "--tool-name", "timeline_append", "--tool-arg", "kind=test.inspector", "--tool-arg", "message=hello")
+	if !strings.Contains(call, `"seq": 1`) || !strings.Contains(call, `"isError": false`) {
+		t.Errorf("tools/call through the Inspector:\n%s", call)
+	}
+}
