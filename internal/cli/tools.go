@@ -72,8 +72,8 @@ func newToolsListCmd(g *globals) *cobra.Command {
 			for _, e := range entries {
 				d := pol.Decide(e.Spec)
 				desc := e.Spec.Description
-				if len(desc) > 70 {
-					desc = desc[:67] + "..."
+				if r := []rune(desc); len(r) > 70 {
+					desc = string(r[:67]) + "..."
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", e.Spec.Name, d.Permission, d.Timeout, d.Confirm, desc)
 			}
