@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -112,8 +113,7 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookInput, string) {
 	case len(raw) > maxHookInput:
 		return in, fmt.Sprintf("toolhost hook: the hook input is larger than %d bytes; denied because it cannot be checked", maxHookInput)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(&in); err != nil {
+	if err := decodeExact(raw, &in); err != nil {
 		return in, "toolhost hook: malformed hook input (" + err.Error() + "); toolhost denies what it cannot read"
 	}
 	switch {
@@ -122,36 +122,87 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookInput, string) {
 	case in.ToolName == "":
 		return in, "toolhost hook: the hook input has no tool_name; denied because it cannot be checked"
 	}
+	ti, err := exactFields(in.ToolInput)
+	if err != nil {
+		return in, fmt.Sprintf("toolhost hook: %s tool_input is not an object (%v); denied because it cannot be checked", in.ToolName, err)
+	}
 	switch in.ToolName {
 	case "Bash":
-		var ti struct {
-			Command *string `json:"command"`
-		}
-		if err := json.Unmarshal(in.ToolInput, &ti); err != nil || ti.Command == nil {
+		var command string
+		if err := json.Unmarshal(ti["command"], &command); ti["command"] == nil || err != nil {
 			return in, "toolhost hook: Bash tool_input.command is missing or not a string; denied because it cannot be checked"
 		}
-		if err := bashguard.Check(*ti.Command); err != nil {
+		if err := bashguard.Check(command); err != nil {
 			return in, err.Error()
 		}
 		return in, ""
 	case "Write", "Edit", "MultiEdit", "NotebookEdit":
-		var ti struct {
-			FilePath     *string `json:"file_path"`
-			NotebookPath *string `json:"notebook_path"`
+		// Every path field present is checked: NotebookEdit writes
+		// notebook_path, the others file_path, and a payload carrying both
+		// must not get one checked and the other written.
+		var paths []string
+		for _, key := range []string{"file_path", "notebook_path"} {
+			v, ok := ti[key]
+			if !ok {
+				continue
+			}
+			var p string
+			if err := json.Unmarshal(v, &p); err != nil {
+				return in, fmt.Sprintf("toolhost hook: %s tool_input.%s is not a string; denied because it cannot be checked", in.ToolName, key)
+			}
+			paths = append(paths, p)
 		}
-		if err := json.Unmarshal(in.ToolInput, &ti); err != nil {
-			return in, fmt.Sprintf("toolhost hook: %s tool_input is not an object (%v); denied because it cannot be checked", in.ToolName, err)
-		}
-		p := ti.FilePath
-		if p == nil {
-			p = ti.NotebookPath
-		}
-		if p == nil || *p == "" {
+		if len(paths) == 0 || slices.Contains(paths, "") {
 			return in, fmt.Sprintf("toolhost hook: %s tool_input has no file_path; denied because it cannot be checked", in.ToolName)
 		}
-		return in, checkHookWrite(f, in.Cwd, *p)
+		for _, p := range paths {
+			if reason := checkHookWrite(f, in.Cwd, p); reason != "" {
+				return in, reason
+			}
+		}
+		return in, ""
 	}
 	return in, ""
+}
+
+// decodeExact decodes the first JSON value of raw into v (a struct with
+// json tags) with keys matched exactly: encoding/json matches keys without
+// regard to case, so {"tool_name":"Bash","Tool_Name":"Read"} would
+// otherwise be read as Read while the CLI runs Bash.
+func decodeExact(raw []byte, v *hookInput) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	var m map[string]json.RawMessage
+	if err := dec.Decode(&m); err != nil {
+		return err
+	}
+	if m == nil {
+		return errors.New("the hook input is not a JSON object")
+	}
+	for key, dst := range map[string]*string{
+		"session_id": &v.SessionID, "transcript_path": &v.TranscriptPath, "cwd": &v.Cwd,
+		"hook_event_name": &v.HookEventName, "tool_name": &v.ToolName,
+	} {
+		if b, ok := m[key]; ok {
+			if err := json.Unmarshal(b, dst); err != nil {
+				return fmt.Errorf("%s: %w", key, err)
+			}
+		}
+	}
+	v.ToolInput = m["tool_input"]
+	return nil
+}
+
+// exactFields reads a tool_input object with its keys as written (missing
+// or null tool_input is an empty object).
+func exactFields(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	m := map[string]json.RawMessage{}
+	if len(raw) == 0 || string(raw) == "null" {
+		return m, nil
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // checkHookWrite is the sandbox verdict for a CLI write of path p (absolute
@@ -180,6 +231,13 @@ func checkHookWrite(f hookFlags, cwd, p string) string {
 	}
 	if err != nil {
 		return fmt.Sprintf("toolhost hook: project dir %s is not usable (%v)", f.projectDir, err)
+	}
+	if slices.Contains(strings.Split(filepath.ToSlash(p), "/"), "..") {
+		// The CLI hands the path to the kernel, which resolves each ".."
+		// after the symlinks before it (prd/link/../x is the parent of the
+		// link's target), while any check here would clean it away first.
+		e := &sandbox.Error{Agent: ag.Name, Path: p, Allowed: ag.Sandbox.WriteAllowList, Detail: `the path contains ".." segments; name the file without ".."`}
+		return e.Error()
 	}
 	abs := p
 	if !filepath.IsAbs(abs) {
