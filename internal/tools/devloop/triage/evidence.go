@@ -207,18 +207,31 @@ func (ev *evidence) allReports(c *ctxinject.Ctx) ([]loadedReport, error) {
 // Missing item.
 func collectEvidence(c *ctxinject.Ctx, bug *bugs.Bug) (*evidence, error) {
 	ev := &evidence{Verified: []VerifiedItem{}, Missing: []MissingItem{}}
+	// bug_open appends each duplicate report's evidence, so the same
+	// citation often appears in several entries: check and list it once.
+	type (
+		testKey struct{ test, file, report string }
+		logKey  struct {
+			log, file string
+			line      int
+		}
+	)
+	seenTest, seenLog, seenRun := map[testKey]bool{}, map[logKey]bool{}, map[string]bool{}
 	for _, e := range bug.Evidence {
-		if e.Test != "" || e.TestFile != "" || e.Report != "" {
+		if tk := (testKey{e.Test, e.TestFile, e.Report}); (e.Test != "" || e.TestFile != "" || e.Report != "") && !seenTest[tk] {
+			seenTest[tk] = true
 			if err := ev.checkTest(c, bug, e); err != nil {
 				return nil, err
 			}
 		}
-		if e.Log != "" || e.LogFile != "" {
+		if lk := (logKey{e.Log, e.LogFile, e.LogLine}); (e.Log != "" || e.LogFile != "") && !seenLog[lk] {
+			seenLog[lk] = true
 			if err := ev.checkLog(c, e); err != nil {
 				return nil, err
 			}
 		}
-		if e.RunID != "" {
+		if e.RunID != "" && !seenRun[e.RunID] {
+			seenRun[e.RunID] = true
 			ev.checkRun(c, e.RunID)
 		}
 	}

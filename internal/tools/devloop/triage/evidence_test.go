@@ -184,3 +184,36 @@ func TestExtractEvidenceTestFileOnly(t *testing.T) {
 		t.Errorf("%+v", out.Verified)
 	}
 }
+
+// bug_open appends the evidence of every duplicate report, so one bug often
+// cites the same test (or log line, or run) more than once. Each citation
+// is checked and listed once, so the counts in triage.json mean citations,
+// not reports.
+func TestExtractEvidenceRepeatedCitations(t *testing.T) {
+	t.Parallel()
+	dir := copyProject(t)
+	log := bugs.Evidence{Log: "Error: listen EADDRINUSE: address already in use :::38124", LogFile: "integration/logs/todo-be.err.log", LogLine: 7}
+	writeBug(t, dir, bugs.Bug{ID: "BUG-0051", UnitID: "todo-be", Title: "marks done", Evidence: []bugs.Evidence{
+		{Test: "todos marks a todo done", Repro: "first report"},
+		{Test: "todos marks a todo done", Repro: "second report", Log: log.Log, LogFile: log.LogFile, LogLine: log.LogLine},
+		log,
+		{RunID: "run-9999"},
+		{RunID: "run-9999", Repro: "again"},
+	}})
+	out, err := extractEvidence(context.Background(), newCtx(t, dir), ExtractEvidenceInput{BugID: "BUG-0051"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := func(n int, kind func(i int) string) []string {
+		var s []string
+		for i := range n {
+			s = append(s, kind(i))
+		}
+		return s
+	}
+	gotV := kinds(len(out.Verified), func(i int) string { return out.Verified[i].Kind })
+	gotM := kinds(len(out.Missing), func(i int) string { return out.Missing[i].Kind })
+	if strings.Join(gotV, ",") != kindTest+","+kindLog || strings.Join(gotM, ",") != kindRun {
+		t.Errorf("verified %v, missing %v; want [test log] and [run]\n%+v\n%+v", gotV, gotM, out.Verified, out.Missing)
+	}
+}
