@@ -185,3 +185,29 @@ func TestRuntimeStateMerges(t *testing.T) {
 		t.Errorf("merged state = %+v", st)
 	}
 }
+
+// The stored todolist carries no zero timestamps ("0001-01-01…"): a step
+// that was never updated was last changed when the list was written.
+func TestTodolistTimestamps(t *testing.T) {
+	t.Parallel()
+	c, _, dir := newCtx(t)
+	if _, err := writeTodolist(context.Background(), c, WriteTodolistInput{Items: steps("step-001", "step-002<step-001")}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, TodoPath("pm")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "0001-01-01") {
+		t.Errorf("todolist holds zero timestamps:\n%s", b)
+	}
+	var tl Todolist
+	if err := json.Unmarshal(b, &tl); err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range tl.Items {
+		if !it.UpdatedAt.Equal(tl.CreatedAt) {
+			t.Errorf("%s updated_at %v, want the list's created_at %v", it.ID, it.UpdatedAt, tl.CreatedAt)
+		}
+	}
+}

@@ -70,9 +70,11 @@ func writeTodolist(_ context.Context, c *ctxinject.Ctx, in WriteTodolistInput) (
 		return WriteTodolistOutput{Status: tool.Status{Reason: reason}}, nil
 	}
 	now := c.Clock.Now()
-	tl := Todolist{Agent: c.Agent, CallID: c.CallID, CreatedAt: now, Items: make([]TodoItem, len(in.Items))}
+	// time.Time has no empty value for omitempty: a step never updated
+	// since the list was written was last changed now.
+	tl := Todolist{Agent: c.Agent, CallID: c.CallID, CreatedAt: now, UpdatedAt: now, Items: make([]TodoItem, len(in.Items))}
 	for i, it := range in.Items {
-		tl.Items[i] = TodoItem{ID: it.ID, Description: it.Description, DependsOn: it.DependsOn, Status: "todo"}
+		tl.Items[i] = TodoItem{ID: it.ID, Description: it.Description, DependsOn: it.DependsOn, Status: "todo", UpdatedAt: now}
 	}
 	tl.recompute()
 	p := TodoPath(c.Agent)
