@@ -294,8 +294,12 @@ func (m *Manager) Stop(ctx context.Context, unit string) (StopReport, error) {
 }
 
 func (m *Manager) stop(ctx context.Context, p *Proc) (StopReport, error) {
+	// A leader that already exited by itself keeps that verdict: the stop
+	// only clears what is left of its group.
 	p.mu.Lock()
-	p.stopped = true
+	if !p.exited {
+		p.stopped = true
+	}
 	p.mu.Unlock()
 	rep, err := StopGroup(ctx, p.Group(), m.opts.Grace)
 	if err != nil {

@@ -341,3 +341,25 @@ func TestStopReachesChildrenOfAnExitedLeader(t *testing.T) {
 		t.Fatalf("processes %v survived", left)
 	}
 }
+
+// A unit that exited by itself (a crash) keeps that fact when stop is
+// called afterwards: Stopped stays false and the exit code stays its own,
+// so spawn_units reports "exited" with the code, not "stopped on request".
+func TestStopAfterOwnExitKeepsTheExit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	m := NewManager(Options{Grace: time.Second})
+	defer m.Close()
+	p, err := m.Start(shSpec(t, dir, "crash", `exit 3`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	if _, err := m.Stop(context.Background(), "crash"); err != nil {
+		t.Fatal(err)
+	}
+	exited, code, sig := p.Exit()
+	if !exited || code != 3 || sig != "" || p.Stopped() {
+		t.Fatalf("exit = %v %d %q stopped=%v; want its own exit 3, not stopped on request", exited, code, sig, p.Stopped())
+	}
+}

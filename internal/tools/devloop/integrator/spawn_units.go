@@ -539,8 +539,11 @@ func stopUnit(ctx context.Context, c *ctxinject.Ctx, id string, rec *UnitRecord)
 		st.Stop = &rep
 		if err != nil {
 			st.State, st.Error = "failed", err.Error()
+			return st, nil
 		}
-		return st, nil
+		// recordExit releases the port of a unit stopped on request; one
+		// that had exited by itself before the stop is released here.
+		return st, releasePort(c, id, p.PID)
 	}
 	if rec == nil {
 		return UnitStatus{ID: id, State: "not_started", Error: fmt.Sprintf("unit %s has no record in %s; check the id (spawn_units status lists the units)", id, UnitsPath)}, nil

@@ -264,3 +264,35 @@ func TestUnitEnvironmentIsMinimal(t *testing.T) {
 		t.Fatalf("status of a finished unit = %+v", st)
 	}
 }
+
+// A unit that crashed before stop keeps "exited" with its own exit code
+// (stop must not relabel a crash as a requested stop), and stop still
+// releases its port reservation.
+func TestStopAfterCrashKeepsExitAndReleasesPort(t *testing.T) {
+	t.Parallel()
+	bin := unitServer(t)
+	e := newEnv(t)
+	e.unitDir(t, "api")
+	ports, err := portPicker(context.Background(), e.c, PortPickerInput{Units: []string{"api"}})
+	if err != nil || !ports.OK {
+		t.Fatal(ports, err)
+	}
+	out := start(t, e, UnitInput{ID: "api", Argv: []string{bin, "-mode", "crash"}})
+	if !out.OK {
+		t.Fatalf("start = %+v", out)
+	}
+	p, _ := e.c.Procs.Get("api")
+	<-p.Done()
+	st := unitState(t, e, "stop", "api")
+	if st.State != "exited" || st.ExitCode == nil || *st.ExitCode != 3 {
+		t.Fatalf("stop after a crash = %+v, want state exited with exit code 3", st)
+	}
+	if st = unitState(t, e, "status", "api"); st.State != "exited" {
+		t.Fatalf("status after stop = %+v, want exited", st)
+	}
+	var pf PortsFile
+	e.readJSON(t, PortsPath, &pf)
+	if r, ok := pf.Reservations["api"]; ok {
+		t.Fatalf("ports.json still reserves %d for api after stop", r.Port)
+	}
+}
