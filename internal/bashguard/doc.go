@@ -10,8 +10,16 @@
 // command substitutions and pipes followed. It looks through pipelines,
 // lists, subshells, $(…) and backticks, if/for/while bodies, wrappers
 // (timeout, env, nice, nohup, command, sudo, xargs …, a path such as
-// /usr/bin/curl, \curl, c""url) and re-parses bash -c / sh -c / eval strings
-// and scripts piped into a shell, up to MaxDepth levels.
+// /usr/bin/curl, \curl, c""url), programs it does not know whose later
+// arguments start an HTTP client, a shell -c or eval (find -exec curl …,
+// strace curl …, watch curl …), and re-parses bash -c / sh -c / eval strings,
+// scripts piped into a shell or sourced from <(…) or stdin, alias values and
+// the command-line arguments of runners (watch 'cmd', flock f -c 'cmd', ssh
+// host 'cmd'), up to MaxDepth levels. Process substitutions count as what
+// they print (curl -d @<(echo …)) or, for >(…), as fed what the statement
+// prints; read, mapfile and printf -v set variables from their input; a call
+// to a function defined in the command checks its body with the call's
+// arguments as $1 … (at most 256 calls per check).
 //
 // What is blocked: a JSON object or array given to an HTTP client (curl,
 // wget, httpie http/https, xh, grpcurl, gh api) as an argument or option

@@ -30,7 +30,7 @@ func Check(command string) error {
 	if len(command) > MaxCommandLen {
 		return &Error{Kind: ErrTooLong, Detail: fmt.Sprintf("the command is %d bytes, over the %d-byte limit", len(command), MaxCommandLen)}
 	}
-	c := &checker{vars: vars{}, outputs: map[*syntax.Stmt]output{}}
+	c := &checker{vars: vars{}, outputs: map[*syntax.Stmt]output{}, funcs: map[string]*syntax.Stmt{}}
 	return c.script(command, 0)
 }
 
@@ -42,6 +42,11 @@ type checker struct {
 	substDepth int
 	// budgetErr is set when expansion ran over its budget.
 	budgetErr error
+	// funcs are the shell functions the command defines, by name; a call
+	// checks the body with the call's arguments as $1 ….
+	funcs     map[string]*syntax.Stmt
+	callDepth int
+	calls     int
 }
 
 // piece is text that reaches a command's standard input.
@@ -93,6 +98,11 @@ func (c *checker) node(n syntax.Node, feed []piece, depth int) error {
 			}
 		case *syntax.DeclClause:
 			c.assign(x.Args)
+		case *syntax.FuncDecl:
+			// The body is also checked as it stands (walk goes on).
+			if x.Name != nil && x.Body != nil {
+				c.funcs[x.Name.Value] = x.Body
+			}
 		case *syntax.ForClause:
 			if it, ok := x.Loop.(*syntax.WordIter); ok {
 				c.setVar(it.Name.Value, c.fields(it.Items...))
@@ -137,7 +147,46 @@ func (c *checker) stmt(st *syntax.Stmt, call *syntax.CallExpr, feed []piece, dep
 	}
 	fields := c.fields(call.Args...)
 	input := append(c.stdin(st), feed...)
-	return c.command(fields, input, depth)
+	procs, err := c.procSubsts(st, call, input, depth)
+	if err != nil {
+		return err
+	}
+	return c.command(fields, append(input, procs...), depth)
+}
+
+// procSubsts returns what the <(…) process substitutions among a
+// statement's arguments and redirections print (the command reads them as
+// files: curl -d @<(echo …), < <(printf …)), and checks the commands of its
+// >(…) substitutions with what the statement prints as their input.
+func (c *checker) procSubsts(st *syntax.Stmt, call *syntax.CallExpr, input []piece, depth int) ([]piece, error) {
+	words := append([]*syntax.Word(nil), call.Args...)
+	for _, r := range st.Redirs {
+		if r.Word != nil {
+			words = append(words, r.Word)
+		}
+	}
+	var out []piece
+	for _, w := range words {
+		for _, part := range w.Parts {
+			ps, ok := part.(*syntax.ProcSubst)
+			if !ok {
+				continue
+			}
+			if ps.Op == syntax.CmdIn {
+				for _, s := range ps.Stmts {
+					out = append(out, piece{text: c.output(s).text, via: procVia})
+				}
+				continue
+			}
+			feed := append(input[:len(input):len(input)], c.output(st).pieces...)
+			for _, s := range ps.Stmts {
+				if err := c.node(s, feed, depth); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 // stdin returns the heredocs and here-strings of a statement.
@@ -216,7 +265,7 @@ func (c *checker) output(st *syntax.Stmt) output {
 				texts = append(texts, text)
 			}
 		case "jq", "gojq", "jaq":
-			if hasAny(fields[1:], "-n", "--null-input") {
+			if nullInput(fields[1:]) {
 				for _, a := range fields[1:] {
 					if !strings.HasPrefix(a, "-") {
 						o.pieces = append(o.pieces, piece{text: a, via: "a pipe from " + name + " -n"})
@@ -257,7 +306,14 @@ func (c *checker) cfg() *expand.Config {
 	return &expand.Config{Env: c.vars, CmdSubst: c.cmdSubst, ProcSubst: procSubst}
 }
 
-func procSubst(*syntax.ProcSubst) (string, error) { return "/dev/fd/63", nil }
+// procPath is the file name a process substitution expands to, and procVia
+// how its output is named in a rejection.
+const (
+	procPath = "/dev/fd/63"
+	procVia  = "a process substitution"
+)
+
+func procSubst(*syntax.ProcSubst) (string, error) { return procPath, nil }
 
 // fields expands words as arguments (quote removal, $'…', variables,
 // approximated command substitutions; no globbing), falling back to a
@@ -281,6 +337,15 @@ func (c *checker) fields(words ...*syntax.Word) []string {
 		}
 		if failed {
 			got = []string{c.plain(w.Parts)}
+		} else if hasQuotedDefault(w) {
+			// The expander keeps the backslashes of a default value
+			// inside double quotes ("${X:-{\"a\":1\}}" gives {\"a\":1\});
+			// bash removes them.
+			for i, f := range got {
+				if u := unescape(f); !looksJSON(f) && looksJSON(u) {
+					got[i] = u
+				}
+			}
 		}
 		out = append(out, got...)
 	}
@@ -398,6 +463,32 @@ func (v vars) Each(fn func(name string, vr expand.Variable) bool) {
 			return
 		}
 	}
+}
+
+// hasQuotedDefault reports whether w holds a double-quoted ${x:-word} (or
+// another expansion with a word).
+func hasQuotedDefault(w *syntax.Word) bool {
+	for _, p := range w.Parts {
+		if dq, ok := p.(*syntax.DblQuoted); ok {
+			for _, q := range dq.Parts {
+				if pe, ok := q.(*syntax.ParamExp); ok && pe.Exp != nil {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// nullInput reports whether jq's arguments include -n, alone, in a cluster
+// of short options (-nc) or as --null-input.
+func nullInput(args []string) bool {
+	for _, a := range args {
+		if a == "--null-input" || len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsRune(a, 'n') {
+			return true
+		}
+	}
+	return false
 }
 
 func hasAny(fields []string, want ...string) bool {

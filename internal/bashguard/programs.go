@@ -1,7 +1,11 @@
 package bashguard
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
+
+	"mvdan.cc/sh/v3/expand"
 )
 
 // program is the command name a field runs: its base name, so that
@@ -113,7 +117,12 @@ var shells = map[string]bool{"bash": true, "sh": true, "zsh": true, "dash": true
 // command checks one resolved command line. input is what reaches its
 // standard input (heredocs, here-strings, earlier pipeline stages).
 func (c *checker) command(fields []string, input []piece, depth int) error {
-	off := 0
+	return c.commandAt(fields, 0, input, depth)
+}
+
+// commandAt checks the command that starts at fields[off]; the fields
+// before it are kept for the allowed form.
+func (c *checker) commandAt(fields []string, off int, input []piece, depth int) error {
 	for off < len(fields) {
 		w, ok := wrappers[program(fields[off])]
 		if !ok {
@@ -140,10 +149,41 @@ func (c *checker) command(fields []string, input []piece, depth int) error {
 		return c.shell(args, input, depth)
 	case name == "eval":
 		return c.script(strings.Join(args[1:], " "), depth+1)
+	case name == "source" || name == ".":
+		// The sourced file is a process substitution or stdin (here-string,
+		// heredoc, pipe): what reaches it is the script.
+		for _, p := range input {
+			if err := c.script(p.text, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	case name == "alias":
+		// With expand_aliases the value runs as a command line.
+		for _, a := range args[1:] {
+			if _, v, ok := strings.Cut(a, "="); ok {
+				if err := c.script(v, depth+1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	case name == "read" || name == "mapfile" || name == "readarray":
+		c.readInto(args, input)
+		return nil
+	case name == "printf" && len(args) > 3 && args[1] == "-v":
+		text, _, err := expand.Format(c.cfg(), args[3], args[4:])
+		if err != nil {
+			text = strings.Join(args[3:], " ")
+		}
+		c.setVar(args[2], []string{text})
+		return nil
+	case c.funcs[name] != nil:
+		return c.call(name, args, input, depth)
 	}
 	client := httpClient(name, args)
 	if client == nil {
-		return nil
+		return c.runner(fields, off, input, depth)
 	}
 	f := &finding{fields: fields, off: off, edits: map[int]string{}}
 	if client(f, args) {
@@ -164,12 +204,143 @@ func (c *checker) command(fields []string, input []piece, depth int) error {
 				case fields[i] == "-" && fields[i-1] == "--input":
 					f.edits[i] = FileHint
 					f.stdin = false
+				case p.via == procVia && strings.Contains(fields[i], procPath):
+					f.edits[i] = strings.Replace(fields[i], procPath, FileHint, 1)
+					f.stdin = false
 				}
 			}
 			return f.err(name)
 		}
 	}
 	return nil
+}
+
+// runners run a command line given as one of their arguments (watch 'cmd',
+// flock f -c 'cmd', ssh host 'cmd' …).
+var runners = map[string]bool{"watch": true, "flock": true, "su": true, "runuser": true, "script": true, "ssh": true, "parallel": true, "tmux": true, "screen": true, "entr": true}
+
+// runner handles a program the guard does not know: when a later field
+// names an HTTP client, a shell with -c, or eval, that is where the command
+// it runs starts (find -exec curl …, strace curl …, watch curl …); the
+// arguments of a known runner that hold a whole command line are checked as
+// scripts. echo and printf only print their arguments.
+func (c *checker) runner(fields []string, off int, input []piece, depth int) error {
+	name := program(fields[off])
+	if name == "echo" || name == "printf" {
+		return nil
+	}
+	for i := off + 1; i < len(fields); i++ {
+		n := program(fields[i])
+		if httpClient(n, fields[i:]) != nil || n == "eval" || shells[n] && shellHasC(fields[i:]) {
+			return c.commandAt(fields, i, input, depth)
+		}
+	}
+	if runners[name] {
+		for _, f := range fields[off+1:] {
+			if strings.ContainsAny(f, space) {
+				if err := c.script(f, depth+1); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// shellHasC reports whether a shell invocation runs a -c string.
+func shellHasC(args []string) bool {
+	for _, a := range args[1:] {
+		if a == "--" || !strings.HasPrefix(a, "-") || strings.HasPrefix(a, "--") {
+			break
+		}
+		if strings.ContainsRune(a[1:], 'c') {
+			return true
+		}
+	}
+	return false
+}
+
+// maxCalls caps how many shell function calls one check follows.
+const maxCalls = 256
+
+// call checks the body of a function the command defined, with the call's
+// arguments as its positional parameters and the call's input as its
+// standard input. Recursion is followed MaxDepth calls deep.
+func (c *checker) call(name string, args []string, input []piece, depth int) error {
+	if c.callDepth >= MaxDepth {
+		return nil
+	}
+	c.calls++
+	if c.calls > maxCalls {
+		return &Error{Kind: ErrTooComplex, Detail: fmt.Sprintf("the command makes more than %d shell function calls", maxCalls)}
+	}
+	params := []string{"@", "*", "#"}
+	for i := 1; i <= 9; i++ {
+		params = append(params, strconv.Itoa(i))
+	}
+	saved := map[string]string{}
+	for _, p := range params {
+		if v, ok := c.vars[p]; ok {
+			saved[p] = v
+		}
+		delete(c.vars, p)
+	}
+	for i, a := range args[1:] {
+		if i < 9 {
+			c.vars[strconv.Itoa(i+1)] = a
+		}
+	}
+	all := strings.Join(args[1:], " ")
+	c.vars["@"], c.vars["*"], c.vars["#"] = all, all, strconv.Itoa(len(args)-1)
+	c.callDepth++
+	err := c.node(c.funcs[name], input, depth)
+	c.callDepth--
+	for _, p := range params {
+		delete(c.vars, p)
+		if v, ok := saved[p]; ok {
+			c.vars[p] = v
+		}
+	}
+	return err
+}
+
+// readInto sets the variables a read, mapfile or readarray names to what
+// reaches its standard input.
+func (c *checker) readInto(args []string, input []piece) {
+	var vals []string
+	for _, p := range input {
+		vals = append(vals, p.text)
+		if payload, ok := jsonIn(p.text); ok {
+			vals = append(vals, payload)
+		}
+	}
+	if len(vals) == 0 {
+		return
+	}
+	withArg := "adinNptu" // read
+	if program(args[0]) != "read" {
+		withArg = "dnOsuCc" // mapfile, readarray
+	}
+	var names []string
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			if strings.ContainsRune(withArg, rune(a[len(a)-1])) && i+1 < len(args) {
+				if a[len(a)-1] == 'a' {
+					names = append(names, args[i+1])
+				}
+				i++
+			}
+			continue
+		}
+		names = append(names, a)
+	}
+	if len(names) == 0 {
+		names = []string{"REPLY", "MAPFILE"}
+	}
+	for _, n := range names {
+		c.setVar(n, vals)
+	}
 }
 
 // jsonIn finds JSON in text that reaches a program's stdin: the whole text
