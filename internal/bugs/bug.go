@@ -81,28 +81,55 @@ func Load(projectDir, id string) (*Bug, error) {
 	return &bug, nil
 }
 
-// List reads every bug of a project, sorted by id.
+// Unreadable is a bug file that Scan could not read or decode.
+type Unreadable struct {
+	ID     string
+	Reason string
+}
+
+// List reads every bug of a project, sorted by id; one unreadable bug file
+// fails it.
 func List(projectDir string) ([]*Bug, error) {
-	ents, err := os.ReadDir(filepath.Join(projectDir, Dir))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	all, bad, err := Scan(projectDir)
 	if err != nil {
 		return nil, err
 	}
-	var out []*Bug
+	if len(bad) > 0 {
+		return nil, errors.New(bad[0].Reason)
+	}
+	return all, nil
+}
+
+// Scan reads every bug of a project, sorted by id, and lists apart the bug
+// files it could not read or decode (also by id), so one damaged file does
+// not hide the others.
+func Scan(projectDir string) ([]*Bug, []Unreadable, error) {
+	ents, err := os.ReadDir(filepath.Join(projectDir, Dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var (
+		out []*Bug
+		bad []Unreadable
+	)
 	for _, e := range ents {
 		name := e.Name()
 		if e.IsDir() || filepath.Ext(name) != ".json" || !IDPattern.MatchString(name[:len(name)-5]) {
 			continue
 		}
-		bug, err := Load(projectDir, name[:len(name)-5])
+		id := name[:len(name)-5]
+		bug, err := Load(projectDir, id)
 		if err != nil {
-			return nil, err
+			bad = append(bad, Unreadable{ID: id, Reason: err.Error()})
+			continue
 		}
 		out = append(out, bug)
 	}
 	// By number, so BUG-10000 comes after BUG-9999.
 	sort.Slice(out, func(i, j int) bool { return IDNumber(out[i].ID) < IDNumber(out[j].ID) })
-	return out, nil
+	sort.Slice(bad, func(i, j int) bool { return IDNumber(bad[i].ID) < IDNumber(bad[j].ID) })
+	return out, bad, nil
 }

@@ -148,7 +148,9 @@ func (s *Store) Open(nb NewBug) (Opened, error) {
 		return Opened{}, err
 	}
 	defer unlock()
-	all, err := List(s.Door.ProjectDir())
+	// An unreadable bug file cannot be matched as a duplicate, but its id
+	// is taken: the new bug must not overwrite it.
+	all, bad, err := Scan(s.Door.ProjectDir())
 	if err != nil {
 		return Opened{}, err
 	}
@@ -156,6 +158,9 @@ func (s *Store) Open(nb NewBug) (Opened, error) {
 	ev := nb.Evidence
 	ev.AddedAt, ev.AddedBy = nb.At, nb.By
 	maxN := 0
+	for _, u := range bad {
+		maxN = max(maxN, IDNumber(u.ID))
+	}
 	for _, b := range all {
 		maxN = max(maxN, IDNumber(b.ID))
 		if b.Fingerprint != fp {

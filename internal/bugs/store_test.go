@@ -102,3 +102,34 @@ func TestListSortsByNumber(t *testing.T) {
 		t.Errorf("a failed transition created %v", m)
 	}
 }
+
+// One unreadable bug file (hand-edited, half-copied) must not stop every
+// agent from opening bugs: the store skips it for duplicate detection but
+// still counts its id, so the next id never collides with it.
+func TestOpenSkipsAnUnreadableBugButNotItsID(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	door, err := sandbox.New(dir, "toolhost", []string{"bugs/**", ".toolhost/**"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer door.Close()
+	if err := door.WriteJSON(Path("BUG-0001"), Bug{ID: "BUG-0001", Status: StatusOpen}); err != nil {
+		t.Fatal(err)
+	}
+	if err := door.WriteFile(Path("BUG-0002"), []byte("{broken\n")); err != nil {
+		t.Fatal(err)
+	}
+	ok, bad, err := Scan(dir)
+	if err != nil || len(ok) != 1 || len(bad) != 1 || bad[0].ID != "BUG-0002" || bad[0].Reason == "" {
+		t.Fatalf("Scan = %v, %+v, %v", ok, bad, err)
+	}
+	if _, err := List(dir); err == nil {
+		t.Errorf("List must still refuse a project with an unreadable bug")
+	}
+	s := Store{Door: door}
+	res, err := s.Open(NewBug{Title: "next", Severity: "minor", Evidence: Evidence{Repro: "r"}, By: "tester", At: time.Unix(0, 0).UTC()})
+	if err != nil || res.Bug.ID != "BUG-0003" {
+		t.Fatalf("open next to an unreadable BUG-0002: %v %+v", err, res.Bug)
+	}
+}

@@ -186,6 +186,8 @@ type BugListOutput struct {
 	tool.Status
 	Total int          `json:"total" jsonschema_description:"bugs matching the filters, before limit"`
 	Bugs  []BugSummary `json:"bugs" jsonschema_description:"matching bugs, blocker before major before minor, then by id"`
+	// Unreadable is left out when every bug file reads.
+	Unreadable []string `json:"unreadable,omitempty" jsonschema_description:"bug files that could not be read or decoded, each with why; they are not in bugs or total: fix or remove them"`
 }
 
 // BugList is the bug_list tool.
@@ -200,7 +202,7 @@ func BugList() tool.Tool {
 }
 
 func bugList(_ context.Context, c *ctxinject.Ctx, in BugListInput) (BugListOutput, error) {
-	all, err := bugs.List(c.ProjectDir)
+	all, bad, err := bugs.Scan(c.ProjectDir)
 	if err != nil {
 		return BugListOutput{}, err
 	}
@@ -222,6 +224,9 @@ func bugList(_ context.Context, c *ctxinject.Ctx, in BugListInput) (BugListOutpu
 		return bugs.IDNumber(a.ID) - bugs.IDNumber(b.ID)
 	})
 	out.Total = len(match)
+	for _, u := range bad {
+		out.Unreadable = append(out.Unreadable, u.Reason)
+	}
 	for _, b := range match[:min(limit, len(match))] {
 		out.Bugs = append(out.Bugs, BugSummary{
 			ID: b.ID, Title: b.Title, UnitID: b.UnitID, Severity: b.Severity, Status: b.Status,

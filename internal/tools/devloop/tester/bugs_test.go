@@ -229,3 +229,21 @@ func TestBugListFiltersAndSorts(t *testing.T) {
 		t.Errorf("an empty list must be [], got %s", res.Structured)
 	}
 }
+
+// An unreadable bug file is named in bug_list's result (so someone can fix
+// it) instead of failing the whole list and every bug_open after it.
+func TestBugListAndOpenSurviveAnUnreadableBug(t *testing.T) {
+	t.Parallel()
+	c := newCtx(t, "tester", "api")
+	openBug(t, c, map[string]any{"title": "first one", "severity": "minor", "evidence": map[string]any{"repro": "x"}})
+	if err := os.WriteFile(filepath.Join(c.ProjectDir, "bugs", "BUG-0002.json"), []byte("{broken"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := openBug(t, c, map[string]any{"title": "third one", "severity": "major", "evidence": map[string]any{"repro": "x"}}); got.ID != "BUG-0003" {
+		t.Errorf("bug_open next to an unreadable BUG-0002 gave %s, want BUG-0003", got.ID)
+	}
+	out, res, err := call[BugListOutput](t, c, BugList(), map[string]any{})
+	if err != nil || !out.OK || out.Total != 2 || len(out.Unreadable) != 1 || !strings.Contains(out.Unreadable[0], "bugs/BUG-0002.json") {
+		t.Fatalf("bug_list = %s, %v", res.Structured, err)
+	}
+}
