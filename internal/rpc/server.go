@@ -57,10 +57,12 @@ type server struct {
 	// workers runs requests on goroutines whose stacks are already grown.
 	workers *gopool.Pool
 
-	base     context.Context
-	cancel   context.CancelFunc
-	mu       sync.Mutex
-	cancels  map[jsonrpc2.ID]context.CancelFunc
+	base   context.Context
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	// cancels holds the calls in flight by id; a cancelled call leaves it
+	// at once, so its id may be used again.
+	cancels  map[jsonrpc2.ID]*context.CancelFunc
 	inflight sync.WaitGroup
 	draining bool
 }
@@ -84,11 +86,25 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler, opts Option
 	}
 	base, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s := &server{h: h, opts: opts, log: opts.Log, base: base, cancel: cancel, cancels: map[jsonrpc2.ID]context.CancelFunc{}, workers: gopool.New(10 * time.Second)}
+	s := &server{h: h, opts: opts, log: opts.Log, base: base, cancel: cancel, cancels: map[jsonrpc2.ID]*context.CancelFunc{}, workers: gopool.New(10 * time.Second)}
 	st := newStream(r, w, nil, opts.LSP, opts.MaxMessage, s.drain)
-	conn := jsonrpc2.NewConn(base, st, s, jsonrpc2.SetLogger(logAdapter{opts.Log}))
+	// The connection outlives base: cancelling the calls still running
+	// after the grace period must not close it before they are answered.
+	connCtx, connCancel := context.WithCancel(context.Background())
+	defer connCancel()
+	conn := jsonrpc2.NewConn(connCtx, st, s, jsonrpc2.SetLogger(logAdapter{opts.Log}))
 	select {
 	case <-conn.DisconnectNotify():
+	case <-st.failed:
+		// Nobody can receive an answer any more: cancel what runs, let it
+		// end (its audit rows are written), and stop reading.
+		s.log.Warn().Str("event", "output_closed").Msg("cannot write to the client; ending the session")
+		s.mu.Lock()
+		s.draining = true
+		s.mu.Unlock()
+		s.cancel()
+		s.drain()
+		_ = conn.Close()
 	case <-ctx.Done():
 		s.log.Info().Str("event", "shutdown").Msg("shutting down: draining in-flight calls")
 		s.drain()
@@ -138,8 +154,14 @@ func (s *server) Handle(_ context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Re
 		_ = conn.ReplyWithError(s.base, req.ID, NewError(CodeShuttingDown, "server is shutting down"))
 		return
 	}
+	if _, dup := s.cancels[req.ID]; dup {
+		s.mu.Unlock()
+		_ = conn.ReplyWithError(s.base, req.ID, NewError(CodeInvalidRequest, "invalid request: a call with this id is still in flight; use a new id for each request"))
+		return
+	}
 	ctx, cancel := context.WithCancel(s.base)
-	s.cancels[req.ID] = cancel
+	entry := &cancel
+	s.cancels[req.ID] = entry
 	s.inflight.Add(1)
 	s.mu.Unlock()
 
@@ -148,7 +170,9 @@ func (s *server) Handle(_ context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Re
 		defer cancel()
 		result, err := s.h.Handle(ctx, p, req.Method, params)
 		s.mu.Lock()
-		delete(s.cancels, req.ID)
+		if s.cancels[req.ID] == entry {
+			delete(s.cancels, req.ID)
+		}
 		s.mu.Unlock()
 		if ctx.Err() != nil && s.base.Err() == nil {
 			// Cancelled by the client: MCP says no response is sent.
@@ -177,9 +201,10 @@ func (s *server) cancelRequest(params json.RawMessage) {
 	}
 	s.mu.Lock()
 	cancel := s.cancels[id]
+	delete(s.cancels, id)
 	s.mu.Unlock()
 	if cancel != nil {
-		cancel()
+		(*cancel)()
 	}
 }
 

@@ -38,6 +38,14 @@ type stream struct {
 	max    int
 
 	wmu sync.Mutex
+	// failed is closed on the first write error: the client can no longer
+	// receive anything (a closed stdout), so the session must end.
+	failed     chan struct{}
+	failedOnce sync.Once
+	// resync is set after a malformed LSP header block: the length of the
+	// body that follows is unknown, so input is skipped up to the next
+	// Content-Length header.
+	resync bool
 	// onEOF runs when input ends, before ReadObject reports EOF to the
 	// connection (which then closes): it drains in-flight calls.
 	onEOF func()
@@ -47,7 +55,7 @@ func newStream(r io.Reader, w io.Writer, c io.Closer, lsp bool, max int, onEOF f
 	if max <= 0 {
 		max = DefaultMaxMessage
 	}
-	return &stream{r: bufio.NewReaderSize(r, 64<<10), w: w, closer: c, lsp: lsp, max: max, onEOF: onEOF}
+	return &stream{r: bufio.NewReaderSize(r, 64<<10), w: w, closer: c, lsp: lsp, max: max, onEOF: onEOF, failed: make(chan struct{})}
 }
 
 // WriteObject writes one message. jsonrpc2's messages marshal themselves
@@ -70,16 +78,20 @@ func (s *stream) WriteObject(obj any) error {
 func (s *stream) writeRaw(b []byte) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	var buf []byte
 	if s.lsp {
-		if _, err := fmt.Fprintf(s.w, "Content-Length: %d\r\n\r\n", len(b)); err != nil {
-			return err
-		}
-		_, err := s.w.Write(b)
-		return err
+		buf = fmt.Appendf(make([]byte, 0, len(b)+32), "Content-Length: %d\r\n\r\n", len(b))
+	} else {
+		buf = make([]byte, 0, len(b)+1)
 	}
-	buf := make([]byte, 0, len(b)+1)
-	buf = append(append(buf, b...), '\n')
+	buf = append(buf, b...)
+	if !s.lsp {
+		buf = append(buf, '\n')
+	}
 	_, err := s.w.Write(buf)
+	if err != nil {
+		s.failedOnce.Do(func() { close(s.failed) })
+	}
 	return err
 }
 
@@ -155,6 +167,12 @@ func (s *stream) ReadObject(v any) error {
 				continue
 			}
 		}
+		if suspectID(msg) {
+			if id, reason := badRequestID(msg); reason != "" {
+				s.writeError(id, CodeInvalidRequest, "invalid request: "+reason)
+				continue
+			}
+		}
 		if err := json.Unmarshal(msg, v); err != nil {
 			if !json.Valid(msg) {
 				s.writeError(nil, CodeParseError, "parse error: the message is not valid JSON")
@@ -166,6 +184,69 @@ func (s *stream) ReadObject(v any) error {
 		}
 		return nil
 	}
+}
+
+// suspectID is a cheap scan: false when every "id" key in msg is followed
+// by a string or by a short run of digits (the ids jsonrpc2 answers
+// faithfully), so well-formed messages skip the decode of badRequestID.
+func suspectID(msg []byte) bool {
+	for rest := msg; ; {
+		i := bytes.Index(rest, []byte(`"id"`))
+		if i < 0 {
+			return false
+		}
+		rest = bytes.TrimLeft(rest[i+4:], " \t\r\n")
+		if len(rest) == 0 || rest[0] != ':' {
+			continue
+		}
+		rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+		if len(rest) == 0 {
+			return true
+		}
+		switch c := rest[0]; {
+		case c == '"':
+			continue
+		case c >= '0' && c <= '9':
+			n := 0
+			for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+				n++
+			}
+			if n >= 19 || (n < len(rest) && (rest[n] == '.' || rest[n] == 'e' || rest[n] == 'E')) {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+}
+
+// badRequestID returns why a request's id cannot be answered faithfully
+// (jsonrpc2 keeps a string or an unsigned integer: a negative id would be
+// answered as a huge positive one, and a null id taken for a notification
+// and run without an answer, which MCP forbids), and the id to put in the
+// error: the id itself when it is a number, else null. Messages without a
+// method (responses) are left to jsonrpc2.
+func badRequestID(msg []byte) (json.RawMessage, string) {
+	var p struct {
+		ID     json.RawMessage `json:"id"`
+		Method json.RawMessage `json:"method"`
+	}
+	if json.Unmarshal(msg, &p) != nil || len(p.Method) == 0 || len(p.ID) == 0 {
+		return nil, ""
+	}
+	const want = `"id" must be a string or a non-negative integer`
+	switch c := p.ID[0]; {
+	case c == '"':
+		return nil, ""
+	case c == '-' || (c >= '0' && c <= '9'):
+		if n, err := strconv.ParseInt(string(p.ID), 10, 64); err == nil && n >= 0 {
+			return nil, ""
+		}
+		return p.ID, want
+	case c == 'n':
+		return nil, `"id" must not be null (send a notification without an id instead)`
+	}
+	return nil, want
 }
 
 type frameError struct{ msg string }
@@ -210,19 +291,76 @@ func (s *stream) next() ([]byte, error) {
 	}
 }
 
+// maxHeaderLine bounds one LSP header line.
+const maxHeaderLine = 4 << 10
+
+var errLongHeader = &frameError{msg: fmt.Sprintf("parse error: header line longer than %d bytes", maxHeaderLine)}
+
+// headerLine reads one line of at most maxHeaderLine bytes; a longer one is
+// discarded through its newline and reported as errLongHeader. While
+// resynchronising it keeps the last maxHeaderLine bytes of a long line
+// instead: the unknown body before the next header has no newline of its
+// own, so that header ends the line.
+func (s *stream) headerLine() (string, error) {
+	var line []byte
+	long := false
+	for {
+		chunk, err := s.r.ReadSlice('\n')
+		switch {
+		case long:
+		case len(line)+len(chunk) <= maxHeaderLine:
+			line = append(line, chunk...)
+		case s.resync:
+			line = append(line, chunk...)
+			line = append(line[:0], line[len(line)-maxHeaderLine:]...)
+		default:
+			long, line = true, nil
+		}
+		switch {
+		case err == nil:
+			if long {
+				return "", errLongHeader
+			}
+			return string(line), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		default:
+			return "", err
+		}
+	}
+}
+
+// quote shows the start of a bad header line in an error message.
+func quote(line string) string {
+	if len(line) > 64 {
+		return strconv.Quote(line[:64]) + "..."
+	}
+	return strconv.Quote(line)
+}
+
 func (s *stream) nextLSP() ([]byte, error) {
+	msg, err := s.frameLSP()
+	var fe *frameError
+	if errors.As(err, &fe) {
+		s.resync = true
+	}
+	return msg, err
+}
+
+func (s *stream) frameLSP() ([]byte, error) {
 	length := -1
 	sawHeader := false
 	for {
-		line, err := s.r.ReadString('\n')
+		line, err := s.headerLine()
 		if err != nil {
-			if err == io.EOF && !sawHeader {
-				return nil, io.EOF
-			}
-			if err == io.EOF {
-				return nil, io.EOF
-			}
 			return nil, err
+		}
+		if s.resync {
+			i := strings.Index(strings.ToLower(line), "content-length:")
+			if i < 0 {
+				continue
+			}
+			line, s.resync = line[i:], false
 		}
 		line = strings.TrimRight(line, "\r\n")
 		if line == "" {
@@ -234,12 +372,12 @@ func (s *stream) nextLSP() ([]byte, error) {
 		sawHeader = true
 		name, value, ok := strings.Cut(line, ":")
 		if !ok {
-			return nil, &frameError{msg: fmt.Sprintf("parse error: bad header line %q", line)}
+			return nil, &frameError{msg: "parse error: bad header line " + quote(line)}
 		}
 		if strings.EqualFold(strings.TrimSpace(name), "Content-Length") {
 			n, err := strconv.Atoi(strings.TrimSpace(value))
 			if err != nil || n < 0 {
-				return nil, &frameError{msg: fmt.Sprintf("parse error: bad Content-Length %q", value)}
+				return nil, &frameError{msg: "parse error: bad Content-Length " + quote(value)}
 			}
 			length = n
 		}

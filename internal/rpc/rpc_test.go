@@ -1,0 +1,495 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// testHandler answers "echo" with its params, "block" when released (or
+// its context ends), "fail" with -32602 and "boom" with a plain error.
+type testHandler struct {
+	mu      sync.Mutex
+	calls   []string
+	notes   []string
+	started chan string
+	release chan struct{}
+}
+
+func newHandler() *testHandler {
+	return &testHandler{started: make(chan string, 100), release: make(chan struct{})}
+}
+
+func (h *testHandler) Handle(ctx context.Context, _ Peer, method string, params json.RawMessage) (any, error) {
+	h.mu.Lock()
+	h.calls = append(h.calls, method)
+	h.mu.Unlock()
+	switch method {
+	case "echo":
+		return params, nil
+	case "block":
+		h.started <- string(params)
+		select {
+		case <-h.release:
+			return map[string]string{"released": string(params)}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	case "fail":
+		return nil, NewError(CodeInvalidParams, "bad params")
+	case "boom":
+		return nil, errors.New("boom")
+	}
+	return nil, NewError(CodeMethodNotFound, "no "+method)
+}
+
+func (h *testHandler) Notification(_ context.Context, _ Peer, method string, _ json.RawMessage) {
+	h.mu.Lock()
+	h.notes = append(h.notes, method)
+	h.mu.Unlock()
+}
+
+func (h *testHandler) called() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.calls...)
+}
+
+// serve runs a whole session over input and returns what was written.
+func serve(t *testing.T, input string, h Handler, opts Options) string {
+	t.Helper()
+	var out bytes.Buffer
+	if opts.Log.GetLevel() == zerolog.TraceLevel {
+		opts.Log = zerolog.Nop()
+	}
+	if err := Serve(context.Background(), strings.NewReader(input), &out, h, opts); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
+}
+
+type wireMsg struct {
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// decodeLines parses newline-delimited output, failing on anything that
+// is not a JSON-RPC 2.0 message.
+func decodeLines(t *testing.T, out string) []wireMsg {
+	t.Helper()
+	var msgs []wireMsg
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if l == "" {
+			continue
+		}
+		var probe struct {
+			JSONRPC string `json:"jsonrpc"`
+		}
+		if err := json.Unmarshal([]byte(l), &probe); err != nil || probe.JSONRPC != "2.0" {
+			t.Fatalf("non JSON-RPC output line %q", l)
+		}
+		var m wireMsg
+		_ = json.Unmarshal([]byte(l), &m)
+		msgs = append(msgs, m)
+	}
+	return msgs
+}
+
+func byID(msgs []wireMsg) map[string]wireMsg {
+	m := map[string]wireMsg{}
+	for _, x := range msgs {
+		m[string(x.ID)] = x
+	}
+	return m
+}
+
+func TestNDJSONFraming(t *testing.T) {
+	t.Parallel()
+	in := strings.Repeat("\n", 1000) +
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"echo\",\"params\":{\"a\":1}}\r\n" +
+		"   \t  \r\n" +
+		"{ \"jsonrpc\" : \"2.0\", \"id\" : \"two\", \"method\" : \"echo\" }\n" +
+		"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"echo\"}" // no final newline
+	msgs := byID(decodeLines(t, serve(t, in, newHandler(), Options{})))
+	if len(msgs) != 3 {
+		t.Fatalf("want 3 answers, got %v", msgs)
+	}
+	if string(msgs["1"].Result) != `{"a":1}` {
+		t.Errorf("id 1: %s", msgs["1"].Result)
+	}
+	if _, ok := msgs[`"two"`]; !ok {
+		t.Errorf("string id not answered: %v", msgs)
+	}
+	if _, ok := msgs["3"]; !ok {
+		t.Errorf("last line without newline not answered: %v", msgs)
+	}
+}
+
+func TestMalformedInputKeepsServing(t *testing.T) {
+	t.Parallel()
+	deep := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
+	deepObj := `{"jsonrpc":"2.0","id":5,"method":"echo","params":` + strings.Repeat(`{"a":`, 100000) + "1" + strings.Repeat("}", 100000) + "}"
+	cases := []struct {
+		line string
+		code int
+	}{
+		{"not json", CodeParseError},
+		{string([]byte{0, 1, 2, 0xff, 0xfe}), CodeParseError},
+		{`[{"jsonrpc":"2.0","id":1,"method":"echo"}]`, CodeInvalidRequest},
+		{deep, CodeInvalidRequest},
+		{deepObj, CodeParseError},
+		{`"a string"`, CodeInvalidRequest},
+		{`null`, CodeInvalidRequest},
+		{`{"id":1,"method":"echo"}`, CodeInvalidRequest},
+		{`{"jsonrpc":"2.0","id":1}`, CodeInvalidRequest},
+		{`{"jsonrpc":"2.0","id":1,"method":5}`, CodeInvalidRequest},
+		{`{"jsonrpc":"2.0","id":1,"method":"echo","result":1}`, CodeInvalidRequest},
+	}
+	for _, c := range cases {
+		in := c.line + "\n" + `{"jsonrpc":"2.0","id":"next","method":"echo"}` + "\n"
+		msgs := decodeLines(t, serve(t, in, newHandler(), Options{}))
+		if len(msgs) != 2 {
+			t.Fatalf("%.60q: want an error and an answer, got %d messages", c.line, len(msgs))
+		}
+		var errMsg, next *wireMsg
+		for i := range msgs {
+			if string(msgs[i].ID) == `"next"` {
+				next = &msgs[i]
+			} else {
+				errMsg = &msgs[i]
+			}
+		}
+		if next == nil || next.Error != nil {
+			t.Errorf("%.60q: the next good line was not served: %+v", c.line, msgs)
+		}
+		if errMsg == nil || errMsg.Error == nil || errMsg.Error.Code != c.code {
+			t.Errorf("%.60q: want error %d, got %+v", c.line, c.code, errMsg)
+		}
+	}
+}
+
+func TestOversizedLineIsDiscardedWhole(t *testing.T) {
+	t.Parallel()
+	big := `{"jsonrpc":"2.0","id":9,"method":"echo","params":{"x":"` + strings.Repeat("a", 1<<20) + `"}}`
+	in := big + "\n" + `{"jsonrpc":"2.0","id":1,"method":"echo"}` + "\n" + big // the last without newline
+	msgs := decodeLines(t, serve(t, in, newHandler(), Options{MaxMessage: 1 << 10}))
+	if len(msgs) != 3 {
+		t.Fatalf("want 3 messages, got %+v", msgs)
+	}
+	n := 0
+	for _, m := range msgs {
+		if m.Error != nil && m.Error.Code == CodeInvalidRequest && string(m.ID) == "null" {
+			n++
+		}
+	}
+	if n != 2 || string(byID(msgs)["1"].Result) != "null" {
+		t.Fatalf("want two size errors and id 1 answered, got %+v", msgs)
+	}
+}
+
+func TestErrorCodes(t *testing.T) {
+	t.Parallel()
+	in := `{"jsonrpc":"2.0","id":1,"method":"fail"}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"boom"}` + "\n" +
+		`{"jsonrpc":"2.0","id":3,"method":"nope"}` + "\n"
+	msgs := byID(decodeLines(t, serve(t, in, newHandler(), Options{})))
+	for id, code := range map[string]int{"1": CodeInvalidParams, "2": CodeInternalError, "3": CodeMethodNotFound} {
+		if msgs[id].Error == nil || msgs[id].Error.Code != code {
+			t.Errorf("id %s: want %d, got %+v", id, code, msgs[id])
+		}
+	}
+}
+
+// TestIDs: every id the server answers is the id the client sent, and a
+// request whose id cannot be answered faithfully is refused, not run.
+func TestIDs(t *testing.T) {
+	t.Parallel()
+	ok := []string{`0`, `7`, `9223372036854775807`, `"s"`, `""`, `"1"`}
+	for _, id := range ok {
+		msgs := decodeLines(t, serve(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"echo"}`+"\n", newHandler(), Options{}))
+		if len(msgs) != 1 || string(msgs[0].ID) != id || msgs[0].Error != nil {
+			t.Errorf("id %s: got %+v", id, msgs)
+		}
+	}
+	refused := map[string]string{
+		`-1`:                             `-1`,
+		`-9223372036854775808`:           `-9223372036854775808`,
+		`1.5`:                            `1.5`,
+		`123456789012345678901234567890`: `123456789012345678901234567890`,
+		`null`:                           `null`,
+		`true`:                           `null`,
+		`{"a":1}`:                        `null`,
+		`[1]`:                            `null`,
+	}
+	for id, want := range refused {
+		h := newHandler()
+		msgs := decodeLines(t, serve(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"echo"}`+"\n", h, Options{}))
+		if len(msgs) != 1 || string(msgs[0].ID) != want || msgs[0].Error == nil || msgs[0].Error.Code != CodeInvalidRequest {
+			t.Errorf("id %s: want -32600 with id %s, got %+v", id, want, msgs)
+		}
+		if c := h.called(); len(c) != 0 {
+			t.Errorf("id %s: the request ran (%v)", id, c)
+		}
+	}
+}
+
+// TestNotifications: no answer, whatever their params; notifications/cancelled
+// never reaches the handler.
+func TestNotifications(t *testing.T) {
+	t.Parallel()
+	h := newHandler()
+	in := `{"jsonrpc":"2.0","method":"notifications/initialized","params":[1,2]}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":"str"}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":{"a":1}}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":12345}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/cancelled"}` + "\n" +
+		`{"jsonrpc":"2.0","method":"other"}` + "\n"
+	if out := serve(t, in, h, Options{}); out != "" {
+		t.Fatalf("notifications were answered: %s", out)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if strings.Join(h.notes, ",") != "notifications/initialized,other" {
+		t.Fatalf("handler saw %v", h.notes)
+	}
+}
+
+// session is a Serve over pipes that a test writes to line by line.
+type session struct {
+	t     *testing.T
+	in    *io.PipeWriter
+	out   *io.PipeReader
+	lines chan string
+	done  chan error
+}
+
+func startSession(t *testing.T, h Handler, opts Options) *session {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s := &session{t: t, in: inW, out: outR, lines: make(chan string, 1000), done: make(chan error, 1)}
+	opts.Log = zerolog.Nop()
+	go func() {
+		s.done <- Serve(context.Background(), inR, outW, h, opts)
+		_ = outW.Close()
+	}()
+	go func() {
+		buf := make([]byte, 0, 1<<16)
+		one := make([]byte, 1)
+		for {
+			if _, err := outR.Read(one); err != nil {
+				close(s.lines)
+				return
+			}
+			if one[0] == '\n' {
+				s.lines <- string(buf)
+				buf = buf[:0]
+				continue
+			}
+			buf = append(buf, one[0])
+		}
+	}()
+	return s
+}
+
+func (s *session) send(line string) {
+	s.t.Helper()
+	if _, err := io.WriteString(s.in, line+"\n"); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *session) next() wireMsg {
+	s.t.Helper()
+	l, ok := <-s.lines
+	if !ok {
+		s.t.Fatal("output ended")
+	}
+	return decodeLines(s.t, l)[0]
+}
+
+// finish closes the input and returns the rest of the output.
+func (s *session) finish() []wireMsg {
+	s.t.Helper()
+	_ = s.in.Close()
+	var rest []wireMsg
+	for l := range s.lines {
+		rest = append(rest, decodeLines(s.t, l)...)
+	}
+	if err := <-s.done; err != nil {
+		s.t.Fatal(err)
+	}
+	return rest
+}
+
+// TestCancel: a cancelled call gets no answer; cancelling an unknown or a
+// finished id, or before the request arrives, changes nothing.
+func TestCancel(t *testing.T) {
+	t.Parallel()
+	h := newHandler()
+	s := startSession(t, h, Options{})
+	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`) // before the request
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"block","params":"one"}`)
+	s.send(`{"jsonrpc":"2.0","id":"1","method":"block","params":"str-one"}`)
+	<-h.started
+	<-h.started
+	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"user"}}`)
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"echo","params":"after-cancel"}`)
+	if m := s.next(); string(m.ID) != "2" {
+		t.Fatalf("want id 2 answered first, got %+v", m)
+	}
+	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)  // finished
+	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}`) // unknown
+	s.send(`{"jsonrpc":"2.0","id":3,"method":"echo","params":"three"}`)
+	if m := s.next(); string(m.ID) != "3" || string(m.Result) != `"three"` {
+		t.Fatalf("a cancel sent before its request took effect: %+v", m)
+	}
+	close(h.release)
+	rest := s.finish()
+	if len(rest) != 1 || string(rest[0].ID) != `"1"` {
+		t.Fatalf("want only the string id \"1\" answered (numeric 1 was cancelled), got %+v", rest)
+	}
+}
+
+// TestDuplicateIDInFlight: a second request reusing the id of one still in
+// flight is refused, and a cancel for that id reaches the first.
+func TestDuplicateIDInFlight(t *testing.T) {
+	t.Parallel()
+	h := newHandler()
+	s := startSession(t, h, Options{})
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"block","params":"first"}`)
+	<-h.started
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"echo","params":"second"}`)
+	m := s.next()
+	if string(m.ID) != "1" || m.Error == nil || m.Error.Code != CodeInvalidRequest {
+		t.Fatalf("want the duplicate refused with -32600, got %+v", m)
+	}
+	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"echo","params":"reused"}`)
+	if m := s.next(); string(m.Result) != `"reused"` {
+		t.Fatalf("the id was not free again after its call was cancelled: %+v", m)
+	}
+	close(h.release)
+	if rest := s.finish(); len(rest) != 0 {
+		t.Fatalf("the cancelled first call was answered: %+v", rest)
+	}
+}
+
+// TestDrainOnEOF: every call in flight when input ends is answered.
+func TestDrainOnEOF(t *testing.T) {
+	t.Parallel()
+	h := newHandler()
+	s := startSession(t, h, Options{})
+	for i := range 100 {
+		s.send(`{"jsonrpc":"2.0","id":` + itoa(i) + `,"method":"block"}`)
+	}
+	for range 100 {
+		<-h.started
+	}
+	close(h.release)
+	rest := s.finish()
+	if len(rest) != 100 {
+		t.Fatalf("want 100 answers, got %d", len(rest))
+	}
+	for _, m := range rest {
+		if m.Error != nil {
+			t.Fatalf("error answer: %+v", m)
+		}
+	}
+}
+
+// TestDrainGraceCancels: calls still running after the grace period are
+// cancelled, and answered (not dropped as client cancellations).
+func TestDrainGraceCancels(t *testing.T) {
+	t.Parallel()
+	h := newHandler()
+	s := startSession(t, h, Options{Grace: time.Millisecond})
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"block"}`)
+	<-h.started
+	rest := s.finish()
+	if len(rest) != 1 || rest[0].Error == nil || rest[0].Error.Code != CodeInternalError {
+		t.Fatalf("want the cancelled call answered with an error, got %+v", rest)
+	}
+}
+
+// TestShutdownRefusesNewCalls: after ctx is cancelled, in-flight calls
+// finish and are answered; Serve returns.
+func TestShutdown(t *testing.T) {
+	t.Parallel()
+	h := newHandler()
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	var out syncBuf
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, inR, &out, h, Options{Log: zerolog.Nop()}) }()
+	_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"block"}`+"\n")
+	<-h.started
+	cancel()
+	close(h.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	msgs := decodeLines(t, out.String())
+	if len(msgs) != 1 || string(msgs[0].ID) != "1" || msgs[0].Error != nil {
+		t.Fatalf("want id 1 answered, got %+v", msgs)
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// brokenPipe fails every write as a closed stdout does.
+type brokenPipe struct{}
+
+func (brokenPipe) Write([]byte) (int, error) { return 0, syscall.EPIPE }
+
+// TestWriteFailureEndsSession: once output cannot be written (the client
+// closed its end) the session ends, though input stays open: nobody can
+// receive another answer.
+func TestWriteFailureEndsSession(t *testing.T) {
+	t.Parallel()
+	h := newHandler()
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	done := make(chan error, 1)
+	go func() { done <- Serve(context.Background(), inR, brokenPipe{}, h, Options{Log: zerolog.Nop()}) }()
+	go func() {
+		_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"block"}`+"\n")
+		_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":2,"method":"echo"}`+"\n")
+	}()
+	<-h.started
+	<-done // without the fix Serve waits for input that never ends
+}
+
+func itoa(i int) string {
+	b, _ := json.Marshal(i)
+	return string(b)
+}
