@@ -125,6 +125,8 @@ func TestHookPreToolUse(t *testing.T) {
 		{name: "read is not checked", stdin: hookPayload(proj, "Read", map[string]any{"file_path": "/etc/passwd"})},
 		{name: "malformed json", stdin: `{"tool_name": "Bash", "tool_input": {"command": `, deny: "malformed hook input"},
 		{name: "empty input", stdin: ``, deny: "malformed hook input"},
+		{name: "trailing data", stdin: hookPayload(proj, "Bash", map[string]any{"command": "ls"}) + ` {"tool_name":"Bash"}`, deny: "malformed hook input"},
+		{name: "not an object", stdin: `null`, deny: "malformed hook input"},
 		{name: "missing command", stdin: hookPayload(proj, "Bash", map[string]any{"cmd": "ls"}), deny: "tool_input.command is missing"},
 		{name: "command not a string", stdin: hookPayload(proj, "Bash", map[string]any{"command": []string{"ls"}}), deny: "tool_input.command is missing"},
 		{name: "missing file_path", stdin: hookPayload(proj, "Write", map[string]any{"content": "x"}), deny: "has no file_path"},

@@ -178,6 +178,9 @@ func decodeExact(raw []byte, v *hookInput) error {
 	if m == nil {
 		return errors.New("the hook input is not a JSON object")
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("data follows the JSON object")
+	}
 	for key, dst := range map[string]*string{
 		"session_id": &v.SessionID, "transcript_path": &v.TranscriptPath, "cwd": &v.Cwd,
 		"hook_event_name": &v.HookEventName, "tool_name": &v.ToolName,
