@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
@@ -178,8 +179,13 @@ func (s *Store) Open(nb NewBug) (Opened, error) {
 		})
 		return out, err
 	}
+	next, err := s.nextNumber()
+	if err != nil {
+		return Opened{}, err
+	}
+	next = max(next, maxN+1)
 	bug := &Bug{
-		ID: FormatID(maxN + 1), Title: strings.TrimSpace(nb.Title), UnitID: nb.UnitID,
+		ID: FormatID(next), Title: strings.TrimSpace(nb.Title), UnitID: nb.UnitID,
 		Severity: nb.Severity, Category: nb.Category, Status: StatusOpen, Fingerprint: fp,
 		Evidence: []Evidence{ev}, History: []Transition{}, OpenedBy: nb.By,
 		CreatedAt: nb.At, UpdatedAt: nb.At,
@@ -191,7 +197,39 @@ func (s *Store) Open(nb NewBug) (Opened, error) {
 	if err := s.Door.WriteFile(Path(bug.ID), data); err != nil {
 		return Opened{}, err
 	}
+	// The counter follows the bug file: a crash in between leaves a file
+	// whose number the next Open sees anyway.
+	counter, err := sandbox.MarshalJSON(map[string]int{"next": next + 1})
+	if err != nil {
+		return Opened{}, err
+	}
+	if err := s.Door.WriteFile(CounterPath, counter); err != nil {
+		return Opened{}, err
+	}
 	return Opened{Bug: bug, EvidenceAdded: true}, nil
+}
+
+// CounterPath keeps the number of the next bug, so that the id of a deleted
+// bug file is never handed out again.
+const CounterPath = Dir + "/next-id.json"
+
+// nextNumber reads the counter; a missing or damaged counter gives 0 (the
+// bug files then decide).
+func (s *Store) nextNumber() (int, error) {
+	b, err := s.Door.ReadFile(CounterPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var c struct {
+		Next int `json:"next"`
+	}
+	if json.Unmarshal(b, &c) != nil {
+		return 0, nil
+	}
+	return c.Next, nil
 }
 
 // citesAlready reports whether list holds ev, ignoring who added it and when.

@@ -1,6 +1,7 @@
 package bugs
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -131,5 +132,38 @@ func TestOpenSkipsAnUnreadableBugButNotItsID(t *testing.T) {
 	res, err := s.Open(NewBug{Title: "next", Severity: "minor", Evidence: Evidence{Repro: "r"}, By: "tester", At: time.Unix(0, 0).UTC()})
 	if err != nil || res.Bug.ID != "BUG-0003" {
 		t.Fatalf("open next to an unreadable BUG-0002: %v %+v", err, res.Bug)
+	}
+}
+
+// Ids are never reused: deleting the newest bug file does not hand its id
+// to the next bug (triage/ records and timeline entries still name it).
+func TestOpenNeverReusesADeletedID(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	door, err := sandbox.New(dir, "toolhost", []string{"bugs/**", ".toolhost/**"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer door.Close()
+	s := Store{Door: door}
+	open := func(title string) string {
+		t.Helper()
+		res, err := s.Open(NewBug{Title: title, Severity: "minor", Evidence: Evidence{Repro: "r"}, By: "tester", At: time.Unix(0, 0).UTC()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Bug.ID
+	}
+	open("first")
+	second := open("second")
+	if err := os.Remove(filepath.Join(dir, filepath.FromSlash(Path(second)))); err != nil {
+		t.Fatal(err)
+	}
+	if id := open("third"); id != "BUG-0003" {
+		t.Errorf("after deleting %s the next bug got %s, want BUG-0003", second, id)
+	}
+	all, err := List(dir)
+	if err != nil || len(all) != 2 {
+		t.Errorf("List = %v, %v; the id counter must not show up as a bug", all, err)
 	}
 }
