@@ -30,6 +30,8 @@ func TestSanitize(t *testing.T) {
 			[]string{"javascript"}, []string{"<a>x</a>"}, []string{"javascript: URL in href of <a>"}},
 		{"obfuscated javascript URL", "<a href=\" JaVa\tScRiPt:alert(1)\">x</a><form action=\"vbscript:msgbox\"></form>",
 			[]string{"alert", "vbscript"}, []string{"<a>x</a>"}, []string{"javascript: URL in href", "vbscript: URL in action of <form>"}},
+		{"meta refresh and base", `<section><h2>M</h2><meta http-equiv="refresh" content="0;url=javascript:alert(1)"><base href="https://evil.example/"><p>ok</p></section>`,
+			[]string{"<meta", "refresh", "<base", "evil"}, []string{"<p>ok</p>"}, []string{`<meta> element in section "M"`, `<base> element in section "M"`}},
 		{"safe markup untouched", `<section data-unit="s"><h2>S</h2><p class="note">See <a href="goals.html#login" title="t">login</a> and <code>onclick</code>.</p><table><tr><td>1</td></tr></table></section>`,
 			nil, []string{`<a href="goals.html#login" title="t">login</a>`, "<code>onclick</code>", "<td>1</td>"}, nil},
 		{"text mentioning script survives", `<p>Never put &lt;script&gt; in a page.</p>`,

@@ -8,11 +8,14 @@ import (
 	"golang.org/x/net/html/atom"
 )
 
-// droppedElements never survive sanitising: they run code or embed another
-// document. The issue names <script> and <iframe>; the others are the same
-// hazard under another name.
+// droppedElements never survive sanitising: they run code, embed another
+// document or take the page elsewhere. The issue names <script> and
+// <iframe>; the others are the same hazard under another name (<meta
+// http-equiv=refresh> navigates, to a javascript: URL too; <base href>
+// re-roots every relative link and asset of the page).
 var droppedElements = map[string]bool{
 	"script": true, "iframe": true, "frame": true, "frameset": true, "object": true, "embed": true,
+	"meta": true, "base": true,
 }
 
 // urlAttributes hold URLs a browser follows or loads.
