@@ -44,12 +44,16 @@ func (s *Sandbox) CheckRead(p string) (string, error) {
 	if err != nil {
 		return "", readErr(err)
 	}
-	_, err = s.root.Stat(c)
+	fi, err := s.root.Stat(c)
 	switch {
 	case isEscape(err):
 		return "", readErr(s.violation(p, "it resolves outside the project dir through a symlink"))
 	case err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
 		return "", err
+	case err == nil && !fi.IsDir():
+		if err := s.readProblem(p, fi); err != nil {
+			return "", err
+		}
 	}
 	resolved := filepath.Join(s.dir, filepath.FromSlash(c))
 	if real, err := filepath.EvalSymlinks(resolved); err == nil {
@@ -67,17 +71,55 @@ func readErr(err error) error {
 }
 
 // ReadFile reads a project-relative file; symlinks are followed only while
-// they stay inside the project dir.
+// they stay inside the project dir. Only a regular file is read (see
+// openRead).
 func (s *Sandbox) ReadFile(p string) ([]byte, error) {
+	f, err := s.openRead(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// openRead opens a project-relative file for reading. The open does not
+// block (a FIFO left in the tree would otherwise hang it until a writer
+// comes), and the opened file must be a regular file: a FIFO, socket or
+// device is not a document. Hard links are read: a file with several links
+// may be a name for a file outside the project, but in-project hard links
+// (package managers make them) cannot be told apart from those.
+func (s *Sandbox) openRead(p string) (*os.File, error) {
 	c, err := s.clean(p)
 	if err != nil {
 		return nil, readErr(err)
 	}
-	b, err := s.root.ReadFile(c)
+	f, err := s.root.OpenFile(c, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if isEscape(err) {
 		return nil, readErr(s.violation(p, "it resolves outside the project dir through a symlink"))
 	}
-	return b, err
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.IsDir() {
+		err = &fs.PathError{Op: "read", Path: c, Err: syscall.EISDIR}
+	}
+	if err == nil {
+		err = s.readProblem(p, fi)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// readProblem refuses to read anything but a regular file.
+func (s *Sandbox) readProblem(p string, fi fs.FileInfo) error {
+	if !fi.Mode().IsRegular() {
+		return readErr(s.violation(p, "it is not a regular file (a FIFO, socket or device)"))
+	}
+	return nil
 }
 
 // MkdirAll creates a directory in which the allow-list permits files.

@@ -428,3 +428,28 @@ func BenchmarkCheckWrite(b *testing.B) {
 		}
 	}
 }
+
+// TestReadsRefuseSpecialFiles: a FIFO an earlier step left in the tree must
+// not hang a read (open(2) of a FIFO without a writer blocks) and is
+// refused; CheckRead gives the same verdict as the read.
+func TestReadsRefuseSpecialFiles(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t)
+	s := fx.sandbox(t)
+	for _, p := range []string{"prd/fifo", "prd/sub/../fifo"} {
+		b, err := s.ReadFile(p)
+		if !errors.Is(err, ErrEscape) || !strings.Contains(err.Error(), "tried to read "+p) {
+			t.Errorf("ReadFile(%q) = %q, %v; want a read violation", p, b, err)
+		}
+		b, err = s.ReadTail(p, 4)
+		if !errors.Is(err, ErrEscape) {
+			t.Errorf("ReadTail(%q) = %q, %v; want a read violation", p, b, err)
+		}
+		if _, err := s.CheckRead(p); !errors.Is(err, ErrEscape) {
+			t.Errorf("CheckRead(%q) = %v; want the read's violation", p, err)
+		}
+	}
+	if _, err := s.CheckRead("prd/chapters"); err != nil {
+		t.Errorf("CheckRead of a directory = %v; want allowed", err)
+	}
+}
