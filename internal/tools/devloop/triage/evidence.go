@@ -1,6 +1,7 @@
 package triage
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -447,10 +448,15 @@ type caseRun struct {
 }
 
 type runStep struct {
+	Index     *int            `json:"index"`
 	Name      string          `json:"name"`
+	Method    string          `json:"method"`
+	URL       string          `json:"url"`
 	OK        bool            `json:"ok"`
+	Skipped   bool            `json:"skipped"`
 	Status    int             `json:"status"`
 	ElapsedMS int64           `json:"elapsed_ms"`
+	Error     string          `json:"error"`
 	Diff      json.RawMessage `json:"diff"`
 }
 
@@ -477,11 +483,12 @@ func (ev *evidence) checkRun(c *ctxinject.Ctx, id string) {
 	lines := splitLines(data)
 	failed := 0
 	for _, s := range run.Steps {
-		if s.OK {
+		// A skipped step never ran: the failure is the step before it.
+		if s.OK || s.Skipped {
 			continue
 		}
 		failed++
-		ev.Verified = append(ev.Verified, VerifiedItem{Kind: kindRunStep, Path: p, Line: stepLine(lines, s.Name),
+		ev.Verified = append(ev.Verified, VerifiedItem{Kind: kindRunStep, Path: p, Line: stepLine(lines, s),
 			Excerpt: clip(describeStep(s), maxExcerpt)})
 	}
 	if failed == 0 {
@@ -490,16 +497,40 @@ func (ev *evidence) checkRun(c *ctxinject.Ctx, id string) {
 	}
 }
 
+// describeStep says which step failed and why, in words: its index and
+// name, the request, the status, the error and each mismatch.
 func describeStep(s runStep) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "step %q failed: status %d after %d ms", s.Name, s.Status, s.ElapsedMS)
-	if d := diffText(s.Diff); d != "" {
-		b.WriteString("\ndiff: " + d)
+	b.WriteString("step")
+	if s.Index != nil {
+		fmt.Fprintf(&b, " %d", *s.Index)
 	}
+	if s.Name != "" {
+		fmt.Fprintf(&b, " %q", s.Name)
+	}
+	if s.Method != "" || s.URL != "" {
+		fmt.Fprintf(&b, " (%s)", strings.TrimSpace(s.Method+" "+s.URL))
+	}
+	b.WriteString(" failed:")
+	var why []string
+	if s.Status > 0 {
+		why = append(why, fmt.Sprintf("status %d", s.Status))
+	}
+	if s.Error != "" {
+		why = append(why, s.Error)
+	}
+	if d := diffText(s.Diff); d != "" {
+		why = append(why, d)
+	}
+	if len(why) == 0 {
+		why = append(why, "no reason recorded")
+	}
+	b.WriteString(" " + strings.Join(why, "; "))
 	return b.String()
 }
 
-// diffText renders a step's diff: a string as is, anything else as JSON.
+// diffText renders a step's diff: a string as is, run_case's list of
+// mismatches as their messages, anything else as JSON.
 func diffText(raw json.RawMessage) string {
 	if len(raw) == 0 || string(raw) == "null" {
 		return ""
@@ -508,12 +539,51 @@ func diffText(raw json.RawMessage) string {
 	if json.Unmarshal(raw, &s) == nil {
 		return s
 	}
+	var ms []struct {
+		Check   string `json:"check"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(raw, &ms) == nil {
+		var parts []string
+		for _, m := range ms {
+			switch {
+			case m.Message != "" && m.Check != "":
+				parts = append(parts, fmt.Sprintf("%s (%s)", m.Message, m.Check))
+			case m.Message != "":
+				parts = append(parts, m.Message)
+			}
+		}
+		if len(parts) > 0 {
+			return strings.Join(parts, "; ")
+		}
+	}
+	var compact bytes.Buffer
+	if json.Compact(&compact, raw) == nil {
+		return compact.String()
+	}
 	return string(raw)
 }
 
-// stepLine is the line of a step's name in the run file (0 if not found).
-func stepLine(lines []string, name string) int {
-	q, _ := json.Marshal(name)
+// stepLine is the line where a step starts in the run file: its "index"
+// (run_case writes one per step) or else its "name" (0 if neither is found).
+func stepLine(lines []string, s runStep) int {
+	if s.Index != nil {
+		want := fmt.Sprintf(`"index": %d`, *s.Index)
+		inSteps := false
+		for i, l := range lines {
+			t := strings.TrimSuffix(strings.TrimSpace(l), ",")
+			if strings.HasPrefix(t, `"steps"`) {
+				inSteps = true
+			}
+			if inSteps && t == want {
+				return i + 1
+			}
+		}
+	}
+	if s.Name == "" {
+		return 0
+	}
+	q, _ := json.Marshal(s.Name)
 	for i, l := range lines {
 		if strings.Contains(l, `"name"`) && strings.Contains(l, string(q)) {
 			return i + 1

@@ -217,3 +217,87 @@ func TestExtractEvidenceRepeatedCitations(t *testing.T) {
 		t.Errorf("verified %v, missing %v; want [test log] and [run]\n%+v\n%+v", gotV, gotM, out.Verified, out.Missing)
 	}
 }
+
+// A run as run_case really writes it: steps carry index, method and url
+// (name only when the case gave one), diff is a list of mismatches, error
+// says why a step failed without one, and steps after a failure are
+// skipped. The evidence names each failed step with its line and reasons
+// in words, and leaves skipped steps out.
+func TestExtractEvidenceRunCaseShape(t *testing.T) {
+	t.Parallel()
+	dir := copyProject(t)
+	run := `{
+  "run_id": "todo-crud-20261130T061513.1Z",
+  "case_id": "todo-crud",
+  "ok": false,
+  "steps": [
+    {
+      "index": 0,
+      "method": "POST",
+      "url": "http://127.0.0.1:4100/todos",
+      "ok": true,
+      "status": 201,
+      "elapsed_ms": 3
+    },
+    {
+      "index": 1,
+      "method": "GET",
+      "url": "http://127.0.0.1:4100/todos/t-1",
+      "ok": false,
+      "status": 200,
+      "elapsed_ms": 1,
+      "diff": [
+        {
+          "check": "json_subset",
+          "pointer": "/done",
+          "expected": true,
+          "actual": false,
+          "message": "/done: expected true, got false"
+        }
+      ]
+    },
+    {
+      "index": 2,
+      "name": "delete todo",
+      "method": "DELETE",
+      "url": "http://127.0.0.1:4100/todos/t-1",
+      "ok": false,
+      "elapsed_ms": 0,
+      "error": "connect: connection refused"
+    },
+    {
+      "index": 3,
+      "method": "GET",
+      "url": "http://127.0.0.1:4100/todos",
+      "ok": false,
+      "skipped": true,
+      "elapsed_ms": 0
+    }
+  ]
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "integration", "runs", "todo-crud-20261130T061513.1Z.json"), []byte(run), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeBug(t, dir, bugs.Bug{ID: "BUG-0052", UnitID: "todo-be", Title: "todo not done", Evidence: []bugs.Evidence{{RunID: "todo-crud-20261130T061513.1Z"}}})
+	out, err := extractEvidence(context.Background(), newCtx(t, dir), ExtractEvidenceInput{BugID: "BUG-0052"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		line    int
+		excerpt string
+	}{
+		{15, "step 1 (GET http://127.0.0.1:4100/todos/t-1) failed: status 200; /done: expected true, got false (json_subset)"},
+		{32, `step 2 "delete todo" (DELETE http://127.0.0.1:4100/todos/t-1) failed: connect: connection refused`},
+	}
+	if len(out.Verified) != len(want) || len(out.Missing) != 0 {
+		t.Fatalf("verified %+v\nmissing %+v", out.Verified, out.Missing)
+	}
+	for i, w := range want {
+		g := out.Verified[i]
+		if g.Kind != kindRunStep || g.Line != w.line || g.Excerpt != w.excerpt {
+			t.Errorf("verified[%d] = line %d %q\nwant line %d %q", i, g.Line, g.Excerpt, w.line, w.excerpt)
+		}
+	}
+}
