@@ -22,6 +22,8 @@ const (
 	MaxPathLen = 4096
 	// MaxPathDepth is the largest number of components accepted.
 	MaxPathDepth = 64
+	// MaxNameLen is the longest component accepted, in bytes (NAME_MAX).
+	MaxNameLen = 255
 )
 
 // Error is a write (or read) the sandbox refused.
@@ -181,6 +183,14 @@ func (s *Sandbox) clean(p string) (string, error) {
 		return "", s.violation(p, "empty path; name a file relative to the project dir")
 	case strings.Count(c, "/")+1 > MaxPathDepth:
 		return "", s.violation(p, fmt.Sprintf("path is deeper than %d components", MaxPathDepth))
+	}
+	for _, name := range strings.Split(c, "/") {
+		if len(name) > MaxNameLen {
+			// The file system would refuse it too, but only once the write
+			// has made the directories above it; CheckWrite on a missing
+			// parent would not see it at all.
+			return "", s.violation(p, fmt.Sprintf("a path component is longer than %d bytes", MaxNameLen))
+		}
 	}
 	return c, nil
 }

@@ -453,3 +453,26 @@ func TestReadsRefuseSpecialFiles(t *testing.T) {
 		t.Errorf("CheckRead of a directory = %v; want allowed", err)
 	}
 }
+
+// TestLongComponent: a name longer than the file system allows is refused
+// as text, so sandbox_check (CheckWrite) and the write agree even when the
+// parent directory does not exist yet, and the write leaves nothing behind.
+func TestLongComponent(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t)
+	s := fx.sandbox(t)
+	long := strings.Repeat("a", MaxNameLen+1)
+	for _, p := range []string{"prd/newdir/" + long, "prd/newdir/" + long + "/x.html", "prd/" + long} {
+		_, cerr := s.CheckWrite(p)
+		werr := s.WriteFile(p, []byte("x"))
+		if !errors.Is(cerr, ErrEscape) || !errors.Is(werr, ErrEscape) || !strings.Contains(werr.Error(), "longer than") {
+			t.Errorf("%.40q…: CheckWrite = %v, WriteFile = %v; want the same violation from both", p, cerr, werr)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(fx.proj, "prd/newdir")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused write created prd/newdir (%v)", err)
+	}
+	if _, err := s.CheckWrite("prd/" + strings.Repeat("a", MaxNameLen)); err != nil {
+		t.Errorf("a %d-byte name is refused: %v", MaxNameLen, err)
+	}
+}
