@@ -24,8 +24,10 @@
 // What is blocked: a JSON object or array given to an HTTP client (curl,
 // wget, httpie http/https, xh, grpcurl, gh api) as an argument or option
 // value (curl -d/--data*/--json/-F, wget --post-data/--body-data, httpie
-// key:=, grpcurl -d, gh api -f/-F), or on its standard input through a
-// here-string, a heredoc or a pipe from a command that prints it. A command
+// key:=, grpcurl -d, gh api -f/-F), on its standard input through a
+// here-string, a heredoc or a pipe from a command that prints it, or as a
+// data option of a curl config (-K) read from a process substitution or
+// stdin. A command
 // that cannot be parsed, is longer than MaxCommandLen or expands beyond the
 // work budget is blocked too: the guard never allows what it cannot read.
 //

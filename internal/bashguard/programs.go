@@ -192,6 +192,28 @@ func (c *checker) commandAt(fields []string, off int, input []piece, depth int) 
 	if generic(f, args) {
 		return f.err(name)
 	}
+	if (name == "curl" || name == "curlie") && curlReadsConfig(args) {
+		for _, p := range input {
+			if payload, ok := curlConfigJSON(p.text); ok {
+				f.set(payload, "a curl config (-K)")
+				// Suggest the body option in place of the config file.
+				for i := off + 1; i < len(fields); i++ {
+					switch a := fields[i]; {
+					case (a == "-K" || a == "--config") && i+1 < len(fields):
+						f.edits[i], f.edits[i+1] = "-d", "@"+FileHint
+					case strings.HasPrefix(a, "--config="):
+						f.edits[i] = "--data=@" + FileHint
+					case strings.HasPrefix(a, "-K"):
+						f.edits[i] = "-d@" + FileHint
+					default:
+						continue
+					}
+					break
+				}
+				return f.err(name)
+			}
+		}
+	}
 	for _, p := range input {
 		if payload, ok := jsonIn(p.text); ok {
 			f.payload, f.via = payload, p.via
@@ -341,6 +363,68 @@ func (c *checker) readInto(args []string, input []piece) {
 	for _, n := range names {
 		c.setVar(n, vals)
 	}
+}
+
+// curlReadsConfig reports whether curl reads a config file (-K, --config),
+// which then comes from a process substitution or stdin.
+func curlReadsConfig(args []string) bool {
+	for _, a := range args[1:] {
+		if a == "--" {
+			return false
+		}
+		if a == "--config" || strings.HasPrefix(a, "--config=") ||
+			len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsRune(a, 'K') {
+			return true
+		}
+	}
+	return false
+}
+
+// curlConfigData are the curl config options whose value is sent as the
+// body (or a query or form part).
+var curlConfigData = map[string]bool{
+	"d": true, "data": true, "data-ascii": true, "data-binary": true, "data-raw": true, "json": true,
+	"data-urlencode": true, "url-query": true, "F": true, "form": true, "form-string": true,
+}
+
+// curlConfigJSON finds inline JSON in the text of a curl config file: lines
+// "data = \"…\"", "--json {…}", "data-raw: '…'".
+func curlConfigJSON(text string) (string, bool) {
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimLeft(line, space)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		line = strings.TrimPrefix(strings.TrimPrefix(line, "-"), "-")
+		end := strings.IndexAny(line, "=: \t")
+		if end < 0 || !curlConfigData[line[:end]] {
+			continue
+		}
+		val := strings.TrimLeft(line[end:], "=: \t")
+		switch {
+		case strings.HasPrefix(val, `"`):
+			var b strings.Builder
+			for i := 1; i < len(val) && val[i] != '"'; i++ {
+				if val[i] == '\\' && i+1 < len(val) {
+					i++
+				}
+				b.WriteByte(val[i])
+			}
+			val = b.String()
+		case strings.HasPrefix(val, "'"):
+			val = strings.Trim(val, "'")
+		}
+		if strings.HasPrefix(val, "@") {
+			continue
+		}
+		if looksJSON(val) {
+			return strings.Trim(val, space), true
+		}
+		if _, v, ok := strings.Cut(val, "="); ok && looksJSON(v) {
+			return strings.Trim(v, space), true
+		}
+	}
+	return "", false
 }
 
 // jsonIn finds JSON in text that reaches a program's stdin: the whole text
