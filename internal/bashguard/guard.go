@@ -47,6 +47,9 @@ type checker struct {
 	funcs     map[string]*syntax.Stmt
 	callDepth int
 	calls     int
+	// execInput is what an exec without a command opened on a file
+	// descriptor (exec 3<<<'…'): any later command may read it.
+	execInput []piece
 }
 
 // piece is text that reaches a command's standard input.
@@ -146,7 +149,12 @@ func (c *checker) stmt(st *syntax.Stmt, call *syntax.CallExpr, feed []piece, dep
 		return nil
 	}
 	fields := c.fields(call.Args...)
+	if len(fields) == 1 && program(fields[0]) == "exec" {
+		c.execInput = append(c.execInput, c.stdin(st)...)
+		return nil
+	}
 	input := append(c.stdin(st), feed...)
+	input = append(input, c.execInput...)
 	procs, err := c.procSubsts(st, call, input, depth)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package bashguard
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -180,6 +181,11 @@ func (c *checker) commandAt(fields []string, off int, input []piece, depth int) 
 		return nil
 	case c.funcs[name] != nil:
 		return c.call(name, args, input, depth)
+	case name == "set":
+		if i := slices.Index(args, "--"); i > 0 {
+			c.setPositional(args[i+1:])
+		}
+		return nil
 	}
 	client := httpClient(name, args)
 	if client == nil {
@@ -307,13 +313,7 @@ func (c *checker) call(name string, args []string, input []piece, depth int) err
 		}
 		delete(c.vars, p)
 	}
-	for i, a := range args[1:] {
-		if i < 9 {
-			c.vars[strconv.Itoa(i+1)] = a
-		}
-	}
-	all := strings.Join(args[1:], " ")
-	c.vars["@"], c.vars["*"], c.vars["#"] = all, all, strconv.Itoa(len(args)-1)
+	c.setPositional(args[1:])
 	c.callDepth++
 	err := c.node(c.funcs[name], input, depth)
 	c.callDepth--
@@ -324,6 +324,20 @@ func (c *checker) call(name string, args []string, input []piece, depth int) err
 		}
 	}
 	return err
+}
+
+// setPositional sets $1 … $9, $@, $* and $#.
+func (c *checker) setPositional(args []string) {
+	for i := 1; i <= 9; i++ {
+		delete(c.vars, strconv.Itoa(i))
+	}
+	for i, a := range args {
+		if i < 9 {
+			c.vars[strconv.Itoa(i+1)] = a
+		}
+	}
+	all := strings.Join(args, " ")
+	c.vars["@"], c.vars["*"], c.vars["#"] = all, all, strconv.Itoa(len(args))
 }
 
 // readInto sets the variables a read, mapfile or readarray names to what
