@@ -35,6 +35,10 @@ func newServeCmd(g *globals) *cobra.Command {
 			if framing != "ndjson" && framing != "lsp" {
 				return usageErr(errorf("--framing must be ndjson or lsp, not %q", framing))
 			}
+			// Signals are caught from the first instant: a SIGTERM that arrives
+			// while the session is still opening shuts down cleanly too.
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
 			if cpuProfile != "" {
 				stopProfile, err := startCPUProfile(cpuProfile)
 				if err != nil {
@@ -60,8 +64,6 @@ func newServeCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-			defer stop()
 			// Deferred after stop so it runs first: closing the session stops
 			// its units, and a second SIGTERM meanwhile must not cut that short.
 			defer s.Close()

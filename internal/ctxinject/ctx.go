@@ -89,14 +89,14 @@ type Events interface {
 type TimelineEntry struct {
 	Seq       int64     `json:"seq"`
 	TS        time.Time `json:"ts"`
-	PID       string    `json:"pid,omitempty"`
+	PID       string    `json:"pid"`
 	Agent     string    `json:"agent"`
-	UnitID    string    `json:"unit_id,omitempty"`
+	UnitID    string    `json:"unit_id"`
 	CallID    string    `json:"call_id"`
-	SessionID string    `json:"session_id,omitempty"`
+	SessionID string    `json:"session_id"`
 	Kind      string    `json:"kind"`
 	Message   string    `json:"message"`
-	Data      any       `json:"data,omitempty"`
+	Data      any       `json:"data"`
 }
 
 // Timeline is the agents' shared log with a cross-process sequence.

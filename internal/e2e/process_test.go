@@ -281,10 +281,16 @@ func TestSIGTERMDrains(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Wait until the server answers, then put a slow call in flight.
+	r := bufio.NewReader(stdout)
+	_, _ = io.WriteString(stdin, `{"jsonrpc":"2.0","id":0,"method":"ping"}`+"\n")
+	if _, err := r.ReadBytes('\n'); err != nil {
+		t.Fatalf("no answer to ping: %v\n%s", err, stderr.String())
+	}
 	_, _ = io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"debug_sleep","arguments":{"ms":600}}}`+"\n")
 	time.Sleep(200 * time.Millisecond)
 	_ = cmd.Process.Signal(syscall.SIGTERM)
-	out, _ := io.ReadAll(stdout)
+	out, _ := io.ReadAll(r)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("exit: %v\n%s", err, stderr.String())
 	}
