@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"syscall"
 	"time"
 )
 
@@ -62,15 +64,35 @@ type Bug struct {
 // Path returns the project-relative path of a bug.
 func Path(id string) string { return Dir + "/" + id + ".json" }
 
-// Load reads one bug from a project dir.
+// Load reads one bug from a project dir. Reads stay inside the project: a
+// bug file that is a symlink, or that resolves outside the project, is
+// refused like a missing one (bug files are written by the store only, as
+// regular files).
 func Load(projectDir, id string) (*Bug, error) {
+	root, err := os.OpenRoot(projectDir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return load(root, id)
+}
+
+func load(root *os.Root, id string) (*Bug, error) {
 	if !IDPattern.MatchString(id) {
 		return nil, fmt.Errorf("bug id %q must look like BUG-0001", id)
 	}
-	b, err := os.ReadFile(filepath.Join(projectDir, Dir, id+".json"))
+	f, err := root.OpenFile(Path(id), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no bug %s in %s/", id, Dir)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("%s cannot be read (it must be a regular file inside the project): %w", Path(id), err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", Path(id))
+	}
+	b, err := io.ReadAll(f)
 	if err != nil {
 		return nil, err
 	}
@@ -104,10 +126,20 @@ func List(projectDir string) ([]*Bug, error) {
 // files it could not read or decode (also by id), so one damaged file does
 // not hide the others.
 func Scan(projectDir string) ([]*Bug, []Unreadable, error) {
-	ents, err := os.ReadDir(filepath.Join(projectDir, Dir))
+	root, err := os.OpenRoot(projectDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer root.Close()
+	dir, err := root.Open(Dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s/ cannot be listed (it must be a directory inside the project): %w", Dir, err)
+	}
+	ents, err := dir.ReadDir(-1)
+	dir.Close()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -121,7 +153,7 @@ func Scan(projectDir string) ([]*Bug, []Unreadable, error) {
 			continue
 		}
 		id := name[:len(name)-5]
-		bug, err := Load(projectDir, id)
+		bug, err := load(root, id)
 		if err != nil {
 			bad = append(bad, Unreadable{ID: id, Reason: err.Error()})
 			continue

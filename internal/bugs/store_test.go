@@ -167,3 +167,48 @@ func TestOpenNeverReusesADeletedID(t *testing.T) {
 		t.Errorf("List = %v, %v; the id counter must not show up as a bug", all, err)
 	}
 }
+
+// TestReadsStayInsideTheProject: a bug file that is a symlink (to a file
+// outside the project or inside it), or a bugs/ dir that leads outside, is
+// never read.
+func TestReadsStayInsideTheProject(t *testing.T) {
+	t.Parallel()
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret.json")
+	if err := os.WriteFile(secret, []byte(`{"id":"BUG-0001","title":"SECRET-FROM-OUTSIDE","severity":"minor","status":"open"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("symlinked bug file", func(t *testing.T) {
+		t.Parallel()
+		project := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(project, Dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(secret, filepath.Join(project, Path("BUG-0001"))); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := Load(project, "BUG-0001"); err == nil {
+			t.Fatalf("read through a symlink: %+v", b)
+		}
+		all, bad, err := Scan(project)
+		if err != nil || len(all) != 0 || len(bad) != 1 {
+			t.Fatalf("Scan = %v, %v, %v; want the symlink listed as unreadable", all, bad, err)
+		}
+	})
+	t.Run("bugs dir leads outside", func(t *testing.T) {
+		t.Parallel()
+		project := t.TempDir()
+		if err := os.Symlink(outside, filepath.Join(project, Dir)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(outside, "BUG-0002.json"), []byte(`{"id":"BUG-0002","title":"SECRET-FROM-OUTSIDE","severity":"minor","status":"open"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := Load(project, "BUG-0002"); err == nil {
+			t.Fatalf("read through a symlinked bugs/: %+v", b)
+		}
+		if all, _, err := Scan(project); err == nil || len(all) != 0 {
+			t.Fatalf("Scan listed a bugs/ outside the project: %v %v", all, err)
+		}
+	})
+}
