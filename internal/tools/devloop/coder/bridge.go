@@ -19,7 +19,7 @@ import (
 // ContractBridgeInput names the contract and the language to generate.
 type ContractBridgeInput struct {
 	Contract string `json:"contract" jsonschema:"pattern=^[a-z0-9][a-z0-9_-]{0\\,63}$" jsonschema_description:"contract name: reads contracts/<contract>.json"`
-	UnitID   string `json:"unit_id,omitempty" jsonschema:"pattern=^[A-Za-z0-9_.-]{1\\,64}$" jsonschema_description:"unit to generate into (units/<unit_id>/src/); defaults to the session's unit"`
+	UnitID   string `json:"unit_id,omitempty" jsonschema:"pattern=^[A-Za-z0-9_][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"unit to generate into (units/<unit_id>/src/); defaults to the session's unit"`
 	Lang     string `json:"lang" jsonschema:"enum=ts,enum=go" jsonschema_description:"ts writes src/contract.gen.ts (interfaces, METHOD/PATH/STATUS constants, typed path params); go writes src/contract_gen.go (structs with json tags, Method/Path/Status constants)"`
 	Package  string `json:"package,omitempty" jsonschema:"pattern=^[a-z][a-z0-9_]{0\\,63}$" jsonschema_description:"Go package name of the generated file (lang go only; default contract)"`
 }

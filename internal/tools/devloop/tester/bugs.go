@@ -28,7 +28,7 @@ type EvidenceInput struct {
 // BugOpenInput opens a bug.
 type BugOpenInput struct {
 	Title    string        `json:"title" jsonschema:"minLength=3,maxLength=300" jsonschema_description:"one line saying what is wrong, e.g. 'countOpen counts done todos'; part of the fingerprint after normalisation (case and punctuation ignored)"`
-	UnitID   string        `json:"unit_id,omitempty" jsonschema:"pattern=^[A-Za-z0-9_.-]{1\\,64}$" jsonschema_description:"unit the bug is in; defaults to the session's unit"`
+	UnitID   string        `json:"unit_id,omitempty" jsonschema:"pattern=^[A-Za-z0-9_][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"unit the bug is in; defaults to the session's unit"`
 	Severity string        `json:"severity" jsonschema:"enum=blocker,enum=major,enum=minor" jsonschema_description:"blocker: stops the unit from working; major: a feature is wrong; minor: cosmetic or edge case"`
 	Category string        `json:"category,omitempty" jsonschema:"maxLength=64" jsonschema_description:"free-form category, e.g. contract_mismatch or logic_error (the triager may refine it)"`
 	Evidence EvidenceInput `json:"evidence" jsonschema_description:"where the failure can be checked: at least one of test, log, run_id or repro"`
@@ -164,7 +164,7 @@ func orEmpty(s []string) []string {
 // BugListInput filters the bug list.
 type BugListInput struct {
 	Status   string `json:"status,omitempty" jsonschema:"enum=open,enum=triaged,enum=fixing,enum=fixed,enum=verified,enum=closed,enum=wontfix" jsonschema_description:"only bugs in this status"`
-	UnitID   string `json:"unit_id,omitempty" jsonschema:"pattern=^[A-Za-z0-9_.-]{1\\,64}$" jsonschema_description:"only bugs of this unit"`
+	UnitID   string `json:"unit_id,omitempty" jsonschema:"pattern=^[A-Za-z0-9_][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"only bugs of this unit"`
 	Severity string `json:"severity,omitempty" jsonschema:"enum=blocker,enum=major,enum=minor" jsonschema_description:"only bugs of this severity"`
 	Limit    int    `json:"limit,omitempty" jsonschema:"minimum=1,maximum=1000" jsonschema_description:"at most this many bugs (default 100)"`
 }
