@@ -493,3 +493,37 @@ func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
 }
+
+// TestMaxInFlight: a request beyond the cap is refused with -32001 while the
+// others run; once they are answered new requests are served again.
+func TestMaxInFlight(t *testing.T) {
+	t.Parallel()
+	h := newHandler()
+	s := startSession(t, h, Options{MaxInFlight: 2})
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"block"}`)
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"block"}`)
+	<-h.started
+	<-h.started
+	s.send(`{"jsonrpc":"2.0","id":3,"method":"echo"}`)
+	if m := s.next(); string(m.ID) != "3" || m.Error == nil || m.Error.Code != CodeOverloaded {
+		t.Fatalf("want id 3 refused with %d, got %+v", CodeOverloaded, m)
+	}
+	close(h.release)
+	s.next()
+	s.next()
+	// The slots free just after the answers are written: retry until served.
+	for i := 4; ; i++ {
+		s.send(`{"jsonrpc":"2.0","id":` + itoa(i) + `,"method":"echo","params":"again"}`)
+		m := s.next()
+		if m.Error != nil && m.Error.Code == CodeOverloaded {
+			continue
+		}
+		if string(m.Result) != `"again"` {
+			t.Fatalf("not served again after the others ended: %+v", m)
+		}
+		break
+	}
+	if rest := s.finish(); len(rest) != 0 {
+		t.Fatalf("unexpected answers: %+v", rest)
+	}
+}

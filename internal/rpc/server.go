@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -44,6 +45,12 @@ type Options struct {
 	LSP bool
 	// MaxMessage caps one incoming message (DefaultMaxMessage if zero).
 	MaxMessage int
+	// MaxInFlight caps the requests running or waiting to write their
+	// response (DefaultMaxInFlight if zero); one more is refused with
+	// CodeOverloaded, written from the reading goroutine, so a client that
+	// sends without reading stalls the reader instead of growing one
+	// blocked goroutine per request without bound.
+	MaxInFlight int
 	// Grace bounds how long in-flight calls may run after input ends or
 	// shutdown starts (default 10 s).
 	Grace time.Duration
@@ -64,6 +71,7 @@ type server struct {
 	// at once, so its id may be used again.
 	cancels  map[jsonrpc2.ID]*context.CancelFunc
 	inflight sync.WaitGroup
+	running  int
 	draining bool
 }
 
@@ -83,6 +91,9 @@ func (p peer) Call(ctx context.Context, method string, params, result any) error
 func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler, opts Options) error {
 	if opts.Grace <= 0 {
 		opts.Grace = 10 * time.Second
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
 	}
 	base, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -159,6 +170,12 @@ func (s *server) Handle(_ context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Re
 		_ = conn.ReplyWithError(s.base, req.ID, NewError(CodeInvalidRequest, "invalid request: a call with this id is still in flight; use a new id for each request"))
 		return
 	}
+	if s.running >= s.opts.MaxInFlight {
+		s.mu.Unlock()
+		_ = conn.ReplyWithError(s.base, req.ID, NewError(CodeOverloaded, fmt.Sprintf("server overloaded: %d requests already in flight; retry when some have been answered", s.opts.MaxInFlight)))
+		return
+	}
+	s.running++
 	ctx, cancel := context.WithCancel(s.base)
 	entry := &cancel
 	s.cancels[req.ID] = entry
@@ -167,6 +184,11 @@ func (s *server) Handle(_ context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Re
 
 	s.workers.Go(func() {
 		defer s.inflight.Done()
+		defer func() {
+			s.mu.Lock()
+			s.running--
+			s.mu.Unlock()
+		}()
 		defer cancel()
 		result, err := s.h.Handle(ctx, p, req.Method, params)
 		s.mu.Lock()

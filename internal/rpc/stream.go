@@ -20,7 +20,11 @@ const (
 	CodeInvalidParams  = -32602
 	CodeInternalError  = -32603
 	CodeShuttingDown   = -32000
+	CodeOverloaded     = -32001
 )
+
+// DefaultMaxInFlight is the default cap on requests running at once.
+const DefaultMaxInFlight = 10000
 
 // DefaultMaxMessage is the largest message accepted (4 MiB).
 const DefaultMaxMessage = 4 << 20
