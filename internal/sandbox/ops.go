@@ -79,8 +79,20 @@ func (s *Sandbox) ReadFile(p string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(f)
+	if fi, err := f.Stat(); err == nil && fi.Size() > MaxReadSize {
+		return nil, fmt.Errorf("%s is %d bytes, over the %d-byte limit for files tools read whole", p, fi.Size(), int64(MaxReadSize))
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxReadSize+1))
+	if err == nil && len(b) > MaxReadSize {
+		return nil, fmt.Errorf("%s grew over the %d-byte limit for files tools read whole", p, int64(MaxReadSize))
+	}
+	return b, err
 }
+
+// MaxReadSize caps ReadFile: a file an earlier step blew up (a 100 GB
+// sparse file, say) must fail the tool with a clear error, not exhaust the
+// daemon's memory.
+const MaxReadSize = 256 << 20
 
 // openRead opens a project-relative file for reading. The open does not
 // block (a FIFO left in the tree would otherwise hang it until a writer

@@ -476,3 +476,29 @@ func TestLongComponent(t *testing.T) {
 		t.Errorf("a %d-byte name is refused: %v", MaxNameLen, err)
 	}
 }
+
+// TestReadFileCap: a huge (sparse) file is refused with its size, without
+// being read into memory.
+func TestReadFileCap(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, err := New(dir, "devloop-pm", []string{"prd/**"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := os.MkdirAll(filepath.Join(dir, "prd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(dir, "prd", "big.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(100 << 30); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := s.ReadFile("prd/big.html"); err == nil || !strings.Contains(err.Error(), "over the") {
+		t.Fatalf("want a size error, got %v", err)
+	}
+}
