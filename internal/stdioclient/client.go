@@ -196,14 +196,22 @@ func (c *Client) Dispatch(method string, params any) (int64, <-chan Message, err
 		m["params"] = params
 	}
 	if err := c.send(m); err != nil {
+		c.forget(id)
 		return 0, nil, err
 	}
 	return id, ch, nil
 }
 
+// forget drops a pending request whose answer is no longer awaited.
+func (c *Client) forget(id int64) {
+	c.mu.Lock()
+	delete(c.pending, strconv.FormatInt(id, 10))
+	c.mu.Unlock()
+}
+
 // Call sends a request and waits for its result.
 func (c *Client) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	_, ch, err := c.Dispatch(method, params)
+	id, ch, err := c.Dispatch(method, params)
 	if err != nil {
 		return nil, err
 	}
@@ -217,6 +225,9 @@ func (c *Client) Call(ctx context.Context, method string, params any) (json.RawM
 		}
 		return m.Result, nil
 	case <-ctx.Done():
+		// Tell the server, as MCP asks, and stop waiting for the answer.
+		c.forget(id)
+		_ = c.Notify("notifications/cancelled", map[string]any{"requestId": id, "reason": ctx.Err().Error()})
 		return nil, ctx.Err()
 	}
 }
