@@ -244,6 +244,11 @@ func TestIDs(t *testing.T) {
 			t.Errorf("id %s: the request ran (%v)", id, c)
 		}
 	}
+	// The key spelled with an escape is the same key.
+	msgs := decodeLines(t, serve(t, `{"jsonrpc":"2.0","\u0069d":null,"method":"echo"}`+"\n", newHandler(), Options{}))
+	if len(msgs) != 1 || msgs[0].Error == nil || msgs[0].Error.Code != CodeInvalidRequest {
+		t.Errorf(`escaped "id" null: want -32600, got %+v`, msgs)
+	}
 }
 
 // TestNotifications: no answer, whatever their params; notifications/cancelled

@@ -190,10 +190,14 @@ func (s *stream) ReadObject(v any) error {
 	}
 }
 
-// suspectID is a cheap scan: false when every "id" key in msg is followed
-// by a string or by a short run of digits (the ids jsonrpc2 answers
-// faithfully), so well-formed messages skip the decode of badRequestID.
+// suspectID is a cheap scan: false when msg has no \u escape and every
+// "id" key in it is followed by a string or by a short run of digits (the
+// ids jsonrpc2 answers faithfully), so well-formed messages skip the decode
+// of badRequestID.
 func suspectID(msg []byte) bool {
+	if bytes.Contains(msg, []byte(`\u`)) {
+		return true // a key may spell "id" with escapes
+	}
 	for rest := msg; ; {
 		i := bytes.Index(rest, []byte(`"id"`))
 		if i < 0 {
