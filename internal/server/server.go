@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -308,7 +310,7 @@ type callParams struct {
 func (s *Server) callTool(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
 	var p callParams
 	if err := json.Unmarshal(orEmpty(params), &p); err != nil {
-		return nil, rpc.NewError(rpc.CodeInvalidParams, "tools/call: "+err.Error())
+		return nil, rpc.NewError(rpc.CodeInvalidParams, "tools/call: "+typeError("params", err))
 	}
 	if p.Name == "" {
 		return nil, rpc.NewError(rpc.CodeInvalidParams, "tools/call: missing tool name")
@@ -316,7 +318,7 @@ func (s *Server) callTool(ctx context.Context, peer rpc.Peer, params json.RawMes
 	req := engine.Request{Tool: p.Name, Args: p.Arguments}
 	if len(p.Meta) > 0 {
 		if err := json.Unmarshal(p.Meta, &req.Meta); err != nil {
-			return nil, rpc.NewError(rpc.CodeInvalidParams, "tools/call: _meta: "+err.Error())
+			return nil, rpc.NewError(rpc.CodeInvalidParams, "tools/call: "+typeError(`"_meta"`, err))
 		}
 	}
 	if tok := req.Meta.ProgressToken; len(tok) > 0 && string(tok) != "null" {
@@ -327,6 +329,48 @@ func (s *Server) callTool(ctx context.Context, peer rpc.Peer, params json.RawMes
 	}
 	out := s.Engine.Call(ctx, req)
 	return s.result(ctx, peer, out)
+}
+
+// typeError says which field of the params had which JSON type where
+// another was wanted, in JSON terms rather than Go ones; whole is the name
+// of the value decoded.
+func typeError(whole string, err error) string {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return "params are not valid: " + err.Error()
+	}
+	name := whole
+	if te.Field != "" {
+		name = strconv.Quote(te.Field)
+		if whole != "params" {
+			name = strings.TrimSuffix(whole, `"`) + "." + te.Field + `"`
+		}
+	}
+	return fmt.Sprintf("%s is %s, want %s", name, article(te.Value), article(jsonType(te.Type.Kind())))
+}
+
+func jsonType(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "string"
+	case reflect.Struct, reflect.Map:
+		return "object"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Interface:
+		return "value"
+	}
+	return "number"
+}
+
+func article(t string) string {
+	switch t {
+	case "array", "object":
+		return "an " + t
+	}
+	return "a " + t
 }
 
 // formElicitation reports whether the client can answer form-mode

@@ -3,12 +3,15 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/toolhost/toolhost/internal/ctxinject"
 	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/registry"
+	"github.com/toolhost/toolhost/internal/rpc"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -90,5 +93,30 @@ func TestToolsChangedNotifiesOnlyRealChanges(t *testing.T) {
 	b, _ := json.Marshal(res)
 	if string(b) != `{"tools":[]}` {
 		t.Fatalf("tools/list after removal = %s", b)
+	}
+}
+
+// TestCallParamErrors: tools/call params of the wrong JSON types are -32602
+// and the message names the field and the type wanted, not Go types.
+func TestCallParamErrors(t *testing.T) {
+	t.Parallel()
+	s := &Server{Engine: &engine.Engine{Registry: registry.New()}}
+	cases := map[string]string{
+		`{"name":5}`:               `"name" is a number, want a string`,
+		`"str"`:                    `params is a string, want an object`,
+		`[1]`:                      `params is an array, want an object`,
+		`{"name":"x","_meta":"s"}`: `"_meta" is a string, want an object`,
+		`{"name":"x","_meta":[1]}`: `"_meta" is an array, want an object`,
+	}
+	for params, want := range cases {
+		_, err := s.Handle(context.Background(), &fakePeer{}, "tools/call", json.RawMessage(params))
+		var re *rpc.Error
+		if !errors.As(err, &re) || re.Code != rpc.CodeInvalidParams {
+			t.Errorf("%s: want -32602, got %v", params, err)
+			continue
+		}
+		if !strings.Contains(re.Message, want) || strings.Contains(re.Message, "Go ") {
+			t.Errorf("%s: message %q, want it to say %q", params, re.Message, want)
+		}
 	}
 }
