@@ -39,6 +39,10 @@ func newServeCmd(g *globals) *cobra.Command {
 			// while the session is still opening shuts down cleanly too.
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
+			// A client that closes our stdout must not kill us with SIGPIPE:
+			// the write fails with EPIPE instead, the session drains and
+			// closes, and the units it started are stopped.
+			signal.Ignore(syscall.SIGPIPE)
 			if cpuProfile != "" {
 				stopProfile, err := startCPUProfile(cpuProfile)
 				if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -233,21 +234,29 @@ func (e *Engine) validate(next Handler) Handler {
 
 // validationError turns schema errors into one message naming each JSON path
 // and the rule it broke.
+// The parts are sorted (gojsonschema reports them in map order), so the
+// same arguments always get the same message.
 func validationError(errs []gojsonschema.ResultError) error {
-	parts := make([]string, 0, len(errs))
-	first := ""
+	type part struct{ field, text string }
+	parts := make([]part, 0, len(errs))
 	for _, re := range errs {
 		field := jsonPath(re.Field())
-		if first == "" {
-			first = field
-		}
 		d := re.Description()
 		if d != "" {
 			d = strings.ToLower(d[:1]) + d[1:]
 		}
-		parts = append(parts, field+": "+d)
+		parts = append(parts, part{field, field + ": " + d})
 	}
-	return &tool.ValidationError{Field: first, Reason: strings.Join(parts, "; ") + " — fix the arguments and call again"}
+	sort.Slice(parts, func(i, j int) bool { return parts[i].text < parts[j].text })
+	texts := make([]string, len(parts))
+	for i, p := range parts {
+		texts[i] = p.text
+	}
+	first := ""
+	if len(parts) > 0 {
+		first = parts[0].field
+	}
+	return &tool.ValidationError{Field: first, Reason: strings.Join(texts, "; ") + " — fix the arguments and call again"}
 }
 
 // jsonPath renders gojsonschema's "items.2.id" as "items[2].id".
