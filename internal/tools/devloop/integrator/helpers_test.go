@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -153,4 +154,22 @@ func deadPort(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// waitIgnoringTerm waits until the stubborn unit's child has said it ignores
+// SIGTERM (it prints "stubborn child" after signal.Ignore); a group of two
+// alone does not mean the child is past that point.
+func waitIgnoringTerm(t *testing.T, projectDir, unit string) {
+	t.Helper()
+	log := filepath.Join(projectDir, "integration", "logs", unit+".out.log")
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if b, _ := os.ReadFile(log); strings.Contains(string(b), "stubborn child") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never said the child ignores SIGTERM", log)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -111,6 +111,7 @@ func TestStopLeavesNoProcessOfTheGroup(t *testing.T) {
 	}
 	pgid := out.Units[0].PGID
 	waitGroupSize(t, pgid, 2)
+	waitIgnoringTerm(t, e.dir, "stubborn")
 	st := unitState(t, e, "stop", "stubborn")
 	if st.State != "stopped" || st.Stop == nil || st.Stop.Signal != "SIGKILL" || len(st.Stop.Killed) == 0 {
 		t.Fatalf("stop = %+v, want the child that ignores SIGTERM killed", st)
