@@ -114,7 +114,7 @@ func (h *Server) handler(name string) mcp.ToolHandler {
 		if req.Params.Meta != nil {
 			b, _ := json.Marshal(req.Params.Meta)
 			if err := json.Unmarshal(b, &r.Meta); err != nil {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: _meta: " + err.Error()}
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: " + server.TypeError(`"_meta"`, err)}
 			}
 		}
 		if tok := req.Params.GetProgressToken(); tok != nil {

@@ -310,7 +310,7 @@ type callParams struct {
 func (s *Server) callTool(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
 	var p callParams
 	if err := json.Unmarshal(orEmpty(params), &p); err != nil {
-		return nil, rpc.NewError(rpc.CodeInvalidParams, "tools/call: "+typeError("params", err))
+		return nil, rpc.NewError(rpc.CodeInvalidParams, "tools/call: "+TypeError("params", err))
 	}
 	if p.Name == "" {
 		return nil, rpc.NewError(rpc.CodeInvalidParams, "tools/call: missing tool name")
@@ -318,7 +318,7 @@ func (s *Server) callTool(ctx context.Context, peer rpc.Peer, params json.RawMes
 	req := engine.Request{Tool: p.Name, Args: p.Arguments}
 	if len(p.Meta) > 0 {
 		if err := json.Unmarshal(p.Meta, &req.Meta); err != nil {
-			return nil, rpc.NewError(rpc.CodeInvalidParams, "tools/call: "+typeError(`"_meta"`, err))
+			return nil, rpc.NewError(rpc.CodeInvalidParams, "tools/call: "+TypeError(`"_meta"`, err))
 		}
 	}
 	if tok := req.Meta.ProgressToken; len(tok) > 0 && string(tok) != "null" {
@@ -331,10 +331,10 @@ func (s *Server) callTool(ctx context.Context, peer rpc.Peer, params json.RawMes
 	return s.result(ctx, peer, out)
 }
 
-// typeError says which field of the params had which JSON type where
+// TypeError says which field of the params had which JSON type where
 // another was wanted, in JSON terms rather than Go ones; whole is the name
 // of the value decoded.
-func typeError(whole string, err error) string {
+func TypeError(whole string, err error) string {
 	var te *json.UnmarshalTypeError
 	if !errors.As(err, &te) {
 		return "params are not valid: " + err.Error()
