@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,11 +29,9 @@ import (
 const benchCall = `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"parse_placeholder","arguments":{"text":"ping {{var:x}}","vars":{"x":1}}}}` + "\n"
 
 type loadServer struct {
-	cmd   *exec.Cmd
-	in    io.WriteCloser
-	out   *bufio.Reader
-	mu    sync.Mutex
-	waits map[int]chan struct{}
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
 }
 
 func startLoadServer(b *testing.B) *loadServer {
@@ -47,7 +44,7 @@ func startLoadServer(b *testing.B) *loadServer {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	return &loadServer{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<16), waits: map[int]chan struct{}{}}
+	return &loadServer{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<16)}
 }
 
 func (s *loadServer) stop() {

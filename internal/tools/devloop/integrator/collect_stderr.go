@@ -80,7 +80,7 @@ func collectStderr(_ context.Context, c *ctxinject.Ctx, in CollectStderrInput) (
 		}
 		u := UnitStderr{Unit: id, Path: ErrLog(id), Exists: exists, TotalLines: len(lines), Tail: []LogLine{}}
 		for _, l := range tail(lines, n) {
-			u.Tail = append(u.Tail, LogLine{N: l.N, Text: l.Text})
+			u.Tail = append(u.Tail, LogLine(l))
 		}
 		u.Signatures = detect(currentRun(lines))
 		out.Units = append(out.Units, u)
