@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/toolhost
 
-.PHONY: build test vet fmt bench demo clean
+.PHONY: build deps test vet fmt bench demo clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/toolhost
@@ -13,7 +13,12 @@ vet:
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-test: fmt vet
+# The external programs some tests drive (tsc, chromium, the MCP Inspector);
+# idempotent and quick once installed.
+deps:
+	bash scripts/setup-test-deps.sh
+
+test: deps fmt vet
 	$(GO) test -race -count=1 ./...
 
 # Benchmarks, never timed tests: the pipeline in-process, then the real
