@@ -140,7 +140,7 @@ func TestLSPResync(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("exit: %v\n%s", err, stderr.String())
 	}
-	if !bytes.Contains(out, []byte(`"code":-32700`)) || !bytes.Contains(out, []byte(`{"id":2,"result":{}`)) {
+	if !bytes.Contains(out, []byte(`"code":-32700`)) || !bytes.Contains(out, []byte(`"id":2,"result":{}`)) {
 		t.Fatalf("want -32700 then id 2 answered, got %q", out)
 	}
 }

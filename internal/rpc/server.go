@@ -6,20 +6,27 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/toolhost/toolhost/internal/gopool"
 )
 
 // Error is a protocol error with a JSON-RPC code.
-type Error = jsonrpc2.Error
+type Error struct {
+	Code    int64            `json:"code"`
+	Message string           `json:"message"`
+	Data    *json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("jsonrpc error %d: %s", e.Code, e.Message) }
 
 // NewError returns a protocol error.
-func NewError(code int64, msg string) *Error { return &jsonrpc2.Error{Code: code, Message: msg} }
+func NewError(code int64, msg string) *Error { return &Error{Code: code, Message: msg} }
 
 // Peer lets a method handler talk back to the client during a call.
 type Peer interface {
@@ -57,32 +64,46 @@ type Options struct {
 	Log   zerolog.Logger
 }
 
+// message is any JSON-RPC 2.0 message, decoded once. The id stays raw so it
+// is echoed byte for byte.
+type message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  *string         `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   *Error          `json:"error"`
+}
+
+// response is what the client sent back for one of our requests.
+type response struct {
+	result json.RawMessage
+	err    *Error
+}
+
 type server struct {
-	h    Handler
-	opts Options
-	log  zerolog.Logger
+	h      Handler
+	opts   Options
+	log    zerolog.Logger
+	stream *stream
 	// workers runs requests on goroutines whose stacks are already grown.
 	workers *gopool.Pool
 
 	base   context.Context
 	cancel context.CancelFunc
 	mu     sync.Mutex
-	// cancels holds the calls in flight by id; a cancelled call leaves it
-	// at once, so its id may be used again.
-	cancels  map[jsonrpc2.ID]*context.CancelFunc
+	// cancels holds the calls in flight by raw id; a cancelled call leaves
+	// it at once, so its id may be used again.
+	cancels  map[string]*context.CancelFunc
 	inflight sync.WaitGroup
 	running  int
 	draining bool
-}
 
-type peer struct{ conn *jsonrpc2.Conn }
-
-func (p peer) Notify(ctx context.Context, method string, params any) error {
-	return p.conn.Notify(ctx, method, params)
-}
-
-func (p peer) Call(ctx context.Context, method string, params, result any) error {
-	return p.conn.Call(ctx, method, params, result)
+	// pending are our requests to the client (elicitation) by id.
+	nextID  atomic.Int64
+	pmu     sync.Mutex
+	pending map[string]chan response
+	closed  bool
 }
 
 // Serve runs one session over r/w until input ends or ctx is cancelled
@@ -97,16 +118,18 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler, opts Option
 	}
 	base, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s := &server{h: h, opts: opts, log: opts.Log, base: base, cancel: cancel, cancels: map[jsonrpc2.ID]*context.CancelFunc{}, workers: gopool.New(10 * time.Second)}
-	st := newStream(r, w, nil, opts.LSP, opts.MaxMessage, s.drain)
-	// The connection outlives base: cancelling the calls still running
-	// after the grace period must not close it before they are answered.
-	connCtx, connCancel := context.WithCancel(context.Background())
-	defer connCancel()
-	conn := jsonrpc2.NewConn(connCtx, st, s, jsonrpc2.SetLogger(logAdapter{opts.Log}))
+	s := &server{h: h, opts: opts, log: opts.Log, base: base, cancel: cancel,
+		cancels: map[string]*context.CancelFunc{}, pending: map[string]chan response{},
+		workers: gopool.New(10 * time.Second)}
+	s.stream = newStream(r, w, opts.LSP, opts.MaxMessage, s.drain)
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		s.readLoop()
+	}()
 	select {
-	case <-conn.DisconnectNotify():
-	case <-st.failed:
+	case <-readDone:
+	case <-s.stream.failed:
 		// Nobody can receive an answer any more: cancel what runs, let it
 		// end (its audit rows are written), and stop reading.
 		s.log.Warn().Str("event", "output_closed").Msg("cannot write to the client; ending the session")
@@ -115,13 +138,248 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler, opts Option
 		s.mu.Unlock()
 		s.cancel()
 		s.drain()
-		_ = conn.Close()
 	case <-ctx.Done():
 		s.log.Info().Str("event", "shutdown").Msg("shutting down: draining in-flight calls")
 		s.drain()
-		_ = conn.Close()
 	}
+	s.closePending()
 	return nil
+}
+
+// readLoop reads and dispatches messages until input ends (after the drain
+// the stream runs at EOF).
+func (s *server) readLoop() {
+	for {
+		var m message
+		if err := s.stream.ReadObject(&m); err != nil {
+			return
+		}
+		s.dispatch(&m)
+	}
+}
+
+func (s *server) dispatch(m *message) {
+	switch {
+	case m.Method != nil && (len(m.Result) > 0 || m.Error != nil):
+		s.stream.writeError(m.ID, CodeInvalidRequest, "invalid request: a message is either a request (method) or a response (result or error), not both")
+	case m.Method != nil && len(m.ID) == 0:
+		s.notification(*m.Method, m.Params)
+	case m.Method != nil:
+		s.request(m)
+	case len(m.ID) > 0 && (len(m.Result) > 0 || m.Error != nil):
+		s.clientResponse(m)
+	default:
+		s.stream.writeError(m.ID, CodeInvalidRequest, "invalid request: a message needs a method (request, notification) or a result or error (response)")
+	}
+}
+
+func (s *server) notification(method string, params json.RawMessage) {
+	if method == "notifications/cancelled" {
+		s.cancelRequest(params)
+		return
+	}
+	s.h.Notification(s.base, s, method, params)
+}
+
+// request runs one client request on a worker: a slow call never blocks
+// ping or another call.
+func (s *server) request(m *message) {
+	id := m.ID
+	key := string(id)
+	s.mu.Lock()
+	if s.draining {
+		s.mu.Unlock()
+		s.replyError(id, NewError(CodeShuttingDown, "server is shutting down"))
+		return
+	}
+	if _, dup := s.cancels[key]; dup {
+		s.mu.Unlock()
+		s.replyError(id, NewError(CodeInvalidRequest, "invalid request: a call with this id is still in flight; use a new id for each request"))
+		return
+	}
+	if s.running >= s.opts.MaxInFlight {
+		s.mu.Unlock()
+		s.replyError(id, NewError(CodeOverloaded, fmt.Sprintf("server overloaded: %d requests already in flight; retry when some have been answered", s.opts.MaxInFlight)))
+		return
+	}
+	s.running++
+	ctx, cancel := context.WithCancel(s.base)
+	entry := &cancel
+	s.cancels[key] = entry
+	s.inflight.Add(1)
+	s.mu.Unlock()
+
+	method, params := *m.Method, m.Params
+	s.workers.Go(func() {
+		defer s.inflight.Done()
+		defer func() {
+			s.mu.Lock()
+			s.running--
+			s.mu.Unlock()
+		}()
+		defer cancel()
+		result, err := s.h.Handle(ctx, s, method, params)
+		s.mu.Lock()
+		if s.cancels[key] == entry {
+			delete(s.cancels, key)
+		}
+		s.mu.Unlock()
+		if ctx.Err() != nil && s.base.Err() == nil {
+			// Cancelled by the client: MCP says no response is sent.
+			return
+		}
+		if err != nil {
+			s.replyError(id, toWire(err))
+			return
+		}
+		if err := s.reply(id, result); err != nil {
+			s.log.Error().Err(err).Str("method", method).Msg("write response")
+		}
+	})
+}
+
+// reply writes {"jsonrpc":"2.0","id":ID,"result":R}; a json.RawMessage
+// result (the tools/call hot path) is written as is.
+func (s *server) reply(id json.RawMessage, result any) error {
+	var body []byte
+	switch r := result.(type) {
+	case json.RawMessage:
+		body = r
+	default:
+		b, err := json.Marshal(result)
+		if err != nil {
+			return s.replyError(id, NewError(CodeInternalError, "encode result: "+err.Error()))
+		}
+		body = b
+	}
+	if len(body) == 0 {
+		body = []byte("null")
+	}
+	b := make([]byte, 0, len(body)+len(id)+40)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b = append(b, body...)
+	b = append(b, '}')
+	return s.stream.writeRaw(b)
+}
+
+func (s *server) replyError(id json.RawMessage, e *Error) error {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	eb, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	b := make([]byte, 0, len(eb)+len(id)+40)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"error":`...)
+	b = append(b, eb...)
+	b = append(b, '}')
+	return s.stream.writeRaw(b)
+}
+
+func (s *server) cancelRequest(params json.RawMessage) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil || len(p.RequestID) == 0 {
+		return
+	}
+	s.mu.Lock()
+	cancel := s.cancels[string(p.RequestID)]
+	delete(s.cancels, string(p.RequestID))
+	s.mu.Unlock()
+	if cancel != nil {
+		(*cancel)()
+	}
+}
+
+// Notify implements Peer.
+func (s *server) Notify(_ context.Context, method string, params any) error {
+	b, err := json.Marshal(struct {
+		JSONRPC string `json:"jsonrpc"`
+		Method  string `json:"method"`
+		Params  any    `json:"params,omitempty"`
+	}{"2.0", method, params})
+	if err != nil {
+		return err
+	}
+	return s.stream.writeRaw(b)
+}
+
+// errClosed is returned to a Call still waiting when the session ends.
+var errClosed = errors.New("the session ended before the client answered")
+
+// Call implements Peer: a request to the client, answered on the read loop.
+func (s *server) Call(ctx context.Context, method string, params, result any) error {
+	id := strconv.FormatInt(s.nextID.Add(1), 10)
+	ch := make(chan response, 1)
+	s.pmu.Lock()
+	if s.closed {
+		s.pmu.Unlock()
+		return errClosed
+	}
+	s.pending[id] = ch
+	s.pmu.Unlock()
+	defer func() {
+		s.pmu.Lock()
+		delete(s.pending, id)
+		s.pmu.Unlock()
+	}()
+	b, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  any             `json:"params,omitempty"`
+	}{"2.0", json.RawMessage(id), method, params})
+	if err != nil {
+		return err
+	}
+	if err := s.stream.writeRaw(b); err != nil {
+		return err
+	}
+	select {
+	case r, ok := <-ch:
+		if !ok {
+			return errClosed
+		}
+		if r.err != nil {
+			return r.err
+		}
+		if result == nil {
+			return nil
+		}
+		return json.Unmarshal(r.result, result)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// clientResponse hands the client's answer to the Call waiting for it.
+func (s *server) clientResponse(m *message) {
+	s.pmu.Lock()
+	ch := s.pending[string(m.ID)]
+	delete(s.pending, string(m.ID))
+	s.pmu.Unlock()
+	if ch == nil {
+		s.log.Debug().RawJSON("id", m.ID).Msg("ignoring a response with no corresponding request")
+		return
+	}
+	ch <- response{result: m.Result, err: m.Error}
+}
+
+// closePending fails the Calls still waiting: nobody will answer them.
+func (s *server) closePending() {
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	s.closed = true
+	for id, ch := range s.pending {
+		close(ch)
+		delete(s.pending, id)
+	}
 }
 
 // drain stops new requests and waits (bounded) for in-flight ones.
@@ -143,102 +401,11 @@ func (s *server) drain() {
 	}
 }
 
-// Handle implements jsonrpc2.Handler: notifications inline, requests each in
-// their own goroutine so a slow call never blocks ping or another call.
-func (s *server) Handle(_ context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	var params json.RawMessage
-	if req.Params != nil {
-		params = *req.Params
-	}
-	p := peer{conn}
-	if req.Notif {
-		if req.Method == "notifications/cancelled" {
-			s.cancelRequest(params)
-			return
-		}
-		s.h.Notification(s.base, p, req.Method, params)
-		return
-	}
-	s.mu.Lock()
-	if s.draining {
-		s.mu.Unlock()
-		_ = conn.ReplyWithError(s.base, req.ID, NewError(CodeShuttingDown, "server is shutting down"))
-		return
-	}
-	if _, dup := s.cancels[req.ID]; dup {
-		s.mu.Unlock()
-		_ = conn.ReplyWithError(s.base, req.ID, NewError(CodeInvalidRequest, "invalid request: a call with this id is still in flight; use a new id for each request"))
-		return
-	}
-	if s.running >= s.opts.MaxInFlight {
-		s.mu.Unlock()
-		_ = conn.ReplyWithError(s.base, req.ID, NewError(CodeOverloaded, fmt.Sprintf("server overloaded: %d requests already in flight; retry when some have been answered", s.opts.MaxInFlight)))
-		return
-	}
-	s.running++
-	ctx, cancel := context.WithCancel(s.base)
-	entry := &cancel
-	s.cancels[req.ID] = entry
-	s.inflight.Add(1)
-	s.mu.Unlock()
-
-	s.workers.Go(func() {
-		defer s.inflight.Done()
-		defer func() {
-			s.mu.Lock()
-			s.running--
-			s.mu.Unlock()
-		}()
-		defer cancel()
-		result, err := s.h.Handle(ctx, p, req.Method, params)
-		s.mu.Lock()
-		if s.cancels[req.ID] == entry {
-			delete(s.cancels, req.ID)
-		}
-		s.mu.Unlock()
-		if ctx.Err() != nil && s.base.Err() == nil {
-			// Cancelled by the client: MCP says no response is sent.
-			return
-		}
-		if err != nil {
-			_ = conn.ReplyWithError(context.Background(), req.ID, toWire(err))
-			return
-		}
-		if err := conn.Reply(context.Background(), req.ID, result); err != nil && !errors.Is(err, jsonrpc2.ErrClosed) {
-			s.log.Error().Err(err).Str("method", req.Method).Msg("write response")
-		}
-	})
-}
-
-func (s *server) cancelRequest(params json.RawMessage) {
-	var p struct {
-		RequestID json.RawMessage `json:"requestId"`
-	}
-	if err := json.Unmarshal(params, &p); err != nil || len(p.RequestID) == 0 {
-		return
-	}
-	var id jsonrpc2.ID
-	if err := id.UnmarshalJSON(p.RequestID); err != nil {
-		return
-	}
-	s.mu.Lock()
-	cancel := s.cancels[id]
-	delete(s.cancels, id)
-	s.mu.Unlock()
-	if cancel != nil {
-		(*cancel)()
-	}
-}
-
 // toWire maps an error to a JSON-RPC error: the one place codes are decided.
-func toWire(err error) *jsonrpc2.Error {
-	var je *jsonrpc2.Error
+func toWire(err error) *Error {
+	var je *Error
 	if errors.As(err, &je) {
 		return je
 	}
-	return &jsonrpc2.Error{Code: CodeInternalError, Message: err.Error()}
+	return &Error{Code: CodeInternalError, Message: err.Error()}
 }
-
-type logAdapter struct{ l zerolog.Logger }
-
-func (a logAdapter) Printf(format string, v ...any) { a.l.Debug().Msgf(format, v...) }

@@ -31,15 +31,14 @@ const DefaultMaxMessage = 4 << 20
 
 var errTooLarge = errors.New("message too large")
 
-// stream implements jsonrpc2.ObjectStream. Unlike the library's streams it
-// never returns an error for a bad message: it answers it and reads on, so a
-// malformed line cannot end the session.
+// stream reads and writes framed messages. It never returns an error for a
+// bad message: it answers it and reads on, so a malformed line cannot end
+// the session.
 type stream struct {
-	r      *bufio.Reader
-	w      io.Writer
-	closer io.Closer
-	lsp    bool
-	max    int
+	r   *bufio.Reader
+	w   io.Writer
+	lsp bool
+	max int
 
 	wmu sync.Mutex
 	// failed is closed on the first write error: the client can no longer
@@ -55,30 +54,14 @@ type stream struct {
 	onEOF func()
 }
 
-func newStream(r io.Reader, w io.Writer, c io.Closer, lsp bool, max int, onEOF func()) *stream {
+func newStream(r io.Reader, w io.Writer, lsp bool, max int, onEOF func()) *stream {
 	if max <= 0 {
 		max = DefaultMaxMessage
 	}
-	return &stream{r: bufio.NewReaderSize(r, 64<<10), w: w, closer: c, lsp: lsp, max: max, onEOF: onEOF, failed: make(chan struct{})}
+	return &stream{r: bufio.NewReaderSize(r, 64<<10), w: w, lsp: lsp, max: max, onEOF: onEOF, failed: make(chan struct{})}
 }
 
-// WriteObject writes one message. jsonrpc2's messages marshal themselves
-// into compact JSON already; calling MarshalJSON directly saves the extra
-// validate-and-compact pass json.Marshal would make over every response.
-func (s *stream) WriteObject(obj any) error {
-	var b []byte
-	var err error
-	if m, ok := obj.(json.Marshaler); ok {
-		b, err = m.MarshalJSON()
-	} else {
-		b, err = json.Marshal(obj)
-	}
-	if err != nil {
-		return err
-	}
-	return s.writeRaw(b)
-}
-
+// writeRaw writes one message (a complete JSON object) with its framing.
 func (s *stream) writeRaw(b []byte) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -99,15 +82,7 @@ func (s *stream) writeRaw(b []byte) error {
 	return err
 }
 
-// Close closes the output.
-func (s *stream) Close() error {
-	if s.closer != nil {
-		return s.closer.Close()
-	}
-	return nil
-}
-
-// writeError answers a message the connection will never see.
+// writeError answers a message that is not served (malformed, oversized…).
 func (s *stream) writeError(id json.RawMessage, code int, msg string) {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
@@ -119,7 +94,8 @@ func (s *stream) writeError(id json.RawMessage, code int, msg string) {
 	_ = s.writeRaw(b)
 }
 
-// ReadObject reads the next well-formed message into v.
+// ReadObject reads the next well-formed message into v; at the end of input
+// it runs onEOF (the drain) and returns io.EOF.
 func (s *stream) ReadObject(v any) error {
 	for {
 		msg, err := s.next()
@@ -192,7 +168,7 @@ func (s *stream) ReadObject(v any) error {
 
 // suspectID is a cheap scan: false when msg has no \u escape and every
 // "id" key in it is followed by a string or by a short run of digits (the
-// ids jsonrpc2 answers faithfully), so well-formed messages skip the decode
+// ids that are plainly valid), so well-formed messages skip the decode
 // of badRequestID.
 func suspectID(msg []byte) bool {
 	if bytes.Contains(msg, []byte(`\u`)) {
@@ -228,12 +204,12 @@ func suspectID(msg []byte) bool {
 	}
 }
 
-// badRequestID returns why a request's id cannot be answered faithfully
-// (jsonrpc2 keeps a string or an unsigned integer: a negative id would be
+// badRequestID returns why a request's id is refused (MCP ids are strings or
+// integers and never null; toolhost takes strings and non-negative integers: a negative id would be
 // answered as a huge positive one, and a null id taken for a notification
 // and run without an answer, which MCP forbids), and the id to put in the
 // error: the id itself when it is a number, else null. Messages without a
-// method (responses) are left to jsonrpc2.
+// method (responses) are left to the dispatcher.
 func badRequestID(msg []byte) (json.RawMessage, string) {
 	var p struct {
 		ID     json.RawMessage `json:"id"`
