@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"syscall"
 	"time"
@@ -18,7 +18,7 @@ import (
 const Dir = "bugs"
 
 // IDPattern is the shape of a bug id.
-var IDPattern = regexp.MustCompile(`^BUG-\d{4,}$`)
+var IDPattern = lazyre.New(`^BUG-\d{4,}$`)
 
 // Evidence is what a bug cites. Every citation names where it can be
 // checked: a test in a Vitest report, an excerpt of a log at a line, a case
@@ -78,7 +78,7 @@ func Load(projectDir, id string) (*Bug, error) {
 }
 
 func load(root *os.Root, id string) (*Bug, error) {
-	if !IDPattern.MatchString(id) {
+	if !IDPattern().MatchString(id) {
 		return nil, fmt.Errorf("bug id %q must look like BUG-0001", id)
 	}
 	f, err := root.OpenFile(Path(id), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
@@ -149,7 +149,7 @@ func Scan(projectDir string) ([]*Bug, []Unreadable, error) {
 	)
 	for _, e := range ents {
 		name := e.Name()
-		if e.IsDir() || filepath.Ext(name) != ".json" || !IDPattern.MatchString(name[:len(name)-5]) {
+		if e.IsDir() || filepath.Ext(name) != ".json" || !IDPattern().MatchString(name[:len(name)-5]) {
 			continue
 		}
 		id := name[:len(name)-5]

@@ -97,7 +97,7 @@ func FormatID(n int) string { return fmt.Sprintf("BUG-%04d", n) }
 
 // IDNumber returns the number inside a bug id (0 when id is not one).
 func IDNumber(id string) int {
-	if !IDPattern.MatchString(id) {
+	if !IDPattern().MatchString(id) {
 		return 0
 	}
 	n, _ := strconv.Atoi(id[len("BUG-"):])

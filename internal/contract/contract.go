@@ -6,8 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"io"
-	"regexp"
 )
 
 // Endpoint is one route of a contract.
@@ -28,7 +28,7 @@ type Contract struct {
 }
 
 // NamePattern is what a contract name may look like.
-var NamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+var NamePattern = lazyre.New(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // Path returns the project-relative path of a named contract.
 func Path(name string) string { return "contracts/" + name + ".json" }

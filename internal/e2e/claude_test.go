@@ -126,7 +126,7 @@ func TestExportedAnthropicTools(t *testing.T) {
 			t.Errorf("%s: no tools exported", ag.Name)
 		}
 		for _, d := range defs {
-			if !tool.NamePattern.MatchString(d.Name) || d.InputSchema["type"] != "object" || d.Description == "" {
+			if !tool.NamePattern().MatchString(d.Name) || d.InputSchema["type"] != "object" || d.Description == "" {
 				t.Errorf("%s: bad tool definition %s: %v", ag.Name, d.Name, d.InputSchema["type"])
 			}
 		}

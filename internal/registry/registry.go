@@ -160,8 +160,8 @@ func (r *Registry) AddAll(tools []tool.Tool) {
 	entries := make([]*Entry, len(tools))
 	for i, t := range tools {
 		s := t.Spec()
-		if !tool.NamePattern.MatchString(s.Name) {
-			panic(fmt.Sprintf("registry: tool name %q does not match %s", s.Name, tool.NamePattern))
+		if !tool.NamePattern().MatchString(s.Name) {
+			panic(fmt.Sprintf("registry: tool name %q does not match %s", s.Name, tool.NamePattern()))
 		}
 		entries[i] = &Entry{Tool: t, Spec: s, compiled: make(chan struct{})}
 	}
@@ -210,8 +210,8 @@ func compileAll(entries []*Entry) {
 
 func (r *Registry) entry(t tool.Tool) (*Entry, error) {
 	s := t.Spec()
-	if !tool.NamePattern.MatchString(s.Name) {
-		return nil, fmt.Errorf("tool name %q does not match %s", s.Name, tool.NamePattern)
+	if !tool.NamePattern().MatchString(s.Name) {
+		return nil, fmt.Errorf("tool name %q does not match %s", s.Name, tool.NamePattern())
 	}
 	sch, err := Compile(s.InputSchema)
 	if err != nil {

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"reflect"
-	"regexp"
 	"sync"
 	"time"
 
@@ -37,7 +37,7 @@ func (e Effect) String() string {
 }
 
 // NamePattern is the rule every tool name follows (MCP and Anthropic API).
-var NamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var NamePattern = lazyre.New(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // Spec describes a tool to clients and to the engine.
 type Spec struct {

@@ -8,7 +8,7 @@ import (
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
-// maxName is the longest tool name clients accept (tool.NamePattern).
+// maxName is the longest tool name clients accept (tool.NamePattern()).
 const maxName = 64
 
 // ToolName is the name an upstream tool is served under: "<server>__<tool>"
@@ -19,7 +19,7 @@ const maxName = 64
 // reports whether the plain form could not be used.
 func ToolName(server, remote string) (name string, renamed bool) {
 	full := server + "__" + remote
-	if tool.NamePattern.MatchString(full) {
+	if tool.NamePattern().MatchString(full) {
 		return full, false
 	}
 	sum := sha256.Sum256([]byte(full))

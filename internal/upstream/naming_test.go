@@ -33,8 +33,8 @@ func TestToolName(t *testing.T) {
 			if renamed != c.renamed || (c.want != "" && got != c.want) {
 				t.Fatalf("ToolName(%q, %q) = %q, %v; want %q, %v", c.server, c.remote, got, renamed, c.want, c.renamed)
 			}
-			if !tool.NamePattern.MatchString(got) {
-				t.Fatalf("%q does not match %s", got, tool.NamePattern)
+			if !tool.NamePattern().MatchString(got) {
+				t.Fatalf("%q does not match %s", got, tool.NamePattern())
 			}
 			again, _ := ToolName(c.server, c.remote)
 			if again != got {

@@ -89,7 +89,7 @@ func TestToolContract(t *testing.T) {
 	reg := Registry() // panics on duplicates or schemas that do not compile
 	for _, e := range reg.List() {
 		s := e.Spec
-		if !tool.NamePattern.MatchString(s.Name) {
+		if !tool.NamePattern().MatchString(s.Name) {
 			t.Errorf("%s: bad name", s.Name)
 		}
 		if len(s.Description) < 20 {

@@ -3,11 +3,11 @@ package coder
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"strings"
 )
 
-var tsIdent = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
+var tsIdent = lazyre.New(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
 
 // generateTS renders the model as a TypeScript module: one interface or
 // type per schema, then per endpoint its METHOD/PATH/STATUS constants, the
@@ -23,7 +23,7 @@ func generateTS(m *model) ([]byte, error) {
 			for _, f := range t.props {
 				tsDoc(&b, f.doc, "  ")
 				key := f.json
-				if !tsIdent.MatchString(key) {
+				if !tsIdent().MatchString(key) {
 					key = jsString(key)
 				}
 				opt := "?"
@@ -84,20 +84,20 @@ func generateTS(m *model) ([]byte, error) {
 	for _, r := range m.routes {
 		k := constant(r.id)
 		key := r.id
-		if !tsIdent.MatchString(key) {
+		if !tsIdent().MatchString(key) {
 			key = jsString(key)
 		}
 		fmt.Fprintf(&b, "  %s: { method: %s_METHOD, path: %s_PATH, status: %s_STATUS },\n", key, k, k, k)
 	}
 	b.WriteString("} as const;\n\nexport type RouteId = keyof typeof routes;\n")
 	out := b.String()
-	if err := uniqueDecls(tsDecl.FindAllStringSubmatch(out, -1)); err != nil {
+	if err := uniqueDecls(tsDecl().FindAllStringSubmatch(out, -1)); err != nil {
 		return nil, err
 	}
 	return []byte(out), nil
 }
 
-var tsDecl = regexp.MustCompile(`(?m)^export (?:interface|type|const|function) ([A-Za-z_$][A-Za-z0-9_$]*)`)
+var tsDecl = lazyre.New(`(?m)^export (?:interface|type|const|function) ([A-Za-z_$][A-Za-z0-9_$]*)`)
 
 // ErrNameClash is a contract whose ids and definitions generate the same
 // top-level name twice; the generated file would not compile.

@@ -3,7 +3,7 @@ package coder
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"slices"
 	"sort"
 	"strings"
@@ -395,7 +395,7 @@ func enumValues(vals []json.RawMessage, declared typeList) ([]json.RawMessage, s
 	return vals, base
 }
 
-var pathParam = regexp.MustCompile(`:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+var pathParam = lazyre.New(`:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // splitPath cuts a route path into literal text and parameters; both the
 // Express form /todos/:id and the OpenAPI form /todos/{id} are parameters.
@@ -403,7 +403,7 @@ func splitPath(p string) ([]segment, []string) {
 	var segs []segment
 	var params []string
 	last := 0
-	for _, m := range pathParam.FindAllStringSubmatchIndex(p, -1) {
+	for _, m := range pathParam().FindAllStringSubmatchIndex(p, -1) {
 		if m[0] > last {
 			segs = append(segs, segment{text: p[last:m[0]]})
 		}

@@ -2,7 +2,7 @@ package integrator
 
 import (
 	"context"
-	"regexp"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"strings"
 
 	"github.com/toolhost/toolhost/internal/ctxinject"
@@ -89,12 +89,12 @@ func collectStderr(_ context.Context, c *ctxinject.Ctx, in CollectStderrInput) (
 }
 
 var (
-	goPanicRE   = regexp.MustCompile(`^(panic: |fatal error: )`)
-	nodeErrorRE = regexp.MustCompile(`^\s*(Uncaught\s+)?([A-Z][A-Za-z0-9]*)?(Error|Exception)( \[[A-Z0-9_]+\])?: `)
-	stackLineRE = regexp.MustCompile(`^\s+at \S`)
-	rejectionRE = regexp.MustCompile(`(?i)unhandled ?promise ?rejection|unhandledRejection`)
-	tracebackRE = regexp.MustCompile(`^Traceback \(most recent call last\):`)
-	addrInUseRE = regexp.MustCompile(`EADDRINUSE|(?i:address already in use)`)
+	goPanicRE   = lazyre.New(`^(panic: |fatal error: )`)
+	nodeErrorRE = lazyre.New(`^\s*(Uncaught\s+)?([A-Z][A-Za-z0-9]*)?(Error|Exception)( \[[A-Z0-9_]+\])?: `)
+	stackLineRE = lazyre.New(`^\s+at \S`)
+	rejectionRE = lazyre.New(`(?i)unhandled ?promise ?rejection|unhandledRejection`)
+	tracebackRE = lazyre.New(`^Traceback \(most recent call last\):`)
+	addrInUseRE = lazyre.New(`EADDRINUSE|(?i:address already in use)`)
 )
 
 // detect finds error signatures in numbered lines.
@@ -107,17 +107,17 @@ func detect(lines []numbered) []Signature {
 	}
 	for i, l := range lines {
 		switch {
-		case goPanicRE.MatchString(l.Text):
+		case goPanicRE().MatchString(l.Text):
 			add("go_panic", l, "")
-		case tracebackRE.MatchString(l.Text):
+		case tracebackRE().MatchString(l.Text):
 			add("python_traceback", l, tracebackSummary(lines[i+1:]))
-		case nodeErrorRE.MatchString(l.Text) && nextIsStack(lines[i+1:]):
+		case nodeErrorRE().MatchString(l.Text) && nextIsStack(lines[i+1:]):
 			add("node_error", l, "")
 		}
-		if rejectionRE.MatchString(l.Text) {
+		if rejectionRE().MatchString(l.Text) {
 			add("unhandled_rejection", l, "")
 		}
-		if addrInUseRE.MatchString(l.Text) {
+		if addrInUseRE().MatchString(l.Text) {
 			add("eaddrinuse", l, "")
 		}
 	}
@@ -130,7 +130,7 @@ func nextIsStack(rest []numbered) bool {
 		if strings.TrimSpace(l.Text) == "" {
 			continue
 		}
-		return stackLineRE.MatchString(l.Text)
+		return stackLineRE().MatchString(l.Text)
 	}
 	return false
 }

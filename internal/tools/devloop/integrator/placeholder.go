@@ -6,8 +6,8 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"io"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,7 +77,7 @@ func parsePlaceholder(_ context.Context, c *ctxinject.Ctx, in ParsePlaceholderIn
 }
 
 // placeholderRE matches {{kind}} and {{kind:arg}}.
-var placeholderRE = regexp.MustCompile(`\{\{\s*([A-Za-z]+)\s*(?::\s*([^{}]*?)\s*)?\}\}`)
+var placeholderRE = lazyre.New(`\{\{\s*([A-Za-z]+)\s*(?::\s*([^{}]*?)\s*)?\}\}`)
 
 // resolver resolves placeholders for one request (one run_case step).
 type resolver struct {
@@ -167,8 +167,8 @@ func (r *resolver) env(name string) (any, string) {
 
 // text resolves every placeholder of s into text.
 func (r *resolver) text(s, path string) string {
-	return placeholderRE.ReplaceAllStringFunc(s, func(m string) string {
-		sub := placeholderRE.FindStringSubmatch(m)
+	return placeholderRE().ReplaceAllStringFunc(s, func(m string) string {
+		sub := placeholderRE().FindStringSubmatch(m)
 		v, reason := r.lookup(strings.ToLower(sub[1]), sub[2])
 		if reason != "" {
 			r.unresolved = append(r.unresolved, Unresolved{Placeholder: m, Path: path, Reason: reason})
@@ -182,8 +182,8 @@ func (r *resolver) text(s, path string) string {
 // str resolves a JSON string: exactly one placeholder takes the value's own
 // type, anything else stays text.
 func (r *resolver) str(s, path string) any {
-	if loc := placeholderRE.FindStringSubmatchIndex(s); loc != nil && loc[0] == 0 && loc[1] == len(s) {
-		sub := placeholderRE.FindStringSubmatch(s)
+	if loc := placeholderRE().FindStringSubmatchIndex(s); loc != nil && loc[0] == 0 && loc[1] == len(s) {
+		sub := placeholderRE().FindStringSubmatch(s)
 		v, reason := r.lookup(strings.ToLower(sub[1]), sub[2])
 		if reason != "" {
 			r.unresolved = append(r.unresolved, Unresolved{Placeholder: s, Path: path, Reason: reason})
@@ -291,7 +291,7 @@ func (r *resolver) rawJSON(raw []byte, base string) ([]byte, error) {
 	if !json.Valid(raw) {
 		return nil, fmt.Errorf("not valid JSON")
 	}
-	if !placeholderRE.Match(raw) {
+	if !placeholderRE().Match(raw) {
 		return bytes.TrimSpace(raw), nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,7 +108,7 @@ func spawnUnits(ctx context.Context, c *ctxinject.Ctx, in SpawnUnitsInput) (Spaw
 	return out, nil
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // baseEnv are the variables a unit inherits from toolhost; everything else
 // (tokens, proxies, toolhost's own settings) stays out of the child.
@@ -273,7 +273,7 @@ func unitEnv(field string, u UnitInput) ([]string, error) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		v := u.Env[k]
-		if !envName.MatchString(k) {
+		if !envName().MatchString(k) {
 			return nil, failStart("%s.env: %q is not a valid variable name (letters, digits, _; not starting with a digit)", field, k)
 		}
 		if strings.ContainsRune(v, 0) {

@@ -3,7 +3,7 @@ package tester
 import (
 	"context"
 	"fmt"
-	"regexp"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"slices"
 	"strings"
 	"time"
@@ -146,11 +146,11 @@ func BuildHints(failures []Failure) []Hint {
 }
 
 var (
-	reExpectedTo = regexp.MustCompile(`expected (.+?) to (?:be|equal|deeply equal|strictly equal|have length|contain|include|match|be called with) (.+?)(?: // .*)?$`)
-	reNotDefined = regexp.MustCompile(`ReferenceError: (\S+) is not defined`)
-	reReadProp   = regexp.MustCompile(`Cannot read propert(?:y|ies) of (undefined|null) \(reading '([^']+)'\)`)
-	reNotFunc    = regexp.MustCompile(`TypeError: (\S+) is not a function`)
-	reModule     = regexp.MustCompile(`(?:Cannot find (?:module|package)|Failed to (?:load|resolve) (?:url|import|module)) '?([^'\s]+)'?`)
+	reExpectedTo = lazyre.New(`expected (.+?) to (?:be|equal|deeply equal|strictly equal|have length|contain|include|match|be called with) (.+?)(?: // .*)?$`)
+	reNotDefined = lazyre.New(`ReferenceError: (\S+) is not defined`)
+	reReadProp   = lazyre.New(`Cannot read propert(?:y|ies) of (undefined|null) \(reading '([^']+)'\)`)
+	reNotFunc    = lazyre.New(`TypeError: (\S+) is not a function`)
+	reModule     = lazyre.New(`(?:Cannot find (?:module|package)|Failed to (?:load|resolve) (?:url|import|module)) '?([^'\s]+)'?`)
 )
 
 // sentence is the one actionable sentence of a group.
@@ -171,29 +171,29 @@ func (g *group) sentence() string {
 	}
 	switch g.kind {
 	case KindAssertion:
-		if m := reExpectedTo.FindStringSubmatch(msg); m != nil {
+		if m := reExpectedTo().FindStringSubmatch(msg); m != nil {
 			return fmt.Sprintf("In %s at %s the code returned %s where the test expects %s%s — fix the implementation, or the test if the specification changed.", tests, at, m[1], m[2], more)
 		}
 		return fmt.Sprintf("In %s at %s an assertion fails (%s)%s — compare expected and received and fix the implementation.", tests, at, msg, more)
 	case KindSnapshot:
 		return fmt.Sprintf("In %s at %s the output no longer matches the snapshot: if the change is intended, update it with vitest run -u; otherwise find what changed the output.", tests, at)
 	case KindTypeError:
-		if m := reReadProp.FindStringSubmatch(msg); m != nil {
+		if m := reReadProp().FindStringSubmatch(msg); m != nil {
 			return fmt.Sprintf("In %s at %s the code reads .%s of %s%s: make sure the value is set (return it, await it, or check for %s) before reading the property.", tests, at, m[2], m[1], more, m[1])
 		}
-		if m := reNotFunc.FindStringSubmatch(msg); m != nil {
+		if m := reNotFunc().FindStringSubmatch(msg); m != nil {
 			return fmt.Sprintf("In %s at %s %s is called but is not a function%s: check the import/export of %s and its spelling.", tests, at, m[1], more, m[1])
 		}
 		return fmt.Sprintf("In %s at %s a TypeError is thrown (%s)%s: a value has the wrong type; check what the code under test returns there.", tests, at, msg, more)
 	case KindReferenceError:
-		if m := reNotDefined.FindStringSubmatch(msg); m != nil {
+		if m := reNotDefined().FindStringSubmatch(msg); m != nil {
 			return fmt.Sprintf("In %s at %s %s is used but not defined%s: import or define %s before using it.", tests, at, m[1], more, m[1])
 		}
 		return fmt.Sprintf("In %s at %s a ReferenceError is thrown (%s)%s: import or define the missing name.", tests, at, msg, more)
 	case KindTimeout:
 		return fmt.Sprintf("In %s of %s the test did not finish in time: await every promise and make sure the code under test resolves (a missing response or an unresolved promise), or raise the test's timeout if the work is really that slow.", tests, g.file)
 	case KindImportError:
-		if m := reModule.FindStringSubmatch(msg); m != nil {
+		if m := reModule().FindStringSubmatch(msg); m != nil {
 			return fmt.Sprintf("%s cannot load: the import of %s fails (%s), so none of its tests ran — create that module or fix the import path.", g.file, m[1], msg)
 		}
 		return fmt.Sprintf("%s cannot load (%s), so none of its tests ran — fix the import or export it names.", g.file, msg)

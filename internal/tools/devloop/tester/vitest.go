@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"io/fs"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -234,19 +234,19 @@ func assertionFailure(file string, a vitestAssertion) Failure {
 // its message is replaced later, but the reporter prints the stack string.
 const stackTraceMarker = "STACK_TRACE_ERROR"
 
-var ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
+var ansi = lazyre.New(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
 
 // StripANSI removes terminal colour and cursor codes.
-func StripANSI(s string) string { return ansi.ReplaceAllString(s, "") }
+func StripANSI(s string) string { return ansi().ReplaceAllString(s, "") }
 
-var stackFrame = regexp.MustCompile(`^\s*at\s`)
+var stackFrame = lazyre.New(`^\s*at\s`)
 
 // firstMeaningfulLine is the first line that is neither blank nor a stack
 // frame, without colour codes.
 func firstMeaningfulLine(s string) string {
 	for _, l := range strings.Split(StripANSI(s), "\n") {
 		l = strings.TrimSpace(l)
-		if l == "" || stackFrame.MatchString(l) || strings.Trim(l, "-=*⎯ ") == "" {
+		if l == "" || stackFrame().MatchString(l) || strings.Trim(l, "-=*⎯ ") == "" {
 			continue
 		}
 		return l
@@ -254,7 +254,7 @@ func firstMeaningfulLine(s string) string {
 	return ""
 }
 
-var frameLoc = regexp.MustCompile(`(?:file://)?(/[^\s():]+|[A-Za-z]:[\\/][^\s():]+|[^\s():]+\.[cm]?[jt]sx?):(\d+)(?::\d+)?`)
+var frameLoc = lazyre.New(`(?:file://)?(/[^\s():]+|[A-Za-z]:[\\/][^\s():]+|[^\s():]+\.[cm]?[jt]sx?):(\d+)(?::\d+)?`)
 
 // lineIn returns the line of the first location in text that points into
 // file (a stack frame or an "at file:line" note), or 0.
@@ -262,7 +262,7 @@ func lineIn(text, file string) int {
 	if file == "" {
 		return 0
 	}
-	for _, m := range frameLoc.FindAllStringSubmatch(StripANSI(text), -1) {
+	for _, m := range frameLoc().FindAllStringSubmatch(StripANSI(text), -1) {
 		if m[1] == file || strings.HasSuffix(file, "/"+strings.TrimPrefix(m[1], "./")) {
 			n, err := strconv.Atoi(m[2])
 			if err == nil {
@@ -274,27 +274,27 @@ func lineIn(text, file string) int {
 }
 
 var (
-	reSnapshot  = regexp.MustCompile(`(?i)snapshot .*mismatched|toMatch(Inline)?Snapshot|obsolete snapshot`)
-	reTimeout   = regexp.MustCompile(`(?i)(test|hook) timed out|timed out in \d+\s*ms|` + stackTraceMarker)
-	reImport    = regexp.MustCompile(`(?i)cannot find (module|package)|failed to (load|resolve) (url|import|module)|does not provide an export named|ERR_MODULE_NOT_FOUND|is not exported by|Failed to resolve entry`)
-	reAssertion = regexp.MustCompile(`^(AssertionError|AssertionError \[ERR_ASSERTION\])\b|^expected .+ to |^Error: expect\(`)
+	reSnapshot  = lazyre.New(`(?i)snapshot .*mismatched|toMatch(Inline)?Snapshot|obsolete snapshot`)
+	reTimeout   = lazyre.New(`(?i)(test|hook) timed out|timed out in \d+\s*ms|` + stackTraceMarker)
+	reImport    = lazyre.New(`(?i)cannot find (module|package)|failed to (load|resolve) (url|import|module)|does not provide an export named|ERR_MODULE_NOT_FOUND|is not exported by|Failed to resolve entry`)
+	reAssertion = lazyre.New(`^(AssertionError|AssertionError \[ERR_ASSERTION\])\b|^expected .+ to |^Error: expect\(`)
 )
 
 // Classify returns the failure kind a message shows.
 func Classify(msg string) string {
 	msg = StripANSI(msg)
 	switch {
-	case reSnapshot.MatchString(msg):
+	case reSnapshot().MatchString(msg):
 		return KindSnapshot
-	case reTimeout.MatchString(msg):
+	case reTimeout().MatchString(msg):
 		return KindTimeout
-	case reImport.MatchString(msg):
+	case reImport().MatchString(msg):
 		return KindImportError
 	case strings.HasPrefix(msg, "TypeError"):
 		return KindTypeError
 	case strings.HasPrefix(msg, "ReferenceError"):
 		return KindReferenceError
-	case reAssertion.MatchString(msg):
+	case reAssertion().MatchString(msg):
 		return KindAssertion
 	}
 	return KindError

@@ -3,10 +3,12 @@ package triage
 import (
 	"context"
 	"fmt"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"math"
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/bugs"
@@ -67,35 +69,38 @@ type rule struct {
 }
 
 // rules is THE classification table. To teach the classifier something new,
-// add a row here and a case for it in TestEachRule.
-var rules = []rule{
-	{ID: "contract_status", Category: CatContractMismatch, Weight: 0.9, Pattern: regexp.MustCompile(
-		`(?i)\bstatus(?: code)?\W{0,3}expected\D{0,12}\b([1-5]\d\d)\b\D{1,30}?\b(?:got|received|actual|but was)\b\D{0,5}([1-5]\d\d)\b` +
-			`|\bexpected (?:http )?status (?:code )?([1-5]\d\d)\D{1,20}(?:got|received|but was)\D{0,5}([1-5]\d\d)\b` +
-			`|\bexpected ([1-5]\d\d) "[A-Za-z ]+", got ([1-5]\d\d) "`)},
-	{ID: "contract_field", Category: CatContractMismatch, Weight: 0.8, Pattern: regexp.MustCompile(
-		`(?i)\bmissing (?:required )?(?:field|property|key)\b\s*\S+` +
-			`|\b(?:field|property|key) \S+ (?:is missing|differs|mismatch(?:es)?|has type \w+)` +
-			`|\bjson_subset\b|\bdoes not match (?:the )?contract\b|\bcontract mismatch\b|\bnot in (?:the )?contract\b`)},
-	{ID: "contract_route_404", Category: CatContractMismatch, Weight: 0.9, Check: checkContract404},
-	{ID: "assertion_expected_received", Category: CatLogicError, Weight: 0.7, Pattern: regexp.MustCompile(
-		`AssertionError\b|(?i)\bexpected .{1,200}? to (?:be|equal|deep(?:ly)? equal|strictly equal|have|contain|match|throw)\b` +
-			`|(?m)^\s*Expected:?\s+.+\n\s*Received:?\s+`)},
-	{ID: "eaddrinuse", Category: CatEnvConfig, Weight: 0.9, Pattern: regexp.MustCompile(`\bEADDRINUSE\b|(?i)\baddress already in use\b`)},
-	{ID: "econnrefused", Category: CatEnvConfig, Weight: 0.8, Pattern: regexp.MustCompile(`\bECONNREFUSED\b|(?i)\bconnection refused\b`)},
-	{ID: "missing_env_var", Category: CatEnvConfig, Weight: 0.8, Pattern: regexp.MustCompile(
-		`(?i)\b(?:missing|undefined|unset|not set|required)\s+(?:the\s+)?(?:environment|env)\s+var(?:iable)?s?\b` +
-			`|\b(?:environment|env)\s+var(?:iable)?\s+\S+\s+(?:is\s+)?(?:not set|missing|undefined|required)\b` +
-			`|\bprocess\.env\.[A-Za-z_][A-Za-z0-9_]*\s+is\s+(?:undefined|not set|required|missing)\b`)},
-	{ID: "permission_denied", Category: CatEnvConfig, Weight: 0.8, Pattern: regexp.MustCompile(
-		`\bEACCES\b|\bEPERM\b|(?i)\bpermission denied\b|\boperation not permitted\b`)},
-	{ID: "passed_and_failed", Category: CatFlaky, Weight: 1.0, Check: checkFlaky},
-	{ID: "error_in_test_file", Category: CatTestError, Weight: 0.7, Check: checkTestError},
-	{ID: "module_not_found", Category: CatDependency, Weight: 0.9, Pattern: regexp.MustCompile(
-		`Cannot find (?:module|package) ['"]?[^\s'"]+|\bERR_MODULE_NOT_FOUND\b|\bMODULE_NOT_FOUND\b|\bModule not found\b|Failed to (?:load|resolve) (?:url|import)\b`)},
-	{ID: "version_mismatch", Category: CatDependency, Weight: 0.8, Pattern: regexp.MustCompile(
-		`(?i)\bversion mismatch\b|\bERESOLVE\b|\bpeer dep(?:endency)?\b|\bunsupported engine\b|\brequires a peer\b|\bincompatible (?:version|with)\b|\bERR_REQUIRE_ESM\b`)},
-}
+// add a row here and a case for it in TestEachRule. It is built (and its
+// expressions compiled) on first use, not at every process start.
+var rules = sync.OnceValue(func() []rule {
+	return []rule{
+		{ID: "contract_status", Category: CatContractMismatch, Weight: 0.9, Pattern: regexp.MustCompile(
+			`(?i)\bstatus(?: code)?\W{0,3}expected\D{0,12}\b([1-5]\d\d)\b\D{1,30}?\b(?:got|received|actual|but was)\b\D{0,5}([1-5]\d\d)\b` +
+				`|\bexpected (?:http )?status (?:code )?([1-5]\d\d)\D{1,20}(?:got|received|but was)\D{0,5}([1-5]\d\d)\b` +
+				`|\bexpected ([1-5]\d\d) "[A-Za-z ]+", got ([1-5]\d\d) "`)},
+		{ID: "contract_field", Category: CatContractMismatch, Weight: 0.8, Pattern: regexp.MustCompile(
+			`(?i)\bmissing (?:required )?(?:field|property|key)\b\s*\S+` +
+				`|\b(?:field|property|key) \S+ (?:is missing|differs|mismatch(?:es)?|has type \w+)` +
+				`|\bjson_subset\b|\bdoes not match (?:the )?contract\b|\bcontract mismatch\b|\bnot in (?:the )?contract\b`)},
+		{ID: "contract_route_404", Category: CatContractMismatch, Weight: 0.9, Check: checkContract404},
+		{ID: "assertion_expected_received", Category: CatLogicError, Weight: 0.7, Pattern: regexp.MustCompile(
+			`AssertionError\b|(?i)\bexpected .{1,200}? to (?:be|equal|deep(?:ly)? equal|strictly equal|have|contain|match|throw)\b` +
+				`|(?m)^\s*Expected:?\s+.+\n\s*Received:?\s+`)},
+		{ID: "eaddrinuse", Category: CatEnvConfig, Weight: 0.9, Pattern: regexp.MustCompile(`\bEADDRINUSE\b|(?i)\baddress already in use\b`)},
+		{ID: "econnrefused", Category: CatEnvConfig, Weight: 0.8, Pattern: regexp.MustCompile(`\bECONNREFUSED\b|(?i)\bconnection refused\b`)},
+		{ID: "missing_env_var", Category: CatEnvConfig, Weight: 0.8, Pattern: regexp.MustCompile(
+			`(?i)\b(?:missing|undefined|unset|not set|required)\s+(?:the\s+)?(?:environment|env)\s+var(?:iable)?s?\b` +
+				`|\b(?:environment|env)\s+var(?:iable)?\s+\S+\s+(?:is\s+)?(?:not set|missing|undefined|required)\b` +
+				`|\bprocess\.env\.[A-Za-z_][A-Za-z0-9_]*\s+is\s+(?:undefined|not set|required|missing)\b`)},
+		{ID: "permission_denied", Category: CatEnvConfig, Weight: 0.8, Pattern: regexp.MustCompile(
+			`\bEACCES\b|\bEPERM\b|(?i)\bpermission denied\b|\boperation not permitted\b`)},
+		{ID: "passed_and_failed", Category: CatFlaky, Weight: 1.0, Check: checkFlaky},
+		{ID: "error_in_test_file", Category: CatTestError, Weight: 0.7, Check: checkTestError},
+		{ID: "module_not_found", Category: CatDependency, Weight: 0.9, Pattern: regexp.MustCompile(
+			`Cannot find (?:module|package) ['"]?[^\s'"]+|\bERR_MODULE_NOT_FOUND\b|\bMODULE_NOT_FOUND\b|\bModule not found\b|Failed to (?:load|resolve) (?:url|import)\b`)},
+		{ID: "version_mismatch", Category: CatDependency, Weight: 0.8, Pattern: regexp.MustCompile(
+			`(?i)\bversion mismatch\b|\bERESOLVE\b|\bpeer dep(?:endency)?\b|\bunsupported engine\b|\brequires a peer\b|\bincompatible (?:version|with)\b|\bERR_REQUIRE_ESM\b`)},
+	}
+})
 
 // ClassifyInput names a bug or gives raw text to classify.
 type ClassifyInput struct {
@@ -206,7 +211,7 @@ func bugFacts(c *ctxinject.Ctx, bug *bugs.Bug, f *facts) error {
 // decide runs the table over the facts and picks the category.
 func decide(f *facts) ClassifyOutput {
 	out := ClassifyOutput{Category: CatUnknown, Signals: []Signal{}, Scores: map[string]float64{}}
-	for _, r := range rules {
+	for _, r := range rules() {
 		var sigs []Signal
 		if r.Pattern != nil {
 			for _, s := range f.Sources {
@@ -273,7 +278,7 @@ func checkFlaky(f *facts) []Signal {
 }
 
 // errorLine is the first line of a thrown error ("TypeError: …").
-var errorLine = regexp.MustCompile(`^\s*(?:Uncaught )?([A-Z][A-Za-z]*Error|Error)(?: \[[A-Z_]+\])?: `)
+var errorLine = lazyre.New(`^\s*(?:Uncaught )?([A-Z][A-Za-z]*Error|Error)(?: \[[A-Z_]+\])?: `)
 
 // checkTestError votes test_error when an error other than an assertion is
 // thrown and its top stack frame is inside a test file: the test itself
@@ -283,16 +288,16 @@ func checkTestError(f *facts) []Signal {
 	for _, s := range f.Sources {
 		lines := strings.Split(s.Text, "\n")
 		for i, l := range lines {
-			m := errorLine.FindStringSubmatch(l)
+			m := errorLine().FindStringSubmatch(l)
 			if m == nil || m[1] == "AssertionError" {
 				continue
 			}
 			for _, fr := range lines[i+1:] {
-				fm := stackFrame.FindStringSubmatch(fr)
+				fm := stackFrame().FindStringSubmatch(fr)
 				if fm == nil {
 					continue
 				}
-				if testFilePattern.MatchString(fm[1]) {
+				if testFilePattern().MatchString(fm[1]) {
 					out = append(out, Signal{Where: s.Where, Excerpt: clip(strings.TrimSpace(l)+" "+strings.TrimSpace(fr), 300)})
 				}
 				break
@@ -304,19 +309,19 @@ func checkTestError(f *facts) []Signal {
 }
 
 // requestLine finds "METHOD /path" in a text.
-var requestLine = regexp.MustCompile(`\b(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)\s+(/[^\s"'?#,)]*)`)
+var requestLine = lazyre.New(`\b(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)\s+(/[^\s"'?#,)]*)`)
 
-var notFound = regexp.MustCompile(`\b404\b`)
+var notFound = lazyre.New(`\b404\b`)
 
 // checkContract404 votes contract_mismatch when a request to a route the
 // contract declares came back 404: the route is missing or mis-mounted.
 func checkContract404(f *facts) []Signal {
 	var out []Signal
 	for _, s := range f.Sources {
-		if !notFound.MatchString(s.Text) {
+		if !notFound().MatchString(s.Text) {
 			continue
 		}
-		for _, m := range requestLine.FindAllStringSubmatch(s.Text, -1) {
+		for _, m := range requestLine().FindAllStringSubmatch(s.Text, -1) {
 			norm := normalizePath(m[2])
 			for _, r := range f.Routes {
 				if pathMatches(r.Norm, norm) && (r.Method == m[1] || r.Method == "ALL") {

@@ -33,7 +33,7 @@ var ruleCases = []struct {
 }
 
 func ruleByID(id string) (rule, bool) {
-	for _, r := range rules {
+	for _, r := range rules() {
 		if r.ID == id {
 			return r, true
 		}
@@ -86,7 +86,7 @@ func TestEveryRuleHasACase(t *testing.T) {
 	for _, tc := range ruleCases {
 		covered[tc.rule] = true
 	}
-	for _, r := range rules {
+	for _, r := range rules() {
 		if !covered[r.ID] {
 			t.Errorf("rule %s has no case in ruleCases", r.ID)
 		}

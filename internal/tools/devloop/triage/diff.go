@@ -111,7 +111,7 @@ func loadContractRoutes(c *ctxinject.Ctx) ([]contractRoute, error) {
 	var out []contractRoute
 	for _, f := range files {
 		name := strings.TrimSuffix(path.Base(f), ".json")
-		if !contract.NamePattern.MatchString(name) {
+		if !contract.NamePattern().MatchString(name) {
 			continue
 		}
 		if _, rs, err := loadContract(c, name); err == nil {
@@ -193,7 +193,7 @@ func isSource(rel string) bool {
 	if !jsExts[ext] && ext != ".go" {
 		return false
 	}
-	if strings.HasSuffix(rel, ".d.ts") || strings.HasSuffix(rel, "_test.go") || testFilePattern.MatchString(rel) {
+	if strings.HasSuffix(rel, ".d.ts") || strings.HasSuffix(rel, "_test.go") || testFilePattern().MatchString(rel) {
 		return false
 	}
 	for _, seg := range strings.Split(path.Dir(rel), "/") {

@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"io/fs"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -437,7 +437,7 @@ func (ev *evidence) checkLog(c *ctxinject.Ctx, e bugs.Evidence) error {
 }
 
 // runIDPattern keeps a run id a single safe path segment.
-var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+var runIDPattern = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // caseRun is integration/runs/<run_id>.json as the integrator writes it.
 type caseRun struct {
@@ -465,7 +465,7 @@ func RunPath(id string) string { return "integration/runs/" + id + ".json" }
 
 // checkRun verifies that a run exists and quotes its failed steps.
 func (ev *evidence) checkRun(c *ctxinject.Ctx, id string) {
-	if !runIDPattern.MatchString(id) || strings.Contains(id, "..") {
+	if !runIDPattern().MatchString(id) || strings.Contains(id, "..") {
 		ev.miss(kindRun, id, "run_id %q is not a run id (letters, digits, '.', '_', '-')", id)
 		return
 	}
@@ -641,7 +641,7 @@ func around(lines []string, at, n int) string {
 // frameLine finds the line of the first stack frame inside file.
 func frameLine(msg, file string) int {
 	for _, l := range strings.Split(msg, "\n") {
-		if m := stackFrame.FindStringSubmatch(l); m != nil && file != "" && sameFile(m[1], file) {
+		if m := stackFrame().FindStringSubmatch(l); m != nil && file != "" && sameFile(m[1], file) {
 			n, _ := strconv.Atoi(m[2])
 			return n
 		}

@@ -269,7 +269,7 @@ func bugFiles(c *ctxinject.Ctx) ([]string, string, error) {
 	for _, e := range ents {
 		name := e.Name()
 		id := strings.TrimSuffix(name, ".json")
-		if e.IsDir() || id == name || !bugs.IDPattern.MatchString(id) {
+		if e.IsDir() || id == name || !bugs.IDPattern().MatchString(id) {
 			continue
 		}
 		fi, err := e.Info()

@@ -2,8 +2,8 @@ package triage
 
 import (
 	"encoding/json"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"path"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -148,7 +148,7 @@ func sameFile(reported, cited string) bool {
 }
 
 // stackFrame matches one V8 stack frame that points at a file and line.
-var stackFrame = regexp.MustCompile(`^\s*at (?:.*? \()?(?:file://)?([^\s()]+?):(\d+):(\d+)\)?\s*$`)
+var stackFrame = lazyre.New(`^\s*at (?:.*? \()?(?:file://)?([^\s()]+?):(\d+):(\d+)\)?\s*$`)
 
 // testFilePattern matches the usual test file names.
-var testFilePattern = regexp.MustCompile(`(?:\.(?:test|spec)\.[cm]?[jt]sx?|/__tests__/[^/]+\.[cm]?[jt]sx?)$`)
+var testFilePattern = lazyre.New(`(?:\.(?:test|spec)\.[cm]?[jt]sx?|/__tests__/[^/]+\.[cm]?[jt]sx?)$`)
