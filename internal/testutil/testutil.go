@@ -57,6 +57,8 @@ func (b *build) get(t testing.TB, flags ...string) string {
 		args = append(args, "-o", b.path, "./cmd/toolhost")
 		cmd := exec.Command("go", args...)
 		cmd.Dir = RepoRoot(t)
+		// Built like `make build`: static, as agent CLIs launch it.
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		b.out, b.err = cmd.CombinedOutput()
 	})
 	if b.err != nil {
