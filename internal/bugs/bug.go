@@ -109,19 +109,6 @@ type Unreadable struct {
 	Reason string
 }
 
-// List reads every bug of a project, sorted by id; one unreadable bug file
-// fails it.
-func List(projectDir string) ([]*Bug, error) {
-	all, bad, err := Scan(projectDir)
-	if err != nil {
-		return nil, err
-	}
-	if len(bad) > 0 {
-		return nil, errors.New(bad[0].Reason)
-	}
-	return all, nil
-}
-
 // Scan reads every bug of a project, sorted by id, and lists apart the bug
 // files it could not read or decode (also by id), so one damaged file does
 // not hide the others.

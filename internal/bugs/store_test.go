@@ -1,6 +1,7 @@
 package bugs
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -77,7 +78,7 @@ func TestListSortsByNumber(t *testing.T) {
 	if err := door.WriteFile("bugs/notes.json", []byte("{}\n")); err != nil {
 		t.Fatal(err)
 	}
-	all, err := List(dir)
+	all, err := scanAll(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,9 +126,6 @@ func TestOpenSkipsAnUnreadableBugButNotItsID(t *testing.T) {
 	if err != nil || len(ok) != 1 || len(bad) != 1 || bad[0].ID != "BUG-0002" || bad[0].Reason == "" {
 		t.Fatalf("Scan = %v, %+v, %v", ok, bad, err)
 	}
-	if _, err := List(dir); err == nil {
-		t.Errorf("List must still refuse a project with an unreadable bug")
-	}
 	s := Store{Door: door}
 	res, err := s.Open(NewBug{Title: "next", Severity: "minor", Evidence: Evidence{Repro: "r"}, By: "tester", At: time.Unix(0, 0).UTC()})
 	if err != nil || res.Bug.ID != "BUG-0003" {
@@ -162,7 +160,7 @@ func TestOpenNeverReusesADeletedID(t *testing.T) {
 	if id := open("third"); id != "BUG-0003" {
 		t.Errorf("after deleting %s the next bug got %s, want BUG-0003", second, id)
 	}
-	all, err := List(dir)
+	all, err := scanAll(dir)
 	if err != nil || len(all) != 2 {
 		t.Errorf("List = %v, %v; the id counter must not show up as a bug", all, err)
 	}
@@ -211,4 +209,13 @@ func TestReadsStayInsideTheProject(t *testing.T) {
 			t.Fatalf("Scan listed a bugs/ outside the project: %v %v", all, err)
 		}
 	})
+}
+
+// scanAll is Scan for tests that expect every bug file to be readable.
+func scanAll(dir string) ([]*Bug, error) {
+	all, bad, err := Scan(dir)
+	if err == nil && len(bad) > 0 {
+		err = errors.New(bad[0].Reason)
+	}
+	return all, err
 }

@@ -90,9 +90,9 @@ func TestBugOpenSixProcessesNeverCollide(t *testing.T) {
 	if len(ids) != procs*each {
 		t.Fatalf("%d distinct ids, want %d", len(ids), procs*each)
 	}
-	all, err := bugs.List(dir)
-	if err != nil {
-		t.Fatalf("a bug file is torn or unreadable: %v", err)
+	all, bad, err := bugs.Scan(dir)
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("a bug file is torn or unreadable: %v %+v", err, bad)
 	}
 	if len(all) != procs*each {
 		t.Fatalf("%d bug files, want %d", len(all), procs*each)
@@ -147,8 +147,8 @@ func TestBugOpenSameBugFromTwoProcessesAtOnce(t *testing.T) {
 			t.Fatalf("round %d: %+v and %+v, want one id and exactly one duplicate:true", r, outs[0], outs[1])
 		}
 	}
-	all, err := bugs.List(dir)
-	if err != nil || len(all) != rounds {
-		t.Fatalf("%d bugs (err %v), want %d", len(all), err, rounds)
+	all, bad, err := bugs.Scan(dir)
+	if err != nil || len(bad) > 0 || len(all) != rounds {
+		t.Fatalf("%d bugs (err %v, unreadable %+v), want %d", len(all), err, bad, rounds)
 	}
 }
