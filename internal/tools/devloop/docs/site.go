@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"sync"
 
 	"golang.org/x/net/html"
 
@@ -20,7 +21,11 @@ import (
 //go:embed templates
 var templateFS embed.FS
 
-var templates = htmltemplate.Must(htmltemplate.ParseFS(templateFS, "templates/page.html", "templates/index.html"))
+// templates are parsed on first use: every toolhost process would pay for
+// them at start, while only the PM and Architect sessions render pages.
+var templates = sync.OnceValue(func() *htmltemplate.Template {
+	return htmltemplate.Must(htmltemplate.ParseFS(templateFS, "templates/page.html", "templates/index.html"))
+})
 
 // Files of a site, relative to the site directory.
 const (
@@ -127,7 +132,7 @@ func renderPage(s *Site, p Page, body []*html.Node) ([]byte, error) {
 		}
 	}
 	var buf bytes.Buffer
-	if err := templates.ExecuteTemplate(&buf, "page.html", v); err != nil {
+	if err := templates().ExecuteTemplate(&buf, "page.html", v); err != nil {
 		return nil, err
 	}
 	doc, err := parseDocument(buf.Bytes())
@@ -151,7 +156,7 @@ func renderIndex(s *Site) ([]byte, error) {
 		v.First = &s.Chapters[0]
 	}
 	var buf bytes.Buffer
-	if err := templates.ExecuteTemplate(&buf, "index.html", v); err != nil {
+	if err := templates().ExecuteTemplate(&buf, "index.html", v); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
