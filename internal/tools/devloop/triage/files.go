@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -12,10 +11,6 @@ import (
 
 	"github.com/toolhost/toolhost/internal/ctxinject"
 )
-
-// maxReadBytes caps what the triager reads from one cited file, so a huge
-// log or report cannot exhaust memory; citations point at small artifacts.
-const maxReadBytes = 32 << 20
 
 // cleanRel validates a project-relative path taken from a bug or an input
 // and returns its cleaned slash form.
@@ -35,22 +30,13 @@ func cleanRel(p string) (string, error) {
 	return c, nil
 }
 
-// readRel reads a project-relative file through the project root (which
-// refuses symlink escapes), up to maxReadBytes.
+// readRel reads a cited project-relative file. cleanRel words the refusal
+// for a citation; the read itself goes through the sandbox door, which
+// refuses symlink escapes, non-regular files and files too large to read.
 func readRel(c *ctxinject.Ctx, rel string) ([]byte, error) {
 	clean, err := cleanRel(rel)
 	if err != nil {
 		return nil, err
-	}
-	fi, err := os.Stat(filepath.Join(c.ProjectDir, filepath.FromSlash(clean)))
-	if err != nil {
-		return nil, err
-	}
-	if fi.IsDir() {
-		return nil, fmt.Errorf("%s is a directory, not a file", clean)
-	}
-	if fi.Size() > maxReadBytes {
-		return nil, fmt.Errorf("%s is %d bytes; the triager reads files up to %d bytes", clean, fi.Size(), maxReadBytes)
 	}
 	return c.Files.ReadFile(clean)
 }
