@@ -491,7 +491,11 @@ func TestWriteFailureEndsSession(t *testing.T) {
 		_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":2,"method":"echo"}`+"\n")
 	}()
 	<-h.started
-	<-done // without the fix Serve waits for input that never ends
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve kept waiting for input after stdout failed; it must end the session")
+	}
 }
 
 func itoa(i int) string {
