@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/toolhost/toolhost/internal/lazyre"
 	"io/fs"
 	"math"
 	"strconv"
@@ -14,8 +13,10 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/vitest"
 )
 
 // Failure kinds. parse_vitest and hint_builder share them.
@@ -105,35 +106,6 @@ func reportBytes(c *ctxinject.Ctx, path string, inline map[string]any) ([]byte, 
 	return data, "report_path " + path, nil
 }
 
-// Jest-compatible shape written by Vitest's JSON reporter. Pointers tell a
-// missing field from a zero one.
-type vitestReport struct {
-	NumTotalTests *int                `json:"numTotalTests"`
-	StartTime     float64             `json:"startTime"`
-	TestResults   *[]vitestFileResult `json:"testResults"`
-}
-
-type vitestFileResult struct {
-	Name             *string            `json:"name"`
-	Status           string             `json:"status"`
-	Message          string             `json:"message"`
-	StartTime        float64            `json:"startTime"`
-	EndTime          float64            `json:"endTime"`
-	AssertionResults *[]vitestAssertion `json:"assertionResults"`
-}
-
-type vitestAssertion struct {
-	AncestorTitles  []string `json:"ancestorTitles"`
-	FullName        string   `json:"fullName"`
-	Title           string   `json:"title"`
-	Status          *string  `json:"status"`
-	Duration        float64  `json:"duration"`
-	FailureMessages []string `json:"failureMessages"`
-	Location        *struct {
-		Line int `json:"line"`
-	} `json:"location"`
-}
-
 // ParseReport parses a Vitest JSON report. The error says what is wrong
 // with the input: not JSON, truncated, or not a Vitest report.
 func ParseReport(data []byte) (*ParseVitestOutput, error) {
@@ -141,7 +113,7 @@ func ParseReport(data []byte) (*ParseVitestOutput, error) {
 	if len(data) == 0 {
 		return nil, errors.New("the report is empty; Vitest writes it only when the run finishes")
 	}
-	var r vitestReport
+	var r vitest.Report
 	if err := json.Unmarshal(data, &r); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) && syn.Offset >= int64(len(data)) || strings.Contains(err.Error(), "unexpected end of JSON input") {
@@ -209,7 +181,7 @@ func ParseReport(data []byte) (*ParseVitestOutput, error) {
 	return out, nil
 }
 
-func assertionFailure(file string, a vitestAssertion) Failure {
+func assertionFailure(file string, a vitest.Assertion) Failure {
 	name := a.FullName
 	if name == "" {
 		name = strings.Join(append(append([]string{}, a.AncestorTitles...), a.Title), " ")

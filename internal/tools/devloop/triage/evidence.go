@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/toolhost/toolhost/internal/lazyre"
 	"io/fs"
 	"path/filepath"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/bugs"
 	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -263,7 +263,7 @@ func (ev *evidence) checkTest(c *ctxinject.Ctx, bug *bugs.Bug, e bugs.Evidence) 
 			ev.miss(kindReport, e.Report, "%s is not a Vitest JSON report (no testResults); cite the file written by vitest run --reporter=json", e.Report)
 			break
 		}
-		lr := loadedReport{Path: e.Report, vitestReport: r}
+		lr := loadedReport{Path: e.Report, Report: r}
 		outs := lr.outcomes()
 		if found = pickOutcome(outs, e.Test, e.TestFile); found == nil {
 			var failing []string

@@ -2,33 +2,14 @@ package triage
 
 import (
 	"encoding/json"
-	"github.com/toolhost/toolhost/internal/lazyre"
 	"path"
 	"sort"
 	"strings"
 
 	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/lazyre"
+	"github.com/toolhost/toolhost/internal/vitest"
 )
-
-// vitestReport is the part of Vitest's --reporter=json output the triager
-// reads (the Jest-compatible shape Vitest 1–3 emit).
-type vitestReport struct {
-	StartTime   int64 `json:"startTime"`
-	TestResults []struct {
-		Name             string `json:"name"`
-		Status           string `json:"status"`
-		Message          string `json:"message"`
-		AssertionResults []struct {
-			FullName        string   `json:"fullName"`
-			Title           string   `json:"title"`
-			Status          string   `json:"status"`
-			FailureMessages []string `json:"failureMessages"`
-			Location        *struct {
-				Line int `json:"line"`
-			} `json:"location"`
-		} `json:"assertionResults"`
-	} `json:"testResults"`
-}
 
 // testOutcome is one test in one report.
 type testOutcome struct {
@@ -44,22 +25,15 @@ type testOutcome struct {
 // loadedReport is a parsed report with its path.
 type loadedReport struct {
 	Path string
-	vitestReport
+	vitest.Report
 }
 
 // parseVitest decodes data as a Vitest JSON report; ok is false when data is
 // JSON of another shape.
-func parseVitest(data []byte) (vitestReport, bool) {
-	var probe map[string]json.RawMessage
-	if json.Unmarshal(data, &probe) != nil {
-		return vitestReport{}, false
-	}
-	if _, ok := probe["testResults"]; !ok {
-		return vitestReport{}, false
-	}
-	var r vitestReport
-	if json.Unmarshal(data, &r) != nil {
-		return vitestReport{}, false
+func parseVitest(data []byte) (vitest.Report, bool) {
+	var r vitest.Report
+	if json.Unmarshal(data, &r) != nil || r.TestResults == nil {
+		return vitest.Report{}, false
 	}
 	return r, true
 }
@@ -68,14 +42,27 @@ func parseVitest(data []byte) (vitestReport, bool) {
 // ran (an import error) becomes one outcome named after its file.
 func (r *loadedReport) outcomes() []testOutcome {
 	var out []testOutcome
-	for _, f := range r.TestResults {
-		if len(f.AssertionResults) == 0 && f.Message != "" {
-			out = append(out, testOutcome{Report: r.Path, File: f.Name, Name: f.Name, Status: "failed", Message: f.Message, Start: r.StartTime})
+	start := int64(r.StartTime)
+	for _, f := range *r.TestResults {
+		var file string
+		if f.Name != nil {
+			file = *f.Name
+		}
+		var tests []vitest.Assertion
+		if f.AssertionResults != nil {
+			tests = *f.AssertionResults
+		}
+		if len(tests) == 0 && f.Message != "" {
+			out = append(out, testOutcome{Report: r.Path, File: file, Name: file, Status: "failed", Message: f.Message, Start: start})
 			continue
 		}
-		for _, a := range f.AssertionResults {
-			o := testOutcome{Report: r.Path, File: f.Name, Name: a.FullName, Status: a.Status,
-				Message: strings.Join(a.FailureMessages, "\n"), Start: r.StartTime}
+		for _, a := range tests {
+			var status string
+			if a.Status != nil {
+				status = *a.Status
+			}
+			o := testOutcome{Report: r.Path, File: file, Name: a.FullName, Status: status,
+				Message: strings.Join(a.FailureMessages, "\n"), Start: start}
 			if o.Name == "" {
 				o.Name = a.Title
 			}
@@ -114,7 +101,7 @@ func findReports(c *ctxinject.Ctx) ([]loadedReport, error) {
 			continue
 		}
 		if r, ok := parseVitest(data); ok {
-			out = append(out, loadedReport{Path: p, vitestReport: r})
+			out = append(out, loadedReport{Path: p, Report: r})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
