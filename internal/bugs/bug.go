@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/toolhost/toolhost/internal/lazyre"
 	"io"
 	"io/fs"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"sort"
 	"syscall"
 	"time"
+
+	"github.com/toolhost/toolhost/internal/lazyre"
 )
 
 // Dir is the bug store, relative to the project dir.

@@ -6,8 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/toolhost/toolhost/internal/lazyre"
 	"io"
+
+	"github.com/toolhost/toolhost/internal/lazyre"
 )
 
 // Endpoint is one route of a contract.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/toolhost/toolhost/internal/lazyre"
 	"reflect"
 	"sync"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/lazyre"
 )
 
 // Effect is what a tool does to the world; it decides the MCP annotations and

@@ -3,8 +3,9 @@ package coder
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/toolhost/toolhost/internal/lazyre"
 	"strings"
+
+	"github.com/toolhost/toolhost/internal/lazyre"
 )
 
 var tsIdent = lazyre.New(`^[A-Za-z_$][A-Za-z0-9_$]*$`)

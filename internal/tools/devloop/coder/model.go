@@ -3,12 +3,12 @@ package coder
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/toolhost/toolhost/internal/lazyre"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/toolhost/toolhost/internal/contract"
+	"github.com/toolhost/toolhost/internal/lazyre"
 )
 
 // texpr is a type expression: what a property, an item or an alias is.

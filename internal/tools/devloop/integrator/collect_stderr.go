@@ -2,10 +2,10 @@ package integrator
 
 import (
 	"context"
-	"github.com/toolhost/toolhost/internal/lazyre"
 	"strings"
 
 	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 

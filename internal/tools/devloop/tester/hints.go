@@ -3,12 +3,12 @@ package tester
 import (
 	"context"
 	"fmt"
-	"github.com/toolhost/toolhost/internal/lazyre"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 

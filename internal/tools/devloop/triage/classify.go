@@ -3,7 +3,6 @@ package triage
 import (
 	"context"
 	"fmt"
-	"github.com/toolhost/toolhost/internal/lazyre"
 	"math"
 	"regexp"
 	"sort"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/bugs"
 	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
