@@ -71,10 +71,7 @@ func newToolsListCmd(g *globals) *cobra.Command {
 			fmt.Fprintln(tw, "NAME\tPERMISSION\tTIMEOUT\tCONFIRM\tDESCRIPTION")
 			for _, e := range entries {
 				d := pol.Decide(e.Spec)
-				desc := e.Spec.Description
-				if r := []rune(desc); len(r) > 70 {
-					desc = string(r[:67]) + "..."
-				}
+				desc := oneLine(e.Spec.Description, 70)
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", e.Spec.Name, d.Permission, d.Timeout, d.Confirm, desc)
 			}
 			return tw.Flush()
