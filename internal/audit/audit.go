@@ -77,6 +77,9 @@ type FileSink struct {
 	once    sync.Once
 }
 
+// linePool recycles the encode buffers of rows: one per call otherwise.
+var linePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
 // DefaultSyncEvery is how often written rows are flushed to stable storage.
 const DefaultSyncEvery = time.Second
 
@@ -92,11 +95,14 @@ func NewFileSink(door Door, syncEvery time.Duration) *FileSink {
 
 // Write implements Sink.
 func (s *FileSink) Write(r *Row) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
+	bp := linePool.Get().(*[]byte)
+	b := append(r.AppendJSON((*bp)[:0]), '\n')
+	defer func() {
+		if cap(b) <= 1<<17 { // a row of capped arguments; bigger ones are not kept
+			*bp = b
+			linePool.Put(bp)
+		}
+	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for attempt := 0; ; attempt++ {

@@ -31,6 +31,9 @@ func TestRedactArguments(t *testing.T) {
 		{"secret object replaced whole", `{"password":{"old":"a","new":"b"}}`, `{"password":"[REDACTED]"}`},
 		{"secret word in a value only is kept", `{"note":"my password is not here"}`, `{"note":"my password is not here"}`},
 		{"numbers kept exactly", `{"token":"x","n":12345678901234567890}`, `{"n":12345678901234567890,"token":"[REDACTED]"}`},
+		{"non-ASCII key folds like IsSecretKey", "{\"API-\u212aEY\":\"k\",\"é\":1}", "{\"API-\u212aEY\":\"[REDACTED]\",\"é\":1}"},
+		{"secret key beyond a small document", `{"pad":"` + strings.Repeat("p", 600) + `","Token":"t"}`,
+			`{"Token":"[REDACTED]","pad":"` + strings.Repeat("p", 600) + `"}`},
 		{"empty", ``, ``},
 	}
 	for _, tc := range cases {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 )
 
 // SecretKeys are the key fragments whose values are never written to the
@@ -57,8 +58,24 @@ func RedactArguments(args json.RawMessage) json.RawMessage {
 
 // mayHoldSecret is a cheap pre-check on the raw bytes.
 func mayHoldSecret(b []byte) bool {
-	low := bytes.ToLower(b)
-	low = bytes.ReplaceAll(low, []byte("-"), []byte("_"))
+	var small [512]byte
+	low := append(small[:0], b...) // on the stack for the usual small document
+	for i, c := range low {
+		switch {
+		case 'A' <= c && c <= 'Z':
+			low[i] = c + ('a' - 'A')
+		case c == '-':
+			low[i] = '_'
+		case c >= utf8.RuneSelf:
+			// Unicode case folding (the Kelvin sign lowers to k) as IsSecretKey does it.
+			low = bytes.ReplaceAll(bytes.ToLower(b), []byte("-"), []byte("_"))
+			return containsSecretKey(low)
+		}
+	}
+	return containsSecretKey(low)
+}
+
+func containsSecretKey(low []byte) bool {
 	for _, k := range SecretKeys {
 		if bytes.Contains(low, []byte(k)) {
 			return true
