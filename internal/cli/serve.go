@@ -86,7 +86,9 @@ func newServeCmd(g *globals) *cobra.Command {
 				log.Info().Str("event", "exit").Int64("audit_write_failures", s.Engine.AuditFailures()).Msg("session ended")
 				return err
 			}
-			err = rpc.Serve(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), s.Server, rpc.Options{
+			in, out, restore := pollableStdio(cmd.InOrStdin(), cmd.OutOrStdout())
+			defer restore()
+			err = rpc.Serve(ctx, in, out, s.Server, rpc.Options{
 				LSP: framing == "lsp", MaxMessage: maxMessage, Grace: grace, Log: log,
 			})
 			log.Info().Str("event", "exit").Int64("audit_write_failures", s.Engine.AuditFailures()).Msg("session ended")

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/toolhost/toolhost/internal/stdioclient"
 	"github.com/toolhost/toolhost/internal/testutil"
 )
@@ -336,4 +338,111 @@ func TestLSPFraming(t *testing.T) {
 	if len(bodies) != 3 || !strings.Contains(all, `"code":-32700`) || !strings.Contains(all, `\"seq\":1`) {
 		t.Errorf("want 3 framed messages (initialize, -32700, seq 1), got:\n%s", all)
 	}
+}
+
+// TestStdioKindsAndFlags: serve reads and writes through the runtime poller
+// when stdin/stdout are pipes or sockets (what os/exec and Node give it), and
+// leaves those shared file descriptions blocking again when it exits, as it
+// found them: the parent may hand them on. Regular files work as before.
+func TestStdioKindsAndFlags(t *testing.T) {
+	t.Parallel()
+	bin := testutil.Toolhost(t)
+	requests := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"parse_placeholder","arguments":{"text":"{{var:x}}","vars":{"x":7}}}}` + "\n"
+	nonblocking := func(t *testing.T, f *os.File) bool {
+		t.Helper()
+		sc, err := f.SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var flags int
+		if err := sc.Control(func(fd uintptr) { flags, err = unix.FcntlInt(fd, unix.F_GETFL, 0) }); err != nil {
+			t.Fatal(err)
+		}
+		return flags&unix.O_NONBLOCK != 0
+	}
+	serve := func(t *testing.T, stdin, stdout *os.File) {
+		t.Helper()
+		cmd := exec.Command(bin, "serve", "--agent", "integrator", "--project-dir", t.TempDir())
+		cmd.Stdin, cmd.Stdout = stdin, stdout
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("serve: %v\n%s", err, stderr.String())
+		}
+	}
+	check := func(t *testing.T, out []byte) {
+		t.Helper()
+		if !bytes.Contains(out, []byte(`"id":2`)) || !bytes.Contains(out, []byte(`"text":"7"`)) {
+			t.Fatalf("no answer to the call: %s", out)
+		}
+	}
+
+	t.Run("pipes", func(t *testing.T) {
+		t.Parallel()
+		inR, inW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _, _ = io.WriteString(inW, requests); _ = inW.Close() }()
+		got := make(chan []byte)
+		go func() { b, _ := io.ReadAll(outR); got <- b }()
+		serve(t, inR, outW) // os/exec hands the child blocking descriptors
+		if nonblocking(t, inR) || nonblocking(t, outW) {
+			t.Fatal("serve left the parent's pipes non-blocking")
+		}
+		_ = outW.Close()
+		check(t, <-got)
+	})
+
+	t.Run("sockets", func(t *testing.T) {
+		t.Parallel()
+		pair := func() (*os.File, *os.File) {
+			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return os.NewFile(uintptr(fds[0]), "ours"), os.NewFile(uintptr(fds[1]), "child's")
+		}
+		inOurs, inChild := pair()
+		outOurs, outChild := pair()
+		go func() { _, _ = io.WriteString(inOurs, requests); _ = unix.Shutdown(int(inOurs.Fd()), unix.SHUT_WR) }()
+		got := make(chan []byte)
+		go func() { b, _ := io.ReadAll(outOurs); got <- b }()
+		serve(t, inChild, outChild)
+		if nonblocking(t, inChild) || nonblocking(t, outChild) {
+			t.Fatal("serve left the parent's sockets non-blocking")
+		}
+		_ = outChild.Close()
+		check(t, <-got)
+	})
+
+	t.Run("regular files", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		in := filepath.Join(dir, "in.ndjson")
+		if err := os.WriteFile(in, []byte(requests), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		stdin, err := os.Open(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stdin.Close()
+		stdout, err := os.Create(filepath.Join(dir, "out.ndjson"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stdout.Close()
+		serve(t, stdin, stdout)
+		out, err := os.ReadFile(stdout.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, out)
+	})
 }

@@ -49,7 +49,8 @@ type Client struct {
 	noteCh  chan Message
 	onReq   RequestHandler
 	done    chan struct{}
-	readErr error
+	// readDone is set, under mu, when the server's stdout has ended.
+	readDone bool
 }
 
 // Start launches bin with args and speaks MCP to it over its stdio.
@@ -137,7 +138,7 @@ func (c *Client) read(r io.Reader) {
 		}
 	}
 	c.mu.Lock()
-	c.readErr = sc.Err()
+	c.readDone = true
 	for id, ch := range c.pending {
 		close(ch)
 		delete(c.pending, id)
@@ -186,6 +187,12 @@ func (c *Client) Notify(method string, params any) error {
 // arrives on.
 func (c *Client) Dispatch(method string, params any) (int64, <-chan Message, error) {
 	c.mu.Lock()
+	if c.readDone {
+		// The server's stdout has ended: nothing would ever answer (a write
+		// may still succeed while a dying server's stdin is not yet closed).
+		c.mu.Unlock()
+		return 0, nil, fmt.Errorf("server closed the connection; %s not sent; stderr:\n%s", method, c.stderr.String())
+	}
 	c.nextID++
 	id := c.nextID
 	ch := make(chan Message, 1)
