@@ -14,7 +14,7 @@ import (
 func TestUpstreamList(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	web := upstreamtest.StartHTTPFake(t, upstreamtest.FreeAddr(t))
+	web := upstreamtest.StartHTTPFake(t, "127.0.0.1:0")
 	_, policyFile := upstreamtest.WriteConfigs(t, dir, map[string]policy.Rule{
 		"fake__echo": {Permission: policy.Read}, "web__update": {Permission: policy.Write},
 	},

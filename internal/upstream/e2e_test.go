@@ -327,7 +327,7 @@ func TestServe503(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	project := filepath.Join(dir, "project")
-	web := startHTTPFake(t, freeAddr(t))
+	web := startHTTPFake(t, "127.0.0.1:0")
 	rules := map[string]policy.Rule{
 		"web__lookup": {Permission: policy.Read, MaxRetries: 2},
 		"web__update": {Permission: policy.Write, MaxRetries: 2},

@@ -87,7 +87,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 func TestDiscoveryAndNaming(t *testing.T) {
 	t.Parallel()
-	web := startHTTPFake(t, freeAddr(t))
+	web := startHTTPFake(t, "127.0.0.1:0")
 	h := newHarness(t, Options{})
 	h.start(t, testPolicy(stdioUp(t, nil), httpUp(web.URL, 2000)))
 
@@ -160,7 +160,7 @@ func TestDiscoveryAndNaming(t *testing.T) {
 
 func TestCallsPassResultsThrough(t *testing.T) {
 	t.Parallel()
-	web := startHTTPFake(t, freeAddr(t))
+	web := startHTTPFake(t, "127.0.0.1:0")
 	h := newHarness(t, Options{})
 	h.start(t, testPolicy(stdioUp(t, nil), httpUp(web.URL, 2000)))
 	cases := []struct {
@@ -229,7 +229,7 @@ func TestOneUpstreamDownAtStart(t *testing.T) {
 
 func TestHangingUpstreamBoundedByItsTimeout(t *testing.T) {
 	t.Parallel()
-	web := startHTTPFake(t, freeAddr(t))
+	web := startHTTPFake(t, "127.0.0.1:0")
 	h := newHarness(t, Options{})
 	hang := policy.Upstream{Name: "fake", Transport: "stdio", Command: fakeMCP(t), Env: map[string]string{"FAKEMCP_HANG": "1"}, DiscoveryTimeoutMS: 700}
 	start := time.Now()
@@ -249,7 +249,7 @@ func TestHangingUpstreamBoundedByItsTimeout(t *testing.T) {
 
 func TestTransportFailuresAreTransient(t *testing.T) {
 	t.Parallel()
-	web := startHTTPFake(t, freeAddr(t))
+	web := startHTTPFake(t, "127.0.0.1:0")
 	h := newHarness(t, Options{})
 	h.start(t, testPolicy(httpUp(web.URL, 2000)))
 	web.Unavailable.Store(true)
@@ -273,7 +273,7 @@ func TestTransportFailuresAreTransient(t *testing.T) {
 
 func TestHTTPHeadersSent(t *testing.T) {
 	t.Parallel()
-	web := startHTTPFake(t, freeAddr(t))
+	web := startHTTPFake(t, "127.0.0.1:0")
 	h := newHarness(t, Options{})
 	up := httpUp(web.URL, 2000)
 	up.Headers = map[string]string{"X-Fake-Token": "t0k3n"}
@@ -394,7 +394,7 @@ func alive(pid int) bool {
 // BenchmarkUpstreamCall measures one call through the upstream wrapper
 // (no engine), per transport.
 func BenchmarkUpstreamCall(b *testing.B) {
-	web := startHTTPFake(b, freeAddr(b))
+	web := startHTTPFake(b, "127.0.0.1:0")
 	h := &harness{reg: all.Registry()}
 	h.m = NewManager(Options{Registry: h.reg, Log: zerolog.Nop()})
 	defer h.m.Close()

@@ -75,7 +75,9 @@ func FreeAddr(t testing.TB) string {
 	return addr
 }
 
-// StartHTTPFake serves the fake on addr until the test ends.
+// StartHTTPFake serves the fake on addr until the test ends; with port 0
+// ("127.0.0.1:0") the system picks a free port, which f.URL names. A test
+// that restarts a fake on a known address passes that address.
 func StartHTTPFake(t testing.TB, addr string) *HTTPFake {
 	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "webfake", Version: "1"}, nil)
@@ -92,7 +94,7 @@ func StartHTTPFake(t testing.TB, addr string) *HTTPFake {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "updated " + in.Key}}}, nil, nil
 		})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
-	f := &HTTPFake{URL: "http://" + addr + "/mcp"}
+	f := &HTTPFake{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		f.Header.Store(r.Header.Get("X-Fake-Token"))
@@ -116,6 +118,7 @@ func StartHTTPFake(t testing.TB, addr string) *HTTPFake {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.URL = "http://" + ln.Addr().String() + "/mcp"
 	srv := &http.Server{Handler: mux}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
