@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/toolhost/toolhost/internal/wirejson"
 )
 
 // JSON-RPC error codes used on the wire.
@@ -153,7 +155,7 @@ func (s *stream) ReadObject(v any) error {
 				continue
 			}
 		}
-		if err := json.Unmarshal(msg, v); err != nil {
+		if err := wirejson.Unmarshal(msg, v); err != nil {
 			if !json.Valid(msg) {
 				s.writeError(nil, CodeParseError, "parse error: the message is not valid JSON")
 				continue

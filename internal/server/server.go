@@ -19,6 +19,7 @@ import (
 	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/rpc"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/wirejson"
 )
 
 // SupportedVersions are the MCP protocol revisions served, newest first.
@@ -309,7 +310,7 @@ type callParams struct {
 
 func (s *Server) callTool(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
 	var p callParams
-	if err := json.Unmarshal(orEmpty(params), &p); err != nil {
+	if err := wirejson.Unmarshal(orEmpty(params), &p); err != nil {
 		return nil, rpc.NewError(rpc.CodeInvalidParams, "tools/call: "+TypeError("params", err))
 	}
 	if p.Name == "" {

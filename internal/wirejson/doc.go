@@ -1,0 +1,17 @@
+// Package wirejson decodes the JSON that every call carries — the JSON-RPC
+// envelope, the tools/call params, the arguments validated against a tool's
+// schema — faster than encoding/json, with encoding/json's results.
+//
+// It parses with github.com/segmentio/encoding/json (already in the module
+// graph through the MCP SDK): on the envelope of a tools/call it takes
+// ~300 ns and 5 allocations where encoding/json takes ~1,750 ns and 11
+// (a generic document for schema validation: ~500 ns against ~1,000 ns).
+// Where the two could disagree it does not use it: input that is not valid
+// UTF-8 (encoding/json replaces the bad bytes, segmentio keeps them), and
+// any input segmentio rejects, which is decoded again by encoding/json so
+// that callers see the standard library's error values and words. A fuzz
+// test holds the two to the same results.
+//
+// Encoding stays with encoding/json: there the difference is small and the
+// hot encoders (audit rows, results) are written by hand.
+package wirejson

@@ -1,0 +1,77 @@
+package wirejson
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"unicode/utf8"
+
+	segjson "github.com/segmentio/encoding/json"
+)
+
+// Unmarshal decodes b into v (a non-nil pointer) as json.Unmarshal does.
+func Unmarshal(b []byte, v any) error {
+	if fastPath(b) && segjson.Unmarshal(b, v) == nil {
+		return nil
+	}
+	// Start again from the zero value: the fast parser may have filled
+	// part of v before it stopped.
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		rv.Elem().SetZero()
+	}
+	return json.Unmarshal(b, v)
+}
+
+// DecodeAny decodes one JSON document into the generic form (maps, slices,
+// strings, bools, nil) with numbers as json.Number, as a json.Decoder with
+// UseNumber does: what gojsonschema validates. Bytes after the first value
+// are ignored, as the decoder does.
+func DecodeAny(b []byte) (any, error) {
+	if fastPath(b) {
+		var v any
+		if _, err := segjson.Parse(b, &v, segjson.UseNumber); err == nil {
+			return v, nil
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// maxFastDepth bounds the nesting the fast parser is given: it recurses
+// without a limit (encoding/json stops at 10,000 levels with an error), and
+// a 4 MiB line of brackets must not grow a goroutine stack toward the
+// runtime's fatal 1 GB limit.
+const maxFastDepth = 64
+
+// fastPath reports whether b may go to the fast parser: valid UTF-8 and
+// nested at most maxFastDepth deep (brackets inside strings not counted).
+func fastPath(b []byte) bool {
+	depth, inString, escaped := 0, false, false
+	for _, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > maxFastDepth {
+				return false
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return utf8.Valid(b)
+}
