@@ -94,14 +94,41 @@ func TestRawValuesAreCopies(t *testing.T) {
 	}
 }
 
-func BenchmarkUnmarshalEnvelope(b *testing.B) {
-	in := []byte(seeds[0])
-	b.ReportAllocs()
-	for b.Loop() {
-		var e envelope
-		if err := wirejson.Unmarshal(in, &e); err != nil {
-			b.Fatal(err)
-		}
+// BenchmarkDecode compares the two decoders on what a tools/call carries:
+// the envelope (into raw values, as internal/rpc decodes it) and the
+// arguments as the generic document schema validation needs.
+func BenchmarkDecode(b *testing.B) {
+	type message struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  *string         `json:"method"`
+		Params  json.RawMessage `json:"params"`
+		Result  json.RawMessage `json:"result"`
+	}
+	line := []byte(seeds[0])
+	args := []byte(`{"text":"ping {{var:x}}","vars":{"x":1},"items":[{"id":"step-001","description":"first"}]}`)
+	for _, c := range []struct {
+		name string
+		run  func() error
+	}{
+		{"envelope/wirejson", func() error { var m message; return wirejson.Unmarshal(line, &m) }},
+		{"envelope/encoding_json", func() error { var m message; return json.Unmarshal(line, &m) }},
+		{"arguments/wirejson", func() error { _, err := wirejson.DecodeAny(args); return err }},
+		{"arguments/encoding_json", func() error {
+			dec := json.NewDecoder(bytes.NewReader(args))
+			dec.UseNumber()
+			var v any
+			return dec.Decode(&v)
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
