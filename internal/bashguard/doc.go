@@ -17,7 +17,8 @@
 // the command-line arguments of runners (watch 'cmd', flock f -c 'cmd', ssh
 // host 'cmd'), up to MaxDepth levels. Process substitutions count as what
 // they print (curl -d @<(echo …)) or, for >(…), as fed what the statement
-// prints; read, mapfile and printf -v set variables from their input; a call
+// prints; read, mapfile and printf -v set variables from their input, array
+// assignments give ${B[i]} its element and declare -n r=x makes $r read x; a call
 // to a function defined in the command checks its body with the call's
 // arguments as $1 … (at most 256 calls per check).
 //

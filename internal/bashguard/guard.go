@@ -3,6 +3,8 @@ package bashguard
 import (
 	"fmt"
 	"io"
+	"iter"
+	"maps"
 	"strings"
 
 	"mvdan.cc/sh/v3/expand"
@@ -30,13 +32,19 @@ func Check(command string) error {
 	if len(command) > MaxCommandLen {
 		return &Error{Kind: ErrTooLong, Detail: fmt.Sprintf("the command is %d bytes, over the %d-byte limit", len(command), MaxCommandLen)}
 	}
-	c := &checker{vars: vars{}, outputs: map[*syntax.Stmt]output{}, funcs: map[string]*syntax.Stmt{}}
+	c := &checker{vars: vars{}, arrays: map[string][]string{}, refs: map[string]string{},
+		outputs: map[*syntax.Stmt]output{}, funcs: map[string]*syntax.Stmt{}}
 	return c.script(command, 0)
 }
 
 // checker holds the state of one Check.
 type checker struct {
-	vars       vars
+	vars vars
+	// arrays are the indexed arrays the command assigns (B=(x '{…}')), so
+	// that ${B[1]} expands to its element; refs the namerefs it declares
+	// (declare -n r=x), which expand to the variable they name.
+	arrays     map[string][]string
+	refs       map[string]string
 	outputs    map[*syntax.Stmt]output
 	fieldCount int
 	substDepth int
@@ -100,7 +108,11 @@ func (c *checker) node(n syntax.Node, feed []piece, depth int) error {
 				err = c.stmt(x, call, feed, depth)
 			}
 		case *syntax.DeclClause:
-			c.assign(x.Args)
+			if declaresNameRef(x) {
+				c.nameRefs(x.Args)
+			} else {
+				c.assign(x.Args)
+			}
 		case *syntax.FuncDecl:
 			// The body is also checked as it stands (walk goes on).
 			if x.Name != nil && x.Body != nil {
@@ -311,7 +323,7 @@ func (c *checker) cmdSubst(w io.Writer, cs *syntax.CmdSubst) error {
 // buffers, so the nested expansions a command substitution triggers must not
 // share one.
 func (c *checker) cfg() *expand.Config {
-	return &expand.Config{Env: c.vars, CmdSubst: c.cmdSubst, ProcSubst: procSubst}
+	return &expand.Config{Env: env{c}, CmdSubst: c.cmdSubst, ProcSubst: procSubst}
 }
 
 // procPath is the file name a process substitution expands to, and procVia
@@ -422,13 +434,51 @@ func (c *checker) assign(as []*syntax.Assign) {
 			}
 		}
 		if a.Array != nil {
+			var elems []string
 			for _, e := range a.Array.Elems {
 				if e.Value != nil {
-					vals = append(vals, c.fields(e.Value)...)
+					elems = append(elems, c.fields(e.Value)...)
 				}
 			}
+			vals = append(vals, elems...)
+			c.setArray(a.Name.Value, elems)
 		}
 		c.setVar(a.Name.Value, vals)
+	}
+}
+
+// setArray records an indexed array; one holding JSON sticks, as a scalar
+// does.
+func (c *checker) setArray(name string, elems []string) {
+	for _, e := range c.arrays[name] {
+		if looksJSON(e) {
+			return
+		}
+	}
+	c.arrays[name] = elems
+}
+
+// declaresNameRef reports whether a declare/local/typeset has the -n flag.
+func declaresNameRef(d *syntax.DeclClause) bool {
+	for _, a := range d.Args {
+		if a.Naked && a.Value != nil {
+			if f := a.Value.Lit(); strings.HasPrefix(f, "-") && strings.Contains(f, "n") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// nameRefs records declare -n r=x: r then expands to whatever x holds.
+func (c *checker) nameRefs(as []*syntax.Assign) {
+	for _, a := range as {
+		if a.Name == nil || a.Naked || a.Value == nil {
+			continue
+		}
+		if target := c.plain(a.Value.Parts); target != "" && target != a.Name.Value {
+			c.refs[a.Name.Value] = target
+		}
 	}
 }
 
@@ -449,26 +499,42 @@ func (c *checker) setVar(name string, vals []string) {
 	c.vars[name] = val
 }
 
-// vars is the environment the expander sees: only variables assigned in
-// the command itself.
+// vars are the scalar variables the command assigns, by name.
 type vars map[string]string
 
-func (v vars) Get(name string) expand.Variable {
+// env is the environment the expander sees: only what the command itself
+// assigns (scalars, arrays, namerefs).
+type env struct{ c *checker }
+
+func (e env) Get(name string) expand.Variable {
 	if user, ok := strings.CutPrefix(name, "HOME "); ok {
 		// ~user: answer without looking the user up.
 		return expand.Variable{Set: true, Kind: expand.String, Str: "/home/" + user}
 	}
-	s, ok := v[name]
+	if target, ok := e.c.refs[name]; ok {
+		return expand.Variable{Set: true, Kind: expand.NameRef, Str: target}
+	}
+	if list, ok := e.c.arrays[name]; ok {
+		return expand.Variable{Set: true, Kind: expand.Indexed, List: list}
+	}
+	s, ok := e.c.vars[name]
 	if !ok {
 		return expand.Variable{}
 	}
 	return expand.Variable{Set: true, Kind: expand.String, Str: s}
 }
 
-func (v vars) Each(fn func(name string, vr expand.Variable) bool) {
-	for name := range v {
-		if !fn(name, v.Get(name)) {
-			return
+func (e env) Each(fn func(name string, vr expand.Variable) bool) {
+	seen := map[string]bool{}
+	for _, names := range []iter.Seq[string]{maps.Keys(e.c.vars), maps.Keys(e.c.arrays), maps.Keys(e.c.refs)} {
+		for n := range names {
+			if seen[n] {
+				continue
+			}
+			seen[n] = true
+			if !fn(n, e.Get(n)) {
+				return
+			}
 		}
 	}
 }
