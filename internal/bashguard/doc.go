@@ -18,7 +18,8 @@
 // host 'cmd'), up to MaxDepth levels. Process substitutions count as what
 // they print (curl -d @<(echo …)) or, for >(…), as fed what the statement
 // prints; read, mapfile and printf -v set variables from their input, array
-// assignments give ${B[i]} its element and declare -n r=x makes $r read x; a call
+// assignments (B=(…), B+=(…), B[i]=…, declare -A) give ${B[i]} its element
+// and declare -n r=x makes $r read x; a call
 // to a function defined in the command checks its body with the call's
 // arguments as $1 … (at most 256 calls per check).
 //

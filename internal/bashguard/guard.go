@@ -32,7 +32,7 @@ func Check(command string) error {
 	if len(command) > MaxCommandLen {
 		return &Error{Kind: ErrTooLong, Detail: fmt.Sprintf("the command is %d bytes, over the %d-byte limit", len(command), MaxCommandLen)}
 	}
-	c := &checker{vars: vars{}, arrays: map[string][]string{}, refs: map[string]string{},
+	c := &checker{vars: vars{}, arrays: map[string]*array{}, refs: map[string]string{},
 		outputs: map[*syntax.Stmt]output{}, funcs: map[string]*syntax.Stmt{}}
 	return c.script(command, 0)
 }
@@ -40,10 +40,11 @@ func Check(command string) error {
 // checker holds the state of one Check.
 type checker struct {
 	vars vars
-	// arrays are the indexed arrays the command assigns (B=(x '{…}')), so
-	// that ${B[1]} expands to its element; refs the namerefs it declares
-	// (declare -n r=x), which expand to the variable they name.
-	arrays     map[string][]string
+	// arrays are the arrays the command assigns (B=(x '{…}'), B[3]=…,
+	// B+=(…), declare -A), so that ${B[i]} expands to its element; refs the
+	// namerefs it declares (declare -n r=x), which expand to the variable
+	// they name.
+	arrays     map[string]*array
 	refs       map[string]string
 	outputs    map[*syntax.Stmt]output
 	fieldCount int
@@ -108,9 +109,17 @@ func (c *checker) node(n syntax.Node, feed []piece, depth int) error {
 				err = c.stmt(x, call, feed, depth)
 			}
 		case *syntax.DeclClause:
-			if declaresNameRef(x) {
+			switch flags := declFlags(x); {
+			case strings.Contains(flags, "n"):
 				c.nameRefs(x.Args)
-			} else {
+			case strings.Contains(flags, "A"):
+				for _, a := range x.Args {
+					if a.Name != nil {
+						c.array(a.Name.Value, true)
+					}
+				}
+				c.assign(x.Args)
+			default:
 				c.assign(x.Args)
 			}
 		case *syntax.FuncDecl:
@@ -433,41 +442,27 @@ func (c *checker) assign(as []*syntax.Assign) {
 				vals = append(vals, strings.Join(fs, " "))
 			}
 		}
-		if a.Array != nil {
-			var elems []string
-			for _, e := range a.Array.Elems {
-				if e.Value != nil {
-					elems = append(elems, c.fields(e.Value)...)
-				}
-			}
-			vals = append(vals, elems...)
-			c.setArray(a.Name.Value, elems)
+		switch {
+		case a.Array != nil:
+			c.assignArray(a)
+		case a.Index != nil:
+			c.array(a.Name.Value, false).set(c, a.Index, c.fields(a.Value))
 		}
 		c.setVar(a.Name.Value, vals)
 	}
 }
 
-// setArray records an indexed array; one holding JSON sticks, as a scalar
-// does.
-func (c *checker) setArray(name string, elems []string) {
-	for _, e := range c.arrays[name] {
-		if looksJSON(e) {
-			return
-		}
-	}
-	c.arrays[name] = elems
-}
-
-// declaresNameRef reports whether a declare/local/typeset has the -n flag.
-func declaresNameRef(d *syntax.DeclClause) bool {
+// declFlags returns the option letters of a declare/local/typeset (-n, -A …).
+func declFlags(d *syntax.DeclClause) string {
+	var flags strings.Builder
 	for _, a := range d.Args {
 		if a.Naked && a.Value != nil {
-			if f := a.Value.Lit(); strings.HasPrefix(f, "-") && strings.Contains(f, "n") {
-				return true
+			if f := a.Value.Lit(); strings.HasPrefix(f, "-") {
+				flags.WriteString(f[1:])
 			}
 		}
 	}
-	return false
+	return flags.String()
 }
 
 // nameRefs records declare -n r=x: r then expands to whatever x holds.
@@ -514,8 +509,8 @@ func (e env) Get(name string) expand.Variable {
 	if target, ok := e.c.refs[name]; ok {
 		return expand.Variable{Set: true, Kind: expand.NameRef, Str: target}
 	}
-	if list, ok := e.c.arrays[name]; ok {
-		return expand.Variable{Set: true, Kind: expand.Indexed, List: list}
+	if a, ok := e.c.arrays[name]; ok {
+		return a.variable()
 	}
 	s, ok := e.c.vars[name]
 	if !ok {
