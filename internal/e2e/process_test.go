@@ -378,48 +378,48 @@ func TestStdioKindsAndFlags(t *testing.T) {
 		}
 	}
 
-	t.Run("pipes", func(t *testing.T) {
-		t.Parallel()
-		inR, inW, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		outR, outW, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { _, _ = io.WriteString(inW, requests); _ = inW.Close() }()
-		got := make(chan []byte)
-		go func() { b, _ := io.ReadAll(outR); got <- b }()
-		serve(t, inR, outW) // os/exec hands the child blocking descriptors
-		if nonblocking(t, inR) || nonblocking(t, outW) {
-			t.Fatal("serve left the parent's pipes non-blocking")
-		}
-		_ = outW.Close()
-		check(t, <-got)
-	})
-
-	t.Run("sockets", func(t *testing.T) {
-		t.Parallel()
-		pair := func() (*os.File, *os.File) {
-			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	pipe := func(parentWrites bool) func(t *testing.T) (parent, child *os.File) {
+		return func(t *testing.T) (*os.File, *os.File) {
+			r, w, err := os.Pipe()
 			if err != nil {
 				t.Fatal(err)
 			}
-			return os.NewFile(uintptr(fds[0]), "ours"), os.NewFile(uintptr(fds[1]), "child's")
+			if parentWrites {
+				return w, r
+			}
+			return r, w
 		}
-		inOurs, inChild := pair()
-		outOurs, outChild := pair()
-		go func() { _, _ = io.WriteString(inOurs, requests); _ = unix.Shutdown(int(inOurs.Fd()), unix.SHUT_WR) }()
-		got := make(chan []byte)
-		go func() { b, _ := io.ReadAll(outOurs); got <- b }()
-		serve(t, inChild, outChild)
-		if nonblocking(t, inChild) || nonblocking(t, outChild) {
-			t.Fatal("serve left the parent's sockets non-blocking")
+	}
+	socketPair := func(t *testing.T) (*os.File, *os.File) {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
 		}
-		_ = outChild.Close()
-		check(t, <-got)
-	})
+		return os.NewFile(uintptr(fds[0]), "ours"), os.NewFile(uintptr(fds[1]), "child's")
+	}
+	for _, kind := range []struct {
+		name          string
+		stdin, stdout func(t *testing.T) (parent, child *os.File)
+		endInput      func(parent *os.File)
+	}{
+		{"pipes", pipe(true), pipe(false), func(f *os.File) { _ = f.Close() }},
+		{"sockets", socketPair, socketPair, func(f *os.File) { _ = unix.Shutdown(int(f.Fd()), unix.SHUT_WR) }},
+	} {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			inParent, inChild := kind.stdin(t)
+			outParent, outChild := kind.stdout(t)
+			go func() { _, _ = io.WriteString(inParent, requests); kind.endInput(inParent) }()
+			got := make(chan []byte)
+			go func() { b, _ := io.ReadAll(outParent); got <- b }()
+			serve(t, inChild, outChild) // os/exec hands the child blocking descriptors
+			if nonblocking(t, inChild) || nonblocking(t, outChild) {
+				t.Fatalf("serve left the parent's %s non-blocking", kind.name)
+			}
+			_ = outChild.Close()
+			check(t, <-got)
+		})
+	}
 
 	t.Run("regular files", func(t *testing.T) {
 		t.Parallel()
