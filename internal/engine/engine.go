@@ -234,8 +234,8 @@ func (e *Engine) validate(next Handler) Handler {
 	}
 }
 
-// argsLoader hands gojsonschema the arguments decoded by wirejson (about
-// twice as fast as the library's own encoding/json decoder, same document).
+// argsLoader hands gojsonschema the arguments decoded by wirejson (~1.5×
+// as fast as the library's own encoding/json decoder, same document).
 type argsLoader []byte
 
 func (l argsLoader) JsonSource() any { return []byte(l) }
