@@ -15,9 +15,7 @@ var debugTools = []string{"debug_sleep", "debug_panic", "debug_echo"}
 
 // agentsFile writes configs/agents.json with the debug tools added to every
 // agent's toolPolicy, and returns its path.
-func agentsFile(t *testing.T) string { return agentsFileB(t) }
-
-func agentsFileB(t testing.TB) string {
+func agentsFile(t testing.TB) string {
 	t.Helper()
 	var doc map[string][]map[string]any
 	if err := json.Unmarshal(configs.AgentsJSON, &doc); err != nil {

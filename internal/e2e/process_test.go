@@ -273,16 +273,7 @@ func TestFailedCallKeepsState(t *testing.T) {
 // the server exits 0.
 func TestSIGTERMDrains(t *testing.T) {
 	t.Parallel()
-	bin := binary(t)
-	agents := agentsFile(t)
-	cmd := exec.Command(bin, "serve", "--agent", "pm", "--agents", agents, "--project-dir", t.TempDir())
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdin, stdout, stderr := serveCmd(t)
 	// Wait until the server answers, then put a slow call in flight.
 	r := bufio.NewReader(stdout)
 	_, _ = io.WriteString(stdin, `{"jsonrpc":"2.0","id":0,"method":"ping"}`+"\n")
