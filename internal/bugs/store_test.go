@@ -63,12 +63,7 @@ func TestAllowedTargetsIsACopy(t *testing.T) {
 
 func TestListSortsByNumber(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	door, err := sandbox.New(dir, "toolhost", []string{"bugs/**", ".toolhost/**"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer door.Close()
+	dir, door := bugsDoor(t)
 	for _, n := range []int{10000, 9999, 2} {
 		if err := door.WriteJSON(Path(FormatID(n)), Bug{ID: FormatID(n), Status: StatusOpen}); err != nil {
 			t.Fatal(err)
@@ -110,12 +105,7 @@ func TestListSortsByNumber(t *testing.T) {
 // still counts its id, so the next id never collides with it.
 func TestOpenSkipsAnUnreadableBugButNotItsID(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	door, err := sandbox.New(dir, "toolhost", []string{"bugs/**", ".toolhost/**"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer door.Close()
+	dir, door := bugsDoor(t)
 	if err := door.WriteJSON(Path("BUG-0001"), Bug{ID: "BUG-0001", Status: StatusOpen}); err != nil {
 		t.Fatal(err)
 	}
@@ -137,12 +127,7 @@ func TestOpenSkipsAnUnreadableBugButNotItsID(t *testing.T) {
 // to the next bug (triage/ records and timeline entries still name it).
 func TestOpenNeverReusesADeletedID(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	door, err := sandbox.New(dir, "toolhost", []string{"bugs/**", ".toolhost/**"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer door.Close()
+	dir, door := bugsDoor(t)
 	s := Store{Door: door}
 	open := func(title string) string {
 		t.Helper()
@@ -218,4 +203,16 @@ func scanAll(dir string) ([]*Bug, error) {
 		err = errors.New(bad[0].Reason)
 	}
 	return all, err
+}
+
+// bugsDoor is a sandbox over a temp project dir that may write bugs/.
+func bugsDoor(t *testing.T) (string, *sandbox.Sandbox) {
+	t.Helper()
+	dir := t.TempDir()
+	door, err := sandbox.New(dir, "toolhost", []string{"bugs/**", ".toolhost/**"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { door.Close() })
+	return dir, door
 }
