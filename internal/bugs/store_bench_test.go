@@ -4,18 +4,12 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/toolhost/toolhost/internal/sandbox"
 )
 
 // benchStore is a store holding n bugs.
 func benchStore(b *testing.B, n int) *Store {
 	b.Helper()
-	door, err := sandbox.New(b.TempDir(), "toolhost", []string{"bugs/**", ".toolhost/**"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = door.Close() })
+	_, door := bugsDoor(b)
 	s := &Store{Door: door}
 	for i := range n {
 		if _, err := s.Open(NewBug{Title: fmt.Sprintf("bug %d", i), Severity: "minor", Evidence: Evidence{Repro: "r"}, At: time.Now()}); err != nil {

@@ -206,13 +206,13 @@ func scanAll(dir string) ([]*Bug, error) {
 }
 
 // bugsDoor is a sandbox over a temp project dir that may write bugs/.
-func bugsDoor(t *testing.T) (string, *sandbox.Sandbox) {
+func bugsDoor(t testing.TB) (string, *sandbox.Sandbox) {
 	t.Helper()
 	dir := t.TempDir()
 	door, err := sandbox.New(dir, "toolhost", []string{"bugs/**", ".toolhost/**"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { door.Close() })
+	t.Cleanup(func() { _ = door.Close() })
 	return dir, door
 }
