@@ -11,11 +11,7 @@ import (
 // file. It exists so a log file can be handed to a child process, which then
 // writes to it directly; the caller closes its copy.
 func (s *Sandbox) OpenAppend(p string) (*os.File, error) {
-	t, err := s.planFile(p)
-	if err != nil {
-		return nil, err
-	}
-	dir, err := s.openDir(t.given, t.dir, true)
+	t, dir, err := s.openTarget(p, true)
 	if err != nil {
 		return nil, err
 	}

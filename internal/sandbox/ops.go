@@ -20,11 +20,7 @@ import (
 // path it resolves to. It runs the same checks as a write, on the tree as it
 // is now, without creating anything.
 func (s *Sandbox) CheckWrite(p string) (string, error) {
-	t, err := s.planFile(p)
-	if err != nil {
-		return "", err
-	}
-	dir, err := s.openDir(t.given, t.dir, false)
+	t, dir, err := s.openTarget(p, false)
 	if err != nil {
 		return "", err
 	}
@@ -149,11 +145,7 @@ func (s *Sandbox) MkdirAll(p string) error {
 
 // Remove removes a file inside the allow-list.
 func (s *Sandbox) Remove(p string) error {
-	t, err := s.planFile(p)
-	if err != nil {
-		return err
-	}
-	dir, err := s.openDir(t.given, t.dir, false)
+	t, dir, err := s.openTarget(p, false)
 	if err != nil {
 		return err
 	}
@@ -169,11 +161,7 @@ func (s *Sandbox) Remove(p string) error {
 
 // WriteFile atomically replaces p with data.
 func (s *Sandbox) WriteFile(p string, data []byte) error {
-	t, err := s.planFile(p)
-	if err != nil {
-		return err
-	}
-	dir, err := s.openDir(t.given, t.dir, true)
+	t, dir, err := s.openTarget(p, true)
 	if err != nil {
 		return err
 	}
@@ -250,11 +238,7 @@ func syncDir(dir *os.Root) {
 // leaf must be a regular file with one link; the file opened is verified to
 // be the leaf inspected before anything is written.
 func (s *Sandbox) AppendFile(p string, data []byte) error {
-	t, err := s.planFile(p)
-	if err != nil {
-		return err
-	}
-	dir, err := s.openDir(t.given, t.dir, true)
+	t, dir, err := s.openTarget(p, true)
 	if err != nil {
 		return err
 	}
@@ -431,11 +415,7 @@ func (s *Sandbox) Lock(name string) (func(), error) {
 // result atomically. fn receives nil when p does not exist; returning nil
 // bytes and nil error leaves the file untouched.
 func (s *Sandbox) Update(p string, fn func(old []byte) ([]byte, error)) error {
-	t, err := s.planFile(p)
-	if err != nil {
-		return err
-	}
-	dir, err := s.openDir(t.given, t.dir, true)
+	t, dir, err := s.openTarget(p, true)
 	if err != nil {
 		return err
 	}

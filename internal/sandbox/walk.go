@@ -44,6 +44,18 @@ func (s *Sandbox) openDir(given, dir string, create bool) (*os.Root, error) {
 	return cur, nil
 }
 
+// openTarget checks p as text for a file write (planFile) and opens its
+// parent directory with openDir: with create unset, a missing directory
+// gives a nil root and no error.
+func (s *Sandbox) openTarget(p string, create bool) (target, *os.Root, error) {
+	t, err := s.planFile(p)
+	if err != nil {
+		return target{}, nil, err
+	}
+	dir, err := s.openDir(t.given, t.dir, create)
+	return t, dir, err
+}
+
 var (
 	errSymlink = errors.New("is a symlink")
 	errNotDir  = errors.New("is not a directory")
