@@ -23,15 +23,11 @@ func (s *Sandbox) OpenAppend(p string) (*os.File, error) {
 // the same rules as ReadFile. Logs that only grow (the timeline) are read
 // this way so that reading their end costs the same at any size.
 func (s *Sandbox) ReadTail(p string, n int64) ([]byte, error) {
-	f, err := s.openRead(p)
+	f, fi, err := s.openRead(p)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	off := max(fi.Size()-n, 0)
 	buf := make([]byte, fi.Size()-off)
 	if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {

@@ -70,12 +70,12 @@ func readErr(err error) error {
 // they stay inside the project dir. Only a regular file is read (see
 // openRead).
 func (s *Sandbox) ReadFile(p string) ([]byte, error) {
-	f, err := s.openRead(p)
+	f, fi, err := s.openRead(p)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() > MaxReadSize {
+	if fi.Size() > MaxReadSize {
 		return nil, fmt.Errorf("%s is %d bytes, over the %d-byte limit for files tools read whole", p, fi.Size(), int64(MaxReadSize))
 	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxReadSize+1))
@@ -90,23 +90,23 @@ func (s *Sandbox) ReadFile(p string) ([]byte, error) {
 // daemon's memory.
 const MaxReadSize = 256 << 20
 
-// openRead opens a project-relative file for reading. The open does not
-// block (a FIFO left in the tree would otherwise hang it until a writer
-// comes), and the opened file must be a regular file: a FIFO, socket or
-// device is not a document. Hard links are read: a file with several links
-// may be a name for a file outside the project, but in-project hard links
-// (package managers make them) cannot be told apart from those.
-func (s *Sandbox) openRead(p string) (*os.File, error) {
+// openRead opens a project-relative file for reading and returns it with its
+// info. The open does not block (a FIFO left in the tree would otherwise hang
+// it until a writer comes), and the opened file must be a regular file: a
+// FIFO, socket or device is not a document. Hard links are read: a file with
+// several links may be a name for a file outside the project, but in-project
+// hard links (package managers make them) cannot be told apart from those.
+func (s *Sandbox) openRead(p string) (*os.File, fs.FileInfo, error) {
 	c, err := s.clean(p)
 	if err != nil {
-		return nil, readErr(err)
+		return nil, nil, readErr(err)
 	}
 	f, err := s.root.OpenFile(c, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if isEscape(err) {
-		return nil, readErr(s.violation(p, "it resolves outside the project dir through a symlink"))
+		return nil, nil, readErr(s.violation(p, "it resolves outside the project dir through a symlink"))
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fi, err := f.Stat()
 	if err == nil && fi.IsDir() {
@@ -117,9 +117,9 @@ func (s *Sandbox) openRead(p string) (*os.File, error) {
 	}
 	if err != nil {
 		f.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return f, nil
+	return f, fi, nil
 }
 
 // readProblem refuses to read anything but a regular file.
