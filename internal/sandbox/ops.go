@@ -332,11 +332,16 @@ func (s *Sandbox) Rename(from, to string) error {
 	if fi == nil {
 		return &fs.PathError{Op: "rename", Path: src.rel, Err: fs.ErrNotExist}
 	}
-	ddir, err := s.openDir(dst.given, dst.dir, true)
-	if err != nil {
-		return err
+	// Within one directory the source's root serves the destination too:
+	// walking the same path again would only give the check and the rename
+	// two different handles.
+	ddir := sdir
+	if dst.dir != src.dir {
+		if ddir, err = s.openDir(dst.given, dst.dir, true); err != nil {
+			return err
+		}
+		defer ddir.Close()
 	}
-	defer ddir.Close()
 	if _, err := s.checkLeaf(ddir, dst); err != nil {
 		return err
 	}
