@@ -104,7 +104,7 @@ func compile(allow []string) ([]rule, error) {
 		}
 		segs := strings.Split(p, "/")
 		for _, s := range segs {
-			if s == "" || s == "." || s == ".." || strings.HasPrefix(p, "/") {
+			if s == "" || s == "." || s == ".." { // a leading / gives an empty first segment
 				return nil, fmt.Errorf("writeAllowList pattern %q must be a clean relative glob (no leading /, no empty, . or .. segments)", p)
 			}
 		}
