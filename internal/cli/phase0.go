@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -64,10 +65,7 @@ func okWord(ok bool) string {
 
 // phase0Loop starts `toolhost serve` over pipes on a temp project, writes a
 // todolist through JSON-RPC and checks the file and the event on disk.
-func phase0Loop(ctx context.Context, w interface{ Write([]byte) (int, error) }, keep bool) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+func phase0Loop(ctx context.Context, w io.Writer, keep bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	self, err := os.Executable()
@@ -121,7 +119,7 @@ func phase0Loop(ctx context.Context, w interface{ Write([]byte) (int, error) }, 
 	found := false
 	sc := bufio.NewScanner(bytes.NewReader(ev))
 	for sc.Scan() {
-		var e struct{ Kind, CallID string }
+		var e struct{ Kind string }
 		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Kind == "agent.todolist" {
 			found = true
 		}
