@@ -221,20 +221,19 @@ func bootstrap(_ context.Context, c *ctxinject.Ctx, dir string, in BootstrapInpu
 		return BootstrapOutput{}, err
 	}
 	defer unlock()
-	_, statErr := c.Files.ReadFile(path.Join(dir, siteJSON))
-	exists := statErr == nil
+	oldJSON, readErr := c.Files.ReadFile(path.Join(dir, siteJSON))
+	exists := readErr == nil
 	if exists && !in.Overwrite {
 		return BootstrapOutput{}, tool.Fail("%s/ already holds a site (%s/%s exists); pass overwrite=true to rebuild it (chapter articles are kept), or edit it with write_chapter", dir, dir, siteJSON)
-	}
-	var old *Site
-	if exists {
-		old, _ = loadSite(c.Files, dir)
 	}
 	s := &Site{Kind: dir, Title: in.Title}
 	for _, ch := range in.Chapters {
 		s.Chapters = append(s.Chapters, Page{ID: ch.ID, Title: ch.Title, Page: ch.ID + ".html"})
 	}
-	if old != nil {
+	// The prototypes of the site being rebuilt are kept; a site.json that
+	// does not decode keeps none.
+	var old Site
+	if exists && json.Unmarshal(oldJSON, &old) == nil {
 		s.Prototypes = old.Prototypes
 	}
 	out := BootstrapOutput{Status: tool.Status{OK: true}, Site: dir}

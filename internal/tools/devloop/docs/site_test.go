@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -112,6 +113,26 @@ func TestBootstrapRefusesExistingSiteUnlessOverwrite(t *testing.T) {
 	}
 	if _, err := os.Stat(p.path("prd/risks.html")); err != nil {
 		t.Fatal("new chapter page missing after overwrite")
+	}
+}
+
+// Rebuilding a site keeps its prototypes listed, and a site.json that does
+// not decode is rebuilt without them.
+func TestBootstrapOverwriteKeepsPrototypes(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	c := p.ctx("pm")
+	bootstrapPRD(t, c, "goals")
+	mustRun[WriteOutput](t, c, WriteMVCPPage(), map[string]any{"name": "todo-list", "title": "Todo list", "html": `<p>List</p>`})
+	args := map[string]any{"title": "Again", "chapters": []map[string]string{{"id": "goals", "title": "Goals"}}, "overwrite": true}
+	out := mustRun[BootstrapOutput](t, c, BootstrapPRDSite(), args)
+	if !slices.Contains(out.Kept, "mvcp/todo-list.html") || !strings.Contains(p.read("prd/site.json"), `"mvcp/todo-list.html"`) {
+		t.Fatalf("overwrite dropped the prototype: kept %v, site.json:\n%s", out.Kept, p.read("prd/site.json"))
+	}
+	p.write("prd/site.json", "{not json")
+	mustRun[BootstrapOutput](t, c, BootstrapPRDSite(), args)
+	if strings.Contains(p.read("prd/site.json"), "todo-list") {
+		t.Fatalf("a site.json that does not decode still gave its prototypes:\n%s", p.read("prd/site.json"))
 	}
 }
 
