@@ -65,32 +65,44 @@ func (r *report) output(pages int) ValidateOutput {
 	return out
 }
 
-// checker validates pages of one project, parsing each page at most once.
+// checker validates pages of one project, reading and parsing each page at
+// most once.
 type checker struct {
 	files ctxinject.Files
 	rep   *report
-	docs  map[string]*html.Node // project-relative path → parsed page (nil: unreadable)
+	pages map[string]*readPage // project-relative path → the page as read
 	// broken remembers "page → target" pairs already reported, so a page
 	// with many links to one missing file gets one error.
 	broken map[string]bool
 }
 
+// readPage is a page as the checker read it.
+type readPage struct {
+	ok   bool // false: unreadable
+	data []byte
+	doc  *html.Node // nil: unreadable or unparsable
+}
+
 func newChecker(files ctxinject.Files, rep *report) *checker {
-	return &checker{files: files, rep: rep, docs: map[string]*html.Node{}, broken: map[string]bool{}}
+	return &checker{files: files, rep: rep, pages: map[string]*readPage{}, broken: map[string]bool{}}
+}
+
+// read returns the page at rel, reading and parsing it on first use.
+func (k *checker) read(rel string) *readPage {
+	if p, ok := k.pages[rel]; ok {
+		return p
+	}
+	p := &readPage{}
+	if b, err := k.files.ReadFile(rel); err == nil {
+		p.ok, p.data = true, b
+		p.doc, _ = parseDocument(b)
+	}
+	k.pages[rel] = p
+	return p
 }
 
 // doc returns the parsed page at rel, or nil when it is missing.
-func (k *checker) doc(rel string) *html.Node {
-	if d, ok := k.docs[rel]; ok {
-		return d
-	}
-	var d *html.Node
-	if b, err := k.files.ReadFile(rel); err == nil {
-		d, _ = parseDocument(b)
-	}
-	k.docs[rel] = d
-	return d
-}
+func (k *checker) doc(rel string) *html.Node { return k.read(rel).doc }
 
 // exists reports whether a project-relative file exists.
 func (k *checker) exists(rel string) bool {
@@ -245,12 +257,12 @@ func (k *checker) checkIndex(dir string, s *Site) {
 	}
 	var stale []string
 	for _, p := range s.pages() {
-		data, err := k.files.ReadFile(path.Join(dir, p.Page))
-		if err != nil {
+		page := k.read(path.Join(dir, p.Page))
+		if !page.ok {
 			delete(recorded, p.Page)
 			continue // reported as missing_page
 		}
-		if recorded[p.Page] != sha256Hex(data) {
+		if recorded[p.Page] != sha256Hex(page.data) {
 			stale = append(stale, p.Page)
 		}
 		delete(recorded, p.Page)
