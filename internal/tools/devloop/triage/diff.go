@@ -99,12 +99,17 @@ func endpointLine(lines []string, e contract.Endpoint) int {
 	return 0
 }
 
+// contractFiles lists contracts/*.json (not the hash record), sorted.
+func contractFiles(c *ctxinject.Ctx) ([]string, error) {
+	return walkFiles(c, "contracts", func(rel string) bool {
+		return path.Dir(rel) == "contracts" && path.Ext(rel) == ".json" && path.Base(rel) != "hashes.json"
+	})
+}
+
 // loadContractRoutes reads every contract in contracts/; broken ones are
 // skipped (the contract tools report them).
 func loadContractRoutes(c *ctxinject.Ctx) ([]contractRoute, error) {
-	files, err := walkFiles(c, "contracts", func(rel string) bool {
-		return path.Dir(rel) == "contracts" && path.Ext(rel) == ".json" && path.Base(rel) != "hashes.json"
-	})
+	files, err := contractFiles(c)
 	if err != nil {
 		return nil, err
 	}
@@ -345,9 +350,7 @@ func toRef(r implRoute) RouteRef {
 
 // contractNames lists the contracts of the project, for error messages.
 func contractNames(c *ctxinject.Ctx) []string {
-	files, _ := walkFiles(c, "contracts", func(rel string) bool {
-		return path.Dir(rel) == "contracts" && path.Ext(rel) == ".json" && path.Base(rel) != "hashes.json"
-	})
+	files, _ := contractFiles(c)
 	var names []string
 	for _, f := range files {
 		names = append(names, strings.TrimSuffix(path.Base(f), ".json"))
