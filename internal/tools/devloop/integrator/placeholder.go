@@ -165,17 +165,26 @@ func (r *resolver) env(name string) (any, string) {
 	return v, ""
 }
 
+// one resolves the placeholder m (its kind and arg as matched), found in
+// the string at path, and counts it as resolved or lists it as unresolved.
+func (r *resolver) one(m, kind, arg, path string) (any, bool) {
+	v, reason := r.lookup(strings.ToLower(kind), arg)
+	if reason != "" {
+		r.unresolved = append(r.unresolved, Unresolved{Placeholder: m, Path: path, Reason: reason})
+		return nil, false
+	}
+	r.resolved++
+	return v, true
+}
+
 // text resolves every placeholder of s into text.
 func (r *resolver) text(s, path string) string {
 	return placeholderRE().ReplaceAllStringFunc(s, func(m string) string {
 		sub := placeholderRE().FindStringSubmatch(m)
-		v, reason := r.lookup(strings.ToLower(sub[1]), sub[2])
-		if reason != "" {
-			r.unresolved = append(r.unresolved, Unresolved{Placeholder: m, Path: path, Reason: reason})
-			return m
+		if v, ok := r.one(m, sub[1], sub[2], path); ok {
+			return stringify(v)
 		}
-		r.resolved++
-		return stringify(v)
+		return m
 	})
 }
 
@@ -183,14 +192,14 @@ func (r *resolver) text(s, path string) string {
 // type, anything else stays text.
 func (r *resolver) str(s, path string) any {
 	if loc := placeholderRE().FindStringSubmatchIndex(s); loc != nil && loc[0] == 0 && loc[1] == len(s) {
-		sub := placeholderRE().FindStringSubmatch(s)
-		v, reason := r.lookup(strings.ToLower(sub[1]), sub[2])
-		if reason != "" {
-			r.unresolved = append(r.unresolved, Unresolved{Placeholder: s, Path: path, Reason: reason})
-			return s
+		arg := ""
+		if loc[4] >= 0 {
+			arg = s[loc[4]:loc[5]]
 		}
-		r.resolved++
-		return v
+		if v, ok := r.one(s, s[loc[2]:loc[3]], arg, path); ok {
+			return v
+		}
+		return s
 	}
 	return r.text(s, path)
 }
