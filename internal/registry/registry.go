@@ -72,14 +72,25 @@ func (r *Registry) Add(t tool.Tool) {
 	if err != nil {
 		panic("registry: " + err.Error())
 	}
+	r.addBuiltins([]*Entry{e})
+}
+
+// addBuiltins appends entries to the built-ins; a name already held by a
+// built-in (or twice among entries) panics.
+func (r *Registry) addBuiltins(entries []*Entry) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	seen := make(map[string]bool, len(r.builtins)+len(entries))
 	for _, b := range r.builtins {
-		if b.Spec.Name == e.Spec.Name {
+		seen[b.Spec.Name] = true
+	}
+	for _, e := range entries {
+		if seen[e.Spec.Name] {
 			panic(fmt.Sprintf("registry: duplicate tool name %q", e.Spec.Name))
 		}
+		seen[e.Spec.Name] = true
 	}
-	r.builtins = append(r.builtins, e)
+	r.builtins = append(r.builtins, entries...)
 	r.rebuild()
 }
 
@@ -160,26 +171,12 @@ func (r *Registry) AddAll(tools []tool.Tool) {
 	entries := make([]*Entry, len(tools))
 	for i, t := range tools {
 		s := t.Spec()
-		if !tool.NamePattern().MatchString(s.Name) {
-			panic(fmt.Sprintf("registry: tool name %q does not match %s", s.Name, tool.NamePattern()))
+		if err := checkName(s.Name); err != nil {
+			panic("registry: " + err.Error())
 		}
 		entries[i] = &Entry{Tool: t, Spec: s, compiled: make(chan struct{})}
 	}
-	r.mu.Lock()
-	seen := map[string]bool{}
-	for _, b := range r.builtins {
-		seen[b.Spec.Name] = true
-	}
-	for _, e := range entries {
-		if seen[e.Spec.Name] {
-			r.mu.Unlock()
-			panic(fmt.Sprintf("registry: duplicate tool name %q", e.Spec.Name))
-		}
-		seen[e.Spec.Name] = true
-	}
-	r.builtins = append(r.builtins, entries...)
-	r.rebuild()
-	r.mu.Unlock()
+	r.addBuiltins(entries)
 	go compileAll(entries)
 }
 
@@ -208,10 +205,17 @@ func compileAll(entries []*Entry) {
 	wg.Wait()
 }
 
+func checkName(name string) error {
+	if !tool.NamePattern().MatchString(name) {
+		return fmt.Errorf("tool name %q does not match %s", name, tool.NamePattern())
+	}
+	return nil
+}
+
 func (r *Registry) entry(t tool.Tool) (*Entry, error) {
 	s := t.Spec()
-	if !tool.NamePattern().MatchString(s.Name) {
-		return nil, fmt.Errorf("tool name %q does not match %s", s.Name, tool.NamePattern())
+	if err := checkName(s.Name); err != nil {
+		return nil, err
 	}
 	sch, err := Compile(s.InputSchema)
 	if err != nil {
