@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"reflect"
 	"strconv"
@@ -69,9 +70,6 @@ type listing struct {
 	sum uint64
 }
 
-// InvalidateTools drops the cached tools/list (the tool set changed).
-func (s *Server) InvalidateTools() { s.listCache.Store(nil) }
-
 // ToolsChanged recomputes the visible tools after the registry or the
 // policy changed and, when the list differs from the one served before,
 // sends notifications/tools/list_changed to the client (once it is
@@ -123,36 +121,26 @@ func (s *Server) tools() *listing {
 // a listing built before a change never replaces one built after it.
 func (s *Server) build() *listing {
 	l := &listing{}
-	sum := fnvOffset
+	sum := fnv.New64a()
 	var names []string
 	for _, e := range s.Engine.Registry.List() {
 		if s.Visible != nil && !s.Visible(e.Spec.Name) {
 			continue
 		}
 		names = append(names, e.Spec.Name)
-		b, err := json.Marshal(toolEntry(e.Spec))
+		b, err := json.Marshal(ToolEntryOf(e.Spec))
 		if err != nil {
 			s.Log.Error().Err(err).Str("tool", e.Spec.Name).Msg("encode tool entry")
 			continue
 		}
 		l.entries = append(l.entries, b)
-		sum = fnvAdd(sum, string(b))
+		sum.Write(b)
 	}
-	l.gen = strconv.FormatUint(fnv(strings.Join(names, ",")), 36)
-	l.sum = sum
+	gen := fnv.New64a()
+	gen.Write([]byte(strings.Join(names, ",")))
+	l.gen = strconv.FormatUint(gen.Sum64(), 36)
+	l.sum = sum.Sum64()
 	return l
-}
-
-const fnvOffset = uint64(14695981039346656037)
-
-func fnv(s string) uint64 { return fnvAdd(fnvOffset, s) }
-
-func fnvAdd(h uint64, s string) uint64 {
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= 1099511628211
-	}
-	return h
 }
 
 // ToolEntry is one tools/list entry.
@@ -165,13 +153,11 @@ type ToolEntry struct {
 	Annotations  tool.Annotations `json:"annotations"`
 }
 
-func toolEntry(s *tool.Spec) ToolEntry {
+// ToolEntryOf returns the tools/list entry for a spec.
+func ToolEntryOf(s *tool.Spec) ToolEntry {
 	return ToolEntry{Name: s.Name, Title: s.Title, Description: s.Description, InputSchema: s.InputSchema,
 		OutputSchema: s.OutputSchema, Annotations: s.Annotations()}
 }
-
-// ToolEntryOf returns the tools/list entry for a spec.
-func ToolEntryOf(s *tool.Spec) ToolEntry { return toolEntry(s) }
 
 // Handle implements rpc.Handler.
 func (s *Server) Handle(ctx context.Context, peer rpc.Peer, method string, params json.RawMessage) (any, error) {
