@@ -171,8 +171,10 @@ func NewCallID() string {
 	return ulid.MustNew(ulid.Timestamp(time.Now()), rand.Reader).String()
 }
 
-// unitPattern keeps unit ids usable as a single path segment.
-func validUnit(u string) bool {
+// ValidUnit reports whether u can name a unit directory: 1-64 letters,
+// digits, '-', '_' or '.', never "." or "..", so it stays a single path
+// segment.
+func ValidUnit(u string) bool {
 	if u == "" || len(u) > 64 || u == "." || u == ".." {
 		return false
 	}
@@ -189,7 +191,7 @@ func validUnit(u string) bool {
 func New(id Identity, svc Services, settings Settings, meta Meta, progress ProgressFunc) (*Ctx, error) {
 	c := &Ctx{Identity: id, Services: svc, Settings: settings, Progress: progress}
 	if meta.UnitID != "" {
-		if !validUnit(meta.UnitID) {
+		if !ValidUnit(meta.UnitID) {
 			return nil, fmt.Errorf("_meta.unit_id %q: must be 1-64 characters of letters, digits, '-', '_' or '.'", meta.UnitID)
 		}
 		c.UnitID = meta.UnitID
@@ -212,9 +214,6 @@ func New(id Identity, svc Services, settings Settings, meta Meta, progress Progr
 	}
 	return c, nil
 }
-
-// ValidUnit reports whether u can name a unit directory.
-func ValidUnit(u string) bool { return validUnit(u) }
 
 // Emit appends an event stamped with this call's identity.
 func (c *Ctx) Emit(kind string, payload any) error {
