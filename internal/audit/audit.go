@@ -106,12 +106,8 @@ func (s *FileSink) Write(r *Row) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for attempt := 0; ; attempt++ {
-		if s.f == nil {
-			f, err := s.door.OpenAppend(Path)
-			if err != nil {
-				return err
-			}
-			s.f = f
+		if err := s.openLocked(); err != nil {
+			return err
 		}
 		_, err := s.f.Write(b)
 		if err == nil {
@@ -131,6 +127,12 @@ func (s *FileSink) Write(r *Row) error {
 func (s *FileSink) Open() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.openLocked()
+}
+
+// openLocked opens the audit file through the door unless it is open; the
+// caller holds s.mu.
+func (s *FileSink) openLocked() error {
 	if s.f != nil {
 		return nil
 	}
