@@ -203,12 +203,14 @@ func (e *Engine) permission(next Handler) Handler {
 		c.Policy = f
 		c.Decision = f.Decide(c.Entry.Spec)
 		if !c.Decision.Allowed() {
-			detail := fmt.Sprintf("tool %s is denied by the tool policy (permission %q)", c.Tool, c.Decision.Permission)
-			if raw := f.Tools[c.Tool].Permission; c.Decision.Listed && raw != policy.Deny {
-				detail = fmt.Sprintf("tool %s has permission %q in the tool policy, which is not read, write or deny, so it is denied", c.Tool, raw)
-			}
-			if !c.Decision.Listed {
+			var detail string
+			switch raw := f.Tools[c.Tool].Permission; {
+			case !c.Decision.Listed:
 				detail = fmt.Sprintf("tool %s is not listed in the tool policy, so it is denied", c.Tool)
+			case raw != policy.Deny:
+				detail = fmt.Sprintf("tool %s has permission %q in the tool policy, which is not read, write or deny, so it is denied", c.Tool, raw)
+			default:
+				detail = fmt.Sprintf("tool %s is denied by the tool policy (permission %q)", c.Tool, c.Decision.Permission)
 			}
 			return &tool.PermissionError{Tool: c.Tool, Agent: e.Agent.Name, Detail: detail}
 		}
