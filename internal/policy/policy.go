@@ -216,7 +216,7 @@ func (f *File) Decide(s *tool.Spec) Decision {
 	default:
 		d.Timeout = DefaultTimeout
 	}
-	if d.Permission != Read && d.Permission != Write {
+	if !d.Allowed() {
 		d.Permission = Deny
 	}
 	if d.Permission != Read {
