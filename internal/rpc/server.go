@@ -255,13 +255,7 @@ func (s *server) reply(id json.RawMessage, result any) error {
 	if len(body) == 0 {
 		body = []byte("null")
 	}
-	b := make([]byte, 0, len(body)+len(id)+40)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"result":`...)
-	b = append(b, body...)
-	b = append(b, '}')
-	return s.stream.writeRaw(b)
+	return s.writeResponse(id, `,"result":`, body)
 }
 
 func (s *server) replyError(id json.RawMessage, e *Error) error {
@@ -272,11 +266,17 @@ func (s *server) replyError(id json.RawMessage, e *Error) error {
 	if err != nil {
 		return err
 	}
-	b := make([]byte, 0, len(eb)+len(id)+40)
+	return s.writeResponse(id, `,"error":`, eb)
+}
+
+// writeResponse writes {"jsonrpc":"2.0","id":ID<member>BODY}, member being
+// `,"result":` or `,"error":`.
+func (s *server) writeResponse(id json.RawMessage, member string, body []byte) error {
+	b := make([]byte, 0, len(body)+len(id)+40)
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, id...)
-	b = append(b, `,"error":`...)
-	b = append(b, eb...)
+	b = append(b, member...)
+	b = append(b, body...)
 	b = append(b, '}')
 	return s.stream.writeRaw(b)
 }
