@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"encoding/json"
+	"sort"
 	"strings"
 	"testing"
 
@@ -108,7 +109,8 @@ func TestSetSource(t *testing.T) {
 					t.Errorf("reason %q should mention %q", s.Reason, c.whyMatch)
 				}
 			}
-			if strings.Join(sortStrings(got), ",") != c.skipped {
+			sort.Strings(got)
+			if strings.Join(got, ",") != c.skipped {
 				t.Fatalf("skipped = %v, want %s", got, c.skipped)
 			}
 			if e, ok := r.Lookup(strings.Split(c.want, ",")[len(strings.Split(c.want, ","))-1]); !ok || e.Validator() == nil {
@@ -128,13 +130,4 @@ func TestAddStillPanicsOnDuplicateBuiltin(t *testing.T) {
 		}
 	}()
 	r.Add(mk("x", "builtin"))
-}
-
-func sortStrings(s []string) []string {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-	return s
 }
