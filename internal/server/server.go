@@ -17,6 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/rpc"
 	"github.com/toolhost/toolhost/internal/tool"
@@ -473,7 +474,7 @@ func (s *Server) clientLog(ctx context.Context, peer rpc.Peer, out *engine.Outco
 		return
 	}
 	level := "warning"
-	if out.Status == "error" {
+	if out.Status == audit.StatusError {
 		level = "error"
 	}
 	if int32(levelIndex(level))+1 < set {

@@ -73,7 +73,7 @@ func bugOpen(_ context.Context, c *ctxinject.Ctx, in BugOpenInput) (BugOpenOutpu
 	if unit == "" {
 		unit = c.UnitID
 	}
-	if strings.TrimSpace(bugs.NormalizeTitle(in.Title)) == "" {
+	if bugs.NormalizeTitle(in.Title) == "" {
 		return BugOpenOutput{}, tool.Fail("title %q has no letters or digits; say what is wrong in words", in.Title)
 	}
 	store := bugs.Store{Door: c.Shared}
