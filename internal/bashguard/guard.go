@@ -559,14 +559,3 @@ func nullInput(args []string) bool {
 	}
 	return false
 }
-
-func hasAny(fields []string, want ...string) bool {
-	for _, f := range fields {
-		for _, w := range want {
-			if f == w {
-				return true
-			}
-		}
-	}
-	return false
-}

@@ -73,10 +73,10 @@ func (w wrapper) inner(fields []string) (int, []string) {
 			continue
 		case strings.HasPrefix(f, "-") && len(f) > 1:
 			name, val, hasVal := strings.Cut(f, "=")
-			if hasAny([]string{name}, w.noRun...) {
+			if slices.Contains(w.noRun, name) {
 				return -1, scripts
 			}
-			if hasAny([]string{name}, w.script...) {
+			if slices.Contains(w.script, name) {
 				if hasVal {
 					scripts = append(scripts, val)
 				} else if i+1 < len(fields) {
@@ -85,7 +85,7 @@ func (w wrapper) inner(fields []string) (int, []string) {
 				}
 				continue
 			}
-			if hasAny([]string{name}, w.withArg...) && !hasVal {
+			if slices.Contains(w.withArg, name) && !hasVal {
 				i++
 			}
 			continue
