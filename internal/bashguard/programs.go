@@ -222,7 +222,7 @@ func (c *checker) commandAt(fields []string, off int, input []piece, depth int) 
 	}
 	for _, p := range input {
 		if payload, ok := jsonIn(p.text); ok {
-			f.payload, f.via = payload, p.via
+			f.set(payload, p.via)
 			f.stdin = true
 			for i := off + 1; i < len(fields); i++ {
 				switch {
@@ -519,9 +519,10 @@ func (f *finding) err(prog string) error {
 	return &Error{Kind: ErrInlineJSON, Program: prog, Via: f.via, Payload: f.payload, Allowed: allowedForm(f.payload, out, f.stdin)}
 }
 
-// set records the finding at args index i (relative to the program).
+// set records the payload, trimmed of surrounding white space, and how it
+// was handed over; it returns true so that a check can return its result.
 func (f *finding) set(payload, via string) bool {
-	f.payload, f.via = payload, via
+	f.payload, f.via = strings.Trim(payload, space), via
 	return true
 }
 
@@ -635,7 +636,7 @@ func curlValue(f *finding, kind, opt, val string, at int, attached bool) bool {
 				}
 			}
 			f.edit(at, prefix+"@"+FileHint)
-			return f.set(strings.Trim(val, space), opt)
+			return f.set(val, opt)
 		}
 		if name, v, ok := strings.Cut(val, "="); ok && looksJSON(v) {
 			if attached {
@@ -644,7 +645,7 @@ func curlValue(f *finding, kind, opt, val string, at int, attached bool) bool {
 				f.edit(at-1, "--data-urlencode")
 				f.edit(at, name+"@"+FileHint)
 			}
-			return f.set(strings.Trim(v, space), opt)
+			return f.set(v, opt)
 		}
 	case "urlencode":
 		content, name := val, ""
@@ -655,7 +656,7 @@ func curlValue(f *finding, kind, opt, val string, at int, attached bool) bool {
 		}
 		if looksJSON(content) {
 			f.edit(at, prefix+name+"@"+FileHint)
-			return f.set(strings.Trim(content, space), opt)
+			return f.set(content, opt)
 		}
 	case "form", "formstring":
 		name, content, ok := strings.Cut(val, "=")
@@ -671,7 +672,7 @@ func curlValue(f *finding, kind, opt, val string, at int, attached bool) bool {
 				}
 			}
 			f.edit(at, prefix+name+"=<"+FileHint+suffix)
-			return f.set(strings.Trim(payload, space), opt)
+			return f.set(payload, opt)
 		}
 	}
 	return false
@@ -694,7 +695,7 @@ func checkWget(f *finding, args []string) bool {
 				f.edit(i, file)
 				f.edit(at, FileHint)
 			}
-			return f.set(strings.Trim(val, space), name)
+			return f.set(val, name)
 		}
 		i = at
 	}
@@ -712,7 +713,7 @@ func checkHTTPie(f *finding, args []string) bool {
 					f.edit(at, "")
 				}
 				f.stdin = true
-				return f.set(strings.Trim(val, space), "--raw")
+				return f.set(val, "--raw")
 			}
 			continue
 		}
@@ -721,7 +722,7 @@ func checkHTTPie(f *finding, args []string) bool {
 		}
 		if name, val, ok := strings.Cut(a, ":="); ok && !strings.HasPrefix(val, "@") && looksJSON(val) {
 			f.edit(i, name+":=@"+FileHint)
-			return f.set(strings.Trim(val, space), name+":=")
+			return f.set(val, name+":=")
 		}
 	}
 	return false
@@ -743,7 +744,7 @@ func checkGrpcurl(f *finding, args []string) bool {
 				f.edit(at, "@")
 			}
 			f.stdin = true
-			return f.set(strings.Trim(val, space), "-d")
+			return f.set(val, "-d")
 		}
 		i = at
 	}
@@ -779,7 +780,7 @@ func checkGhAPI(f *finding, args []string) bool {
 				f.edit(at-1, "-F")
 				f.edit(at, key+"=@"+FileHint)
 			}
-			return f.set(strings.Trim(v, space), opt)
+			return f.set(v, opt)
 		}
 		i = at
 	}
@@ -796,11 +797,11 @@ func generic(f *finding, args []string) bool {
 		}
 		if looksJSON(a) {
 			f.edit(i, "@"+FileHint)
-			return f.set(strings.Trim(a, space), "an argument")
+			return f.set(a, "an argument")
 		}
 		if name, v, ok := strings.Cut(a, "="); ok && looksJSON(v) {
 			f.edit(i, name+"=@"+FileHint)
-			return f.set(strings.Trim(v, space), name+"=")
+			return f.set(v, name+"=")
 		}
 	}
 	return false
