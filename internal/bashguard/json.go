@@ -13,9 +13,9 @@ func looksJSON(s string) bool {
 	if len(s) < 2 || (s[0] != '{' && s[0] != '[') {
 		return false
 	}
-	inner := strings.Trim(s[1:len(s)-1], space)
 	if json.Valid([]byte(s)) {
-		return inner != "" // "{}" and "[]" are placeholders, not payloads
+		// "{}" and "[]" are placeholders, not payloads.
+		return strings.Trim(s[1:len(s)-1], space) != ""
 	}
 	return startsLikeValue(s, 0)
 }

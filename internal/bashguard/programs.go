@@ -302,12 +302,8 @@ func (c *checker) call(name string, args []string, input []piece, depth int) err
 	if c.calls > maxCalls {
 		return &Error{Kind: ErrTooComplex, Detail: fmt.Sprintf("the command makes more than %d shell function calls", maxCalls)}
 	}
-	params := []string{"@", "*", "#"}
-	for i := 1; i <= 9; i++ {
-		params = append(params, strconv.Itoa(i))
-	}
 	saved := map[string]string{}
-	for _, p := range params {
+	for _, p := range positionalParams {
 		if v, ok := c.vars[p]; ok {
 			saved[p] = v
 		}
@@ -317,7 +313,7 @@ func (c *checker) call(name string, args []string, input []piece, depth int) err
 	c.callDepth++
 	err := c.node(c.funcs[name], input, depth)
 	c.callDepth--
-	for _, p := range params {
+	for _, p := range positionalParams {
 		delete(c.vars, p)
 		if v, ok := saved[p]; ok {
 			c.vars[p] = v
@@ -325,6 +321,9 @@ func (c *checker) call(name string, args []string, input []piece, depth int) err
 	}
 	return err
 }
+
+// positionalParams are the variables a function call sets and restores.
+var positionalParams = []string{"@", "*", "#", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
 
 // setPositional sets $1 … $9, $@, $* and $#.
 func (c *checker) setPositional(args []string) {
@@ -600,7 +599,13 @@ func checkCurl(f *finding, args []string) bool {
 					}
 					val, at, attached = args[i+1], i+1, false
 				}
-				kind := map[byte]string{'d': "data", 'F': "form"}[ch]
+				kind := ""
+				switch ch {
+				case 'd':
+					kind = "data"
+				case 'F':
+					kind = "form"
+				}
 				if kind != "" && curlValue(f, kind, "-"+string(ch), val, at, attached) {
 					if e := f.edits[f.off+at]; attached && !strings.HasPrefix(e, "--") {
 						// Keep the cluster, swap only the value.
