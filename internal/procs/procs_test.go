@@ -303,10 +303,13 @@ func TestRunningUnitLogIsRotated(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		fi, err := os.Stat(filepath.Join(dir, "chatty.out.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
 		mu.Lock()
 		n := len(backups)
 		mu.Unlock()
-		if err == nil && n > 0 && fi.Size() <= 1024 {
+		if n > 0 && fi.Size() <= 1024 {
 			break
 		}
 		if time.Now().After(deadline) {
