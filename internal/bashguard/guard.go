@@ -446,7 +446,11 @@ func (c *checker) assign(as []*syntax.Assign) {
 		case a.Array != nil:
 			c.assignArray(a)
 		case a.Index != nil:
-			c.array(a.Name.Value, false).set(c, a.Index, c.fields(a.Value))
+			var fs []string
+			if a.Value != nil { // B[3]= assigns the empty string
+				fs = c.fields(a.Value)
+			}
+			c.array(a.Name.Value, false).set(c, a.Index, fs)
 		}
 		c.setVar(a.Name.Value, vals)
 	}

@@ -54,6 +54,7 @@ func TestCheck(t *testing.T) {
 		{name: "array element at a computed index", cmd: `i=2; B[i+1]='{"a":1}'; curl -d "${B[$((i+1))]}" http://x`, block: "json"},
 		{name: "array literal with indexes", cmd: `B=([2]='{"a":1}' [0]=x); curl -d "${B[2]}" http://x`, block: "json"},
 		{name: "associative array", cmd: `declare -A B=([body]='{"a":1}'); curl -d "${B[body]}" http://x`, block: "json"},
+		{name: "empty array element before a client", cmd: `B[0]=; curl -d '{"a":1}' http://x`, block: "json"},
 		{name: "array index beyond what the guard follows", cmd: `B[99999999]='{"a":1}'; curl -d "${B[99999999]}" http://x`, block: "complex"},
 		// Blocked: other clients.
 		{name: "wget --post-data=", cmd: `wget --post-data='{"a":1}' http://x`, block: "json", prog: "wget", allowed: `wget --post-file=/tmp/x.json http://x`},
@@ -145,6 +146,7 @@ func TestCheck(t *testing.T) {
 		{name: "form data", cmd: `curl -d 'a=1&b=2' http://x`},
 		{name: "array of form fields", cmd: `B=(a=1 b=2); curl -d "${B[1]}" http://x`},
 		{name: "associative array of form fields", cmd: `declare -A H=([x]=a=1); curl -d "${H[x]}" http://x`},
+		{name: "empty array elements", cmd: `B[3]=; declare -A H; H[k]=; echo "${B[3]}${H[k]}"`},
 		{name: "nameref to a harmless value", cmd: `x='a=1'; declare -n r=x; curl -d "$r" http://x`},
 		{name: "allowed form", cmd: `echo '{"k":"v"}' > /tmp/x.json && curl -d @/tmp/x.json http://x`},
 		{name: "allowed form with printf", cmd: `printf '%s' '{"k":"v"}' > body.json; curl --json @body.json http://x`},
