@@ -30,6 +30,7 @@ func TestConfirmByElicitation(t *testing.T) {
 		name       string
 		answer     engine.Elicitation
 		err        error
+		panics     bool
 		args       string
 		wantAsked  bool
 		wantRun    bool
@@ -49,6 +50,8 @@ func TestConfirmByElicitation(t *testing.T) {
 			args: `{"text":"go"}`, wantAsked: true, wantStatus: audit.StatusRejected, wantKind: "user_cancelled", wantMsg: "cancelled by user"},
 		{name: "client error", err: errors.New("method not found"),
 			args: `{"text":"go"}`, wantAsked: true, wantStatus: audit.StatusRejected, wantKind: "confirmation_failed", wantMsg: "method not found"},
+		{name: "client panics", panics: true,
+			args: `{"text":"go"}`, wantAsked: true, wantStatus: audit.StatusError, wantKind: "panic", wantMsg: "the daemon is still serving"},
 		{name: "invalid call is never shown to a human", answer: engine.Elicitation{Action: "accept"},
 			args: `{"text":""}`, wantStatus: audit.StatusRejected, wantKind: "validation", wantMsg: "text"},
 	}
@@ -60,6 +63,9 @@ func TestConfirmByElicitation(t *testing.T) {
 			elicit := func(_ context.Context, msg string, schema any) (engine.Elicitation, error) {
 				b, _ := json.Marshal(schema)
 				asked = append(asked, msg+"\n"+string(b))
+				if tc.panics {
+					panic("elicitation client blew up")
+				}
 				return tc.answer, tc.err
 			}
 			out := r.eng.Call(context.Background(), engine.Request{Tool: "guarded_write", Args: json.RawMessage(tc.args), Elicit: elicit})

@@ -136,6 +136,10 @@ func (e *Engine) AuditFailures() int64 { return e.auditFailures.Load() }
 func (e *Engine) Init() {
 	e.workers = gopool.New(10 * time.Second)
 	stages := []Middleware{
+		// Outermost, on the caller's goroutine: a panic in a stage of the
+		// pipeline itself (the guard's parser, a confirmation client)
+		// becomes an isError outcome like a tool's, never a dead daemon.
+		e.recoverPanic,
 		e.lookup,
 		e.agentPolicy,
 		e.permission,
@@ -145,6 +149,8 @@ func (e *Engine) Init() {
 		e.guard,
 		e.retry,
 		e.timeout,
+		// Innermost, on the attempt's goroutine, which the outer one
+		// cannot see.
 		e.recoverPanic,
 	}
 	if e.AuditTimeout <= 0 {
