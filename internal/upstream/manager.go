@@ -1,9 +1,11 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -170,11 +172,7 @@ func (m *Manager) list() []*server {
 	for _, s := range m.servers {
 		out = append(out, s)
 	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].rank < out[j-1].rank; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	slices.SortFunc(out, func(a, b *server) int { return cmp.Compare(a.rank, b.rank) })
 	return out
 }
 
@@ -294,12 +292,13 @@ func (m *Manager) publish(s *server) {
 	var tools []tool.Tool
 	skipped := map[string]string{}
 	for _, t := range remote {
-		rt, name, err := newRemoteTool(s.cfg, s.conn, t, f)
+		name, renamed := ToolName(s.cfg.Name, t.Name)
+		rt, err := newRemoteTool(name, s.cfg, s.conn, t, f)
 		if err != nil {
 			skipped[name] = err.Error()
 			continue
 		}
-		if name != s.cfg.Name+"__"+t.Name {
+		if renamed {
 			log.Info().Str("event", "upstream_tool_renamed").Str("tool", t.Name).Str("name", name).
 				Msg("upstream tool name does not fit ^[a-zA-Z0-9_-]{1,64}$; served under a shortened name")
 		}

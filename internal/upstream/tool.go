@@ -62,20 +62,19 @@ func resultText(res *mcp.CallToolResult) string {
 	return s
 }
 
-// newRemoteTool builds the served tool for an upstream tool under the policy
-// f. The effect (and so readOnlyHint/destructiveHint) comes from the policy,
-// never from the upstream's own annotations: read only when the policy says
-// read, otherwise treated as destructive.
-func newRemoteTool(cfg policy.Upstream, c *conn, t *mcp.Tool, f *policy.File) (*remoteTool, string, error) {
-	name, _ := ToolName(cfg.Name, t.Name)
+// newRemoteTool builds the served tool name (see ToolName) for an upstream
+// tool under the policy f. The effect (and so readOnlyHint/destructiveHint)
+// comes from the policy, never from the upstream's own annotations: read
+// only when the policy says read, otherwise treated as destructive.
+func newRemoteTool(name string, cfg policy.Upstream, c *conn, t *mcp.Tool, f *policy.File) (*remoteTool, error) {
 	in, err := schemaFor(t.InputSchema, true)
 	if err != nil {
-		return nil, name, fmt.Errorf("input schema: %w", err)
+		return nil, fmt.Errorf("input schema: %w", err)
 	}
 	var out json.RawMessage
 	if t.OutputSchema != nil {
 		if out, err = schemaFor(t.OutputSchema, false); err != nil {
-			return nil, name, fmt.Errorf("output schema: %w", err)
+			return nil, fmt.Errorf("output schema: %w", err)
 		}
 	}
 	title := t.Title
@@ -92,7 +91,7 @@ func newRemoteTool(cfg policy.Upstream, c *conn, t *mcp.Tool, f *policy.File) (*
 	if f != nil && f.Decide(&spec).Permission == policy.Read {
 		spec.Effect = tool.ReadOnly
 	}
-	return &remoteTool{spec: spec, remote: t.Name, conn: c}, name, nil
+	return &remoteTool{spec: spec, remote: t.Name, conn: c}, nil
 }
 
 // knownDrafts are the $schema values gojsonschema understands; any other
