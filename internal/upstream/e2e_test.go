@@ -17,22 +17,8 @@ import (
 
 func startServe(t *testing.T, project, agentsFile, policyFile string, env ...string) *stdioclient.Client {
 	t.Helper()
-	c, err := stdioclient.Start(testutil.Toolhost(t), []string{"serve", "--agent", "pm", "--project-dir", project,
-		"--agents", agentsFile, "--policy", policyFile, "--grace", "2s"}, append(os.Environ(), env...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Close(15 * time.Second); err != nil {
-			t.Logf("close: %v\n%s", err, c.Stderr())
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if _, err := c.Initialize(ctx, "2025-06-18", nil); err != nil {
-		t.Fatalf("initialize: %v\n%s", err, c.Stderr())
-	}
-	return c
+	return testutil.ServeEnv(t, append(os.Environ(), env...), "--agent", "pm", "--project-dir", project,
+		"--agents", agentsFile, "--policy", policyFile, "--grace", "2s")
 }
 
 func listNames(t *testing.T, c *stdioclient.Client) map[string]json.RawMessage {
@@ -58,17 +44,6 @@ func listNames(t *testing.T, c *stdioclient.Client) map[string]json.RawMessage {
 		out[e.Name] = tl
 	}
 	return out
-}
-
-func callTool(t *testing.T, c *stdioclient.Client, name string, args any) *stdioclient.ToolResult {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	r, err := c.CallTool(ctx, name, args, nil)
-	if err != nil {
-		t.Fatalf("tools/call %s: %v\n%s", name, err, c.Stderr())
-	}
-	return r
 }
 
 func waitListChanged(t *testing.T, c *stdioclient.Client, within time.Duration) {
@@ -117,6 +92,7 @@ func waitListed(t *testing.T, c *stdioclient.Client, name string) {
 type auditRow struct {
 	Tool, Source, Status, Error string
 	ErrorKind                   string `json:"error_kind"`
+	RetryCount                  int    `json:"retry_count"`
 }
 
 func auditRows(t *testing.T, project string) []auditRow {
@@ -185,33 +161,33 @@ func TestServeAggregatesUpstreams(t *testing.T) {
 	}
 
 	t.Run("unlisted upstream tool is denied", func(t *testing.T) {
-		r := callTool(t, c, "fake__slow", map[string]any{"ms": 1})
+		r := testutil.CallTool(t, c, "fake__slow", map[string]any{"ms": 1})
 		if !r.IsError || !strings.Contains(r.Text(), "not listed in the tool policy") {
 			t.Fatalf("fake__slow: %+v", r)
 		}
 	})
 	t.Run("validation against the upstream schema", func(t *testing.T) {
-		r := callTool(t, c, "fake__echo", map[string]any{"text": ""})
+		r := testutil.CallTool(t, c, "fake__echo", map[string]any{"text": ""})
 		if !r.IsError || !strings.Contains(r.Text(), "text") {
 			t.Fatalf("empty text must fail minLength: %+v", r)
 		}
 	})
 	t.Run("results pass through", func(t *testing.T) {
-		r := callTool(t, c, "fake__echo", map[string]any{"text": "hello"})
+		r := testutil.CallTool(t, c, "fake__echo", map[string]any{"text": "hello"})
 		if r.IsError || r.Text() != "echo: hello" || !strings.Contains(string(r.StructuredContent), `"echo":"hello"`) {
 			t.Fatalf("fake__echo: %+v %s", r, r.StructuredContent)
 		}
-		r = callTool(t, c, "fake__fail", map[string]any{})
+		r = testutil.CallTool(t, c, "fake__fail", map[string]any{})
 		if !r.IsError || r.Text() != "fake failure: the widget is broken" {
 			t.Fatalf("fake__fail must pass the upstream's isError result through: %+v", r)
 		}
 	})
 	t.Run("killed mid-call", func(t *testing.T) {
-		r := callTool(t, c, "fake__crash", map[string]any{})
+		r := testutil.CallTool(t, c, "fake__crash", map[string]any{})
 		if !r.IsError || !strings.Contains(r.Text(), "upstream fake failed during tools/call crash") {
 			t.Fatalf("fake__crash: %+v", r)
 		}
-		r = callTool(t, c, "fake__pid", map[string]any{})
+		r = testutil.CallTool(t, c, "fake__pid", map[string]any{})
 		if r.IsError {
 			t.Fatalf("the next call must restart the upstream: %+v", r)
 		}
@@ -221,11 +197,11 @@ func TestServeAggregatesUpstreams(t *testing.T) {
 			t.Fatal("fake__extra_one does not exist yet")
 		}
 		drainNotifications(c)
-		if r := callTool(t, c, "fake__add_tool", map[string]any{"suffix": "one"}); r.IsError {
+		if r := testutil.CallTool(t, c, "fake__add_tool", map[string]any{"suffix": "one"}); r.IsError {
 			t.Fatalf("fake__add_tool: %+v", r)
 		}
 		waitListed(t, c, "fake__extra_one")
-		if r := callTool(t, c, "fake__extra_one", map[string]any{}); r.IsError || r.Text() != "extra_one here" {
+		if r := testutil.CallTool(t, c, "fake__extra_one", map[string]any{}); r.IsError || r.Text() != "extra_one here" {
 			t.Fatalf("fake__extra_one: %+v", r)
 		}
 	})
@@ -233,7 +209,7 @@ func TestServeAggregatesUpstreams(t *testing.T) {
 		drainNotifications(c)
 		startHTTPFake(t, webAddr)
 		waitListed(t, c, "web__lookup")
-		r := callTool(t, c, "web__lookup", map[string]any{"key": "k"})
+		r := testutil.CallTool(t, c, "web__lookup", map[string]any{"key": "k"})
 		if r.IsError || !strings.Contains(string(r.StructuredContent), "value-of-k") {
 			t.Fatalf("web__lookup through dead proxies: %+v\n%s", r, c.Stderr())
 		}
@@ -281,7 +257,7 @@ func TestServePolicyChange(t *testing.T) {
 	if !strings.Contains(string(tools["fake__slow"]), `"readOnlyHint":true`) {
 		t.Errorf("fake__slow is read in the new policy: %s", tools["fake__slow"])
 	}
-	if r := callTool(t, c, "fake__slow", map[string]any{"ms": 1}); r.IsError {
+	if r := testutil.CallTool(t, c, "fake__slow", map[string]any{"ms": 1}); r.IsError {
 		t.Fatalf("fake__slow: %+v", r)
 	}
 }
@@ -302,8 +278,8 @@ func TestServeExitStopsUpstreamGroup(t *testing.T) {
 		}
 		return v.PID
 	}
-	leader := pidOfResult(callTool(t, c, "fake__pid", map[string]any{}))
-	child := pidOfResult(callTool(t, c, "fake__spawn_child", map[string]any{}))
+	leader := pidOfResult(testutil.CallTool(t, c, "fake__pid", map[string]any{}))
+	child := pidOfResult(testutil.CallTool(t, c, "fake__spawn_child", map[string]any{}))
 	if !alive(leader) || !alive(child) {
 		t.Fatal("upstream or its child not running")
 	}
@@ -337,7 +313,7 @@ func TestServe503(t *testing.T) {
 
 	before := web.Calls.Load()
 	web.FailNext.Store(1)
-	r := callTool(t, c, "web__update", map[string]any{"key": "k", "value": "v"})
+	r := testutil.CallTool(t, c, "web__update", map[string]any{"key": "k", "value": "v"})
 	if !r.IsError || !strings.Contains(r.Text(), "Service Unavailable") {
 		t.Fatalf("web__update on 503: %+v", r)
 	}
@@ -347,16 +323,10 @@ func TestServe503(t *testing.T) {
 
 	before = web.Calls.Load()
 	web.FailNext.Store(1)
-	r = callTool(t, c, "web__lookup", map[string]any{"key": "k"})
+	r = testutil.CallTool(t, c, "web__lookup", map[string]any{"key": "k"})
 	calls := web.Calls.Load() - before
-	var row struct {
-		Tool       string `json:"tool"`
-		Status     string `json:"status"`
-		RetryCount int    `json:"retry_count"`
-	}
-	b, _ := os.ReadFile(filepath.Join(project, ".toolhost", "audit.ndjson"))
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	_ = json.Unmarshal([]byte(lines[len(lines)-1]), &row)
+	rows := auditRows(t, project)
+	row := rows[len(rows)-1]
 	if row.Tool != "web__lookup" || calls != 2 || row.RetryCount != 1 || row.Status != "ok" {
 		t.Fatalf("web__lookup after one 503: upstream saw %d call(s), audit row %+v; want 2 calls, retry_count 1, ok", calls, row)
 	}
