@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/xeipuuv/gojsonschema"
 
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/registry"
@@ -74,6 +76,17 @@ func (h *harness) call(t *testing.T, name, args string) (tool.Result, error) {
 	return e.Tool.Call(ctx, nil, json.RawMessage(args))
 }
 
+// status is the named upstream's Status (the zero Status when it is not
+// there).
+func (h *harness) status(name string) Status {
+	for _, s := range h.m.Status() {
+		if s.Name == name {
+			return s
+		}
+	}
+	return Status{}
+}
+
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -126,12 +139,7 @@ func TestDiscoveryAndNaming(t *testing.T) {
 			t.Errorf("%s: source %q effect %v, want %q %v", c.name, e.Spec.Source, e.Spec.Effect, c.source, c.effect)
 		}
 	}
-	var fake Status
-	for _, s := range h.m.Status() {
-		if s.Name == "fake" {
-			fake = s
-		}
-	}
+	fake := h.status("fake")
 	if fake.State != StateReady || fake.PID == 0 {
 		t.Fatalf("fake status = %+v", fake)
 	}
@@ -152,7 +160,7 @@ func TestDiscoveryAndNaming(t *testing.T) {
 	}
 	// A 2020-12 schema is served and still validates its keywords.
 	e, _ := h.reg.Lookup("fake__draft2020")
-	res, err := e.Validator().Validate(jsonLoader(`{"n":"x"}`))
+	res, err := e.Validator().Validate(gojsonschema.NewStringLoader(`{"n":"x"}`))
 	if err != nil || res.Valid() {
 		t.Errorf("draft2020 schema should reject n=\"x\": %v %v", err, res)
 	}
@@ -204,12 +212,7 @@ func TestOneUpstreamDownAtStart(t *testing.T) {
 	if _, ok := h.reg.Lookup("web__lookup"); ok {
 		t.Fatal("web is down; its tools cannot be there")
 	}
-	var web Status
-	for _, s := range h.m.Status() {
-		if s.Name == "web" {
-			web = s
-		}
-	}
+	web := h.status("web")
 	if web.State != StateFailed || web.LastError == "" {
 		t.Fatalf("web status = %+v, want failed with the error", web)
 	}
@@ -240,10 +243,8 @@ func TestHangingUpstreamBoundedByItsTimeout(t *testing.T) {
 	if _, ok := h.reg.Lookup("web__lookup"); !ok {
 		t.Fatal("web's tools must be served")
 	}
-	for _, s := range h.m.Status() {
-		if s.Name == "fake" && (s.State != StateFailed || !strings.Contains(s.LastError, "deadline")) {
-			t.Errorf("fake status = %+v, want failed by its deadline", s)
-		}
+	if s := h.status("fake"); s.State != StateFailed || !strings.Contains(s.LastError, "deadline") {
+		t.Errorf("fake status = %+v, want failed by its deadline", s)
 	}
 }
 
@@ -383,7 +384,7 @@ func alive(pid int) bool {
 	if syscall.Kill(pid, 0) != nil {
 		return false
 	}
-	b, err := os.ReadFile(filepath.Join("/proc", itoa(pid), "stat"))
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return false
 	}

@@ -2,11 +2,8 @@ package upstream
 
 import (
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/xeipuuv/gojsonschema"
 
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -59,7 +56,3 @@ func sorted(s []string) []string {
 	sort.Strings(out)
 	return out
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
-
-func jsonLoader(s string) gojsonschema.JSONLoader { return gojsonschema.NewStringLoader(s) }
