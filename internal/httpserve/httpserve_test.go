@@ -4,13 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,15 +26,10 @@ import (
 type served struct {
 	URL    string
 	cmd    *exec.Cmd
-	mu     sync.Mutex
-	stderr strings.Builder
+	stderr testutil.SyncBuffer
 }
 
-func (s *served) log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stderr.String()
-}
+func (s *served) log() string { return s.stderr.String() }
 
 // serveHTTP starts the real binary with --http and waits for its URL.
 func serveHTTP(t *testing.T, project string, extra ...string) *served {
@@ -54,9 +49,7 @@ func serveHTTP(t *testing.T, project string, extra ...string) *served {
 	go func() {
 		sc := bufio.NewScanner(errPipe)
 		for sc.Scan() {
-			s.mu.Lock()
-			s.stderr.WriteString(sc.Text() + "\n")
-			s.mu.Unlock()
+			fmt.Fprintln(&s.stderr, sc.Text())
 			var e struct{ Event, URL string }
 			if json.Unmarshal(sc.Bytes(), &e) == nil && e.Event == "http_listening" {
 				urlCh <- e.URL
