@@ -287,7 +287,7 @@ func (r *runner) clearProgress() {
 func (r *runner) checkProject() (string, error) {
 	var missing []string
 	for _, a := range r.sum.Artifacts {
-		if _, err := os.Stat(filepath.Join(r.dir, filepath.FromSlash(a))); err != nil {
+		if !exists(r.dir, a) {
 			missing = append(missing, a)
 		}
 	}

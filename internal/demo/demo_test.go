@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -71,7 +72,7 @@ func TestDemoEndToEnd(t *testing.T) {
 		"units/todo-be/src/server.go", "units/todo-be/src/contract.gen.ts", "units/todo-be/src/contract_gen.go",
 		"units/todo-be/coder-log.ndjson", "reports/vitest-todo.json", "triage/triage.json", "timeline.ndjson",
 	} {
-		if !contains(sum.Artifacts, a) {
+		if !slices.Contains(sum.Artifacts, a) {
 			t.Errorf("artifact %s not reported", a)
 		}
 		if !exists(dir, a) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,7 +90,7 @@ func childEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if !contains(identityEnv, name) {
+		if !slices.Contains(identityEnv, name) {
 			env = append(env, kv)
 		}
 	}

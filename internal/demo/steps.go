@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -121,7 +123,7 @@ func (r *runner) pmSteps(s *agentSession) []step {
 			if err != nil {
 				return "", err
 			}
-			if !contains(out.Files, "prd/index.html") {
+			if !slices.Contains(out.Files, "prd/index.html") {
 				return "", fmt.Errorf("files %v lack prd/index.html", out.Files)
 			}
 			r.artifact("prd/index.html")
@@ -279,7 +281,7 @@ func (r *runner) architectSteps(s *agentSession) []step {
 			if err != nil {
 				return "", err
 			}
-			if !contains(out.Files, "sdd/index.html") {
+			if !slices.Contains(out.Files, "sdd/index.html") {
 				return "", fmt.Errorf("files %v lack sdd/index.html", out.Files)
 			}
 			r.artifact("sdd/index.html")
@@ -403,9 +405,7 @@ const (
 func (r *runner) coderSteps(s *agentSession) []step {
 	bridge := func(lang string, extra map[string]any) (string, error) {
 		args := map[string]any{"contract": "todo", "lang": lang}
-		for k, v := range extra {
-			args[k] = v
-		}
+		maps.Copy(args, extra)
 		var out struct {
 			Files  []string `json:"files"`
 			SHA256 string   `json:"sha256"`
@@ -881,15 +881,6 @@ func (r *runner) triagerSteps(s *agentSession) []step {
 			return fmt.Sprintf("%s open → triaged", r.deleteBug), nil
 		}},
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func firstLine(s string) string {
