@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -86,6 +87,7 @@ func (e *StepError) Unwrap() error { return e.Err }
 type runner struct {
 	o   Options
 	dir string
+	env []string // childEnv, for every process the demo starts
 	sum Summary
 	mu  sync.Mutex // serialises writes to o.Out (progress is drawn from a goroutine)
 
@@ -133,7 +135,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	r := &runner{o: o, dir: dir, prdUnits: map[string][]string{}}
+	r := &runner{o: o, dir: dir, env: slices.Clip(childEnv()), prdUnits: map[string][]string{}}
 	r.sum.ProjectDir = dir
 	fmt.Fprintf(o.Out, "toolhost demo: a scripted devloop, six agents over MCP stdio\nproject dir: %s\n\n", dir)
 	err = r.play(ctx)

@@ -49,7 +49,7 @@ func (r *runner) startSession(ctx context.Context, agent, unit string) (*agentSe
 	if r.o.AgentsFile != "" {
 		args = append(args, "--agents", r.o.AgentsFile)
 	}
-	c, err := stdioclient.Start(r.o.Bin, args, childEnv())
+	c, err := stdioclient.Start(r.o.Bin, args, r.env)
 	if err != nil {
 		return nil, fmt.Errorf("start %s %s: %w", r.o.Bin, strings.Join(args, " "), err)
 	}
@@ -247,7 +247,7 @@ func (r *runner) cliWrite(ctx context.Context, agent, rel string, content []byte
 		args = append(args, "--agents", r.o.AgentsFile)
 	}
 	cmd := exec.CommandContext(ctx, r.o.Bin, args...)
-	cmd.Env = childEnv()
+	cmd.Env = r.env
 	cmd.Stdin = bytes.NewReader(payload)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -275,7 +275,7 @@ func (r *runner) cliWrite(ctx context.Context, agent, rel string, content []byte
 // guard runs `toolhost guard COMMAND` and returns its exit code and stderr.
 func (r *runner) guard(ctx context.Context, command string) (int, string, error) {
 	cmd := exec.CommandContext(ctx, r.o.Bin, "guard", command)
-	cmd.Env = childEnv()
+	cmd.Env = r.env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	r.sum.GuardRuns++
