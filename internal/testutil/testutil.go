@@ -68,9 +68,9 @@ func (b *build) get(t testing.TB, flags ...string) string {
 }
 
 // NeedTool returns the path of an external program the test needs. It looks
-// in env var envVar first, then in the project's .deps/bin, then on PATH. When
-// the program is missing, the test fails under CI (CI=true) and is skipped
-// elsewhere with the command that installs it.
+// in env var envVar first, then in the project's .deps/node_modules/.bin,
+// then on PATH. When the program is missing, the test fails under CI
+// (CI=true) and is skipped elsewhere with the command that installs it.
 func NeedTool(t testing.TB, name, envVar, install string) string {
 	t.Helper()
 	if envVar != "" {
