@@ -60,17 +60,22 @@ func TestCallCancelled(t *testing.T) {
 }
 
 // waitSeen returns the first line the fake server saw with this method.
+// Notifications() is never closed, so the wait is bounded by a timer.
 func waitSeen(t *testing.T, c *Client, method string) json.RawMessage {
 	t.Helper()
-	for m := range c.Notifications() {
-		var line struct {
-			Method string `json:"method"`
-		}
-		_ = json.Unmarshal(m.Params, &line)
-		if line.Method == method {
-			return m.Params
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case m := <-c.Notifications():
+			var line struct {
+				Method string `json:"method"`
+			}
+			_ = json.Unmarshal(m.Params, &line)
+			if line.Method == method {
+				return m.Params
+			}
+		case <-deadline:
+			t.Fatalf("the server never saw %s", method)
 		}
 	}
-	t.Fatalf("the server never saw %s", method)
-	return nil
 }
