@@ -4,9 +4,11 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -116,7 +118,8 @@ type SystemClock struct{}
 func (SystemClock) Now() time.Time { return time.Now().UTC() }
 
 // ProgressFunc reports progress of a long call to the client; a no-op when
-// the request carried no progressToken.
+// the request carried no progressToken. The one in a Ctx passes on only
+// increasing progress values, as MCP requires, whatever the transport.
 type ProgressFunc func(progress, total float64, message string)
 
 // Services are the shared implementations a session hands to every call.
@@ -211,8 +214,25 @@ func New(id Identity, svc Services, settings Settings, meta Meta, progress Progr
 	}
 	if c.Progress == nil {
 		c.Progress = func(float64, float64, string) {}
+	} else {
+		c.Progress = increasing(c.Progress)
 	}
 	return c, nil
+}
+
+// increasing drops every progress value not above the last one sent.
+func increasing(send ProgressFunc) ProgressFunc {
+	var mu sync.Mutex
+	last := math.Inf(-1)
+	return func(progress, total float64, message string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if progress <= last {
+			return
+		}
+		last = progress
+		send(progress, total, message)
+	}
 }
 
 // Emit appends an event stamped with this call's identity.

@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
-	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -125,17 +124,10 @@ func (h *Server) handler(name string) mcp.ToolHandler {
 	}
 }
 
-// progress sends only increasing progress values, as MCP requires.
+// progress sends notifications/progress for tok (ctxinject passes it
+// increasing values only).
 func progress(ctx context.Context, ss *mcp.ServerSession, tok any) func(float64, float64, string) {
-	var mu sync.Mutex
-	last := math.Inf(-1)
 	return func(p, total float64, msg string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if p <= last {
-			return
-		}
-		last = p
 		_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: p, Total: total, Message: msg})
 	}
 }

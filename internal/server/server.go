@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -385,18 +384,10 @@ func elicitor(peer rpc.Peer) engine.ElicitFunc {
 	}
 }
 
-// progressSender returns a ProgressFunc that only ever sends increasing
-// progress values, as MCP requires.
+// progressSender returns the ProgressFunc that sends notifications/progress
+// for token (ctxinject passes it increasing values only).
 func progressSender(ctx context.Context, peer rpc.Peer, token json.RawMessage) func(float64, float64, string) {
-	var mu sync.Mutex
-	last := math.Inf(-1)
 	return func(progress, total float64, message string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if progress <= last {
-			return
-		}
-		last = progress
 		n := map[string]any{"progressToken": token, "progress": progress}
 		if total > 0 {
 			n["total"] = total
