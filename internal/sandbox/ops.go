@@ -75,8 +75,21 @@ func (s *Sandbox) ReadFile(p string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if fi.Size() > MaxReadSize {
-		return nil, fmt.Errorf("%s is %d bytes, over the %d-byte limit for files tools read whole", p, fi.Size(), int64(MaxReadSize))
+	return readWhole(f, fi.Size(), p)
+}
+
+// MaxReadSize caps every whole-file read (ReadFile, and Update's read of
+// the current content): a file an earlier step blew up (a 100 GB sparse
+// file, say) must fail the tool with a clear error, not exhaust the
+// daemon's memory.
+const MaxReadSize = 256 << 20
+
+// readWhole reads f, whose stat said size bytes, up to MaxReadSize; a file
+// over the cap, or one that grows past it while being read, is an error
+// naming p.
+func readWhole(f *os.File, size int64, p string) ([]byte, error) {
+	if size > MaxReadSize {
+		return nil, fmt.Errorf("%s is %d bytes, over the %d-byte limit for files tools read whole", p, size, int64(MaxReadSize))
 	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxReadSize+1))
 	if err == nil && len(b) > MaxReadSize {
@@ -84,11 +97,6 @@ func (s *Sandbox) ReadFile(p string) ([]byte, error) {
 	}
 	return b, err
 }
-
-// MaxReadSize caps ReadFile: a file an earlier step blew up (a 100 GB
-// sparse file, say) must fail the tool with a clear error, not exhaust the
-// daemon's memory.
-const MaxReadSize = 256 << 20
 
 // openRead opens a project-relative file for reading and returns it with its
 // info. The open does not block (a FIFO left in the tree would otherwise hang
@@ -441,7 +449,7 @@ func (s *Sandbox) Update(p string, fn func(old []byte) ([]byte, error)) error {
 	}
 	var old []byte
 	if fi != nil {
-		if old, err = s.readLeaf(dir, t); err != nil {
+		if old, err = s.readLeaf(dir, t, p, fi.Size()); err != nil {
 			return err
 		}
 	}
@@ -452,7 +460,7 @@ func (s *Sandbox) Update(p string, fn func(old []byte) ([]byte, error)) error {
 	return s.replace(dir, t, next)
 }
 
-func (s *Sandbox) readLeaf(dir *os.Root, t target) ([]byte, error) {
+func (s *Sandbox) readLeaf(dir *os.Root, t target, p string, size int64) ([]byte, error) {
 	f, err := dir.OpenFile(t.leaf, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
@@ -461,5 +469,5 @@ func (s *Sandbox) readLeaf(dir *os.Root, t target) ([]byte, error) {
 	if err := s.sameLeaf(dir, t, f); err != nil {
 		return nil, err
 	}
-	return io.ReadAll(f)
+	return readWhole(f, size, p)
 }

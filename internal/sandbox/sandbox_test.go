@@ -478,7 +478,8 @@ func TestLongComponent(t *testing.T) {
 }
 
 // TestReadFileCap: a huge (sparse) file is refused with its size, without
-// being read into memory.
+// being read into memory, both by ReadFile and by Update (which reads the
+// current content before calling its function); Update leaves it as it was.
 func TestReadFileCap(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -500,5 +501,19 @@ func TestReadFileCap(t *testing.T) {
 	f.Close()
 	if _, err := s.ReadFile("prd/big.html"); err == nil || !strings.Contains(err.Error(), "over the") {
 		t.Fatalf("want a size error, got %v", err)
+	}
+	called := false
+	err = s.Update("prd/big.html", func([]byte) ([]byte, error) {
+		called = true
+		return []byte("replaced"), nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "prd/big.html is 107374182400 bytes, over the") {
+		t.Fatalf("Update: want a size error naming the file, got %v", err)
+	}
+	if called {
+		t.Error("Update called its function on a file it could not read whole")
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "prd", "big.html")); err != nil || fi.Size() != 100<<30 {
+		t.Errorf("the refused file changed: %v, %v", fi, err)
 	}
 }
