@@ -160,7 +160,15 @@ func TestMalformedInputKeepsServing(t *testing.T) {
 	}
 	for _, c := range cases {
 		in := c.line + "\n" + `{"jsonrpc":"2.0","id":"next","method":"echo"}` + "\n"
-		msgs := decodeLines(t, serve(t, in, newHandler(), Options{}))
+		out := serve(t, in, newHandler(), Options{})
+		// Errors for unserved lines leave in the same envelope as every
+		// other response (one writer), not in a second spelling of it.
+		for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+			if !strings.HasPrefix(l, `{"jsonrpc":"2.0","id":`) {
+				t.Errorf("%.60q: response not in the common envelope: %.120s", c.line, l)
+			}
+		}
+		msgs := decodeLines(t, out)
 		if len(msgs) != 2 {
 			t.Fatalf("%.60q: want an error and an answer, got %d messages", c.line, len(msgs))
 		}

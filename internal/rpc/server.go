@@ -161,7 +161,7 @@ func (s *server) readLoop() {
 func (s *server) dispatch(m *message) {
 	switch {
 	case m.Method != nil && (len(m.Result) > 0 || m.Error != nil):
-		s.stream.writeError(m.ID, CodeInvalidRequest, "invalid request: a message is either a request (method) or a response (result or error), not both")
+		_ = s.stream.writeError(m.ID, NewError(CodeInvalidRequest, "invalid request: a message is either a request (method) or a response (result or error), not both"))
 	case m.Method != nil && len(m.ID) == 0:
 		s.notification(*m.Method, m.Params)
 	case m.Method != nil:
@@ -169,7 +169,7 @@ func (s *server) dispatch(m *message) {
 	case len(m.ID) > 0 && (len(m.Result) > 0 || m.Error != nil):
 		s.clientResponse(m)
 	default:
-		s.stream.writeError(m.ID, CodeInvalidRequest, "invalid request: a message needs a method (request, notification) or a result or error (response)")
+		_ = s.stream.writeError(m.ID, NewError(CodeInvalidRequest, "invalid request: a message needs a method (request, notification) or a result or error (response)"))
 	}
 }
 
@@ -255,30 +255,11 @@ func (s *server) reply(id json.RawMessage, result any) error {
 	if len(body) == 0 {
 		body = []byte("null")
 	}
-	return s.writeResponse(id, `,"result":`, body)
+	return s.stream.writeResponse(id, `,"result":`, body)
 }
 
 func (s *server) replyError(id json.RawMessage, e *Error) error {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
-	eb, err := json.Marshal(e)
-	if err != nil {
-		return err
-	}
-	return s.writeResponse(id, `,"error":`, eb)
-}
-
-// writeResponse writes {"jsonrpc":"2.0","id":ID<member>BODY}, member being
-// `,"result":` or `,"error":`.
-func (s *server) writeResponse(id json.RawMessage, member string, body []byte) error {
-	b := make([]byte, 0, len(body)+len(id)+40)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, member...)
-	b = append(b, body...)
-	b = append(b, '}')
-	return s.stream.writeRaw(b)
+	return s.stream.writeError(id, e)
 }
 
 func (s *server) cancelRequest(params json.RawMessage) {

@@ -84,16 +84,29 @@ func (s *stream) writeRaw(b []byte) error {
 	return err
 }
 
-// writeError answers a message that is not served (malformed, oversized…).
-func (s *stream) writeError(id json.RawMessage, code int, msg string) {
+// writeError writes a JSON-RPC error response; a message that is not served
+// at all (malformed, oversized…) is answered with a null id.
+func (s *stream) writeError(id json.RawMessage, e *Error) error {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
-	b, _ := json.Marshal(map[string]any{
-		"jsonrpc": "2.0", "id": id,
-		"error": map[string]any{"code": code, "message": msg},
-	})
-	_ = s.writeRaw(b)
+	eb, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	return s.writeResponse(id, `,"error":`, eb)
+}
+
+// writeResponse writes {"jsonrpc":"2.0","id":ID<member>BODY}, member being
+// `,"result":` or `,"error":`: the one envelope every response leaves in.
+func (s *stream) writeResponse(id json.RawMessage, member string, body []byte) error {
+	b := make([]byte, 0, len(body)+len(id)+40)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, member...)
+	b = append(b, body...)
+	b = append(b, '}')
+	return s.writeRaw(b)
 }
 
 // ReadObject reads the next well-formed message into v; at the end of input
@@ -103,7 +116,7 @@ func (s *stream) ReadObject(v any) error {
 		msg, err := s.next()
 		switch {
 		case errors.Is(err, errTooLarge):
-			s.writeError(nil, CodeInvalidRequest, fmt.Sprintf("message exceeds the %d-byte limit; send smaller arguments (large content belongs in a file referenced by path)", s.max))
+			_ = s.writeError(nil, NewError(CodeInvalidRequest, fmt.Sprintf("message exceeds the %d-byte limit; send smaller arguments (large content belongs in a file referenced by path)", s.max)))
 			continue
 		case err == io.EOF:
 			if s.onEOF != nil {
@@ -113,7 +126,7 @@ func (s *stream) ReadObject(v any) error {
 		case err != nil:
 			var pe *frameError
 			if errors.As(err, &pe) {
-				s.writeError(nil, CodeParseError, pe.Error())
+				_ = s.writeError(nil, NewError(CodeParseError, pe.Error()))
 				continue
 			}
 			if s.onEOF != nil {
@@ -126,7 +139,7 @@ func (s *stream) ReadObject(v any) error {
 			continue
 		}
 		if msg[0] == '[' {
-			s.writeError(nil, CodeInvalidRequest, "JSON-RPC batches are not supported (removed in MCP 2025-06-18); send one message per line")
+			_ = s.writeError(nil, NewError(CodeInvalidRequest, "JSON-RPC batches are not supported (removed in MCP 2025-06-18); send one message per line"))
 			continue
 		}
 		var probe struct {
@@ -138,30 +151,30 @@ func (s *stream) ReadObject(v any) error {
 		if !bytes.Contains(msg, []byte(`"jsonrpc":"2.0"`)) && !bytes.Contains(msg, []byte(`"jsonrpc": "2.0"`)) {
 			if err := json.Unmarshal(msg, &probe); err != nil {
 				if !json.Valid(msg) {
-					s.writeError(nil, CodeParseError, "parse error: the message is not valid JSON")
+					_ = s.writeError(nil, NewError(CodeParseError, "parse error: the message is not valid JSON"))
 				} else {
-					s.writeError(nil, CodeInvalidRequest, "invalid request: a JSON-RPC message must be an object")
+					_ = s.writeError(nil, NewError(CodeInvalidRequest, "invalid request: a JSON-RPC message must be an object"))
 				}
 				continue
 			}
 			if probe.JSONRPC != "2.0" {
-				s.writeError(probe.ID, CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`)
+				_ = s.writeError(probe.ID, NewError(CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`))
 				continue
 			}
 		}
 		if suspectID(msg) {
 			if id, reason := badRequestID(msg); reason != "" {
-				s.writeError(id, CodeInvalidRequest, "invalid request: "+reason)
+				_ = s.writeError(id, NewError(CodeInvalidRequest, "invalid request: "+reason))
 				continue
 			}
 		}
 		if err := wirejson.Unmarshal(msg, v); err != nil {
 			if !json.Valid(msg) {
-				s.writeError(nil, CodeParseError, "parse error: the message is not valid JSON")
+				_ = s.writeError(nil, NewError(CodeParseError, "parse error: the message is not valid JSON"))
 				continue
 			}
 			_ = json.Unmarshal(msg, &probe)
-			s.writeError(probe.ID, CodeInvalidRequest, "invalid request: "+err.Error())
+			_ = s.writeError(probe.ID, NewError(CodeInvalidRequest, "invalid request: "+err.Error()))
 			continue
 		}
 		return nil
