@@ -300,12 +300,18 @@ func MarshalJSON(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// ErrUnchanged, returned by an UpdateJSON function, ends the update without
+// writing, and UpdateJSON returns nil: the document already says what the
+// caller wanted.
+var ErrUnchanged = errors.New("sandbox: document unchanged")
+
 // UpdateJSON is Update for a JSON document of type T (zero value when the
-// file is missing). fn returning an error leaves the file untouched.
+// file is missing). fn returning an error leaves the file untouched; that
+// error is returned, except ErrUnchanged, which means success.
 func UpdateJSON[T any](f interface {
 	Update(string, func([]byte) ([]byte, error)) error
 }, p string, fn func(v *T, existed bool) error) error {
-	return f.Update(p, func(old []byte) ([]byte, error) {
+	err := f.Update(p, func(old []byte) ([]byte, error) {
 		var v T
 		if old != nil {
 			if err := json.Unmarshal(old, &v); err != nil {
@@ -317,4 +323,8 @@ func UpdateJSON[T any](f interface {
 		}
 		return MarshalJSON(v)
 	})
+	if errors.Is(err, ErrUnchanged) {
+		return nil
+	}
+	return err
 }

@@ -354,6 +354,37 @@ func TestUpdateLock(t *testing.T) {
 	}
 }
 
+// TestUpdateJSONUnchanged: a function returning ErrUnchanged ends the update
+// as a success without rewriting the file (same inode, same bytes), while
+// any other error is returned as it is.
+func TestUpdateJSONUnchanged(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t)
+	s := fx.sandbox(t)
+	const p = "agent-state/pm-counter.json"
+	must(t, UpdateJSON(s, p, func(v *struct{ N int }, _ bool) error { v.N = 7; return nil }))
+	before, err := os.Stat(filepath.Join(fx.proj, p))
+	must(t, err)
+	if err := UpdateJSON(s, p, func(v *struct{ N int }, _ bool) error {
+		v.N = 8 // ignored: the function says nothing changed
+		return ErrUnchanged
+	}); err != nil {
+		t.Fatalf("ErrUnchanged = %v, want success", err)
+	}
+	after, err := os.Stat(filepath.Join(fx.proj, p))
+	must(t, err)
+	if !os.SameFile(before, after) {
+		t.Error("ErrUnchanged still replaced the file")
+	}
+	boom := errors.New("boom")
+	if err := UpdateJSON(s, p, func(*struct{ N int }, bool) error { return boom }); !errors.Is(err, boom) {
+		t.Errorf("other error = %v, want boom", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(fx.proj, p)); string(b) != "{\n  \"N\": 7\n}\n" {
+		t.Errorf("file = %q, want N 7", b)
+	}
+}
+
 func TestUpdateLongPath(t *testing.T) {
 	t.Parallel()
 	fx := newFixture(t)

@@ -95,7 +95,7 @@ func archive(c *ctxinject.Ctx, rel string, data []byte) (int, bool, error) {
 		v.Path = rel
 		if l := v.latest(); l != nil && l.SHA256 == sum {
 			version = l.Version
-			return errUnchanged
+			return sandbox.ErrUnchanged
 		}
 		version = 1
 		if l := v.latest(); l != nil {
@@ -112,14 +112,8 @@ func archive(c *ctxinject.Ctx, rel string, data []byte) (int, bool, error) {
 		created = true
 		return nil
 	})
-	if errors.Is(err, errUnchanged) {
-		err = nil
-	}
 	return version, created, err
 }
-
-// errUnchanged aborts an update without writing.
-var errUnchanged = errors.New("unchanged")
 
 // ArchiveInput names the document to archive.
 type ArchiveInput struct {

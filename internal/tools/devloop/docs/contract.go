@@ -77,13 +77,13 @@ func hashContract(_ context.Context, c *ctxinject.Ctx, in HashContractInput) (Ha
 			out.Previous = prev.SHA256
 			out.Changed = prev.SHA256 != sum
 			if !out.Changed {
-				return errUnchanged
+				return sandbox.ErrUnchanged
 			}
 		}
 		(*h)[in.Path] = HashRecord{SHA256: sum, RecordedAt: c.Clock.Now(), Agent: c.Agent}
 		return nil
 	})
-	if err != nil && err != errUnchanged {
+	if err != nil {
 		return HashContractOutput{}, err
 	}
 	return out, nil

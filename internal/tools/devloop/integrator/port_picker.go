@@ -142,15 +142,15 @@ func portHolder(c *ctxinject.Ctx, unit string, port int) (string, error) {
 // releasePort drops the unit's reservation, unless it now belongs to a
 // newer process of the unit than pid (0 releases unconditionally).
 func releasePort(c *ctxinject.Ctx, unit string, pid int) error {
-	return ignoreUnchanged(sandbox.UpdateJSON(c.Files, PortsPath, func(pf *PortsFile, existed bool) error {
+	return sandbox.UpdateJSON(c.Files, PortsPath, func(pf *PortsFile, existed bool) error {
 		r, ok := pf.Reservations[unit]
 		if !existed || !ok {
-			return errUnchanged
+			return sandbox.ErrUnchanged
 		}
 		if pid != 0 && r.UnitPID != 0 && r.UnitPID != pid {
-			return errUnchanged
+			return sandbox.ErrUnchanged
 		}
 		delete(pf.Reservations, unit)
 		return nil
-	}))
+	})
 }

@@ -419,15 +419,15 @@ func recordExit(c *ctxinject.Ctx, p *procs.Proc) {
 		state = "stopped"
 	}
 	now := c.Clock.Now()
-	err := ignoreUnchanged(sandbox.UpdateJSON(c.Files, UnitsPath, func(uf *UnitsFile, _ bool) error {
+	err := sandbox.UpdateJSON(c.Files, UnitsPath, func(uf *UnitsFile, _ bool) error {
 		rec := uf.Units[p.Unit]
 		if rec == nil || rec.PID != p.PID || rec.StartTicks != p.StartTicks {
-			return errUnchanged
+			return sandbox.ErrUnchanged
 		}
 		rec.State, rec.Signal, rec.ExitedAt = state, sig, &now
 		rec.ExitCode = &code
 		return nil
-	}))
+	})
 	if err == nil && p.Stopped() {
 		err = releasePort(c, p.Unit, p.PID)
 	}
@@ -572,14 +572,14 @@ func stopUnit(ctx context.Context, c *ctxinject.Ctx, id string, rec *UnitRecord)
 	now := c.Clock.Now()
 	st.State, st.ExitCode, st.Signal = "stopped", nil, ""
 	st.Note = fmt.Sprintf("exit code unknown: the unit was started by toolhost pid %d, so this process cannot read its exit status", rec.OwnerPID)
-	err = ignoreUnchanged(sandbox.UpdateJSON(c.Files, UnitsPath, func(uf *UnitsFile, _ bool) error {
+	err = sandbox.UpdateJSON(c.Files, UnitsPath, func(uf *UnitsFile, _ bool) error {
 		r := uf.Units[id]
 		if r == nil || r.PID != rec.PID || r.StartTicks != rec.StartTicks {
-			return errUnchanged
+			return sandbox.ErrUnchanged
 		}
 		r.State, r.ExitedAt, r.ExitCode, r.Signal = "stopped", &now, nil, ""
 		return nil
-	}))
+	})
 	if err == nil {
 		err = releasePort(c, id, rec.PID)
 	}

@@ -216,14 +216,3 @@ func knownUnits(c *ctxinject.Ctx) ([]string, error) {
 	sort.Strings(ids)
 	return ids, nil
 }
-
-// errUnchanged ends an update without writing; callers treat it as success.
-var errUnchanged = errors.New("unchanged")
-
-// ignoreUnchanged maps errUnchanged to nil.
-func ignoreUnchanged(err error) error {
-	if errors.Is(err, errUnchanged) {
-		return nil
-	}
-	return err
-}
