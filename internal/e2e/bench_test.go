@@ -55,8 +55,12 @@ func (s *loadServer) stop() {
 // memKB returns a field of the server's /proc status (VmRSS, VmHWM,
 // RssAnon: the heap and stacks, without the binary's file-backed pages) in
 // KiB.
-func (s *loadServer) memKB(field string) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+func (s *loadServer) memKB(field string) int { return s.procKB("status", field) }
+
+// procKB returns field of /proc/PID/<file> in KiB ("Pss" of smaps_rollup:
+// the pages shared with other processes counted as a share of them).
+func (s *loadServer) procKB(file, field string) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", s.cmd.Process.Pid, file))
 	if err != nil {
 		return -1
 	}
@@ -212,5 +216,43 @@ func BenchmarkStdioRSSGrowth(b *testing.B) {
 		b.ReportMetric(float64(s.memKB("RssAnon"))/1024, "anon@100k-MiB")
 		b.ReportMetric(float64(s.memKB("VmHWM"))/1024, "peak-RSS-MiB")
 		s.stop()
+	}
+}
+
+// BenchmarkStdioSixSessions is the deployment the PRD describes: six agent
+// sessions, each with its own toolhost, on one machine (all six run the same
+// Integrator load here; memory does not depend on the agent). It runs 10k
+// calls in each and reports what a session costs on average once the
+// binary's file-backed pages (the same page cache for all six) are shared:
+// PSS, and its anonymous part, next to the RSS each session shows.
+func BenchmarkStdioSixSessions(b *testing.B) {
+	const sessions, calls = 6, 10000
+	for n := 0; n < b.N; n++ {
+		var ss []*loadServer
+		for range sessions {
+			ss = append(ss, startLoadServer(b))
+		}
+		for i := 1; i <= calls; i++ {
+			for _, s := range ss {
+				fmt.Fprintf(s.in, benchCall, i)
+			}
+			for _, s := range ss {
+				if line, err := s.out.ReadBytes('\n'); err != nil || !bytes.Contains(line, []byte(`"ok":true`)) {
+					b.Fatalf("call %d: %v %s", i, err, line)
+				}
+			}
+		}
+		var rss, pss, pssAnon int
+		for _, s := range ss {
+			rss += s.procKB("smaps_rollup", "Rss")
+			pss += s.procKB("smaps_rollup", "Pss")
+			pssAnon += s.procKB("smaps_rollup", "Pss_Anon")
+		}
+		for _, s := range ss {
+			s.stop()
+		}
+		b.ReportMetric(float64(rss)/sessions/1024, "RSS/session-MiB")
+		b.ReportMetric(float64(pss)/sessions/1024, "PSS/session-MiB")
+		b.ReportMetric(float64(pssAnon)/sessions/1024, "anon/session-MiB")
 	}
 }
