@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -74,11 +75,7 @@ func Diff(cur, next *File) []Change {
 // to: unknown permissions (denied) and retries on non-read tools (ignored).
 func Warnings(f *File) []Change {
 	var out []Change
-	names := make([]string, 0, len(f.Tools))
-	for n := range f.Tools {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(f.Tools))
 	for _, n := range names {
 		r := f.Tools[n]
 		switch {

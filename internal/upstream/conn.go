@@ -6,12 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
-	"sort"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -131,11 +132,7 @@ func (c *conn) watch(sess *mcp.ClientSession, cmd *exec.Cmd) {
 func (c *conn) command() *exec.Cmd {
 	cmd := exec.Command(c.cfg.Command, c.cfg.Args...)
 	env := os.Environ()
-	keys := make([]string, 0, len(c.cfg.Env))
-	for k := range c.cfg.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(c.cfg.Env))
 	for _, k := range keys {
 		env = append(env, k+"="+c.cfg.Env[k])
 	}

@@ -3,6 +3,7 @@ package coder
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -233,11 +234,7 @@ func (b *builder) define(name string, s *schema, where string) error {
 
 // fill adds the properties of s, sorted by name, to an object type.
 func (b *builder) fill(nt *named, s *schema, where string) error {
-	keys := make([]string, 0, len(s.Properties))
-	for k := range s.Properties {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(s.Properties))
 	for _, k := range keys {
 		p := s.Properties[k]
 		t, err := b.expr(p, nt.name+pascal(k, b.goStyle), where+".properties."+k)
@@ -360,11 +357,7 @@ func (b *builder) badRef(ref, where string) error {
 	if !strings.HasPrefix(ref, "#/") {
 		return fmt.Errorf("%s: $ref %q points outside the contract; only refs within it are supported (#/definitions/X, #/$defs/X, #/components/schemas/X)", where, ref)
 	}
-	known := make([]string, 0, len(b.names))
-	for r := range b.names {
-		known = append(known, r)
-	}
-	sort.Strings(known)
+	known := slices.Sorted(maps.Keys(b.names))
 	if len(known) == 0 {
 		return fmt.Errorf("%s: $ref %q not found: the contract has no definitions, $defs or components.schemas", where, ref)
 	}

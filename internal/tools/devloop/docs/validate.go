@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -161,7 +163,7 @@ func (k *checker) checkSite(dir string) (*Site, int) {
 // checkPage runs the per-page rules.
 func (k *checker) checkPage(rel string, doc *html.Node, chapter bool) {
 	idCount := ids(doc)
-	for _, id := range sortedKeys(idCount) {
+	for _, id := range slices.Sorted(maps.Keys(idCount)) {
 		if n := idCount[id]; n > 1 {
 			k.rep.err(rel, "duplicate_id", "id %q is used %d times; ids must be unique on a page so anchors work", id, n)
 		}
@@ -182,7 +184,7 @@ func (k *checker) checkPage(rel string, doc *html.Node, chapter bool) {
 				}
 				units[u]++
 			}
-			for _, u := range sortedKeys(units) {
+			for _, u := range slices.Sorted(maps.Keys(units)) {
 				if n := units[u]; n > 1 {
 					k.rep.err(rel, "duplicate_unit", "data-unit %q is used by %d sections; give each section its own", u, n)
 				}
@@ -282,15 +284,6 @@ func (k *checker) checkIndex(dir string, s *Site) {
 	if cur, err := k.files.ReadFile(path.Join(dir, searchIndexJS)); err != nil || !bytes.Equal(cur, js) {
 		k.rep.err(path.Join(dir, searchIndexJS), "stale_index", "search-index.js does not match search-index.json, so the search box shows old results; %s", fix)
 	}
-}
-
-func sortedKeys(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // ValidatePRDSite is the validate_prd_site tool.

@@ -7,7 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -210,11 +211,7 @@ func (r *resolver) value(v any, path string) any {
 	case string:
 		return r.str(t, path)
 	case map[string]any:
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(t))
 		out := make(map[string]any, len(t))
 		for _, k := range keys {
 			out[k] = r.value(t[k], path+"/"+escapePointer(k))

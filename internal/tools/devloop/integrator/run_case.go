@@ -8,9 +8,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math/big"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -415,11 +416,7 @@ func check(e resolvedExpect, resp *http.Response, body []byte) []Mismatch {
 		diff = append(diff, Mismatch{Check: "contains", Expected: e.contains,
 			Message: fmt.Sprintf("body does not contain %q", e.contains)})
 	}
-	names := make([]string, 0, len(e.header))
-	for k := range e.header {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(e.header))
 	for _, k := range names {
 		want := e.header[k]
 		got, ok := resp.Header[http.CanonicalHeaderKey(k)]
@@ -461,11 +458,7 @@ func subset(exp, act any, ptr string, diff *[]Mismatch) {
 				Message: fmt.Sprintf("%s: expected an object, got %s", where, jsonKind(act))})
 			return
 		}
-		keys := make([]string, 0, len(e))
-		for k := range e {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(e))
 		for _, k := range keys {
 			p := ptr + "/" + escapePointer(k)
 			av, ok := a[k]
@@ -539,11 +532,7 @@ func stringifyJSON(v any) string {
 
 // capture stores the values at the JSON pointers into vars.
 func capture(spec map[string]string, body []byte, vars, captured map[string]any, diff *[]Mismatch) {
-	names := make([]string, 0, len(spec))
-	for k := range spec {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(spec))
 	doc, err := decodeJSON(body)
 	for _, name := range names {
 		ptr := spec[name]

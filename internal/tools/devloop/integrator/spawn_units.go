@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -266,11 +267,7 @@ func unitEnv(field string, u UnitInput) ([]string, error) {
 			env = append(env, k+"="+v)
 		}
 	}
-	keys := make([]string, 0, len(u.Env))
-	for k := range u.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(u.Env))
 	for _, k := range keys {
 		v := u.Env[k]
 		if !envName().MatchString(k) {
@@ -502,15 +499,12 @@ func unitStatuses(c *ctxinject.Ctx, units []UnitInput) (SpawnUnitsOutput, error)
 
 // requestedIDs are the ids asked for, or every recorded unit.
 func requestedIDs(uf UnitsFile, units []UnitInput) []string {
-	var ids []string
-	for _, u := range units {
-		ids = append(ids, u.ID)
-	}
 	if len(units) == 0 {
-		for id := range uf.Units {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
+		return slices.Sorted(maps.Keys(uf.Units))
+	}
+	ids := make([]string, len(units))
+	for i, u := range units {
+		ids[i] = u.ID
 	}
 	return ids
 }
