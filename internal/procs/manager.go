@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 )
 
 // Owner is what a tool sees of the session's process owner (ctxinject
@@ -213,9 +214,8 @@ loop:
 	code, sig := -1, ""
 	if st := p.cmd.ProcessState; st != nil {
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			sig = ws.Signal().String()
-			if name := signalName(ws.Signal()); name != "" {
-				sig = name
+			if sig = unix.SignalName(ws.Signal()); sig == "" {
+				sig = ws.Signal().String()
 			}
 		} else {
 			code = st.ExitCode()
@@ -235,22 +235,6 @@ loop:
 		p.spec.OnExit(p)
 	}
 	close(p.done)
-}
-
-func signalName(s syscall.Signal) string {
-	switch s {
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGKILL:
-		return "SIGKILL"
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGSEGV:
-		return "SIGSEGV"
-	case syscall.SIGABRT:
-		return "SIGABRT"
-	}
-	return ""
 }
 
 // rotate copies a log past its cap to its backup and truncates it. The

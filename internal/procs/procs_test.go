@@ -127,6 +127,27 @@ func TestExitCodeAndOnExit(t *testing.T) {
 	}
 }
 
+// TestSignalNames: a unit ended by a signal reports the signal's name, the
+// same way for every signal (SIGHUP as much as SIGSEGV), not a description.
+func TestSignalNames(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []string{"HUP", "SEGV", "USR1"} {
+		t.Run(sig, func(t *testing.T) {
+			t.Parallel()
+			m := NewManager(Options{})
+			defer m.Close()
+			p, err := m.Start(shSpec(t, t.TempDir(), "u", "kill -"+sig+" $$"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-p.Done()
+			if exited, _, got := p.Exit(); !exited || got != "SIG"+sig {
+				t.Fatalf("exit = %v signal %q, want SIG%s", exited, got, sig)
+			}
+		})
+	}
+}
+
 func TestCloseStopsEveryUnitAndIsIdempotent(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
