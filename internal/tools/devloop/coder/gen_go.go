@@ -131,7 +131,7 @@ func uniqueGoDecls(src []byte) error {
 	if err != nil {
 		return err
 	}
-	var names [][]string
+	var names []string
 	for _, d := range f.Decls {
 		g, ok := d.(*ast.GenDecl)
 		if !ok {
@@ -140,10 +140,10 @@ func uniqueGoDecls(src []byte) error {
 		for _, s := range g.Specs {
 			switch s := s.(type) {
 			case *ast.TypeSpec:
-				names = append(names, []string{"", s.Name.Name})
+				names = append(names, s.Name.Name)
 			case *ast.ValueSpec:
 				for _, n := range s.Names {
-					names = append(names, []string{"", n.Name})
+					names = append(names, n.Name)
 				}
 			}
 		}

@@ -92,7 +92,11 @@ func generateTS(m *model) ([]byte, error) {
 	}
 	b.WriteString("} as const;\n\nexport type RouteId = keyof typeof routes;\n")
 	out := b.String()
-	if err := uniqueDecls(tsDecl().FindAllStringSubmatch(out, -1)); err != nil {
+	var names []string
+	for _, m := range tsDecl().FindAllStringSubmatch(out, -1) {
+		names = append(names, m[1])
+	}
+	if err := uniqueDecls(names); err != nil {
 		return nil, err
 	}
 	return []byte(out), nil
@@ -108,13 +112,14 @@ func (e *ErrNameClash) Error() string {
 	return fmt.Sprintf("two parts of the contract generate the name %s (an endpoint id and a definition, or two definitions that differ only in case or punctuation); rename one of them", e.Name)
 }
 
-func uniqueDecls(matches [][]string) error {
+// uniqueDecls refuses a list of declared top-level names with a repeat.
+func uniqueDecls(names []string) error {
 	seen := map[string]bool{}
-	for _, m := range matches {
-		if seen[m[1]] {
-			return &ErrNameClash{Name: m[1]}
+	for _, n := range names {
+		if seen[n] {
+			return &ErrNameClash{Name: n}
 		}
-		seen[m[1]] = true
+		seen[n] = true
 	}
 	return nil
 }
