@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"time"
 
 	"github.com/toolhost/toolhost/internal/ctxinject"
 	"github.com/toolhost/toolhost/internal/sandbox"
@@ -123,20 +124,15 @@ func bindPort(c *ctxinject.Ctx, unit string, port, pid int, ticks uint64) error 
 	})
 }
 
-// portHolder returns the unit (other than unit) whose live reservation
-// holds port, or "".
-func portHolder(c *ctxinject.Ctx, unit string, port int) (string, error) {
-	pf, err := loadPorts(c)
-	if err != nil {
-		return "", err
-	}
-	now := c.Clock.Now()
+// holder returns the unit (other than unit) whose live reservation holds
+// port, or "".
+func (pf PortsFile) holder(unit string, port int, now time.Time) string {
 	for other, r := range pf.Reservations {
 		if other != unit && r.Port == port && r.held(now) {
-			return other, nil
+			return other
 		}
 	}
-	return "", nil
+	return ""
 }
 
 // releasePort drops the unit's reservation, unless it now belongs to a

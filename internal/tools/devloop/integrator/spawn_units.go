@@ -199,20 +199,16 @@ func prepareStart(c *ctxinject.Ctx, i int, u UnitInput) (procs.Spec, string, int
 	if err != nil {
 		return procs.Spec{}, "", 0, err
 	}
+	pf, err := loadPorts(c)
+	if err != nil {
+		return procs.Spec{}, "", 0, err
+	}
 	port := u.Port
 	if port == 0 {
-		pf, err := loadPorts(c)
-		if err != nil {
-			return procs.Spec{}, "", 0, err
-		}
 		port = pf.Reservations[u.ID].Port
 	}
 	if port != 0 {
-		holder, err := portHolder(c, u.ID, port)
-		if err != nil {
-			return procs.Spec{}, "", 0, err
-		}
-		if holder != "" {
+		if holder := pf.holder(u.ID, port, c.Clock.Now()); holder != "" {
 			return procs.Spec{}, "", 0, failStart("port %d is reserved by unit %s; call port_picker for %s or pass another port", port, holder, u.ID)
 		}
 		env = setEnv(env, "PORT", strconv.Itoa(port))

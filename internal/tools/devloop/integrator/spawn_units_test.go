@@ -206,6 +206,9 @@ func TestSpawnStartRejectsBadUnits(t *testing.T) {
 	if err := os.Symlink(t.TempDir(), filepath.Join(e.dir, "units", "outside")); err != nil {
 		t.Fatal(err)
 	}
+	if err := e.c.Files.WriteJSON(PortsPath, PortsFile{Reservations: map[string]Reservation{"other": {Port: 4321, ReservedAt: time.Now()}}}); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		unit UnitInput
@@ -219,6 +222,7 @@ func TestSpawnStartRejectsBadUnits(t *testing.T) {
 		{"bad env name", UnitInput{ID: "ok", Argv: []string{bin}, Env: map[string]string{"A-B": "1"}}, "not a valid variable name"},
 		{"program not on PATH", UnitInput{ID: "ok", Argv: []string{"no-such-program-xyz"}}, "not found on PATH"},
 		{"relative program missing", UnitInput{ID: "ok", Argv: []string{"./server"}}, "no such file"},
+		{"port another unit holds", UnitInput{ID: "ok", Argv: []string{bin}, Port: 4321}, "port 4321 is reserved by unit other"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
