@@ -221,7 +221,7 @@ func (b *builder) define(name string, s *schema, where string) error {
 		return b.fill(nt, s, where)
 	case len(s.Enum) > 0 && s.Ref == "":
 		nt.kind = "enum"
-		nt.enum, nt.enumBase = enumValues(s.Enum, s.Type)
+		nt.enum, nt.enumBase = s.Enum, enumBase(s.Enum, s.Type)
 		return nil
 	}
 	t, err := b.expr(s, name, where)
@@ -301,9 +301,7 @@ func (b *builder) expr(s *schema, hint, where string) (texpr, error) {
 			nullable = true
 		}
 		name := b.claim(hint)
-		nt := &named{name: name, doc: s.Description, kind: "enum"}
-		nt.enum, nt.enumBase = enumValues(vals, s.Type)
-		b.types = append(b.types, nt)
+		b.types = append(b.types, &named{name: name, doc: s.Description, kind: "enum", enum: vals, enumBase: enumBase(vals, s.Type)})
 		return texpr{kind: "named", name: name, nullable: nullable}, nil
 	case len(s.Const) > 0:
 		return texpr{kind: "literal", literal: s.Const, nullable: nullable}, nil
@@ -364,9 +362,9 @@ func (b *builder) badRef(ref, where string) error {
 	return fmt.Errorf("%s: $ref %q not found in the contract (defined: %s)", where, ref, strings.Join(known, ", "))
 }
 
-// enumValues returns the values and their common JSON type; numbers are
-// "integer" when the schema says so.
-func enumValues(vals []json.RawMessage, declared typeList) ([]json.RawMessage, string) {
+// enumBase is the common JSON type of the values ("" when mixed); numbers
+// are "integer" when the schema says so.
+func enumBase(vals []json.RawMessage, declared typeList) string {
 	base := ""
 	for i, v := range vals {
 		t := "number"
@@ -385,7 +383,7 @@ func enumValues(vals []json.RawMessage, declared typeList) ([]json.RawMessage, s
 			base = ""
 		}
 	}
-	return vals, base
+	return base
 }
 
 var pathParam = lazyre.New(`:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\}`)
