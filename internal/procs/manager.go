@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -302,10 +304,7 @@ func (m *Manager) stop(ctx context.Context, p *Proc) (StopReport, error) {
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	m.closed = true
-	procs := make([]*Proc, 0, len(m.procs))
-	for _, p := range m.procs {
-		procs = append(procs, p)
-	}
+	procs := slices.Collect(maps.Values(m.procs))
 	m.mu.Unlock()
 	errs := make([]error, len(procs))
 	var wg sync.WaitGroup

@@ -3,6 +3,7 @@ package upstream
 import (
 	"cmp"
 	"context"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -168,12 +169,7 @@ func (m *Manager) Apply(f *policy.File) {
 
 // list returns the servers in policy order; the caller holds m.mu.
 func (m *Manager) list() []*server {
-	out := make([]*server, 0, len(m.servers))
-	for _, s := range m.servers {
-		out = append(out, s)
-	}
-	slices.SortFunc(out, func(a, b *server) int { return cmp.Compare(a.rank, b.rank) })
-	return out
+	return slices.SortedFunc(maps.Values(m.servers), func(a, b *server) int { return cmp.Compare(a.rank, b.rank) })
 }
 
 func (m *Manager) changed() {

@@ -146,13 +146,7 @@ func (r *resolver) env(name string) (any, string) {
 	if name == "" {
 		return nil, "name the variable: {{env:<NAME>}}"
 	}
-	allowed := false
-	for _, n := range r.c.Settings.EnvAllowList {
-		if strings.EqualFold(n, name) {
-			allowed = true
-		}
-	}
-	if !allowed {
+	if !slices.ContainsFunc(r.c.Settings.EnvAllowList, func(n string) bool { return strings.EqualFold(n, name) }) {
 		list := strings.Join(r.c.Settings.EnvAllowList, ", ")
 		if list == "" {
 			list = "none"

@@ -181,9 +181,7 @@ func runCase(ctx context.Context, c *ctxinject.Ctx, in RunCaseInput) (RunCaseOut
 	}
 	started := c.Clock.Now()
 	vars := map[string]any{}
-	for k, v := range cs.Vars {
-		vars[k] = v
-	}
+	maps.Copy(vars, cs.Vars)
 	client := loopbackClient()
 	results := make([]StepResult, len(cs.Steps))
 	failed := false

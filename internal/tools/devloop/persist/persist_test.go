@@ -73,7 +73,7 @@ func TestCheckGraph(t *testing.T) {
 		{"unknown dependency", steps("step-001<step-009"), "unknown step step-009"},
 		{"self dependency", steps("step-001<step-001"), "depends on itself"},
 		{"two-step cycle", steps("step-001<step-002", "step-002<step-001"), "cycle: step-001 → step-002 → step-001"},
-		{"long cycle", steps("step-001<step-003", "step-002<step-001", "step-003<step-002"), "cycle"},
+		{"long cycle", steps("step-001<step-003", "step-002<step-001", "step-003<step-002"), "cycle: step-001 → step-003 → step-002 → step-001"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package persist
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -123,11 +124,7 @@ func checkGraph(items []TodoItemInput) string {
 		for _, d := range items[i].DependsOn {
 			j := index[d]
 			if color[j] == grey {
-				for k, id := range stack {
-					if id == d {
-						cycle = append(append([]string{}, stack[k:]...), d)
-					}
-				}
+				cycle = append(slices.Clone(stack[slices.Index(stack, d):]), d)
 				return true
 			}
 			if color[j] == white && visit(j) {
