@@ -134,6 +134,30 @@ func TestContractBridgeKeepsBuiltinNamesFree(t *testing.T) {
 	}
 }
 
+// Go names that collide inside one type (struct fields, enum constants)
+// get 2, 3 … like top-level names do.
+func TestContractBridgeGoNumbersCollidingNames(t *testing.T) {
+	t.Parallel()
+	c := newCtx(t, "u")
+	p := filepath.Join(c.ProjectDir, "contracts", "c.json")
+	_ = os.MkdirAll(filepath.Dir(p), 0o755)
+	contractJSON := `{"name":"c","definitions":{"Mode":{"type":"string","enum":["in-progress","in_progress","inProgress"]}},"endpoints":[{"id":"get","method":"GET","path":"/r","status":200,"response":{"type":"object","properties":{"a-b":{"type":"string"},"a_b":{"type":"integer"}}}}]}`
+	if err := os.WriteFile(p, []byte(contractJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := call[ContractBridgeOutput](t, c, ContractBridge(), map[string]any{"contract": "c", "lang": "go"})
+	if err != nil || !out.OK {
+		t.Fatalf("%v %+v", err, out)
+	}
+	got, _ := os.ReadFile(filepath.Join(c.ProjectDir, out.Files[0]))
+	for _, want := range []string{"AB  string `json:\"a-b,omitempty\"`", "AB2 int64  `json:\"a_b,omitempty\"`",
+		`ModeInProgress  Mode = "in-progress"`, `ModeInProgress2 Mode = "in_progress"`, `ModeInProgress3 Mode = "inProgress"`} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+}
+
 func TestContractBridgeWritesIntoTheUnit(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ lang, file string }{{"ts", "units/todo-be/src/contract.gen.ts"}, {"go", "units/todo-be/src/contract_gen.go"}} {

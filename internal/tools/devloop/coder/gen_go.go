@@ -32,11 +32,7 @@ func generateGo(m *model, pkg string) ([]byte, error) {
 			fmt.Fprintf(&b, "type %s struct {\n", t.name)
 			fields := map[string]bool{}
 			for _, f := range t.props {
-				name := pascal(f.json, true)
-				for i := 2; fields[name]; i++ {
-					name = fmt.Sprintf("%s%d", pascal(f.json, true), i)
-				}
-				fields[name] = true
+				name := unique(fields, pascal(f.json, true))
 				goDoc(&b, "", f.doc, "\t")
 				typ := goType(f.typ)
 				tag := f.json
@@ -67,11 +63,7 @@ func generateGo(m *model, pkg string) ([]byte, error) {
 				if err := json.Unmarshal(v, &s); err != nil {
 					return nil, fmt.Errorf("enum %s: value %s is not a string: %w", t.name, v, err)
 				}
-				c := t.name + pascal(s, true)
-				for i := 2; used[c]; i++ {
-					c = fmt.Sprintf("%s%s%d", t.name, pascal(s, true), i)
-				}
-				used[c] = true
+				c := unique(used, t.name+pascal(s, true))
 				fmt.Fprintf(&b, "\t%s %s = %s\n", c, t.name, strconv.Quote(s))
 			}
 			b.WriteString(")\n\n")

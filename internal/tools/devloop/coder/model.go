@@ -177,12 +177,15 @@ func unescapePointer(s string) string {
 }
 
 // claim reserves a top-level name, suffixing 2, 3 … on a clash.
-func (b *builder) claim(name string) string {
+func (b *builder) claim(name string) string { return unique(b.taken, name) }
+
+// unique marks and returns the first of name, name2, name3 … not in taken.
+func unique(taken map[string]bool, name string) string {
 	n := name
-	for i := 2; b.taken[n]; i++ {
+	for i := 2; taken[n]; i++ {
 		n = fmt.Sprintf("%s%d", name, i)
 	}
-	b.taken[n] = true
+	taken[n] = true
 	return n
 }
 
