@@ -82,7 +82,17 @@ type checker struct {
 type readPage struct {
 	ok   bool // false: unreadable
 	data []byte
-	doc  *html.Node // nil: unreadable or unparsable
+	doc  *html.Node     // nil: unreadable or unparsable
+	ids  map[string]int // the doc's ids, counted on first use
+}
+
+// idCounts returns ids(p.doc), walking the page once however many anchors
+// point into it.
+func (p *readPage) idCounts() map[string]int {
+	if p.ids == nil {
+		p.ids = ids(p.doc)
+	}
+	return p.ids
 }
 
 func newChecker(files ctxinject.Files, rep *report) *checker {
@@ -162,7 +172,7 @@ func (k *checker) checkSite(dir string) (*Site, int) {
 
 // checkPage runs the per-page rules.
 func (k *checker) checkPage(rel string, doc *html.Node, chapter bool) {
-	idCount := ids(doc)
+	idCount := k.read(rel).idCounts()
 	for _, id := range slices.Sorted(maps.Keys(idCount)) {
 		if n := idCount[id]; n > 1 {
 			k.rep.err(rel, "duplicate_id", "id %q is used %d times; ids must be unique on a page so anchors work", id, n)
@@ -230,11 +240,11 @@ func (k *checker) checkLink(rel string, n *html.Node, key, raw string) {
 	if u.Fragment == "" || !strings.HasSuffix(target, ".html") {
 		return
 	}
-	doc := k.doc(target)
-	if doc == nil {
+	page := k.read(target)
+	if page.doc == nil {
 		return
 	}
-	if ids(doc)[u.Fragment] == 0 {
+	if page.idCounts()[u.Fragment] == 0 {
 		k.rep.err(rel, "broken_anchor", "<%s %s=%q>: %s has no element with id %q", n.Data, key, raw, target, u.Fragment)
 	}
 }
