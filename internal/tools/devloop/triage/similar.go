@@ -173,6 +173,11 @@ func (x *similarIndex) vector(text string) []posting {
 			tf[id]++
 		}
 	}
+	return x.weigh(tf)
+}
+
+// weigh turns term counts into a normalised TF-IDF vector (tf = 1+ln n).
+func (x *similarIndex) weigh(tf map[int32]int) []posting {
 	vec := make([]posting, 0, len(tf))
 	for id, n := range tf {
 		vec = append(vec, posting{Term: id, W: float32((1 + math.Log(float64(n))) * float64(x.IDF[id]))})
@@ -367,11 +372,7 @@ func buildIndex(c *ctxinject.Ctx, ids []string, fp string) *similarIndex {
 	}
 	x.Docs = make([][]posting, len(tfs))
 	for d, tf := range tfs {
-		vec := make([]posting, 0, len(tf))
-		for tid, k := range tf {
-			vec = append(vec, posting{Term: tid, W: float32((1 + math.Log(float64(k))) * float64(x.IDF[tid]))})
-		}
-		x.Docs[d] = normalize(vec)
+		x.Docs[d] = x.weigh(tf)
 	}
 	return x
 }
