@@ -1,11 +1,13 @@
 package triage
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -254,11 +256,9 @@ func decide(f *facts) ClassifyOutput {
 // recent reports.
 func checkFlaky(f *facts) []Signal {
 	var out []Signal
-	keys := make([]citedTest, 0, len(f.History))
-	for k := range f.History {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].Name < keys[j].Name })
+	keys := slices.SortedFunc(maps.Keys(f.History), func(a, b citedTest) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.File, b.File))
+	})
 	for _, k := range keys {
 		var passed, failed string
 		for _, o := range f.History[k] {
