@@ -104,8 +104,8 @@ func TestUnitAssignment(t *testing.T) {
 			}
 			page := p.read("prd/goals.html")
 			for _, id := range tc.want {
-				if !strings.Contains(page, `data-unit="`+id+`" id="`+id+`"`) && !strings.Contains(page, `data-unit="`+id+`"`) {
-					t.Errorf("page lacks data-unit %q", id)
+				if !strings.Contains(page, `data-unit="`+id+`" id="`+id+`"`) {
+					t.Errorf("page lacks a section with data-unit and id %q", id)
 				}
 			}
 		})
