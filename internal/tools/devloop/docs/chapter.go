@@ -78,11 +78,7 @@ func writePage(c *ctxinject.Ctx, s *Site, p Page, body string) (WriteOutput, err
 		holder.AppendChild(n)
 	}
 	units, notes := assignUnits(holder)
-	var kids []*html.Node
-	for n := holder.FirstChild; n != nil; n = n.NextSibling {
-		kids = append(kids, n)
-	}
-	page, err := renderPage(s, p, kids)
+	page, err := renderPage(s, p, holder)
 	if err != nil {
 		return WriteOutput{}, err
 	}

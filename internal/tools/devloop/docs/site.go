@@ -119,8 +119,9 @@ type indexView struct {
 	First                      *Page
 }
 
-// renderPage renders the shell of page p with body as the article content.
-func renderPage(s *Site, p Page, body []*html.Node) ([]byte, error) {
+// renderPage renders the shell of page p with the children of body (moved,
+// not copied) as the article content; a nil body leaves the article empty.
+func renderPage(s *Site, p Page, body *html.Node) ([]byte, error) {
 	v := pageView{Kind: s.Kind, KindLabel: kindLabels[s.Kind], SiteTitle: s.Title, Title: p.Title, Page: p.Page}
 	v.Root = strings.Repeat("../", strings.Count(p.Page, "/"))
 	if _, i := s.chapter(p.ID); i >= 0 && s.Chapters[i].Page == p.Page {
@@ -139,14 +140,31 @@ func renderPage(s *Site, p Page, body []*html.Node) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	article := articleOf(doc)
-	for _, n := range body {
-		if n.Parent != nil {
-			n.Parent.RemoveChild(n)
+	if body != nil {
+		article := articleOf(doc)
+		for n := body.FirstChild; n != nil; n = body.FirstChild {
+			body.RemoveChild(n)
+			article.AppendChild(n)
 		}
-		article.AppendChild(n)
 	}
 	return render(doc)
+}
+
+// keptArticle returns the <article class="body"> of the page at rel when it
+// reads, parses and has content, else nil.
+func keptArticle(files ctxinject.Files, rel string) *html.Node {
+	b, err := files.ReadFile(rel)
+	if err != nil {
+		return nil
+	}
+	doc, err := parseDocument(b)
+	if err != nil {
+		return nil
+	}
+	if a := articleOf(doc); a != nil && a.FirstChild != nil {
+		return a
+	}
+	return nil
 }
 
 // renderIndex renders the site's index page.
@@ -259,17 +277,10 @@ func bootstrap(_ context.Context, c *ctxinject.Ctx, dir string, in BootstrapInpu
 		}
 	}
 	for _, p := range s.pages() {
-		var body []*html.Node
+		var body *html.Node
 		if exists {
-			if b, err := c.Files.ReadFile(path.Join(dir, p.Page)); err == nil {
-				if doc, err := parseDocument(b); err == nil {
-					if a := articleOf(doc); a != nil && a.FirstChild != nil {
-						for n := a.FirstChild; n != nil; n = n.NextSibling {
-							body = append(body, n)
-						}
-						out.Kept = append(out.Kept, p.Page)
-					}
-				}
+			if body = keptArticle(c.Files, path.Join(dir, p.Page)); body != nil {
+				out.Kept = append(out.Kept, p.Page)
 			}
 		}
 		b, err := renderPage(s, p, body)
