@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,27 +41,14 @@ type Server struct {
 	// toolPolicy and the policy permission decide).
 	Visible func(name string) bool
 
-	mu          sync.Mutex
-	initialized bool
-	clientCaps  ClientCapabilities
-	peer        rpc.Peer
-	listMu      sync.Mutex
-	listCache   atomic.Pointer[listing]
-	logLevel    atomic.Int32
-}
-
-// ClientCapabilities is what toolhost reads of the client's capabilities.
-type ClientCapabilities struct {
-	Elicitation *json.RawMessage `json:"elicitation,omitempty"`
-	Roots       *json.RawMessage `json:"roots,omitempty"`
-	Sampling    *json.RawMessage `json:"sampling,omitempty"`
-}
-
-// ClientCaps returns the capabilities the client declared in initialize.
-func (s *Server) ClientCaps() ClientCapabilities {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.clientCaps
+	mu        sync.Mutex
+	peer      rpc.Peer
+	listMu    sync.Mutex
+	listCache atomic.Pointer[listing]
+	logLevel  atomic.Int32
+	// formElicit is set by initialize when the client can answer form-mode
+	// elicitation/create; tools/call reads it on every call.
+	formElicit atomic.Bool
 }
 
 type listing struct {
@@ -186,18 +174,17 @@ func (s *Server) Handle(ctx context.Context, peer rpc.Peer, method string, param
 // Notification implements rpc.Handler.
 func (s *Server) Notification(_ context.Context, peer rpc.Peer, method string, _ json.RawMessage) {
 	if method == "notifications/initialized" {
-		s.mu.Lock()
-		s.initialized = true
-		s.peer = peer
-		s.mu.Unlock()
+		s.rememberPeer(peer)
 	}
 }
 
 func (s *Server) initialize(params json.RawMessage) (any, error) {
 	var p struct {
-		ProtocolVersion string             `json:"protocolVersion"`
-		Capabilities    ClientCapabilities `json:"capabilities"`
-		ClientInfo      struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		Capabilities    struct {
+			Elicitation json.RawMessage `json:"elicitation"`
+		} `json:"capabilities"`
+		ClientInfo struct {
 			Name    string `json:"name"`
 			Version string `json:"version"`
 		} `json:"clientInfo"`
@@ -206,14 +193,10 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 		return nil, rpc.NewError(rpc.CodeInvalidParams, "initialize: "+err.Error())
 	}
 	version := SupportedVersions[0]
-	for _, v := range SupportedVersions {
-		if v == p.ProtocolVersion {
-			version = v
-		}
+	if slices.Contains(SupportedVersions, p.ProtocolVersion) {
+		version = p.ProtocolVersion
 	}
-	s.mu.Lock()
-	s.clientCaps = p.Capabilities
-	s.mu.Unlock()
+	s.formElicit.Store(formElicitation(p.Capabilities.Elicitation))
 	s.Log.Info().Str("event", "initialize").Str("client", p.ClientInfo.Name).Str("client_version", p.ClientInfo.Version).
 		Str("requested", p.ProtocolVersion).Str("negotiated", version).Msg("client initialized")
 	return map[string]any{
@@ -311,7 +294,7 @@ func (s *Server) callTool(ctx context.Context, peer rpc.Peer, params json.RawMes
 	if tok := req.Meta.ProgressToken; len(tok) > 0 && string(tok) != "null" {
 		req.Progress = progressSender(ctx, peer, tok)
 	}
-	if s.ClientCaps().formElicitation() {
+	if s.formElicit.Load() {
 		req.Elicit = elicitor(peer)
 	}
 	out := s.Engine.Call(ctx, req)
@@ -360,15 +343,13 @@ func article(t string) string {
 	return "a " + t
 }
 
-// formElicitation reports whether the client can answer form-mode
-// elicitation/create: an empty elicitation object (every revision) or one
-// naming "form" (2025-11-25, where a client may offer only "url").
-func (c ClientCapabilities) formElicitation() bool {
-	if c.Elicitation == nil {
-		return false
-	}
+// formElicitation reports whether the elicitation capability a client
+// declared lets it answer form-mode elicitation/create: an empty object
+// (every revision) or one naming "form" (2025-11-25, where a client may
+// offer only "url"). An absent capability (or null) does not.
+func formElicitation(elicitation json.RawMessage) bool {
 	var modes map[string]json.RawMessage
-	if json.Unmarshal(*c.Elicitation, &modes) != nil {
+	if json.Unmarshal(elicitation, &modes) != nil || modes == nil {
 		return false
 	}
 	_, form := modes["form"]
@@ -435,21 +416,12 @@ func successResult(structured json.RawMessage) json.RawMessage {
 // Log levels of MCP logging/setLevel, in order.
 var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
-func levelIndex(l string) int {
-	for i, n := range logLevels {
-		if n == l {
-			return i
-		}
-	}
-	return -1
-}
-
 func (s *Server) setLevel(params json.RawMessage) (any, error) {
 	var p struct {
 		Level string `json:"level"`
 	}
 	_ = json.Unmarshal(orEmpty(params), &p)
-	i := levelIndex(p.Level)
+	i := slices.Index(logLevels, p.Level)
 	if i < 0 {
 		return nil, rpc.NewError(rpc.CodeInvalidParams, fmt.Sprintf("logging/setLevel: level must be one of %s", strings.Join(logLevels, ", ")))
 	}
@@ -468,7 +440,7 @@ func (s *Server) clientLog(ctx context.Context, peer rpc.Peer, out *engine.Outco
 	if out.Status == audit.StatusError {
 		level = "error"
 	}
-	if int32(levelIndex(level))+1 < set {
+	if int32(slices.Index(logLevels, level))+1 < set {
 		return
 	}
 	_ = peer.Notify(ctx, "notifications/message", map[string]any{

@@ -120,3 +120,18 @@ func TestCallParamErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestFormElicitation: which declared elicitation capabilities let the
+// server ask through a form.
+func TestFormElicitation(t *testing.T) {
+	t.Parallel()
+	cases := map[string]bool{
+		``: false, `null`: false, `true`: false, `{}`: true,
+		`{"form":{}}`: true, `{"form":{},"url":{}}`: true, `{"url":{}}`: false,
+	}
+	for caps, want := range cases {
+		if got := formElicitation(json.RawMessage(caps)); got != want {
+			t.Errorf("elicitation %q: form %t, want %t", caps, got, want)
+		}
+	}
+}
