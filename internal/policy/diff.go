@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -111,17 +110,9 @@ func ruleDiff(a, b Rule) string {
 	return strings.Join(parts, "; ")
 }
 
+// unionKeys returns the keys of a and b, sorted, each once.
 func unionKeys[V any](a, b map[string]V) []string {
-	seen := map[string]bool{}
-	var keys []string
-	for _, m := range []map[string]V{a, b} {
-		for k := range m {
-			if !seen[k] {
-				seen[k] = true
-				keys = append(keys, k)
-			}
-		}
-	}
-	sort.Strings(keys)
-	return keys
+	keys := slices.AppendSeq(slices.Collect(maps.Keys(a)), maps.Keys(b))
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
