@@ -100,19 +100,24 @@ func (t Timeline) lastSeq() (seq int64, torn bool, err error) {
 	return 0, false, fmt.Errorf("%s has no readable entry; repair or move the file", TimelinePath)
 }
 
-// lastSeqIn finds the seq of the last parseable line of b.
+// lastSeqIn finds the seq of the last parseable line of b, walking back
+// from the end line by line (the last line is nearly always the one).
 func lastSeqIn(b []byte) (int64, bool) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return 0, true
 	}
-	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
-	for i := len(lines) - 1; i >= 0; i-- {
+	rest := bytes.TrimRight(b, "\n")
+	for {
+		i := bytes.LastIndexByte(rest, '\n')
 		var e struct {
 			Seq int64 `json:"seq"`
 		}
-		if json.Unmarshal(lines[i], &e) == nil && e.Seq > 0 {
+		if json.Unmarshal(rest[i+1:], &e) == nil && e.Seq > 0 {
 			return e.Seq, true
 		}
+		if i < 0 {
+			return 0, false
+		}
+		rest = rest[:i]
 	}
-	return 0, false
 }
