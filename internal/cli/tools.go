@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -29,6 +30,15 @@ func agentTools(reg *registry.Registry, ag *agents.Agent) []*registry.Entry {
 		}
 	}
 	return out
+}
+
+// writeToolsList prints entries as a tools/list result: {"tools": [...]}.
+func writeToolsList(w io.Writer, entries []*registry.Entry) error {
+	list := make([]server.ToolEntry, len(entries))
+	for i, e := range entries {
+		list[i] = server.ToolEntryOf(e.Spec)
+	}
+	return writeJSON(w, map[string]any{"tools": list})
 }
 
 func loadAgent(file, name string) (*agents.Agent, error) {
@@ -61,11 +71,7 @@ func newToolsListCmd(g *globals) *cobra.Command {
 			pol := policy.Load(policyFile, g.logger()).Current()
 			entries := agentTools(all.Registry(), ag)
 			if asJSON {
-				list := make([]server.ToolEntry, len(entries))
-				for i, e := range entries {
-					list[i] = server.ToolEntryOf(e.Spec)
-				}
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"tools": list})
+				return writeToolsList(cmd.OutOrStdout(), entries)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tPERMISSION\tTIMEOUT\tCONFIRM\tDESCRIPTION")
@@ -125,11 +131,7 @@ func newToolsExportCmd() *cobra.Command {
 			entries := agentTools(all.Registry(), ag)
 			switch format {
 			case "mcp":
-				list := make([]server.ToolEntry, len(entries))
-				for i, e := range entries {
-					list[i] = server.ToolEntryOf(e.Spec)
-				}
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"tools": list})
+				return writeToolsList(cmd.OutOrStdout(), entries)
 			case "anthropic":
 				list := make([]anthropicTool, len(entries))
 				for i, e := range entries {
