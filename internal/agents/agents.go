@@ -77,8 +77,8 @@ func (a *Agent) CLITools() []string {
 }
 
 // Cwd expands the cwd template (relative to the project dir).
-func (a *Agent) Cwd(cid, pid, unit string) string {
-	r := strings.NewReplacer("{cid}", cid, "{pid}", pid, "{unit_id}", unit)
+func (a *Agent) Cwd(company, project, unit string) string {
+	r := strings.NewReplacer("{cid}", company, "{pid}", project, "{unit_id}", unit)
 	cwd := r.Replace(a.Sandbox.Cwd)
 	if unit == "" && strings.Contains(a.Sandbox.Cwd, "{unit_id}") {
 		cwd = "."

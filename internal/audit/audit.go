@@ -30,7 +30,7 @@ type Row struct {
 	TS         time.Time       `json:"ts"`
 	CallID     string          `json:"call_id"`
 	SessionID  string          `json:"session_id,omitempty"`
-	PID        string          `json:"pid,omitempty"`
+	ProjectID  string          `json:"pid,omitempty"`
 	Agent      string          `json:"agent"`
 	UnitID     string          `json:"unit_id,omitempty"`
 	Tool       string          `json:"tool"`

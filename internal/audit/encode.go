@@ -20,7 +20,7 @@ func (r *Row) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `","call_id":`...)
 	dst = appendString(dst, r.CallID)
 	dst = appendOptional(dst, `,"session_id":`, r.SessionID)
-	dst = appendOptional(dst, `,"pid":`, r.PID)
+	dst = appendOptional(dst, `,"pid":`, r.ProjectID)
 	dst = append(dst, `,"agent":`...)
 	dst = appendString(dst, r.Agent)
 	dst = appendOptional(dst, `,"unit_id":`, r.UnitID)

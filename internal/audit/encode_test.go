@@ -31,7 +31,7 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 	rows := []audit.Row{
 		{TS: ts, CallID: "01J", Agent: "devloop-coder", Tool: "echo", Status: audit.StatusOK},
 		{
-			TS: ts.Add(-123456789), CallID: "c-1", SessionID: "s", PID: "42", Agent: "a", UnitID: "u", Tool: "t",
+			TS: ts.Add(-123456789), CallID: "c-1", SessionID: "s", ProjectID: "42", Agent: "a", UnitID: "u", Tool: "t",
 			Source: "mcp:srv", Arguments: json.RawMessage(`{"text":"hi","n":[1,2.5,-3e-7],"o":{"k":null,"b":true}}`),
 			Status: audit.StatusRejected, ErrorKind: "validation", Error: "items[2].id: does not match pattern ^step-\\d{3}$",
 			ErrorID: "E1", RetryCount: 2, DurationMS: 12.345,

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confirm"
-	"github.com/toolhost/toolhost/internal/ctxinject"
 	"github.com/toolhost/toolhost/internal/journal"
 	"github.com/toolhost/toolhost/internal/sandbox"
 )
@@ -46,7 +46,7 @@ func newApproveCmd() *cobra.Command {
 				return err
 			}
 			defer door.Close()
-			store := &confirm.Store{Door: door, Clock: ctxinject.SystemClock{}}
+			store := &confirm.Store{Door: door, Clock: callctx.SystemClock{}}
 			w := cmd.OutOrStdout()
 			if list {
 				entries, err := store.List()

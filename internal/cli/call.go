@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/engine"
 )
 
@@ -34,7 +34,7 @@ func newCallCmd(g *globals) *cobra.Command {
 			defer s.Close()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 			defer stop()
-			out := s.Engine.Call(ctx, engine.Request{Tool: pos[0], Args: raw, Meta: ctxinject.Meta{UnitID: unit}})
+			out := s.Engine.Call(ctx, engine.Request{Tool: pos[0], Args: raw, Meta: callctx.Meta{UnitID: unit}})
 			if out.IsError {
 				return fmt.Errorf("%s (%s/%s)", out.Message, out.Status, out.Kind)
 			}

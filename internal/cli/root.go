@@ -10,7 +10,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/session"
 )
 
@@ -50,7 +50,7 @@ func (g *globals) logger() zerolog.Logger {
 
 // sessionFlags are the identity flags of serve, call and friends.
 type sessionFlags struct {
-	id         ctxinject.Identity
+	id         callctx.Identity
 	agentsFile string
 	policyFile string
 }
@@ -62,7 +62,7 @@ func (f *sessionFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.id.SessionID, "session", "", "session id (env TOOLHOST_SESSION; default: a new id)")
 	fl.StringVar(&f.id.UnitID, "unit", "", "unit id (env TOOLHOST_UNIT)")
 	fl.StringVar(&f.id.Company, "company", "", "company id (env TOOLHOST_COMPANY)")
-	fl.StringVar(&f.id.PID, "pid", "", "project id (env TOOLHOST_PID)")
+	fl.StringVar(&f.id.ProjectID, "pid", "", "project id (env TOOLHOST_PID)")
 	fl.StringVar(&f.agentsFile, "agents", "", "agents file (default: the embedded configs/agents.json)")
 	fl.StringVar(&f.policyFile, "policy", "", "tool policy file (default: the embedded configs/tools.json)")
 }

@@ -9,8 +9,8 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/contract"
-	"github.com/toolhost/toolhost/internal/ctxinject"
 	"github.com/toolhost/toolhost/internal/sandbox"
 )
 
@@ -70,7 +70,7 @@ type Door interface {
 // Store is the confirmation store of one project.
 type Store struct {
 	Door  Door
-	Clock ctxinject.Clock
+	Clock callctx.Clock
 }
 
 // Call is a call that needs confirmation.
@@ -186,7 +186,7 @@ func (s *Store) Check(c Call) (Result, error) {
 			}
 		}
 		e := &Entry{
-			ID: "cf-" + ctxinject.NewCallID(), SessionID: c.SessionID, Agent: c.Agent, Tool: c.Tool,
+			ID: "cf-" + callctx.NewCallID(), SessionID: c.SessionID, Agent: c.Agent, Tool: c.Tool,
 			ArgsHash: h, Arguments: c.Preview, CallID: c.CallID, Status: Pending, TTLMS: c.TTL.Milliseconds(),
 			CreatedAt: now, ExpiresAt: now.Add(c.TTL),
 		}

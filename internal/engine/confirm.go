@@ -135,7 +135,7 @@ func (e *Engine) supersededRow(c *Call, s *confirm.Entry) *audit.Row {
 		args.Reset()
 	}
 	return &audit.Row{
-		TS: time.Now().UTC(), CallID: s.CallID, SessionID: e.Identity.SessionID, PID: e.Identity.PID,
+		TS: time.Now().UTC(), CallID: s.CallID, SessionID: e.Identity.SessionID, ProjectID: e.Identity.ProjectID,
 		Agent: e.Identity.Agent, UnitID: e.Identity.UnitID, Tool: s.Tool, Source: c.Entry.Spec.Source,
 		Arguments: args.Bytes(), Status: audit.StatusSuperseded, ErrorKind: "confirmation",
 		Error: fmt.Sprintf("pending confirmation %s superseded by call %s with other arguments", s.ID, c.Meta.CallID),

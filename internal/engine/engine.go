@@ -18,8 +18,8 @@ import (
 
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/audit"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confirm"
-	"github.com/toolhost/toolhost/internal/ctxinject"
 	"github.com/toolhost/toolhost/internal/gopool"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/registry"
@@ -43,8 +43,8 @@ func (e *unknownToolError) Is(t error) bool       { return t == ErrUnknownTool }
 type Request struct {
 	Tool     string
 	Args     json.RawMessage
-	Meta     ctxinject.Meta
-	Progress ctxinject.ProgressFunc
+	Meta     callctx.Meta
+	Progress callctx.ProgressFunc
 	// Elicit asks the human through the client (MCP elicitation/create); nil
 	// when the client did not declare the elicitation capability, in which
 	// case confirmations go through `toolhost approve`.
@@ -74,7 +74,7 @@ type Call struct {
 	// Policy is the policy file in force when the call started; a reload
 	// never changes it for this call.
 	Policy  *policy.File
-	Ctx     *ctxinject.Ctx
+	Ctx     *callctx.Ctx
 	Result  tool.Result
 	Retries int
 	// timedOut is set by the timeout stage when the last attempt's deadline
@@ -94,9 +94,9 @@ type Engine struct {
 	Agent    *agents.Agent
 	Policy   *policy.Policy
 	Audit    audit.Sink
-	Identity ctxinject.Identity
-	Services ctxinject.Services
-	Settings ctxinject.Settings
+	Identity callctx.Identity
+	Services callctx.Services
+	Settings callctx.Settings
 	Log      zerolog.Logger
 	// Guard checks a shell command (bashguard.Check); nil allows all.
 	Guard func(command string) error
@@ -174,7 +174,7 @@ func (e *Engine) Init() {
 func (e *Engine) Call(ctx context.Context, req Request) *Outcome {
 	c := &Call{Request: req, Start: time.Now()}
 	if c.Meta.CallID == "" {
-		c.Meta.CallID = ctxinject.NewCallID()
+		c.Meta.CallID = callctx.NewCallID()
 	}
 	err := e.handler(ctx, c)
 	out := e.classify(ctx, c, err)
@@ -312,7 +312,7 @@ func (e *Engine) inject(next Handler) Handler {
 			// reloads like every other policy setting.
 			settings.EnvAllowList = c.Policy.EnvAllowList
 		}
-		cx, err := ctxinject.New(e.Identity, e.Services, settings, c.Meta, c.Progress)
+		cx, err := callctx.New(e.Identity, e.Services, settings, c.Meta, c.Progress)
 		if err != nil {
 			return &tool.ValidationError{Field: "_meta", Reason: err.Error()}
 		}
@@ -416,13 +416,13 @@ func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
 		out.IsError, out.Status, out.Kind, out.Message = true, audit.StatusCancelled, "cancelled", "cancelled by the client"
 	case errors.As(err, &pe):
 		out.IsError, out.Status, out.Kind = true, audit.StatusError, "panic"
-		out.ErrorID = ctxinject.NewCallID()
+		out.ErrorID = callctx.NewCallID()
 		out.Message = fmt.Sprintf("internal error in %s (error id %s); the daemon is still serving, report the id", c.Tool, out.ErrorID)
 		e.Log.Error().Str("event", "tool_panic").Str("tool", c.Tool).Str("error_id", out.ErrorID).
 			Str("panic", fmt.Sprint(pe.value)).Str("stack", string(pe.stack)).Msg("tool panicked")
 	default:
 		out.IsError, out.Status, out.Kind = true, audit.StatusError, "system"
-		out.ErrorID = ctxinject.NewCallID()
+		out.ErrorID = callctx.NewCallID()
 		out.Message = fmt.Sprintf("%s failed: %v (error id %s)", c.Tool, err, out.ErrorID)
 		e.Log.Error().Str("event", "tool_error").Str("tool", c.Tool).Str("error_id", out.ErrorID).Err(err).Msg("tool failed")
 	}
@@ -431,7 +431,7 @@ func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
 
 func (e *Engine) record(c *Call, out *Outcome) {
 	row := &audit.Row{
-		TS: time.Now().UTC(), SessionID: e.Identity.SessionID, PID: e.Identity.PID,
+		TS: time.Now().UTC(), SessionID: e.Identity.SessionID, ProjectID: e.Identity.ProjectID,
 		Agent: e.Identity.Agent, UnitID: e.Identity.UnitID, Tool: c.Tool,
 		Arguments: audit.RedactArguments(c.Request.Args), Status: out.Status, ErrorKind: out.Kind, ErrorID: out.ErrorID,
 		RetryCount: out.Retries, DurationMS: float64(out.Duration.Microseconds()) / 1000,

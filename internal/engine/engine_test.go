@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/audit"
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/tool"
@@ -136,11 +136,11 @@ func TestAuditCompleteness(t *testing.T) {
 		scripted("odd_permission", tool.ReadOnly, &script{}),
 		scripted("needs_human", tool.Additive, &script{}),
 		tool.New(tool.Spec{Name: "upstream_tool", Description: "from an upstream", Source: "mcp:gh"}, (&script{}).run),
-		tool.New(tool.Spec{Name: "panicky", Description: "panics"}, func(context.Context, *ctxinject.Ctx, EchoIn) (EchoOut, error) {
+		tool.New(tool.Spec{Name: "panicky", Description: "panics"}, func(context.Context, *callctx.Ctx, EchoIn) (EchoOut, error) {
 			panic("boom")
 		}),
 		tool.New(tool.Spec{Name: "writer", Description: "writes in.Path", Effect: tool.Additive},
-			func(_ context.Context, c *ctxinject.Ctx, in EchoIn) (EchoOut, error) {
+			func(_ context.Context, c *callctx.Ctx, in EchoIn) (EchoOut, error) {
 				return EchoOut{Status: tool.Status{OK: true}}, c.Files.WriteFile(in.Path, []byte(in.Text))
 			}),
 		tool.New(tool.Spec{Name: "shell", Description: "guarded", Effect: tool.Additive, ShellCommandField: "command"}, (&script{}).run),
@@ -187,7 +187,7 @@ func TestAuditCompleteness(t *testing.T) {
 			ctx, cancel = tc.ctx()
 		}
 		callID := fmt.Sprintf("call-%02d", i)
-		out := r.eng.Call(ctx, engine.Request{Tool: tc.tool, Args: json.RawMessage(tc.args), Meta: ctxinject.Meta{CallID: callID, UnitID: "u1"}})
+		out := r.eng.Call(ctx, engine.Request{Tool: tc.tool, Args: json.RawMessage(tc.args), Meta: callctx.Meta{CallID: callID, UnitID: "u1"}})
 		cancel()
 		if out.Status != tc.status || out.Kind != tc.kind {
 			t.Errorf("%s %s: got %s; want %s/%s", tc.tool, tc.args, describe(out), tc.status, tc.kind)
@@ -203,7 +203,7 @@ func TestAuditCompleteness(t *testing.T) {
 	for i, row := range rows {
 		tc := cases[i%len(cases)]
 		if row.CallID != fmt.Sprintf("call-%02d", i) || row.Tool != tc.tool || row.Status != tc.status || row.ErrorKind != tc.kind ||
-			row.Agent != "tester" || row.SessionID != "sess-1" || row.PID != "p1" || row.UnitID != "u1" || row.TS.IsZero() || row.DurationMS < 0 {
+			row.Agent != "tester" || row.SessionID != "sess-1" || row.ProjectID != "p1" || row.UnitID != "u1" || row.TS.IsZero() || row.DurationMS < 0 {
 			t.Errorf("row %d = %+v; want call-%02d %s %s/%s", i, row, i, tc.tool, tc.status, tc.kind)
 		}
 		if (row.Status != audit.StatusOK) != (row.Error != "") {
@@ -282,7 +282,7 @@ func TestReloadNeverAffectsARunningCall(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
 	blocker := tool.New(tool.Spec{Name: "blocker", Description: "waits for the test", Effect: tool.ReadOnly},
-		func(ctx context.Context, _ *ctxinject.Ctx, in EchoIn) (EchoOut, error) {
+		func(ctx context.Context, _ *callctx.Ctx, in EchoIn) (EchoOut, error) {
 			started <- struct{}{}
 			select {
 			case <-release:
@@ -318,7 +318,7 @@ func TestEnvAllowListFollowsReload(t *testing.T) {
 	t.Parallel()
 	seen := make(chan []string, 2)
 	peek := tool.New(tool.Spec{Name: "peek", Description: "reports the env allow-list", Effect: tool.ReadOnly},
-		func(_ context.Context, c *ctxinject.Ctx, in EchoIn) (EchoOut, error) {
+		func(_ context.Context, c *callctx.Ctx, in EchoIn) (EchoOut, error) {
 			seen <- c.Settings.EnvAllowList
 			return EchoOut{Status: tool.Status{OK: true}, Text: in.Text}, nil
 		})

@@ -17,8 +17,8 @@ import (
 
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/audit"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confirm"
-	"github.com/toolhost/toolhost/internal/ctxinject"
 	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/journal"
 	"github.com/toolhost/toolhost/internal/policy"
@@ -56,7 +56,7 @@ type script struct {
 	started chan struct{}
 }
 
-func (s *script) run(ctx context.Context, _ *ctxinject.Ctx, in EchoIn) (EchoOut, error) {
+func (s *script) run(ctx context.Context, _ *callctx.Ctx, in EchoIn) (EchoOut, error) {
 	n := int(s.calls.Add(1))
 	if s.started != nil {
 		s.started <- struct{}{}
@@ -164,8 +164,8 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	store := &confirm.Store{Door: shared, Clock: clock}
 	eng := &engine.Engine{
 		Registry: reg, Agent: ag, Policy: policy.Load(pf, log), Audit: sink,
-		Identity: ctxinject.Identity{Agent: "tester", AgentName: ag.Name, SessionID: "sess-1", PID: "p1", ProjectDir: proj},
-		Services: ctxinject.Services{Files: files, Shared: shared, Timeline: journal.Timeline{Door: shared},
+		Identity: callctx.Identity{Agent: "tester", AgentName: ag.Name, SessionID: "sess-1", ProjectID: "p1", ProjectDir: proj},
+		Services: callctx.Services{Files: files, Shared: shared, Timeline: journal.Timeline{Door: shared},
 			Events: journal.Events{Door: shared}, Clock: clock, Log: log},
 		Log:          log,
 		Guard:        func(cmd string) error { return guardIf(cmd) },

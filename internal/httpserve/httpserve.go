@@ -124,7 +124,7 @@ func (h *Server) handler(name string) mcp.ToolHandler {
 	}
 }
 
-// progress sends notifications/progress for tok (ctxinject passes it
+// progress sends notifications/progress for tok (callctx passes it
 // increasing values only).
 func progress(ctx context.Context, ss *mcp.ServerSession, tok any) func(float64, float64, string) {
 	return func(p, total float64, msg string) {

@@ -8,7 +8,7 @@ import (
 	"io/fs"
 	"math"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 )
 
 // Paths of the shared logs, relative to the project dir.
@@ -31,8 +31,8 @@ type Door interface {
 // Events appends events as NDJSON lines.
 type Events struct{ Door Door }
 
-// Emit implements ctxinject.Events.
-func (e Events) Emit(ev ctxinject.Event) error {
+// Emit implements callctx.Events.
+func (e Events) Emit(ev callctx.Event) error {
 	b, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("encode event %s: %w", ev.Kind, err)
@@ -47,11 +47,11 @@ type Timeline struct{ Door Door }
 // last seq; one entry is far smaller.
 const tailWindow = 256 << 10
 
-// Append implements ctxinject.Timeline. Under the timeline lock it reads the
+// Append implements callctx.Timeline. Under the timeline lock it reads the
 // last entry's seq from the end of the file and appends the next one in a
 // single write, so seq is strictly increasing across processes and derived
 // from what is really on disk (no counter that a crash could leave behind).
-func (t Timeline) Append(e ctxinject.TimelineEntry) (int64, error) {
+func (t Timeline) Append(e callctx.TimelineEntry) (int64, error) {
 	unlock, err := t.Door.Lock("timeline")
 	if err != nil {
 		return 0, err

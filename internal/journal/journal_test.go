@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/sandbox"
 )
 
@@ -45,7 +45,7 @@ func TestTimelineSeq(t *testing.T) {
 			}
 			tl := Timeline{Door: d}
 			for i := int64(0); i < 3; i++ {
-				seq, err := tl.Append(ctxinject.TimelineEntry{Kind: "test", Message: "m"})
+				seq, err := tl.Append(callctx.TimelineEntry{Kind: "test", Message: "m"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -63,7 +63,7 @@ func TestTimelineUnreadable(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, TimelinePath), []byte("garbage\nmore garbage\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (Timeline{Door: d}).Append(ctxinject.TimelineEntry{Kind: "x"}); err == nil || !strings.Contains(err.Error(), "no readable entry") {
+	if _, err := (Timeline{Door: d}).Append(callctx.TimelineEntry{Kind: "x"}); err == nil || !strings.Contains(err.Error(), "no readable entry") {
 		t.Fatalf("want a clear error for an unreadable timeline, got %v", err)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, TimelinePath))
@@ -77,7 +77,7 @@ func TestEventsEmit(t *testing.T) {
 	d, dir := door(t)
 	ev := Events{Door: d}
 	for _, k := range []string{"a.one", "a.two"} {
-		if err := ev.Emit(ctxinject.Event{Kind: k, Agent: "pm", CallID: "c"}); err != nil {
+		if err := ev.Emit(callctx.Event{Kind: k, Agent: "pm", CallID: "c"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,7 +89,7 @@ func TestEventsEmit(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("want 2 event lines, got %q", b)
 	}
-	var e ctxinject.Event
+	var e callctx.Event
 	if err := json.Unmarshal([]byte(lines[1]), &e); err != nil || e.Kind != "a.two" || e.Agent != "pm" {
 		t.Errorf("second event = %+v (%v)", e, err)
 	}

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Owner is what a tool sees of the session's process owner (ctxinject
+// Owner is what a tool sees of the session's process owner (callctx
 // Services.Procs): start, find and stop the units this session started.
 type Owner interface {
 	// Start launches a unit; it fails if this owner already runs the unit.

@@ -7,14 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
 type fakeTool struct{ spec tool.Spec }
 
 func (f *fakeTool) Spec() *tool.Spec { return &f.spec }
-func (f *fakeTool) Call(context.Context, *ctxinject.Ctx, json.RawMessage) (tool.Result, error) {
+func (f *fakeTool) Call(context.Context, *callctx.Ctx, json.RawMessage) (tool.Result, error) {
 	return tool.Result{}, nil
 }
 

@@ -366,7 +366,7 @@ func elicitor(peer rpc.Peer) engine.ElicitFunc {
 }
 
 // progressSender returns the ProgressFunc that sends notifications/progress
-// for token (ctxinject passes it increasing values only).
+// for token (callctx passes it increasing values only).
 func progressSender(ctx context.Context, peer rpc.Peer, token json.RawMessage) func(float64, float64, string) {
 	return func(progress, total float64, message string) {
 		n := map[string]any{"progressToken": token, "progress": progress}

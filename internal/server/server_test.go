@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/rpc"
@@ -44,7 +44,7 @@ func (p *fakePeer) count() int {
 type fakeTool struct{ spec tool.Spec }
 
 func (f *fakeTool) Spec() *tool.Spec { return &f.spec }
-func (f *fakeTool) Call(context.Context, *ctxinject.Ctx, json.RawMessage) (tool.Result, error) {
+func (f *fakeTool) Call(context.Context, *callctx.Ctx, json.RawMessage) (tool.Result, error) {
 	return tool.Result{}, nil
 }
 

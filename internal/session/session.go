@@ -12,8 +12,8 @@ import (
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/bashguard"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confirm"
-	"github.com/toolhost/toolhost/internal/ctxinject"
 	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/journal"
 	"github.com/toolhost/toolhost/internal/policy"
@@ -27,7 +27,7 @@ import (
 
 // Options are the launch flags of a session.
 type Options struct {
-	Identity   ctxinject.Identity
+	Identity   callctx.Identity
 	AgentsFile string
 	PolicyFile string
 	PageSize   int
@@ -78,7 +78,7 @@ func Open(o Options) (*Session, error) {
 	if id.ProjectDir == "" {
 		return nil, &UsageError{Msg: "--project-dir is required (or TOOLHOST_PROJECT_DIR)"}
 	}
-	if id.UnitID != "" && !ctxinject.ValidUnit(id.UnitID) {
+	if id.UnitID != "" && !callctx.ValidUnit(id.UnitID) {
 		return nil, &UsageError{Msg: fmt.Sprintf("--unit %q: must be 1-64 letters, digits, '-', '_' or '.'", id.UnitID)}
 	}
 	abs, err := filepath.Abs(id.ProjectDir)
@@ -87,7 +87,7 @@ func Open(o Options) (*Session, error) {
 	}
 	id.ProjectDir = abs
 	if id.SessionID == "" {
-		id.SessionID = "sess-" + ctxinject.NewCallID()
+		id.SessionID = "sess-" + callctx.NewCallID()
 	}
 	files, err := sandbox.New(abs, ag.Name, ag.Sandbox.WriteAllowList)
 	if err != nil {
@@ -110,17 +110,17 @@ func Open(o Options) (*Session, error) {
 		reg = all.Registry()
 	}
 	units := procs.NewManager(procs.Options{Grace: procs.DefaultGrace, Log: o.Log})
-	svc := ctxinject.Services{
+	svc := callctx.Services{
 		Files:    files,
 		Shared:   shared,
 		Timeline: journal.Timeline{Door: shared},
 		Events:   journal.Events{Door: shared},
-		Clock:    ctxinject.SystemClock{},
+		Clock:    callctx.SystemClock{},
 		Log:      o.Log,
 		Procs:    units,
 	}
-	settings := ctxinject.Settings{
-		Cwd:            filepath.Join(abs, filepath.FromSlash(ag.Cwd(id.Company, id.PID, id.UnitID))),
+	settings := callctx.Settings{
+		Cwd:            filepath.Join(abs, filepath.FromSlash(ag.Cwd(id.Company, id.ProjectID, id.UnitID))),
 		WriteAllowList: ag.Sandbox.WriteAllowList,
 	}
 	eng := &engine.Engine{

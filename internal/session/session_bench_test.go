@@ -5,7 +5,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 )
 
 // BenchmarkOpen is the in-process part of cold start: everything serve does
@@ -13,7 +13,7 @@ import (
 func BenchmarkOpen(b *testing.B) {
 	dir := b.TempDir()
 	for b.Loop() {
-		s, err := Open(Options{Identity: ctxinject.Identity{Agent: "integrator", ProjectDir: dir}, Log: zerolog.Nop()})
+		s, err := Open(Options{Identity: callctx.Identity{Agent: "integrator", ProjectDir: dir}, Log: zerolog.Nop()})
 		if err != nil {
 			b.Fatal(err)
 		}

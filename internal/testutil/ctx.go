@@ -9,7 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolhost/toolhost/internal/agents"
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/journal"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/sandbox"
@@ -18,7 +18,7 @@ import (
 // FakeEpoch is where a default FakeClock starts.
 var FakeEpoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// FakeClock is a ctxinject.Clock for tests: each reading first moves it by
+// FakeClock is a callctx.Clock for tests: each reading first moves it by
 // its step (zero: it stands still), so timestamps are predictable. It is
 // safe for concurrent use.
 type FakeClock struct {
@@ -72,7 +72,7 @@ type CtxOptions struct {
 	SessionID, CallID string
 	// Clock defaults to a FakeClock at FakeEpoch moving one second per
 	// reading.
-	Clock ctxinject.Clock
+	Clock callctx.Clock
 	// Cwd, when set, is the agent's working directory relative to the
 	// project dir (Settings.Cwd is then absolute).
 	Cwd string
@@ -80,18 +80,18 @@ type CtxOptions struct {
 	EnvAllowList []string
 	// Events and Timeline replace the journal on the shared door (e.g. an
 	// in-memory recorder).
-	Events   ctxinject.Events
-	Timeline ctxinject.Timeline
+	Events   callctx.Events
+	Timeline callctx.Timeline
 	// Procs and Progress are handed to the context as they are.
 	Procs    procs.Owner
-	Progress ctxinject.ProgressFunc
+	Progress callctx.ProgressFunc
 }
 
-// NewCtx builds the *ctxinject.Ctx of one tool call the way a session does:
+// NewCtx builds the *callctx.Ctx of one tool call the way a session does:
 // the agent's real sandbox door, the services' door on the shared stores
 // (journal.ServiceAllowList) carrying the timeline and events, a fake clock
 // and a silent logger. Both doors are closed when the test ends.
-func NewCtx(t testing.TB, o CtxOptions) *ctxinject.Ctx {
+func NewCtx(t testing.TB, o CtxOptions) *callctx.Ctx {
 	t.Helper()
 	set, err := agents.Load("")
 	if err != nil {
@@ -120,7 +120,7 @@ func NewCtx(t testing.TB, o CtxOptions) *ctxinject.Ctx {
 	}
 	t.Cleanup(func() { _ = files.Close(); _ = shared.Close() })
 
-	svc := ctxinject.Services{
+	svc := callctx.Services{
 		Files: files, Shared: shared, Timeline: journal.Timeline{Door: shared}, Events: journal.Events{Door: shared},
 		Clock: o.Clock, Log: zerolog.Nop(), Procs: o.Procs,
 	}
@@ -133,12 +133,12 @@ func NewCtx(t testing.TB, o CtxOptions) *ctxinject.Ctx {
 	if o.Timeline != nil {
 		svc.Timeline = o.Timeline
 	}
-	settings := ctxinject.Settings{WriteAllowList: allow, EnvAllowList: o.EnvAllowList}
+	settings := callctx.Settings{WriteAllowList: allow, EnvAllowList: o.EnvAllowList}
 	if o.Cwd != "" {
 		settings.Cwd = filepath.Join(files.ProjectDir(), o.Cwd)
 	}
-	id := ctxinject.Identity{Agent: ag.Short, AgentName: ag.Name, UnitID: o.Unit, SessionID: orDefault(o.SessionID, "sess-test"), ProjectDir: files.ProjectDir()}
-	c, err := ctxinject.New(id, svc, settings, ctxinject.Meta{CallID: orDefault(o.CallID, "call-test")}, o.Progress)
+	id := callctx.Identity{Agent: ag.Short, AgentName: ag.Name, UnitID: o.Unit, SessionID: orDefault(o.SessionID, "sess-test"), ProjectDir: files.ProjectDir()}
+	c, err := callctx.New(id, svc, settings, callctx.Meta{CallID: orDefault(o.CallID, "call-test")}, o.Progress)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,7 @@
 //
 // A tool is a typed Go function: an input struct whose field tags become the
 // JSON Schema the model reads, an output struct that becomes the outputSchema,
-// and func(ctx, *ctxinject.Ctx, In) (Out, error). New builds a Tool from such a
+// and func(ctx, *callctx.Ctx, In) (Out, error). New builds a Tool from such a
 // function; the registry compiles its schemas once at start.
 //
 // Outcomes follow the failure model of SPEC §5:

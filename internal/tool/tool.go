@@ -11,7 +11,7 @@ import (
 
 	"github.com/invopop/jsonschema"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/lazyre"
 )
 
@@ -84,7 +84,7 @@ type Tool interface {
 	Spec() *Spec
 	// Call runs the tool on arguments that already passed schema validation.
 	// It returns the structured result as JSON.
-	Call(ctx context.Context, c *ctxinject.Ctx, args json.RawMessage) (Result, error)
+	Call(ctx context.Context, c *callctx.Ctx, args json.RawMessage) (Result, error)
 }
 
 // Result is a successful (possibly ok:false) tool result.
@@ -125,7 +125,7 @@ func Fail(format string, args ...any) error {
 }
 
 // Func is the typed function behind a tool.
-type Func[In, Out any] func(ctx context.Context, c *ctxinject.Ctx, in In) (Out, error)
+type Func[In, Out any] func(ctx context.Context, c *callctx.Ctx, in In) (Out, error)
 
 type typed[In, Out any] struct {
 	once sync.Once
@@ -183,7 +183,7 @@ func (t *typed[In, Out]) Spec() *Spec {
 	return &t.spec
 }
 
-func (t *typed[In, Out]) Call(ctx context.Context, c *ctxinject.Ctx, args json.RawMessage) (Result, error) {
+func (t *typed[In, Out]) Call(ctx context.Context, c *callctx.Ctx, args json.RawMessage) (Result, error) {
 	var in In
 	if len(args) > 0 {
 		if err := json.Unmarshal(args, &in); err != nil {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -25,7 +25,7 @@ func (t *remoteTool) Spec() *tool.Spec { return &t.spec }
 
 // Call forwards the (already validated) arguments and passes the upstream's
 // result through unchanged: content, structuredContent and isError.
-func (t *remoteTool) Call(ctx context.Context, _ *ctxinject.Ctx, args json.RawMessage) (tool.Result, error) {
+func (t *remoteTool) Call(ctx context.Context, _ *callctx.Ctx, args json.RawMessage) (tool.Result, error) {
 	res, err := t.conn.call(ctx, t.remote, args)
 	if err != nil {
 		return tool.Result{}, err

@@ -6,7 +6,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -25,7 +25,7 @@ type sleepOut struct {
 
 func debugSleep() tool.Tool {
 	return tool.New(tool.Spec{Name: "debug_sleep", Description: "Sleep for ms milliseconds, or until cancelled (test builds only).", Effect: tool.ReadOnly},
-		func(ctx context.Context, c *ctxinject.Ctx, in sleepIn) (sleepOut, error) {
+		func(ctx context.Context, c *callctx.Ctx, in sleepIn) (sleepOut, error) {
 			start := time.Now()
 			steps := 4
 			for i := 1; i <= steps; i++ {
@@ -46,7 +46,7 @@ type panicIn struct {
 
 func debugPanic() tool.Tool {
 	return tool.New(tool.Spec{Name: "debug_panic", Description: "Panic with message (test builds only).", Effect: tool.ReadOnly},
-		func(_ context.Context, _ *ctxinject.Ctx, in panicIn) (tool.Status, error) {
+		func(_ context.Context, _ *callctx.Ctx, in panicIn) (tool.Status, error) {
 			panic(in.Message)
 		})
 }
@@ -62,7 +62,7 @@ type echoOut struct {
 
 func debugEcho() tool.Tool {
 	return tool.New(tool.Spec{Name: "debug_echo", Description: "Echo text back (test builds only).", Effect: tool.ReadOnly, Idempotent: true},
-		func(_ context.Context, _ *ctxinject.Ctx, in echoIn) (echoOut, error) {
+		func(_ context.Context, _ *callctx.Ctx, in echoIn) (echoOut, error) {
 			return echoOut{Status: tool.Status{OK: true}, Text: in.Text}, nil
 		})
 }

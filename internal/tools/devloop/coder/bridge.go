@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/contract"
-	"github.com/toolhost/toolhost/internal/ctxinject"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -46,7 +46,7 @@ func ContractBridge() tool.Tool {
 	}, contractBridge)
 }
 
-func contractBridge(_ context.Context, c *ctxinject.Ctx, in ContractBridgeInput) (ContractBridgeOutput, error) {
+func contractBridge(_ context.Context, c *callctx.Ctx, in ContractBridgeInput) (ContractBridgeOutput, error) {
 	unit := in.UnitID
 	if unit == "" {
 		unit = c.UnitID

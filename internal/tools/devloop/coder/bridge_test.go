@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/contract"
-	"github.com/toolhost/toolhost/internal/ctxinject"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -19,12 +19,12 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // newCtx builds the Ctx of a coder call on a fresh project.
-func newCtx(t *testing.T, unit string) *ctxinject.Ctx {
+func newCtx(t *testing.T, unit string) *callctx.Ctx {
 	t.Helper()
 	return testutil.NewCtx(t, testutil.CtxOptions{Agent: "coder", Unit: unit, CallID: "call-1"})
 }
 
-func call[Out any](t *testing.T, c *ctxinject.Ctx, tl tool.Tool, args any) (Out, error) {
+func call[Out any](t *testing.T, c *callctx.Ctx, tl tool.Tool, args any) (Out, error) {
 	t.Helper()
 	var out Out
 	raw, _ := json.Marshal(args)
@@ -39,7 +39,7 @@ func call[Out any](t *testing.T, c *ctxinject.Ctx, tl tool.Tool, args any) (Out,
 }
 
 // putContract copies a fixture contract into the project's contracts/.
-func putContract(t *testing.T, c *ctxinject.Ctx, name string) []byte {
+func putContract(t *testing.T, c *callctx.Ctx, name string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", "contracts", name+".json"))
 	if err != nil {

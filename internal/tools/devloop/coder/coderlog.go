@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -47,7 +47,7 @@ func AppendCoderLog() tool.Tool {
 	}, appendCoderLog)
 }
 
-func appendCoderLog(_ context.Context, c *ctxinject.Ctx, in AppendCoderLogInput) (AppendCoderLogOutput, error) {
+func appendCoderLog(_ context.Context, c *callctx.Ctx, in AppendCoderLogInput) (AppendCoderLogOutput, error) {
 	if c.UnitID == "" {
 		return AppendCoderLogOutput{}, tool.Fail("no unit for this call: start the session with --unit <unit> or send _meta.unit_id, so the entry goes to units/<unit>/coder-log.ndjson")
 	}

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -69,7 +69,7 @@ func docPath(p string) (string, error) {
 	return c, nil
 }
 
-func readVersions(files ctxinject.Files, rel string) (*Versions, error) {
+func readVersions(files callctx.Files, rel string) (*Versions, error) {
 	var v Versions
 	b, err := files.ReadFile(versionsPath(rel))
 	if notFound(err) {
@@ -87,7 +87,7 @@ func readVersions(files ctxinject.Files, rel string) (*Versions, error) {
 // archive stores data as the next version of rel unless it equals the
 // newest archived version. It returns the version that holds data and
 // whether it was created now.
-func archive(c *ctxinject.Ctx, rel string, data []byte) (int, bool, error) {
+func archive(c *callctx.Ctx, rel string, data []byte) (int, bool, error) {
 	sum := sha256Hex(data)
 	var version int
 	var created bool
@@ -140,7 +140,7 @@ func ArchiveDoc() tool.Tool {
 	}, archiveDoc)
 }
 
-func archiveDoc(_ context.Context, c *ctxinject.Ctx, in ArchiveInput) (ArchiveOutput, error) {
+func archiveDoc(_ context.Context, c *callctx.Ctx, in ArchiveInput) (ArchiveOutput, error) {
 	rel, err := docPath(in.Path)
 	if err != nil {
 		return ArchiveOutput{}, err

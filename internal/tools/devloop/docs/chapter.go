@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -42,7 +42,7 @@ func WriteChapter() tool.Tool {
 	}, writeChapter)
 }
 
-func writeChapter(_ context.Context, c *ctxinject.Ctx, in WriteChapterInput) (WriteOutput, error) {
+func writeChapter(_ context.Context, c *callctx.Ctx, in WriteChapterInput) (WriteOutput, error) {
 	rel := path.Join(in.Site, in.ChapterID+".html")
 	// Refuse before reading anything when this agent may not write here.
 	if _, err := c.Files.CheckWrite(rel); err != nil {
@@ -66,7 +66,7 @@ func writeChapter(_ context.Context, c *ctxinject.Ctx, in WriteChapterInput) (Wr
 
 // writePage sanitises body, assigns units, archives the old page and writes
 // the new one.
-func writePage(c *ctxinject.Ctx, s *Site, p Page, body string) (WriteOutput, error) {
+func writePage(c *callctx.Ctx, s *Site, p Page, body string) (WriteOutput, error) {
 	rel := path.Join(s.Kind, p.Page)
 	nodes, err := parseFragment(body)
 	if err != nil {
@@ -130,7 +130,7 @@ func WriteMVCPPage() tool.Tool {
 	}, writeMVCP)
 }
 
-func writeMVCP(_ context.Context, c *ctxinject.Ctx, in WriteMVCPInput) (WriteOutput, error) {
+func writeMVCP(_ context.Context, c *callctx.Ctx, in WriteMVCPInput) (WriteOutput, error) {
 	const dir = "prd"
 	p := Page{ID: in.Name, Title: in.Title, Page: "mvcp/" + in.Name + ".html"}
 	if _, err := c.Files.CheckWrite(path.Join(dir, p.Page)); err != nil {

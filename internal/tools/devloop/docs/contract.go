@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/contract"
-	"github.com/toolhost/toolhost/internal/ctxinject"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -49,7 +49,7 @@ func HashContract() tool.Tool {
 	}, hashContract)
 }
 
-func hashContract(_ context.Context, c *ctxinject.Ctx, in HashContractInput) (HashContractOutput, error) {
+func hashContract(_ context.Context, c *callctx.Ctx, in HashContractInput) (HashContractOutput, error) {
 	if in.Path == HashesPath {
 		return HashContractOutput{}, tool.Fail("%s is the hash record, not a contract; give contracts/<name>.json", HashesPath)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/pmezard/go-difflib/difflib"
 	"golang.org/x/net/html"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -27,7 +27,7 @@ type side struct {
 }
 
 // resolve loads the two versions a DiffInput names.
-func resolve(c *ctxinject.Ctx, in DiffInput) (from, to side, err error) {
+func resolve(c *callctx.Ctx, in DiffInput) (from, to side, err error) {
 	rel, err := docPath(in.Path)
 	if err != nil {
 		return side{}, side{}, err
@@ -120,7 +120,7 @@ func DiffHTML() tool.Tool {
 	}, diffHTML)
 }
 
-func diffHTML(_ context.Context, c *ctxinject.Ctx, in DiffInput) (DiffHTMLOutput, error) {
+func diffHTML(_ context.Context, c *callctx.Ctx, in DiffInput) (DiffHTMLOutput, error) {
 	from, to, err := resolve(c, in)
 	if err != nil {
 		return DiffHTMLOutput{}, err
@@ -199,7 +199,7 @@ func DiffUnits() tool.Tool {
 	}, diffUnits)
 }
 
-func diffUnits(_ context.Context, c *ctxinject.Ctx, in DiffInput) (DiffUnitsOutput, error) {
+func diffUnits(_ context.Context, c *callctx.Ctx, in DiffInput) (DiffUnitsOutput, error) {
 	from, to, err := resolve(c, in)
 	if err != nil {
 		return DiffUnitsOutput{}, err
@@ -269,7 +269,7 @@ func EchoDiff() tool.Tool {
 // maxListed bounds the unit lines of a summary so it stays short.
 const maxListed = 12
 
-func echoDiff(_ context.Context, c *ctxinject.Ctx, in DiffInput) (EchoDiffOutput, error) {
+func echoDiff(_ context.Context, c *callctx.Ctx, in DiffInput) (EchoDiffOutput, error) {
 	from, to, err := resolve(c, in)
 	if err != nil {
 		return EchoDiffOutput{}, err

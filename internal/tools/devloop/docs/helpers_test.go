@@ -12,7 +12,7 @@ import (
 
 	"github.com/xeipuuv/gojsonschema"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -33,7 +33,7 @@ func newProject(t testing.TB) *project {
 
 // ctx returns a call context for agent (short name), with the sandbox
 // allow-list of the embedded configs/agents.json.
-func (p *project) ctx(agent string) *ctxinject.Ctx {
+func (p *project) ctx(agent string) *callctx.Ctx {
 	p.t.Helper()
 	return testutil.NewCtx(p.t, testutil.CtxOptions{Agent: agent, Dir: p.dir, Clock: p.clock})
 }
@@ -62,7 +62,7 @@ func (p *project) write(rel, content string) {
 // run calls tl the way the engine would: the arguments must pass the tool's
 // input schema, then the tool runs. It returns the result decoded into out
 // and the error (a rejection or system failure) if any.
-func run[Out any](t testing.TB, c *ctxinject.Ctx, tl tool.Tool, args any) (Out, tool.Result, error) {
+func run[Out any](t testing.TB, c *callctx.Ctx, tl tool.Tool, args any) (Out, tool.Result, error) {
 	t.Helper()
 	var out Out
 	raw, err := json.Marshal(args)
@@ -87,7 +87,7 @@ func run[Out any](t testing.TB, c *ctxinject.Ctx, tl tool.Tool, args any) (Out, 
 }
 
 // mustRun is run for calls expected to succeed with ok:true.
-func mustRun[Out any](t testing.TB, c *ctxinject.Ctx, tl tool.Tool, args any) Out {
+func mustRun[Out any](t testing.TB, c *callctx.Ctx, tl tool.Tool, args any) Out {
 	t.Helper()
 	out, r, err := run[Out](t, c, tl, args)
 	if err != nil {
@@ -101,7 +101,7 @@ func mustRun[Out any](t testing.TB, c *ctxinject.Ctx, tl tool.Tool, args any) Ou
 
 // bootstrapPRD creates a PRD site with the given chapter ids (title = id
 // upper-cased first letter).
-func bootstrapPRD(t testing.TB, c *ctxinject.Ctx, ids ...string) {
+func bootstrapPRD(t testing.TB, c *callctx.Ctx, ids ...string) {
 	t.Helper()
 	var chs []map[string]string
 	for _, id := range ids {

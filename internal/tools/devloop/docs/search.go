@@ -10,7 +10,7 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -77,7 +77,7 @@ func pageEntries(p Page, data []byte) ([]Entry, error) {
 
 // buildIndex computes the index of a site, reusing the entries of pages
 // whose hash equals the one recorded in old.
-func buildIndex(files ctxinject.Files, dir string, s *Site, old *SearchIndex) (*SearchIndex, indexStats, error) {
+func buildIndex(files callctx.Files, dir string, s *Site, old *SearchIndex) (*SearchIndex, indexStats, error) {
 	prior := map[string]string{}
 	byPage := map[string][]Entry{}
 	if old != nil {
@@ -121,7 +121,7 @@ func buildIndex(files ctxinject.Files, dir string, s *Site, old *SearchIndex) (*
 // rebuildIndex updates <dir>/search-index.json and its file:// twin
 // search-index.js under the index's lock; files are rewritten only when
 // their content changes.
-func rebuildIndex(files ctxinject.Files, dir string, s *Site) (indexStats, error) {
+func rebuildIndex(files callctx.Files, dir string, s *Site) (indexStats, error) {
 	var st indexStats
 	rel := path.Join(dir, searchIndexJSON)
 	err := files.Update(rel, func(oldBytes []byte) ([]byte, error) {
@@ -191,7 +191,7 @@ func UpdateSearchIndex() tool.Tool {
 	}, updateSearchIndex)
 }
 
-func updateSearchIndex(_ context.Context, c *ctxinject.Ctx, in SearchIndexInput) (SearchIndexOutput, error) {
+func updateSearchIndex(_ context.Context, c *callctx.Ctx, in SearchIndexInput) (SearchIndexOutput, error) {
 	s, err := loadSite(c.Files, in.Site)
 	if err != nil {
 		return SearchIndexOutput{}, err

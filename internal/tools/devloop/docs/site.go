@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -71,7 +71,7 @@ func (s *Site) pages() []Page {
 var kindLabels = map[string]string{"prd": "PRD", "sdd": "SDD"}
 
 // loadSite reads <dir>/site.json.
-func loadSite(files ctxinject.Files, dir string) (*Site, error) {
+func loadSite(files callctx.Files, dir string) (*Site, error) {
 	b, err := files.ReadFile(path.Join(dir, siteJSON))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, tool.Fail("%s/%s does not exist; create the site with bootstrap_%s_site first", dir, siteJSON, dir)
@@ -87,7 +87,7 @@ func loadSite(files ctxinject.Files, dir string) (*Site, error) {
 }
 
 // writeSiteData writes site.json and its file:// twin site-data.js.
-func writeSiteData(files ctxinject.Files, dir string, s *Site) error {
+func writeSiteData(files callctx.Files, dir string, s *Site) error {
 	if err := files.WriteJSON(path.Join(dir, siteJSON), s); err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func renderPage(s *Site, p Page, body *html.Node) ([]byte, error) {
 
 // keptArticle returns the <article class="body"> of the page at rel when it
 // reads, parses and has content, else nil.
-func keptArticle(files ctxinject.Files, rel string) *html.Node {
+func keptArticle(files callctx.Files, rel string) *html.Node {
 	b, err := files.ReadFile(rel)
 	if err != nil {
 		return nil
@@ -216,12 +216,12 @@ func bootstrapTool(dir, label string) tool.Tool {
 			"Refuses to replace an existing site unless overwrite is true. Fill chapters with write_chapter.",
 		Effect:     tool.Destructive,
 		Idempotent: true,
-	}, func(ctx context.Context, c *ctxinject.Ctx, in BootstrapInput) (BootstrapOutput, error) {
+	}, func(ctx context.Context, c *callctx.Ctx, in BootstrapInput) (BootstrapOutput, error) {
 		return bootstrap(ctx, c, dir, in)
 	})
 }
 
-func bootstrap(_ context.Context, c *ctxinject.Ctx, dir string, in BootstrapInput) (BootstrapOutput, error) {
+func bootstrap(_ context.Context, c *callctx.Ctx, dir string, in BootstrapInput) (BootstrapOutput, error) {
 	seen := map[string]bool{}
 	for i, ch := range in.Chapters {
 		switch {

@@ -16,8 +16,8 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/contract"
-	"github.com/toolhost/toolhost/internal/ctxinject"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -70,7 +70,7 @@ func (r *report) output(pages int) ValidateOutput {
 // checker validates pages of one project, reading and parsing each page at
 // most once.
 type checker struct {
-	files ctxinject.Files
+	files callctx.Files
 	rep   *report
 	pages map[string]*readPage // project-relative path → the page as read
 	// broken remembers "page → target" pairs already reported, so a page
@@ -95,7 +95,7 @@ func (p *readPage) idCounts() map[string]int {
 	return p.ids
 }
 
-func newChecker(files ctxinject.Files, rep *report) *checker {
+func newChecker(files callctx.Files, rep *report) *checker {
 	return &checker{files: files, rep: rep, pages: map[string]*readPage{}, broken: map[string]bool{}}
 }
 
@@ -304,7 +304,7 @@ func ValidatePRDSite() tool.Tool {
 		Description: "Check the PRD site under prd/: pages listed in site.json exist, internal links and #anchors resolve, ids are unique, every top-level section has a data-unit, " +
 			"the assets exist and the search index matches the pages. Returns {ok, errors:[{page, rule, detail}], warnings}.",
 		Effect: tool.ReadOnly,
-	}, func(_ context.Context, c *ctxinject.Ctx, _ ValidateInput) (ValidateOutput, error) {
+	}, func(_ context.Context, c *callctx.Ctx, _ ValidateInput) (ValidateOutput, error) {
 		rep := &report{}
 		_, n := newChecker(c.Files, rep).checkSite("prd")
 		return rep.output(n), nil
@@ -323,7 +323,7 @@ func ValidateSDDConsistency() tool.Tool {
 	}, validateSDD)
 }
 
-func validateSDD(_ context.Context, c *ctxinject.Ctx, _ ValidateInput) (ValidateOutput, error) {
+func validateSDD(_ context.Context, c *callctx.Ctx, _ ValidateInput) (ValidateOutput, error) {
 	rep := &report{}
 	k := newChecker(c.Files, rep)
 	sdd, n := k.checkSite("sdd")

@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -60,7 +60,7 @@ func CollectStderr() tool.Tool {
 // maxSignatures bounds the signatures listed per unit.
 const maxSignatures = 100
 
-func collectStderr(_ context.Context, c *ctxinject.Ctx, in CollectStderrInput) (CollectStderrOutput, error) {
+func collectStderr(_ context.Context, c *callctx.Ctx, in CollectStderrInput) (CollectStderrOutput, error) {
 	n := in.TailLines
 	if n == 0 {
 		n = 50

@@ -13,6 +13,6 @@
 // a loopback address, never let an HTTP request go through a proxy taken
 // from the environment, never expand an environment variable that is not on
 // the policy's env allow-list, and never start or signal a process except
-// through the session's process owner (ctxinject Services.Procs) or, for a
+// through the session's process owner (callctx Services.Procs) or, for a
 // unit another toolhost started, after confirming its pid and start time.
 package integrator

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -72,7 +72,7 @@ type unitWatch struct {
 	exited func() (bool, *int, string)
 }
 
-func watchUnit(c *ctxinject.Ctx, id string, uf UnitsFile) (*unitWatch, string) {
+func watchUnit(c *callctx.Ctx, id string, uf UnitsFile) (*unitWatch, string) {
 	rec := uf.Units[id]
 	if p, ok := c.Procs.Get(id); ok && (rec == nil || rec.PID == p.PID) {
 		return &unitWatch{done: p.Done(), exited: func() (bool, *int, string) {
@@ -99,7 +99,7 @@ func watchUnit(c *ctxinject.Ctx, id string, uf UnitsFile) (*unitWatch, string) {
 	}}, ""
 }
 
-func healthWait(ctx context.Context, c *ctxinject.Ctx, in HealthWaitInput) (HealthWaitOutput, error) {
+func healthWait(ctx context.Context, c *callctx.Ctx, in HealthWaitInput) (HealthWaitOutput, error) {
 	for i, t := range in.Targets {
 		if _, err := checkLoopbackURL(t.URL); err != nil {
 			return HealthWaitOutput{Status: tool.Status{Reason: fmt.Sprintf("targets[%d]: %v", i, err)}, Targets: []TargetResult{}}, nil
@@ -162,7 +162,7 @@ func healthWait(ctx context.Context, c *ctxinject.Ctx, in HealthWaitInput) (Heal
 
 // pollTarget polls one URL until it is ready, the unit exits, the deadline
 // passes or ctx ends.
-func pollTarget(ctx context.Context, c *ctxinject.Ctx, client *http.Client, r *TargetResult, w *unitWatch,
+func pollTarget(ctx context.Context, c *callctx.Ctx, client *http.Client, r *TargetResult, w *unitWatch,
 	start, deadline time.Time, interval time.Duration, progress func(string)) {
 	defer func() { r.ElapsedMS = time.Since(start).Milliseconds() }()
 	var unitDone <-chan struct{}

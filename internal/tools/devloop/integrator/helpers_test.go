@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/testutil"
 )
@@ -74,7 +74,7 @@ func (p *progressLog) count() int {
 // env is an in-process integrator session on a temp project.
 type env struct {
 	dir      string
-	c        *ctxinject.Ctx
+	c        *callctx.Ctx
 	procs    *procs.Manager
 	progress *progressLog
 }
@@ -90,7 +90,7 @@ func newEnvAt(t *testing.T, dir string) *env {
 	t.Helper()
 	m := procs.NewManager(procs.Options{Grace: 500 * time.Millisecond})
 	pl := &progressLog{}
-	c := testutil.NewCtx(t, testutil.CtxOptions{Agent: "integrator", Dir: dir, Clock: ctxinject.SystemClock{},
+	c := testutil.NewCtx(t, testutil.CtxOptions{Agent: "integrator", Dir: dir, Clock: callctx.SystemClock{},
 		EnvAllowList: []string{"TOOLHOST_TEST_ALLOWED"}, Procs: m, Progress: pl.fn})
 	// Registered after NewCtx's cleanup, so it runs first: the units stop
 	// before the doors close.

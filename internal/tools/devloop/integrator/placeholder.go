@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -52,7 +52,7 @@ func ParsePlaceholder() tool.Tool {
 	}, parsePlaceholder)
 }
 
-func parsePlaceholder(_ context.Context, c *ctxinject.Ctx, in ParsePlaceholderInput) (ParsePlaceholderOutput, error) {
+func parsePlaceholder(_ context.Context, c *callctx.Ctx, in ParsePlaceholderInput) (ParsePlaceholderOutput, error) {
 	hasValue := len(in.Value) > 0
 	if (in.Text != nil) == hasValue {
 		return ParsePlaceholderOutput{}, &tool.ValidationError{Field: "text", Reason: "give exactly one of text or value"}
@@ -82,7 +82,7 @@ var placeholderRE = lazyre.New(`\{\{\s*([A-Za-z]+)\s*(?::\s*([^{}]*?)\s*)?\}\}`)
 
 // resolver resolves placeholders for one request (one run_case step).
 type resolver struct {
-	c          *ctxinject.Ctx
+	c          *callctx.Ctx
 	vars       map[string]any
 	ports      map[string]Reservation
 	portsErr   error
@@ -91,7 +91,7 @@ type resolver struct {
 	unresolved []Unresolved
 }
 
-func newResolver(c *ctxinject.Ctx, vars map[string]any) *resolver {
+func newResolver(c *callctx.Ctx, vars map[string]any) *resolver {
 	return &resolver{c: c, vars: vars}
 }
 

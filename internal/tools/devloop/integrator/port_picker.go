@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -40,7 +40,7 @@ func PortPicker() tool.Tool {
 // maxPickTries bounds the search for a port no live reservation holds.
 const maxPickTries = 64
 
-func portPicker(_ context.Context, c *ctxinject.Ctx, in PortPickerInput) (PortPickerOutput, error) {
+func portPicker(_ context.Context, c *callctx.Ctx, in PortPickerInput) (PortPickerOutput, error) {
 	now := c.Clock.Now()
 	ports := map[string]int{}
 	err := sandbox.UpdateJSON(c.Files, PortsPath, func(pf *PortsFile, _ bool) error {
@@ -108,7 +108,7 @@ func pickPort(taken map[int]bool, candidate func() (int, error)) (int, error) {
 
 // bindPort records that a started unit uses port, so the reservation holds
 // while the unit lives. It refuses a port another unit holds.
-func bindPort(c *ctxinject.Ctx, unit string, port, pid int, ticks uint64) error {
+func bindPort(c *callctx.Ctx, unit string, port, pid int, ticks uint64) error {
 	now := c.Clock.Now()
 	return sandbox.UpdateJSON(c.Files, PortsPath, func(pf *PortsFile, _ bool) error {
 		if pf.Reservations == nil {
@@ -137,7 +137,7 @@ func (pf PortsFile) holder(unit string, port int, now time.Time) string {
 
 // releasePort drops the unit's reservation, unless it now belongs to a
 // newer process of the unit than pid (0 releases unconditionally).
-func releasePort(c *ctxinject.Ctx, unit string, pid int) error {
+func releasePort(c *callctx.Ctx, unit string, pid int) error {
 	return sandbox.UpdateJSON(c.Files, PortsPath, func(pf *PortsFile, existed bool) error {
 		r, ok := pf.Reservations[unit]
 		if !existed || !ok {

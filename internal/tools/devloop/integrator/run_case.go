@@ -19,7 +19,7 @@ import (
 
 	"github.com/xeipuuv/gojsonschema"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -138,7 +138,7 @@ var caseSchema = sync.OnceValues(func() (*gojsonschema.Schema, error) {
 })
 
 // loadCase reads and validates a case file against the inline case schema.
-func loadCase(c *ctxinject.Ctx, rel string) (*Case, error) {
+func loadCase(c *callctx.Ctx, rel string) (*Case, error) {
 	b, err := c.Files.ReadFile(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, tool.Fail("case_path %s does not exist; write the case to %s/<id>.json or pass it inline as case", rel, CasesDir)
@@ -168,7 +168,7 @@ func loadCase(c *ctxinject.Ctx, rel string) (*Case, error) {
 	return &cs, nil
 }
 
-func runCase(ctx context.Context, c *ctxinject.Ctx, in RunCaseInput) (RunCaseOutput, error) {
+func runCase(ctx context.Context, c *callctx.Ctx, in RunCaseInput) (RunCaseOutput, error) {
 	if (in.CasePath == "") == (in.Case == nil) {
 		return RunCaseOutput{}, &tool.ValidationError{Field: "case_path", Reason: "give exactly one of case_path or case"}
 	}
@@ -256,7 +256,7 @@ func stepProblem(r StepResult) string {
 
 // runStep resolves, sends and checks one step; captures go into vars. It
 // returns an error only for cancellation or a system failure.
-func runStep(ctx context.Context, c *ctxinject.Ctx, client *http.Client, i int, st Step, vars map[string]any) (StepResult, error) {
+func runStep(ctx context.Context, c *callctx.Ctx, client *http.Client, i int, st Step, vars map[string]any) (StepResult, error) {
 	res := StepResult{Index: i, Name: st.Name, Method: st.Method}
 	r := newResolver(c, vars)
 	res.URL = r.text(st.URL, "/url")

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/sandbox"
@@ -76,7 +76,7 @@ func SpawnUnits() tool.Tool {
 	}, spawnUnits)
 }
 
-func spawnUnits(ctx context.Context, c *ctxinject.Ctx, in SpawnUnitsInput) (SpawnUnitsOutput, error) {
+func spawnUnits(ctx context.Context, c *callctx.Ctx, in SpawnUnitsInput) (SpawnUnitsOutput, error) {
 	if c.Procs == nil {
 		return SpawnUnitsOutput{}, errors.New("this session has no process owner")
 	}
@@ -115,7 +115,7 @@ var envName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // (tokens, proxies, toolhost's own settings) stays out of the child.
 var baseEnv = []string{"PATH", "HOME", "LANG", "TZ"}
 
-func startUnits(ctx context.Context, c *ctxinject.Ctx, units []UnitInput) (SpawnUnitsOutput, error) {
+func startUnits(ctx context.Context, c *callctx.Ctx, units []UnitInput) (SpawnUnitsOutput, error) {
 	if len(units) == 0 {
 		return SpawnUnitsOutput{Status: tool.Status{Reason: "units is empty; list the units to start, each with id and argv"}}, nil
 	}
@@ -163,7 +163,7 @@ func failStart(format string, args ...any) error {
 
 // startUnit starts one unit; a problem the model can fix becomes the unit's
 // error, a system failure is returned.
-func startUnit(c *ctxinject.Ctx, i int, u UnitInput) (UnitStatus, error) {
+func startUnit(c *callctx.Ctx, i int, u UnitInput) (UnitStatus, error) {
 	st := UnitStatus{ID: u.ID, State: "failed", StdoutLog: OutLog(u.ID), StderrLog: ErrLog(u.ID)}
 	spec, rel, port, err := prepareStart(c, i, u)
 	if err == nil {
@@ -186,7 +186,7 @@ func startUnit(c *ctxinject.Ctx, i int, u UnitInput) (UnitStatus, error) {
 
 // prepareStart checks a start request and builds the process spec (without
 // log files).
-func prepareStart(c *ctxinject.Ctx, i int, u UnitInput) (procs.Spec, string, int, error) {
+func prepareStart(c *callctx.Ctx, i int, u UnitInput) (procs.Spec, string, int, error) {
 	field := fmt.Sprintf("units[%d]", i)
 	if len(u.Argv) == 0 {
 		return procs.Spec{}, "", 0, failStart("%s.argv is required for start: give the program and its arguments, e.g. [\"node\", \"server.js\"]", field)
@@ -222,7 +222,7 @@ func prepareStart(c *ctxinject.Ctx, i int, u UnitInput) (procs.Spec, string, int
 }
 
 // unitCwd resolves the unit's working directory inside the project.
-func unitCwd(c *ctxinject.Ctx, u UnitInput) (string, string, error) {
+func unitCwd(c *callctx.Ctx, u UnitInput) (string, string, error) {
 	rel := u.Cwd
 	if rel == "" {
 		rel = "units/" + u.ID
@@ -341,7 +341,7 @@ type appendOpener interface {
 
 // launch starts the unit under the units.json lock, so two toolhost
 // processes never start the same unit twice, and records it.
-func launch(c *ctxinject.Ctx, u UnitInput, spec procs.Spec, rel string, port int) (*UnitRecord, error) {
+func launch(c *callctx.Ctx, u UnitInput, spec procs.Spec, rel string, port int) (*UnitRecord, error) {
 	opener, ok := c.Files.(appendOpener)
 	if !ok {
 		return nil, errors.New("the session's file door cannot open log files for a child process")
@@ -391,7 +391,7 @@ func launch(c *ctxinject.Ctx, u UnitInput, spec procs.Spec, rel string, port int
 }
 
 // openLog opens a unit log for the child and writes the start marker.
-func openLog(c *ctxinject.Ctx, opener appendOpener, rel, marker string) (procs.Log, error) {
+func openLog(c *callctx.Ctx, opener appendOpener, rel, marker string) (procs.Log, error) {
 	f, err := opener.OpenAppend(rel)
 	if err != nil {
 		return procs.Log{}, err
@@ -405,7 +405,7 @@ func openLog(c *ctxinject.Ctx, opener appendOpener, rel, marker string) (procs.L
 
 // recordExit stores how a unit this session started ended; a requested stop
 // also releases its port.
-func recordExit(c *ctxinject.Ctx, p *procs.Proc) {
+func recordExit(c *callctx.Ctx, p *procs.Proc) {
 	_, code, sig := p.Exit()
 	state := "exited"
 	if p.Stopped() {
@@ -442,7 +442,7 @@ func recordStatus(rec *UnitRecord, foreign bool) UnitStatus {
 // liveStatus is the unit's status now: this session's process owner knows
 // its own units exactly; for others the record is checked against /proc by
 // pid and start time.
-func liveStatus(c *ctxinject.Ctx, id string, rec *UnitRecord) UnitStatus {
+func liveStatus(c *callctx.Ctx, id string, rec *UnitRecord) UnitStatus {
 	if p, ok := c.Procs.Get(id); ok && (rec == nil || rec.PID == p.PID) {
 		st := UnitStatus{ID: id, State: "running", PID: p.PID, PGID: p.PGID, OwnerPID: c.Procs.OwnerPID(),
 			StdoutLog: OutLog(id), StderrLog: ErrLog(id)}
@@ -481,7 +481,7 @@ func liveStatus(c *ctxinject.Ctx, id string, rec *UnitRecord) UnitStatus {
 	return st
 }
 
-func unitStatuses(c *ctxinject.Ctx, units []UnitInput) (SpawnUnitsOutput, error) {
+func unitStatuses(c *callctx.Ctx, units []UnitInput) (SpawnUnitsOutput, error) {
 	uf, err := loadUnits(c)
 	if err != nil {
 		return SpawnUnitsOutput{}, err
@@ -505,7 +505,7 @@ func requestedIDs(uf UnitsFile, units []UnitInput) []string {
 	return ids
 }
 
-func stopUnits(ctx context.Context, c *ctxinject.Ctx, units []UnitInput) (SpawnUnitsOutput, error) {
+func stopUnits(ctx context.Context, c *callctx.Ctx, units []UnitInput) (SpawnUnitsOutput, error) {
 	uf, err := loadUnits(c)
 	if err != nil {
 		return SpawnUnitsOutput{}, err
@@ -522,7 +522,7 @@ func stopUnits(ctx context.Context, c *ctxinject.Ctx, units []UnitInput) (SpawnU
 	return out, errors.Join(errs...)
 }
 
-func stopUnit(ctx context.Context, c *ctxinject.Ctx, id string, rec *UnitRecord) (UnitStatus, error) {
+func stopUnit(ctx context.Context, c *callctx.Ctx, id string, rec *UnitRecord) (UnitStatus, error) {
 	if p, ok := c.Procs.Get(id); ok && (rec == nil || rec.PID == p.PID) {
 		rep, err := c.Procs.Stop(ctx, id)
 		st := liveStatus(c, id, rec)

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -99,7 +99,7 @@ type UnitsFile struct {
 }
 
 // readJSON reads a project file into v; a missing file leaves v as is.
-func readJSON(c *ctxinject.Ctx, rel string, v any) error {
+func readJSON(c *callctx.Ctx, rel string, v any) error {
 	b, err := c.Files.ReadFile(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -113,13 +113,13 @@ func readJSON(c *ctxinject.Ctx, rel string, v any) error {
 	return nil
 }
 
-func loadUnits(c *ctxinject.Ctx) (UnitsFile, error) {
+func loadUnits(c *callctx.Ctx) (UnitsFile, error) {
 	var f UnitsFile
 	err := readJSON(c, UnitsPath, &f)
 	return f, err
 }
 
-func loadPorts(c *ctxinject.Ctx) (PortsFile, error) {
+func loadPorts(c *callctx.Ctx) (PortsFile, error) {
 	var f PortsFile
 	err := readJSON(c, PortsPath, &f)
 	return f, err
@@ -135,7 +135,7 @@ type numbered struct {
 const maxLineLen = 2000
 
 // readLog returns the lines of a unit log, numbered; a missing log is empty.
-func readLog(c *ctxinject.Ctx, rel string) ([]numbered, bool, error) {
+func readLog(c *callctx.Ctx, rel string) ([]numbered, bool, error) {
 	b, err := c.Files.ReadFile(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
@@ -178,7 +178,7 @@ func tail(lines []numbered, n int) []numbered {
 }
 
 // stderrTail is the last n lines a unit printed to stderr in its current run.
-func stderrTail(c *ctxinject.Ctx, unit string, n int) []string {
+func stderrTail(c *callctx.Ctx, unit string, n int) []string {
 	lines, _, err := readLog(c, ErrLog(unit))
 	if err != nil {
 		return []string{"(stderr log unreadable: " + err.Error() + ")"}
@@ -192,7 +192,7 @@ func stderrTail(c *ctxinject.Ctx, unit string, n int) []string {
 }
 
 // knownUnits lists units from units.json and from the stderr logs on disk.
-func knownUnits(c *ctxinject.Ctx) ([]string, error) {
+func knownUnits(c *callctx.Ctx) ([]string, error) {
 	uf, err := loadUnits(c)
 	if err != nil {
 		return nil, err
@@ -206,7 +206,7 @@ func knownUnits(c *ctxinject.Ctx) ([]string, error) {
 		return nil, err
 	}
 	for _, e := range entries {
-		if id, ok := strings.CutSuffix(e.Name(), ".err.log"); ok && e.Type().IsRegular() && ctxinject.ValidUnit(id) {
+		if id, ok := strings.CutSuffix(e.Name(), ".err.log"); ok && e.Type().IsRegular() && callctx.ValidUnit(id) {
 			seen[id] = true
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -19,18 +19,18 @@ import (
 // recorder is an in-memory event and timeline sink.
 type recorder struct {
 	mu     sync.Mutex
-	events []ctxinject.Event
-	lines  []ctxinject.TimelineEntry
+	events []callctx.Event
+	lines  []callctx.TimelineEntry
 }
 
-func (r *recorder) Emit(e ctxinject.Event) error {
+func (r *recorder) Emit(e callctx.Event) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)
 	return nil
 }
 
-func (r *recorder) Append(e ctxinject.TimelineEntry) (int64, error) {
+func (r *recorder) Append(e callctx.TimelineEntry) (int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e.Seq = int64(len(r.lines) + 1)
@@ -40,7 +40,7 @@ func (r *recorder) Append(e ctxinject.TimelineEntry) (int64, error) {
 
 // newCtx builds the Ctx of a PM call on a fresh project, with the events
 // and timeline going to an in-memory recorder and a clock that stands still.
-func newCtx(t *testing.T) (*ctxinject.Ctx, *recorder, string) {
+func newCtx(t *testing.T) (*callctx.Ctx, *recorder, string) {
 	t.Helper()
 	rec := &recorder{}
 	c := testutil.NewCtx(t, testutil.CtxOptions{Agent: "pm", Events: rec, Timeline: rec,

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -51,7 +51,7 @@ func UpdateRuntimeState() tool.Tool {
 	}, updateRuntimeState)
 }
 
-func updateRuntimeState(_ context.Context, c *ctxinject.Ctx, in UpdateRuntimeStateInput) (UpdateRuntimeStateOutput, error) {
+func updateRuntimeState(_ context.Context, c *callctx.Ctx, in UpdateRuntimeStateInput) (UpdateRuntimeStateOutput, error) {
 	p := RuntimePath(c.Agent)
 	var st RuntimeState
 	err := sandbox.UpdateJSON(c.Files, p, func(s *RuntimeState, _ bool) error {
@@ -111,7 +111,7 @@ func TimelineAppend() tool.Tool {
 	}, timelineAppend)
 }
 
-func timelineAppend(_ context.Context, c *ctxinject.Ctx, in TimelineAppendInput) (TimelineAppendOutput, error) {
+func timelineAppend(_ context.Context, c *callctx.Ctx, in TimelineAppendInput) (TimelineAppendOutput, error) {
 	var data any
 	if in.Data != nil {
 		data = in.Data
@@ -164,7 +164,7 @@ func RecordMemory() tool.Tool {
 	}, recordMemory)
 }
 
-func recordMemory(_ context.Context, c *ctxinject.Ctx, in RecordMemoryInput) (RecordMemoryOutput, error) {
+func recordMemory(_ context.Context, c *callctx.Ctx, in RecordMemoryInput) (RecordMemoryOutput, error) {
 	dir := "memory/devloop/" + c.Agent
 	notePath := dir + "/" + in.Key + ".md"
 	created := false

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -66,7 +66,7 @@ func WriteTodolist() tool.Tool {
 	}, writeTodolist)
 }
 
-func writeTodolist(_ context.Context, c *ctxinject.Ctx, in WriteTodolistInput) (WriteTodolistOutput, error) {
+func writeTodolist(_ context.Context, c *callctx.Ctx, in WriteTodolistInput) (WriteTodolistOutput, error) {
 	if reason := checkGraph(in.Items); reason != "" {
 		return WriteTodolistOutput{Status: tool.Status{Reason: reason}}, nil
 	}
@@ -210,7 +210,7 @@ func UpdateTodoItem() tool.Tool {
 	}, updateTodoItem)
 }
 
-func updateTodoItem(_ context.Context, c *ctxinject.Ctx, in UpdateTodoItemInput) (UpdateTodoItemOutput, error) {
+func updateTodoItem(_ context.Context, c *callctx.Ctx, in UpdateTodoItemInput) (UpdateTodoItemOutput, error) {
 	var out UpdateTodoItemOutput
 	p := TodoPath(c.Agent)
 	err := sandbox.UpdateJSON(c.Files, p, func(tl *Todolist, existed bool) error {

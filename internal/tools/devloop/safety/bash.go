@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -59,7 +59,7 @@ func Bash() tool.Tool {
 	}, runBash)
 }
 
-func runBash(ctx context.Context, c *ctxinject.Ctx, in BashInput) (BashOutput, error) {
+func runBash(ctx context.Context, c *callctx.Ctx, in BashInput) (BashOutput, error) {
 	dir := c.Settings.Cwd
 	if dir == "" {
 		dir = c.ProjectDir

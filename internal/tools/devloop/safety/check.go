@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -41,7 +41,7 @@ func SandboxCheck() tool.Tool {
 	}, sandboxCheck)
 }
 
-func sandboxCheck(_ context.Context, c *ctxinject.Ctx, in SandboxCheckInput) (SandboxCheckOutput, error) {
+func sandboxCheck(_ context.Context, c *callctx.Ctx, in SandboxCheckInput) (SandboxCheckOutput, error) {
 	var resolved string
 	var err error
 	switch in.Op {

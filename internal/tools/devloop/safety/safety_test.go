@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
@@ -19,13 +19,13 @@ import (
 // newCtx builds the Ctx of a coder call on a fresh project with cwd as the
 // agent's working directory (project-relative). The allow-list is spelled
 // out because the sandbox_check cases quote it.
-func newCtx(t *testing.T, cwd string) (*ctxinject.Ctx, string) {
+func newCtx(t *testing.T, cwd string) (*callctx.Ctx, string) {
 	t.Helper()
 	c := testutil.NewCtx(t, testutil.CtxOptions{Agent: "coder", AllowList: []string{"units/**", "agent-state/coder-*.json"}, Cwd: filepath.Join(".", cwd)})
 	return c, c.ProjectDir
 }
 
-func call[Out any](t *testing.T, ctx context.Context, tl tool.Tool, c *ctxinject.Ctx, args string) (Out, tool.Result, error) {
+func call[Out any](t *testing.T, ctx context.Context, tl tool.Tool, c *callctx.Ctx, args string) (Out, tool.Result, error) {
 	t.Helper()
 	var out Out
 	r, err := tl.Call(ctx, c, json.RawMessage(args))

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/bugs"
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -57,7 +57,7 @@ func BugOpen() tool.Tool {
 	}, bugOpen)
 }
 
-func bugOpen(_ context.Context, c *ctxinject.Ctx, in BugOpenInput) (BugOpenOutput, error) {
+func bugOpen(_ context.Context, c *callctx.Ctx, in BugOpenInput) (BugOpenOutput, error) {
 	e := in.Evidence
 	ev := bugs.Evidence{
 		Test: strings.TrimSpace(e.Test), TestFile: e.TestFile, Report: e.Report, Log: e.Log,
@@ -132,7 +132,7 @@ func BugTransition() tool.Tool {
 	}, bugTransition)
 }
 
-func bugTransition(_ context.Context, c *ctxinject.Ctx, in BugTransitionInput) (BugTransitionOutput, error) {
+func bugTransition(_ context.Context, c *callctx.Ctx, in BugTransitionInput) (BugTransitionOutput, error) {
 	store := bugs.Store{Door: c.Shared}
 	b, tr, err := store.Transition(in.ID, in.To, c.Agent, in.Note, c.Clock.Now())
 	var te *bugs.TransitionError
@@ -201,7 +201,7 @@ func BugList() tool.Tool {
 	}, bugList)
 }
 
-func bugList(_ context.Context, c *ctxinject.Ctx, in BugListInput) (BugListOutput, error) {
+func bugList(_ context.Context, c *callctx.Ctx, in BugListInput) (BugListOutput, error) {
 	all, bad, err := bugs.Scan(c.ProjectDir)
 	if err != nil {
 		return BugListOutput{}, err

@@ -10,10 +10,10 @@ import (
 	"testing"
 
 	"github.com/toolhost/toolhost/internal/bugs"
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 )
 
-func openBug(t *testing.T, c *ctxinject.Ctx, args map[string]any) BugOpenOutput {
+func openBug(t *testing.T, c *callctx.Ctx, args map[string]any) BugOpenOutput {
 	t.Helper()
 	out, res, err := call[BugOpenOutput](t, c, BugOpen(), args)
 	if err != nil || !out.OK {
@@ -22,7 +22,7 @@ func openBug(t *testing.T, c *ctxinject.Ctx, args map[string]any) BugOpenOutput 
 	return out
 }
 
-func loadBug(t *testing.T, c *ctxinject.Ctx, id string) *bugs.Bug {
+func loadBug(t *testing.T, c *callctx.Ctx, id string) *bugs.Bug {
 	t.Helper()
 	b, err := bugs.Load(c.ProjectDir, id)
 	if err != nil {

@@ -8,21 +8,21 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
 // newCtx wires a call context on a fresh project dir with the real sandbox
 // doors and journal, as a session does.
-func newCtx(t *testing.T, agent, unit string) *ctxinject.Ctx {
+func newCtx(t *testing.T, agent, unit string) *callctx.Ctx {
 	t.Helper()
 	return testutil.NewCtx(t, testutil.CtxOptions{Agent: agent, Unit: unit})
 }
 
 // call runs a tool the way the engine does after validation and returns the
 // decoded result, or the error of a rejection or system failure.
-func call[Out any](t *testing.T, c *ctxinject.Ctx, tl tool.Tool, args any) (Out, tool.Result, error) {
+func call[Out any](t *testing.T, c *callctx.Ctx, tl tool.Tool, args any) (Out, tool.Result, error) {
 	t.Helper()
 	var out Out
 	raw, err := json.Marshal(args)
@@ -41,7 +41,7 @@ func call[Out any](t *testing.T, c *ctxinject.Ctx, tl tool.Tool, args any) (Out,
 
 // writeProjectFile puts a file into the project dir (test setup, not a tool
 // write).
-func writeProjectFile(t *testing.T, c *ctxinject.Ctx, rel string, data []byte) {
+func writeProjectFile(t *testing.T, c *callctx.Ctx, rel string, data []byte) {
 	t.Helper()
 	p := filepath.Join(c.ProjectDir, filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -53,7 +53,7 @@ func writeProjectFile(t *testing.T, c *ctxinject.Ctx, rel string, data []byte) {
 }
 
 // ndjson reads the lines of a project NDJSON file.
-func ndjson(t *testing.T, c *ctxinject.Ctx, rel string) []map[string]any {
+func ndjson(t *testing.T, c *callctx.Ctx, rel string) []map[string]any {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(c.ProjectDir, rel))
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -48,7 +48,7 @@ func HintBuilder() tool.Tool {
 	}, hintBuilder)
 }
 
-func hintBuilder(_ context.Context, c *ctxinject.Ctx, in HintBuilderInput) (HintBuilderOutput, error) {
+func hintBuilder(_ context.Context, c *callctx.Ctx, in HintBuilderInput) (HintBuilderOutput, error) {
 	failures := in.Failures
 	switch {
 	case in.ReportPath != "" && in.Failures != nil:

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/tool"
@@ -70,7 +70,7 @@ func ParseVitest() tool.Tool {
 	}, parseVitest)
 }
 
-func parseVitest(_ context.Context, c *ctxinject.Ctx, in ParseVitestInput) (ParseVitestOutput, error) {
+func parseVitest(_ context.Context, c *callctx.Ctx, in ParseVitestInput) (ParseVitestOutput, error) {
 	data, source, err := reportBytes(c, in.ReportPath, in.Report)
 	if err != nil {
 		return ParseVitestOutput{}, err
@@ -84,7 +84,7 @@ func parseVitest(_ context.Context, c *ctxinject.Ctx, in ParseVitestInput) (Pars
 }
 
 // reportBytes returns the report named by exactly one of path and inline.
-func reportBytes(c *ctxinject.Ctx, path string, inline map[string]any) ([]byte, string, error) {
+func reportBytes(c *callctx.Ctx, path string, inline map[string]any) ([]byte, string, error) {
 	switch {
 	case path != "" && inline != nil:
 		return nil, "", &tool.ValidationError{Field: "report_path", Reason: "give report_path or report, not both"}

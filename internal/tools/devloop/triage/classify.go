@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/bugs"
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -132,7 +132,7 @@ func CategoryClassifier() tool.Tool {
 	}, classify)
 }
 
-func classify(_ context.Context, c *ctxinject.Ctx, in ClassifyInput) (ClassifyOutput, error) {
+func classify(_ context.Context, c *callctx.Ctx, in ClassifyInput) (ClassifyOutput, error) {
 	if (in.BugID == "") == (strings.TrimSpace(in.Text) == "") {
 		return ClassifyOutput{}, &tool.ValidationError{Field: "bug_id", Reason: "give exactly one of bug_id (e.g. BUG-0001) or text (a non-blank error message or log excerpt)"}
 	}
@@ -167,7 +167,7 @@ func classify(_ context.Context, c *ctxinject.Ctx, in ClassifyInput) (ClassifyOu
 
 // bugFacts gathers the texts of a bug: its title, its citations, and the
 // evidence they point at, plus the recent history of its cited tests.
-func bugFacts(c *ctxinject.Ctx, bug *bugs.Bug, f *facts) error {
+func bugFacts(c *callctx.Ctx, bug *bugs.Bug, f *facts) error {
 	f.Sources = append(f.Sources, source{Where: "title", Text: bug.Title})
 	for i, e := range bug.Evidence {
 		for _, fld := range []struct{ name, text string }{{"test", e.Test}, {"log", e.Log}, {"repro", e.Repro}} {

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/contract"
-	"github.com/toolhost/toolhost/internal/ctxinject"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -65,7 +65,7 @@ func normalizePath(p string) string {
 }
 
 // loadContract reads contracts/<name>.json with the line of each endpoint.
-func loadContract(c *ctxinject.Ctx, name string) (*contract.Contract, []contractRoute, error) {
+func loadContract(c *callctx.Ctx, name string) (*contract.Contract, []contractRoute, error) {
 	p := contract.Path(name)
 	data, err := readRel(c, p)
 	if err != nil {
@@ -100,7 +100,7 @@ func endpointLine(lines []string, e contract.Endpoint) int {
 }
 
 // contractFiles lists contracts/*.json (not the hash record), sorted.
-func contractFiles(c *ctxinject.Ctx) ([]string, error) {
+func contractFiles(c *callctx.Ctx) ([]string, error) {
 	return walkFiles(c, "contracts", func(rel string) bool {
 		return path.Dir(rel) == "contracts" && path.Ext(rel) == ".json" && path.Base(rel) != "hashes.json"
 	})
@@ -108,7 +108,7 @@ func contractFiles(c *ctxinject.Ctx) ([]string, error) {
 
 // loadContractRoutes reads every contract in contracts/; broken ones are
 // skipped (the contract tools report them).
-func loadContractRoutes(c *ctxinject.Ctx) ([]contractRoute, error) {
+func loadContractRoutes(c *callctx.Ctx) ([]contractRoute, error) {
 	files, err := contractFiles(c)
 	if err != nil {
 		return nil, err
@@ -209,8 +209,8 @@ func isSource(rel string) bool {
 	return true
 }
 
-func diffContractVsImpl(_ context.Context, c *ctxinject.Ctx, in DiffInput) (DiffOutput, error) {
-	if !ctxinject.ValidUnit(in.UnitID) {
+func diffContractVsImpl(_ context.Context, c *callctx.Ctx, in DiffInput) (DiffOutput, error) {
+	if !callctx.ValidUnit(in.UnitID) {
 		return DiffOutput{}, &tool.ValidationError{Field: "unit_id", Reason: fmt.Sprintf("%q is not a unit id; use the directory name under units/", in.UnitID)}
 	}
 	_, croutes, err := loadContract(c, in.Contract)
@@ -349,7 +349,7 @@ func toRef(r implRoute) RouteRef {
 }
 
 // contractNames lists the contracts of the project, for error messages.
-func contractNames(c *ctxinject.Ctx) []string {
+func contractNames(c *callctx.Ctx) []string {
 	files, _ := contractFiles(c)
 	var names []string
 	for _, f := range files {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/bugs"
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -113,7 +113,7 @@ func evidenceTool(name, title string) tool.Tool {
 }
 
 // loadBug loads a bug or returns the expected failure the model can act on.
-func loadBug(c *ctxinject.Ctx, id string) (*bugs.Bug, error) {
+func loadBug(c *callctx.Ctx, id string) (*bugs.Bug, error) {
 	b, err := bugs.Load(c.ProjectDir, id)
 	if err != nil {
 		if _, statErr := readRel(c, bugs.Path(id)); errors.Is(statErr, fs.ErrNotExist) {
@@ -129,7 +129,7 @@ func cites(e bugs.Evidence) bool {
 	return e.Test != "" || e.TestFile != "" || e.Report != "" || e.Log != "" || e.LogFile != "" || e.RunID != ""
 }
 
-func extractEvidence(_ context.Context, c *ctxinject.Ctx, in ExtractEvidenceInput) (ExtractEvidenceOutput, error) {
+func extractEvidence(_ context.Context, c *callctx.Ctx, in ExtractEvidenceInput) (ExtractEvidenceOutput, error) {
 	bug, err := loadBug(c, in.BugID)
 	if err != nil {
 		return ExtractEvidenceOutput{}, err
@@ -192,7 +192,7 @@ func (ev *evidence) status() string {
 	}
 }
 
-func (ev *evidence) allReports(c *ctxinject.Ctx) ([]loadedReport, error) {
+func (ev *evidence) allReports(c *callctx.Ctx) ([]loadedReport, error) {
 	if !ev.loaded {
 		rs, err := findReports(c)
 		if err != nil {
@@ -206,7 +206,7 @@ func (ev *evidence) allReports(c *ctxinject.Ctx) ([]loadedReport, error) {
 // collectEvidence checks every citation of a bug. Only I/O failures of the
 // project itself are errors; a citation that does not check out is a
 // Missing item.
-func collectEvidence(c *ctxinject.Ctx, bug *bugs.Bug) (*evidence, error) {
+func collectEvidence(c *callctx.Ctx, bug *bugs.Bug) (*evidence, error) {
 	ev := &evidence{Verified: []VerifiedItem{}, Missing: []MissingItem{}}
 	// bug_open appends each duplicate report's evidence, so the same
 	// citation often appears in several entries: check and list it once.
@@ -245,7 +245,7 @@ func (ev *evidence) miss(kind, cited, format string, args ...any) {
 
 // checkTest finds the cited test in the cited report, or in the newest
 // report that names it, and checks the cited test file.
-func (ev *evidence) checkTest(c *ctxinject.Ctx, bug *bugs.Bug, e bugs.Evidence) error {
+func (ev *evidence) checkTest(c *callctx.Ctx, bug *bugs.Bug, e bugs.Evidence) error {
 	cited := e.Test
 	if cited == "" {
 		cited = e.TestFile
@@ -334,7 +334,7 @@ func pickOutcome(outs []testOutcome, test, file string) *testOutcome {
 
 // checkTestFile checks that a cited test file exists in the project (as
 // given, or inside the bug's unit) and quotes the test's line.
-func (ev *evidence) checkTestFile(c *ctxinject.Ctx, bug *bugs.Bug, file string, line int) {
+func (ev *evidence) checkTestFile(c *callctx.Ctx, bug *bugs.Bug, file string, line int) {
 	cands := []string{file}
 	if filepath.IsAbs(file) {
 		rel, err := filepath.Rel(c.ProjectDir, file)
@@ -345,7 +345,7 @@ func (ev *evidence) checkTestFile(c *ctxinject.Ctx, bug *bugs.Bug, file string, 
 		}
 		cands = []string{filepath.ToSlash(rel)}
 	}
-	if bug.UnitID != "" && ctxinject.ValidUnit(bug.UnitID) && !filepath.IsAbs(file) {
+	if bug.UnitID != "" && callctx.ValidUnit(bug.UnitID) && !filepath.IsAbs(file) {
 		cands = append(cands, "units/"+bug.UnitID+"/"+file)
 	}
 	var reasons []string
@@ -368,7 +368,7 @@ func (ev *evidence) checkTestFile(c *ctxinject.Ctx, bug *bugs.Bug, file string, 
 
 // checkLog verifies a quoted log excerpt at (or near) its cited line, or
 // finds it under integration/logs/ when no file is cited.
-func (ev *evidence) checkLog(c *ctxinject.Ctx, e bugs.Evidence) error {
+func (ev *evidence) checkLog(c *callctx.Ctx, e bugs.Evidence) error {
 	quote := excerptLines(e.Log)
 	if e.LogFile == "" {
 		if len(quote) == 0 {
@@ -464,7 +464,7 @@ type runStep struct {
 func RunPath(id string) string { return "integration/runs/" + id + ".json" }
 
 // checkRun verifies that a run exists and quotes its failed steps.
-func (ev *evidence) checkRun(c *ctxinject.Ctx, id string) {
+func (ev *evidence) checkRun(c *callctx.Ctx, id string) {
 	if !runIDPattern().MatchString(id) || strings.Contains(id, "..") {
 		ev.miss(kindRun, id, "run_id %q is not a run id (letters, digits, '.', '_', '-')", id)
 		return

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 )
 
 // cleanRel validates a project-relative path taken from a bug or an input
@@ -34,7 +34,7 @@ func cleanRel(p string) (string, error) {
 // readRel reads a cited project-relative file. cleanRel words the refusal
 // for a citation; the read itself goes through the sandbox door, which
 // refuses symlink escapes, non-regular files and files too large to read.
-func readRel(c *ctxinject.Ctx, rel string) ([]byte, error) {
+func readRel(c *callctx.Ctx, rel string) ([]byte, error) {
 	clean, err := cleanRel(rel)
 	if err != nil {
 		return nil, err
@@ -51,7 +51,7 @@ var skipDirs = map[string]bool{
 
 // walkFiles returns the project-relative paths of regular files under root
 // (project-relative) accepted by keep, sorted. A missing root is no files.
-func walkFiles(c *ctxinject.Ctx, root string, keep func(rel string) bool) ([]string, error) {
+func walkFiles(c *callctx.Ctx, root string, keep func(rel string) bool) ([]string, error) {
 	abs := filepath.Join(c.ProjectDir, filepath.FromSlash(root))
 	var out []string
 	err := filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {

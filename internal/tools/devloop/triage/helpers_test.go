@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -43,7 +43,7 @@ func copyProject(t testing.TB) string {
 
 // newCtx builds the Ctx of a bug-triager call on project dir, working in
 // the project dir, at a clock that stands still.
-func newCtx(t testing.TB, dir string) *ctxinject.Ctx {
+func newCtx(t testing.TB, dir string) *callctx.Ctx {
 	t.Helper()
 	return testutil.NewCtx(t, testutil.CtxOptions{Agent: "bug-triager", Dir: dir, Cwd: ".",
 		Clock: testutil.NewFakeClock(time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC), 0)})

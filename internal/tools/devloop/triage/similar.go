@@ -18,7 +18,7 @@ import (
 	"unicode"
 
 	"github.com/toolhost/toolhost/internal/bugs"
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -72,7 +72,7 @@ func FindSimilarBug() tool.Tool {
 	}, findSimilar)
 }
 
-func findSimilar(_ context.Context, c *ctxinject.Ctx, in FindSimilarInput) (FindSimilarOutput, error) {
+func findSimilar(_ context.Context, c *callctx.Ctx, in FindSimilarInput) (FindSimilarOutput, error) {
 	if (in.BugID == "") == (strings.TrimSpace(in.Text) == "") {
 		return FindSimilarOutput{}, &tool.ValidationError{Field: "bug_id", Reason: "give exactly one of bug_id (e.g. BUG-0001) or text (a non-blank title or error message)"}
 	}
@@ -264,7 +264,7 @@ func bugText(b *bugs.Bug) string {
 // bugFiles lists bugs/BUG-*.json with a fingerprint of their names, sizes
 // and modification times: it changes whenever a bug is added, removed or
 // rewritten.
-func bugFiles(c *ctxinject.Ctx) ([]string, string, error) {
+func bugFiles(c *callctx.Ctx) ([]string, string, error) {
 	ents, err := os.ReadDir(filepath.Join(c.ProjectDir, bugs.Dir))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, "", err
@@ -291,7 +291,7 @@ func bugFiles(c *ctxinject.Ctx) ([]string, string, error) {
 // loadIndex returns the cached index when the bugs are unchanged, else
 // rebuilds and stores it. The rebuild holds a cross-process lock so two
 // triager processes do not both rebuild.
-func loadIndex(c *ctxinject.Ctx) (*similarIndex, bool, error) {
+func loadIndex(c *callctx.Ctx) (*similarIndex, bool, error) {
 	ids, fp, err := bugFiles(c)
 	if err != nil {
 		return nil, false, err
@@ -320,7 +320,7 @@ func loadIndex(c *ctxinject.Ctx) (*similarIndex, bool, error) {
 }
 
 // readIndex returns the cached index if it matches the fingerprint.
-func readIndex(c *ctxinject.Ctx, fp string) *similarIndex {
+func readIndex(c *callctx.Ctx, fp string) *similarIndex {
 	data, err := readRel(c, IndexPath)
 	if err != nil {
 		return nil
@@ -335,7 +335,7 @@ func readIndex(c *ctxinject.Ctx, fp string) *similarIndex {
 
 // buildIndex computes TF-IDF vectors (tf = 1+ln n, idf = ln((N+1)/(df+1))+1)
 // for every readable bug.
-func buildIndex(c *ctxinject.Ctx, ids []string, fp string) *similarIndex {
+func buildIndex(c *callctx.Ctx, ids []string, fp string) *similarIndex {
 	x := &similarIndex{Version: indexVersion, Fingerprint: fp}
 	termID := map[string]int32{}
 	var df []int

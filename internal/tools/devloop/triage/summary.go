@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/bugs"
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/sandbox"
 )
 
@@ -35,7 +35,7 @@ type SummaryEntry struct {
 
 // updateSummary applies fn to the bug's entry under the summary's
 // cross-process lock, so triager processes never lose each other's updates.
-func updateSummary(c *ctxinject.Ctx, bug *bugs.Bug, fn func(e *SummaryEntry)) error {
+func updateSummary(c *callctx.Ctx, bug *bugs.Bug, fn func(e *SummaryEntry)) error {
 	err := sandbox.UpdateJSON(c.Files, SummaryPath, func(s *Summary, _ bool) error {
 		if s.Bugs == nil {
 			s.Bugs = map[string]*SummaryEntry{}

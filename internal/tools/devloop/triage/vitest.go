@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/vitest"
 )
@@ -85,7 +85,7 @@ func isReportCandidate(rel string) bool {
 // findReports loads every Vitest report under reports/ and units/*/, newest
 // (by the report's own startTime, then path) first. Files that are not
 // Vitest reports are ignored.
-func findReports(c *ctxinject.Ctx) ([]loadedReport, error) {
+func findReports(c *callctx.Ctx) ([]loadedReport, error) {
 	var paths []string
 	for _, root := range []string{"reports", "units"} {
 		ps, err := walkFiles(c, root, isReportCandidate)

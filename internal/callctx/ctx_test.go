@@ -1,10 +1,10 @@
-package ctxinject_test
+package callctx_test
 
 import (
 	"slices"
 	"testing"
 
-	"github.com/toolhost/toolhost/internal/ctxinject"
+	"github.com/toolhost/toolhost/internal/callctx"
 )
 
 // TestProgressOnlyIncreases: MCP requires progress to increase with every
@@ -13,7 +13,7 @@ import (
 func TestProgressOnlyIncreases(t *testing.T) {
 	t.Parallel()
 	var sent []float64
-	c, err := ctxinject.New(ctxinject.Identity{}, ctxinject.Services{}, ctxinject.Settings{}, ctxinject.Meta{},
+	c, err := callctx.New(callctx.Identity{}, callctx.Services{}, callctx.Settings{}, callctx.Meta{},
 		func(p, _ float64, _ string) { sent = append(sent, p) })
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +25,7 @@ func TestProgressOnlyIncreases(t *testing.T) {
 		t.Fatalf("sent %v, want 1 2 3 10", sent)
 	}
 	// Without a progressToken the call still has a Progress to call.
-	c, err = ctxinject.New(ctxinject.Identity{}, ctxinject.Services{}, ctxinject.Settings{}, ctxinject.Meta{}, nil)
+	c, err = callctx.New(callctx.Identity{}, callctx.Services{}, callctx.Settings{}, callctx.Meta{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package ctxinject
+package callctx
 
 import (
 	"crypto/rand"
@@ -19,7 +19,9 @@ import (
 
 // Identity is who runs a session: from launch flags or TOOLHOST_* variables.
 type Identity struct {
-	PID        string // project id
+	// ProjectID is the project's id (the {pid} of the agents' cwd
+	// templates; "pid" in the stores' JSON, as the seed names it).
+	ProjectID  string
 	Agent      string // short agent name: pm, architect, coder, tester, integrator, bug-triager
 	AgentName  string // template name: devloop-pm …
 	UnitID     string
@@ -40,7 +42,7 @@ func (id *Identity) FromEnv(getenv func(string) string) {
 	set(&id.SessionID, "TOOLHOST_SESSION")
 	set(&id.UnitID, "TOOLHOST_UNIT")
 	set(&id.Company, "TOOLHOST_COMPANY")
-	set(&id.PID, "TOOLHOST_PID")
+	set(&id.ProjectID, "TOOLHOST_PID")
 }
 
 // Files is the sandbox door: every write a tool makes goes through it. Reads
@@ -72,14 +74,14 @@ type Files interface {
 
 // Event is one line of .toolhost/events.ndjson.
 type Event struct {
-	TS      time.Time `json:"ts"`
-	Kind    string    `json:"kind"`
-	PID     string    `json:"pid,omitempty"`
-	Agent   string    `json:"agent"`
-	UnitID  string    `json:"unit_id,omitempty"`
-	CallID  string    `json:"call_id"`
-	Session string    `json:"session_id,omitempty"`
-	Payload any       `json:"payload,omitempty"`
+	TS        time.Time `json:"ts"`
+	Kind      string    `json:"kind"`
+	ProjectID string    `json:"pid,omitempty"`
+	Agent     string    `json:"agent"`
+	UnitID    string    `json:"unit_id,omitempty"`
+	CallID    string    `json:"call_id"`
+	Session   string    `json:"session_id,omitempty"`
+	Payload   any       `json:"payload,omitempty"`
 }
 
 // Events is the event sink (SPEC §9).
@@ -91,7 +93,7 @@ type Events interface {
 type TimelineEntry struct {
 	Seq       int64     `json:"seq"`
 	TS        time.Time `json:"ts"`
-	PID       string    `json:"pid"`
+	ProjectID string    `json:"pid"`
 	Agent     string    `json:"agent"`
 	UnitID    string    `json:"unit_id"`
 	CallID    string    `json:"call_id"`
@@ -238,7 +240,7 @@ func increasing(send ProgressFunc) ProgressFunc {
 // Emit appends an event stamped with this call's identity.
 func (c *Ctx) Emit(kind string, payload any) error {
 	return c.Events.Emit(Event{
-		TS: c.Clock.Now(), Kind: kind, PID: c.PID, Agent: c.Agent, UnitID: c.UnitID,
+		TS: c.Clock.Now(), Kind: kind, ProjectID: c.ProjectID, Agent: c.Agent, UnitID: c.UnitID,
 		CallID: c.CallID, Session: c.SessionID, Payload: payload,
 	})
 }
@@ -246,7 +248,7 @@ func (c *Ctx) Emit(kind string, payload any) error {
 // AppendTimeline appends a timeline entry stamped with this call's identity.
 func (c *Ctx) AppendTimeline(kind, message string, data any) (int64, error) {
 	return c.Timeline.Append(TimelineEntry{
-		TS: c.Clock.Now(), PID: c.PID, Agent: c.Agent, UnitID: c.UnitID, CallID: c.CallID,
+		TS: c.Clock.Now(), ProjectID: c.ProjectID, Agent: c.Agent, UnitID: c.UnitID, CallID: c.CallID,
 		SessionID: c.SessionID, Kind: kind, Message: message, Data: data,
 	})
 }
