@@ -129,6 +129,9 @@ func NewConn(h Handler, opts ConnOptions) *Conn {
 	return c
 }
 
+// SessionPeer is the peer of the messages that relate to no request.
+func (c *Conn) SessionPeer() Peer { return c.session }
+
 // Dispatch serves one decoded message that arrived on sink: a request runs
 // on a worker (a slow call never blocks ping or another call) and answers
 // through sink; a notification or a response to one of our requests is

@@ -217,8 +217,10 @@ func notFound(method string, modern bool) error {
 	if modern {
 		e.Status = 404
 		switch method {
-		case "ping", "logging/setLevel":
-			e.Message += fmt.Sprintf(" in protocol revision %s (removed there; a log level goes in each request's _meta %q)", Modern, MetaLogLevel)
+		case "ping":
+			e.Message += fmt.Sprintf(" in protocol revision %s (removed there: every request stands alone, no connection to keep alive)", Modern)
+		case "logging/setLevel":
+			e.Message += fmt.Sprintf(" in protocol revision %s (removed there: a log level goes in each request's _meta %q)", Modern, MetaLogLevel)
 		}
 	}
 	return e

@@ -49,8 +49,6 @@ type Session struct {
 	Upstream *upstream.Manager
 	closers  []func() error
 
-	mu        sync.Mutex
-	listeners []func()
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -148,24 +146,7 @@ func (s *Session) Visible(name string) bool {
 	return ok && s.Agent.Allows(name) && s.Policy.Current().Decide(e.Spec).Allowed()
 }
 
-// OnToolsChanged registers fn to run after the visible tool set may have
-// changed (upstream discovery, policy reload), e.g. to resync another
-// transport's tool list.
-func (s *Session) OnToolsChanged(fn func()) {
-	s.mu.Lock()
-	s.listeners = append(s.listeners, fn)
-	s.mu.Unlock()
-}
-
-func (s *Session) toolsChanged() {
-	s.Server.ToolsChanged()
-	s.mu.Lock()
-	ls := append([]func(){}, s.listeners...)
-	s.mu.Unlock()
-	for _, fn := range ls {
-		fn()
-	}
-}
+func (s *Session) toolsChanged() { s.Server.ToolsChanged() }
 
 // policyPoll is how often a policy file is checked for changes, which
 // re-applies the upstreams and re-announces the tool list.
