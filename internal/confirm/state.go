@@ -154,7 +154,9 @@ func (s *States) Redeem(state string, b Binding) error {
 	if err != nil {
 		return err
 	}
-	enc := base64.RawURLEncoding
+	// Strict: only the one encoding Issue writes is accepted, so no two
+	// strings name the same state.
+	enc := base64.RawURLEncoding.Strict()
 	body, mac, ok := bytes.Cut([]byte(state), []byte("."))
 	if !ok {
 		return fmt.Errorf("%w: it is not a state toolhost issued", ErrStateInvalid)

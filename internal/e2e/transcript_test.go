@@ -42,6 +42,8 @@ var update = flag.Bool("update", false, "rewrite the output sections of the tran
 //	              altered)
 //	-- output --  every message the server wrote, normalised, responses sorted
 //	              by id, then notifications in arrival order
+//	-- audit --   optional: the audit rows the calls left, one "tool status
+//	              kind" line each, sorted
 //
 // Every transcript runs over both transports from the same source: stdio
 // (one line each, stdin closed after the last, so "EOF with a call in
@@ -142,12 +144,13 @@ func (r *received) expand(t *testing.T, line string) string {
 			t.Fatalf("%s: no requestState was answered to id %s (add #wait %s before)", ph, m[1], m[1])
 		}
 		if m[2] != "" {
-			last := st[len(st)-1]
+			// Alter one character of the signed part (the payload).
+			i := len(st) / 4
 			repl := byte('A')
-			if last == 'A' {
+			if st[i] == 'A' {
 				repl = 'B'
 			}
-			st = st[:len(st)-1] + string(repl)
+			st = st[:i] + string(repl) + st[i+1:]
 		}
 		return st
 	})
@@ -252,15 +255,29 @@ func runTranscript(t *testing.T, bin, agents, file, transport string) {
 	}
 	stderr := tr.finish(t)
 	got.mu.Lock()
+	for i, l := range got.lines {
+		got.lines[i] = strings.ReplaceAll(l, project, "<PROJECT>")
+	}
 	actual := normalise(got.lines)
 	got.mu.Unlock()
+	hasAudit := false
+	for _, f := range a.Files {
+		hasAudit = hasAudit || f.Name == "audit"
+	}
+	auditText := ""
+	if hasAudit {
+		auditText = auditSummary(t, project)
+	}
 	if *update {
 		if transport != "stdio" {
 			return // the stdio run writes the file; this one must match it
 		}
 		for i := range a.Files {
-			if a.Files[i].Name == "output" {
+			switch a.Files[i].Name {
+			case "output":
 				a.Files[i].Data = []byte(actual)
+			case "audit":
+				a.Files[i].Data = []byte(auditText)
 			}
 		}
 		if err := os.WriteFile(file, txtar.Format(a), 0o644); err != nil {
@@ -271,6 +288,46 @@ func runTranscript(t *testing.T, bin, agents, file, transport string) {
 	if want := section(a, "output"); want != actual {
 		t.Errorf("output mismatch over %s (run with -update to accept)\n--- want\n%s--- got\n%s\nstderr:\n%s", transport, want, actual, stderr)
 	}
+	if want := section(a, "audit"); hasAudit && want != auditText {
+		t.Errorf("audit mismatch over %s (run with -update to accept)\n--- want\n%s--- got\n%s", transport, want, auditText)
+	}
+}
+
+// auditSummary is one "tool status kind" line per audit row, sorted, with
+// the call id the client chose (not a generated ULID), the unit and the
+// trace context when the row has them.
+func auditSummary(t *testing.T, project string) string {
+	b, err := os.ReadFile(filepath.Join(project, ".toolhost", "audit.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var row struct {
+			Tool        string `json:"tool"`
+			Status      string `json:"status"`
+			ErrorKind   string `json:"error_kind"`
+			CallID      string `json:"call_id"`
+			UnitID      string `json:"unit_id"`
+			Traceparent string `json:"traceparent"`
+		}
+		if err := json.Unmarshal([]byte(l), &row); err != nil {
+			t.Fatalf("audit line %q: %v", l, err)
+		}
+		line := strings.TrimSpace(row.Tool + " " + row.Status + " " + row.ErrorKind)
+		if !volatile[0].re.MatchString(row.CallID) {
+			line += " call=" + row.CallID
+		}
+		if row.UnitID != "" {
+			line += " unit=" + row.UnitID
+		}
+		if row.Traceparent != "" {
+			line += " trace=" + row.Traceparent
+		}
+		lines = append(lines, line)
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n") + "\n"
 }
 
 type stdioTranscript struct {
