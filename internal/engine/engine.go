@@ -429,6 +429,7 @@ func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
 		out.IsError, out.Status, out.Kind, out.Message = true, audit.StatusCancelled, "cancelled", "cancelled by the client"
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 			// Cancelled by toolhost itself (shutdown), not by the client.
+			out.Kind = "shutdown"
 			out.Message = fmt.Sprintf("%s did not finish: %v; it may have done part of its work, so check before calling it again", c.Tool, cause)
 		}
 	case errors.As(err, &pe):

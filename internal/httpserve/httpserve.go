@@ -194,7 +194,16 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, 
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(s.opts.MaxMessage)+1))
-	_ = rc.SetReadDeadline(time.Time{})
+	if err != nil || len(body) > s.opts.MaxMessage {
+		// net/http would read what is left of the body to keep the
+		// connection: with the deadline passed, closing the body gives
+		// that up at once, and the connection ends after the answer.
+		_ = rc.SetReadDeadline(time.Now())
+		_ = r.Body.Close()
+		w.Header().Set("Connection", "close")
+	} else {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	var ne net.Error
 	switch {
 	case errors.As(err, &ne) && ne.Timeout():

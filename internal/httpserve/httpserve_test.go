@@ -1,17 +1,14 @@
 package httpserve_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,62 +21,18 @@ import (
 
 // served is `toolhost serve --http` running for one test.
 type served struct {
-	URL    string
-	cmd    *exec.Cmd
-	stderr testutil.SyncBuffer
+	URL string
+	srv *testutil.HTTPServer
 }
 
-func (s *served) log() string { return s.stderr.String() }
+func (s *served) log() string { return s.srv.Log() }
 
 // serveHTTP starts the real binary with --http and waits for its URL.
 func serveHTTP(t *testing.T, project string, extra ...string) *served {
 	t.Helper()
-	args := append([]string{"serve", "--agent", "pm", "--project-dir", project, "--grace", "2s"}, extra...)
-	cmd := exec.Command(testutil.Toolhost(t), args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	errPipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &served{cmd: cmd}
-	urlCh := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(errPipe)
-		for sc.Scan() {
-			fmt.Fprintln(&s.stderr, sc.Text())
-			var e struct{ Event, URL string }
-			if json.Unmarshal(sc.Bytes(), &e) == nil && e.Event == "http_listening" {
-				urlCh <- e.URL
-			}
-		}
-		close(urlCh)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-			t.Errorf("toolhost --http did not stop on SIGTERM\n%s", s.log())
-		}
-	})
-	select {
-	case u, ok := <-urlCh:
-		if !ok {
-			_ = cmd.Wait()
-			t.Fatalf("toolhost exited before listening\n%s", s.log())
-		}
-		s.URL = u
-	case <-time.After(20 * time.Second):
-		t.Fatalf("no http_listening event\n%s", s.log())
-	}
-	return s
+	args := append([]string{"--agent", "pm", "--project-dir", project, "--grace", "2s"}, extra...)
+	srv := testutil.ServeHTTP(t, testutil.Toolhost(t), args...)
+	return &served{URL: srv.URL, srv: srv}
 }
 
 type bearer struct {
