@@ -146,7 +146,9 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
-func normOrigin(o string) string { return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(o)), "/") }
+func normOrigin(o string) string {
+	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(o)), "/")
+}
 
 // originAllowed: a request without Origin is not from a browser page and
 // is served; one with Origin only when that is the server's own loopback
@@ -309,7 +311,9 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func isLegacy(v string) bool { return v != "" && !server.IsModern(v) && slices.Contains(server.SupportedVersions, v) }
+func isLegacy(v string) bool {
+	return v != "" && !server.IsModern(v) && slices.Contains(server.SupportedVersions, v)
+}
 
 func headerMismatch(msg string) *rpc.Error {
 	return &rpc.Error{Code: server.CodeHeaderMismatch, Message: "Header mismatch: " + msg, Status: http.StatusBadRequest}

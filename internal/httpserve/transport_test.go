@@ -143,7 +143,7 @@ func TestModernHeaders(t *testing.T) {
 		before := timelineLines(t, project)
 		status, _, body := post(t, s.URL, call, c.headers)
 		var m struct {
-			ID    int `json:"id"`
+			ID    int                 `json:"id"`
 			Error *struct{ Code int } `json:"error"`
 		}
 		_ = json.Unmarshal([]byte(body), &m)
