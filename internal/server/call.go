@@ -15,7 +15,7 @@ import (
 type callParams struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
-	Meta      *wireMeta       `json:"_meta"`
+	Meta      wireMeta        `json:"_meta"`
 	// InputResponses and RequestState carry a 2026-07-28 client's answer
 	// to an InputRequiredResult (the retry of a multi-round-trip request).
 	InputResponses map[string]json.RawMessage `json:"inputResponses"`
@@ -27,10 +27,7 @@ func (s *Server) callTool(ctx context.Context, peer rpc.Peer, params json.RawMes
 	if err := wirejson.Unmarshal(orEmpty(params), &p); err != nil {
 		return nil, rpc.NewError(rpc.CodeInvalidParams, "tools/call: "+TypeError("params", err))
 	}
-	m := p.Meta
-	if m == nil {
-		m = &wireMeta{}
-	}
+	m := &p.Meta
 	ri, err := era(m)
 	if err != nil {
 		return nil, err

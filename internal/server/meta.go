@@ -39,18 +39,18 @@ const (
 const (
 	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
 	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
 	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
 	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
 	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
 )
 
 // wireMeta is a request's _meta as far as toolhost reads it: the modern
-// protocol fields, the trace context and toolhost's own call fields.
+// protocol fields, the trace context and toolhost's own call fields. The
+// client's self-reported identity (clientInfo) is not read: the spec says
+// not to act on it, and skipping it saves an allocation per call.
 type wireMeta struct {
 	ProtocolVersion    string          `json:"io.modelcontextprotocol/protocolVersion"`
 	ClientCapabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
-	ClientInfo         json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
 	LogLevel           *string         `json:"io.modelcontextprotocol/logLevel"`
 	Traceparent        string          `json:"traceparent"`
 	CallID             string          `json:"call_id"`
@@ -113,17 +113,14 @@ func missingMeta(detail string) *rpc.Error {
 // metaOnly decodes the _meta of params that carry nothing else toolhost reads.
 func metaOnly(params json.RawMessage) (*wireMeta, error) {
 	var p struct {
-		Meta *wireMeta `json:"_meta"`
+		Meta wireMeta `json:"_meta"`
 	}
 	if len(params) > 0 && string(params) != "null" {
 		if err := wirejson.Unmarshal(params, &p); err != nil {
 			return nil, rpc.NewError(rpc.CodeInvalidParams, TypeError("params", err))
 		}
 	}
-	if p.Meta == nil {
-		return &wireMeta{}, nil
-	}
-	return p.Meta, nil
+	return &p.Meta, nil
 }
 
 // ProtocolVersionOf returns the revision a request's params name in
