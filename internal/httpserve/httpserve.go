@@ -70,8 +70,10 @@ type Server struct {
 	h    Handler
 	opts Options
 	log  zerolog.Logger
-	// port is the listening port, for the server's own origin.
-	port string
+	// port is the listening port, for the server's own origin; loopback
+	// is set when the listener is on a loopback address.
+	port     string
+	loopback bool
 
 	// stateless serves the 2026-07-28 requests: each POST is its own
 	// request, cancelled when its client goes away.
@@ -132,6 +134,13 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc(Path, s.endpoint)
 	want := []byte("Bearer " + s.opts.AuthToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.loopback && !upstream.IsLoopbackHost(hostOnly(r.Host)) {
+			// A page on a rebound DNS name reaches a loopback server with
+			// its own name in Host.
+			refuse(w, http.StatusForbidden, rpc.NewError(rpc.CodeInvalidRequest,
+				fmt.Sprintf("Host %q is not this loopback server's (DNS rebinding protection); use http://127.0.0.1:%s%s", r.Host, s.port, Path)))
+			return
+		}
 		if !s.originAllowed(r.Header.Get("Origin")) {
 			refuse(w, http.StatusForbidden, rpc.NewError(rpc.CodeInvalidRequest,
 				fmt.Sprintf("origin %q may not use this server (DNS rebinding protection); serve it with --allow-origin %s to allow it", r.Header.Get("Origin"), r.Header.Get("Origin"))))
@@ -144,6 +153,13 @@ func (s *Server) Handler() http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.Trim(hostport, "[]")
 }
 
 func normOrigin(o string) string {
@@ -513,8 +529,10 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 // taken, in-flight calls may finish within the grace period (those still
 // running then are cancelled and answered saying so), open streams end.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	if _, port, err := net.SplitHostPort(ln.Addr().String()); err == nil {
+	if host, port, err := net.SplitHostPort(ln.Addr().String()); err == nil {
 		s.port = port
+		ip := net.ParseIP(host)
+		s.loopback = ip != nil && ip.IsLoopback()
 	}
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: s.opts.BodyTimeout, IdleTimeout: 2 * time.Minute}
 	errc := make(chan error, 1)

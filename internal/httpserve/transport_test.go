@@ -89,6 +89,21 @@ func TestOrigin(t *testing.T) {
 			t.Errorf("Origin %q: the refusal must say how to allow it: %s", c.origin, body)
 		}
 	}
+	// A rebound DNS name reaches the loopback server with its own Host.
+	req, _ := http.NewRequest(http.MethodPost, s.URL, strings.NewReader(call))
+	req.Host = "evil.example:" + u.Port()
+	for k, v := range modernHeaders("tools/call", "timeline_append") {
+		req.Header.Set(k, v)
+	}
+	before := timelineLines(t, project)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || timelineLines(t, project) != before {
+		t.Errorf("Host evil.example on a loopback server: status %d", resp.StatusCode)
+	}
 }
 
 // TestSlowBody: a client that sends headers and then trickles (or stalls)
