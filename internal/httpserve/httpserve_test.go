@@ -48,6 +48,13 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func connect(t *testing.T, url string, hc *http.Client, onChange func()) *mcp.ClientSession {
 	t.Helper()
+	return connectVersion(t, url, hc, onChange, "")
+}
+
+// connectVersion connects the go-sdk client asking for version ("" = the
+// SDK's latest, 2026-07-28) and checks it settled on that.
+func connectVersion(t *testing.T, url string, hc *http.Client, onChange func(), version string) *mcp.ClientSession {
+	t.Helper()
 	opts := &mcp.ClientOptions{}
 	if onChange != nil {
 		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { onChange() }
@@ -55,11 +62,18 @@ func connect(t *testing.T, url string, hc *http.Client, onChange func()) *mcp.Cl
 	c := mcp.NewClient(&mcp.Implementation{Name: "httpserve-test", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect %s: %v", url, err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
+	want := version
+	if want == "" {
+		want = "2026-07-28"
+	}
+	if got := cs.InitializeResult().ProtocolVersion; got != want {
+		t.Fatalf("the client settled on %s, want %s", got, want)
+	}
 	return cs
 }
 
@@ -221,16 +235,26 @@ func TestHTTPWithInspectorCLI(t *testing.T) {
 
 // TestHTTPUpstreamToolsAndListChanged: upstream tools are served over HTTP
 // through the same gate, and a policy change reaches an HTTP client as
-// notifications/tools/list_changed.
+// notifications/tools/list_changed: on its subscriptions/listen stream
+// (2026-07-28) or its session's GET stream (2025-11-25).
 func TestHTTPUpstreamToolsAndListChanged(t *testing.T) {
 	t.Parallel()
+	for _, v := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			upstreamToolsAndListChanged(t, v)
+		})
+	}
+}
+
+func upstreamToolsAndListChanged(t *testing.T, version string) {
 	dir := t.TempDir()
 	up := policy.Upstream{Name: "fake", Transport: "stdio", Command: upstreamtest.FakeMCP(t), DiscoveryTimeoutMS: 10000}
 	rules := map[string]policy.Rule{"fake__echo": {Permission: policy.Read}, "fake__fail": {Permission: policy.Write}}
 	agentsFile, policyFile := upstreamtest.WriteConfigs(t, dir, rules, up)
 	s := serveHTTP(t, filepath.Join(dir, "project"), "--http", "127.0.0.1:0", "--agents", agentsFile, "--policy", policyFile)
 	changed := make(chan struct{}, 16)
-	cs := connect(t, s.URL, nil, func() { changed <- struct{}{} })
+	cs := connectVersion(t, s.URL, nil, func() { changed <- struct{}{} }, version)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
