@@ -458,7 +458,7 @@ func (s *Server) endSession(sess *session) {
 
 func (s *Server) closeSession(sess *session) {
 	s.h.Forget(sess.conn.SessionPeer())
-	sess.stream.attach(nil)
+	sess.stream.close()
 	go func() {
 		sess.conn.Drain()
 		sess.conn.Close()
@@ -488,10 +488,14 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	_ = g.rc.Flush()
+	// Attached before the client sees the stream open, so nothing it does
+	// next (a DELETE) can miss it.
 	sess.stream.attach(g)
 	defer sess.stream.detach(g)
+	sess.stream.mu.Lock()
+	w.WriteHeader(http.StatusOK)
+	_ = g.rc.Flush()
+	sess.stream.mu.Unlock()
 	t := time.NewTicker(keepAlive)
 	defer t.Stop()
 	for {

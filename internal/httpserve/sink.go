@@ -152,8 +152,9 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 // no request (notifications/tools/list_changed). They are dropped while no
 // stream is open, as nothing could deliver them.
 type streamSink struct {
-	mu  sync.Mutex
-	cur *getStream
+	mu     sync.Mutex
+	cur    *getStream
+	closed bool
 }
 
 type getStream struct {
@@ -162,10 +163,26 @@ type getStream struct {
 	done chan struct{}
 }
 
+// attach makes g the session's stream, ending the one it replaces; on a
+// session that ended it ends g at once.
 func (s *streamSink) attach(g *getStream) {
 	s.mu.Lock()
 	old := s.cur
 	s.cur = g
+	if s.closed {
+		old, s.cur = g, nil
+	}
+	s.mu.Unlock()
+	if old != nil {
+		close(old.done)
+	}
+}
+
+// close ends the stream for good: the session ended.
+func (s *streamSink) close() {
+	s.mu.Lock()
+	old := s.cur
+	s.cur, s.closed = nil, true
 	s.mu.Unlock()
 	if old != nil {
 		close(old.done)
