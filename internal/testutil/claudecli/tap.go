@@ -90,3 +90,30 @@ func (tp *MCPTap) read(path string) []RPC {
 	}
 	return out
 }
+
+// Revision returns the MCP protocol revision the CLI settled on with
+// server: the protocolVersion of its initialize (a 2025 or older, session
+// era), else the per-request version in the _meta of the last request it
+// sent (2026-07-28 and later); "" when it sent neither.
+func (tp *MCPTap) Revision(server string) string {
+	sent := tp.Sent(server)
+	for _, r := range sent {
+		if r.Method == "initialize" {
+			var p struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			_ = json.Unmarshal(r.Params, &p)
+			return p.ProtocolVersion
+		}
+	}
+	for i := len(sent) - 1; i >= 0; i-- {
+		var p struct {
+			Meta map[string]any `json:"_meta"`
+		}
+		_ = json.Unmarshal(sent[i].Params, &p)
+		if v, ok := p.Meta["io.modelcontextprotocol/protocolVersion"].(string); ok && sent[i].ID != nil {
+			return v
+		}
+	}
+	return ""
+}
