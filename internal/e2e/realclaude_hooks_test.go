@@ -29,6 +29,7 @@ func TestRealClaudeHookContract(t *testing.T) {
 		mode        string // --permission-mode; "" is the default mode with no --allowedTools
 		hook        string // the hook's stdout
 		exit        int    // the hook's exit status
+		slow        bool   // the hook outlives its 1 s timeout before answering
 		permissions map[string]any
 		ran         string // what ran.txt holds afterwards ("" when nothing ran)
 		result      string // in the tool_result the model receives
@@ -62,21 +63,29 @@ func TestRealClaudeHookContract(t *testing.T) {
 			permissions: map[string]any{"deny": []string{"Bash(echo original:*)"}}, ran: "rewritten", result: "(Bash completed with no output)"},
 		{name: "deny-rule-on-rewritten/bypass", mode: "bypassPermissions", hook: decision("allow", `,"updatedInput":`+rewritten),
 			permissions: map[string]any{"deny": []string{"Bash(echo rewritten:*)"}}, result: "has been denied", isError: true, denied: rewritten},
-		// A hook that fails (exit 1, or output that is not JSON) fails
-		// open: the original command runs. Only exit 2 or a deny blocks.
+		// A hook that fails (exit 1, output that is not JSON, killed at its
+		// timeout) fails open: the original command runs. Only exit 2 or a
+		// deny blocks.
 		{name: "hook-exit-1/bypass", mode: "bypassPermissions", exit: 1, ran: "original", result: "(Bash completed with no output)"},
+		{name: "hook-not-json/bypass", mode: "bypassPermissions", hook: `{"hookSpecificOutput":`, ran: "original", result: "(Bash completed with no output)"},
+		{name: "hook-timeout/bypass", mode: "bypassPermissions", slow: true, hook: decision("deny", `,"permissionDecisionReason":"R-late"`),
+			ran: "original", result: "(Bash completed with no output)"},
 		{name: "hook-exit-2/bypass", mode: "bypassPermissions", exit: 2, result: "R-stderr", isError: true, denied: `{"command":"echo original > ran.txt","description":"d"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			hook := filepath.Join(t.TempDir(), "hook.sh")
-			script := "#!/bin/sh\ncat >/dev/null\ncat <<'JSON'\n" + tc.hook + "\nJSON\necho R-stderr >&2\nexit " + strconv.Itoa(tc.exit) + "\n"
+			wait := ""
+			if tc.slow {
+				wait = "sleep 5\n"
+			}
+			script := "#!/bin/sh\ncat >/dev/null\n" + wait + "cat <<'JSON'\n" + tc.hook + "\nJSON\necho R-stderr >&2\nexit " + strconv.Itoa(tc.exit) + "\n"
 			if err := os.WriteFile(hook, []byte(script), 0o755); err != nil {
 				t.Fatal(err)
 			}
 			settings := map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "Bash",
-				"hooks": []any{map[string]any{"type": "command", "command": hook}}}}}}
+				"hooks": []any{map[string]any{"type": "command", "command": hook, "timeout": 1}}}}}}
 			if tc.permissions != nil {
 				settings["permissions"] = tc.permissions
 			}
