@@ -22,11 +22,11 @@ import (
 // decline and cancel through its own elicitation handler.
 func TestTypeScriptSDKClients(t *testing.T) {
 	t.Parallel()
-	deps := testutil.NeedDeps(t, ".deps/mcp-clients/node_modules/@modelcontextprotocol/client", "bash scripts/deps/40-mcp-sdk-clients.sh")
+	deps := testutil.NeedDeps(t, ".deps/mcp-clients/node_modules/@modelcontextprotocol/client", "bash scripts/deps/50-mcp-sdk-clients.sh")
 	modules := filepath.Dir(filepath.Dir(deps))
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Fatal("node is not installed (scripts/deps/40-mcp-sdk-clients.sh installs it)")
+		t.Fatal("node is not installed (scripts/deps/50-mcp-sdk-clients.sh installs it)")
 	}
 	// The driver resolves the SDKs from a node_modules beside it.
 	dir := t.TempDir()
