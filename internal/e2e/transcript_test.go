@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -432,10 +433,15 @@ func (h *httpTranscript) send(t *testing.T, line string) {
 	}
 	h.posts.Add(1)
 	sent := make(chan struct{})
+	var once sync.Once
+	written := func() { once.Do(func() { close(sent) }) }
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { written() },
+	}))
 	go func() {
 		defer h.posts.Done()
 		resp, err := h.client.Do(req)
-		close(sent)
+		written()
 		if err != nil {
 			h.got.add("NOT JSON: POST failed: " + err.Error())
 			return
@@ -461,15 +467,22 @@ func (h *httpTranscript) send(t *testing.T, line string) {
 			h.got.add(string(b))
 		}
 	}()
-	// Lines leave in order: the next is sent once this one's response has
-	// begun, or a moment later for a call still running.
+	// Lines leave in order: the next is sent once this one is on the wire.
 	select {
 	case <-sent:
-	case <-time.After(50 * time.Millisecond):
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the POST of %.80s was not sent within 10 s", line)
 	}
 }
 
+// settle is how long the last POSTs get to be read by the server before
+// SIGTERM: stdio's EOF comes after the last line is in the pipe; a POST on
+// the wire may still wait for the server to read it, and a request read
+// after shutdown began is refused.
+const settle = time.Second
+
 func (h *httpTranscript) finish(t *testing.T) string {
+	time.Sleep(settle)
 	if err := h.srv.Stop(t); err != nil {
 		t.Fatalf("server exit: %v\nstderr:\n%s", err, h.srv.Log())
 	}
