@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/confirm"
+	"github.com/toolhost/toolhost/internal/fault"
 )
 
 // ElicitFunc asks the human through the client (MCP elicitation/create,
@@ -39,15 +40,16 @@ var confirmSchema = map[string]any{
 
 // ConfirmationError is a call a human did not (or not yet) confirm.
 type ConfirmationError struct {
-	Kind string
+	// Kind is fault.NeedsConfirmation, UserCancelled, UserDenied or
+	// ConfirmationFailed.
+	Kind fault.Kind
 	Msg  string
 }
 
 func (e *ConfirmationError) Error() string { return e.Msg }
 
-// RejectionKind implements tool.Rejection: needs_confirmation,
-// user_cancelled, user_denied or confirmation_failed.
-func (e *ConfirmationError) RejectionKind() string { return e.Kind }
+// RejectionKind makes the error a fault.Rejection.
+func (e *ConfirmationError) RejectionKind() fault.Kind { return e.Kind }
 
 // confirm asks a human before a tool whose policy says confirm runs. It sits
 // after validation, so an invalid call is never shown to a human, and
@@ -64,16 +66,16 @@ func (e *Engine) confirm(next Handler) Handler {
 			case ctx.Err() != nil:
 				return ctx.Err()
 			case err != nil:
-				return &ConfirmationError{Kind: "confirmation_failed", Msg: fmt.Sprintf(
+				return &ConfirmationError{Kind: fault.ConfirmationFailed, Msg: fmt.Sprintf(
 					"%s needs a human to confirm it, but asking the client failed (%v); call it again", c.Tool, err)}
 			case ans.Action != "accept" || ans.Content["confirm"] == false:
-				return &ConfirmationError{Kind: "user_cancelled", Msg: fmt.Sprintf(
+				return &ConfirmationError{Kind: fault.UserCancelled, Msg: fmt.Sprintf(
 					"cancelled by user: the human did not confirm %s with these arguments; do not repeat the same call, ask the user what to change", c.Tool)}
 			}
 			return next(ctx, c)
 		}
 		if e.Confirm == nil {
-			return &ConfirmationError{Kind: "confirmation_failed", Msg: fmt.Sprintf(
+			return &ConfirmationError{Kind: fault.ConfirmationFailed, Msg: fmt.Sprintf(
 				"%s needs a human to confirm it, but this session has neither elicitation nor a confirmation store", c.Tool)}
 		}
 		res, err := e.Confirm.Check(confirm.Call{
@@ -90,7 +92,7 @@ func (e *Engine) confirm(next Handler) Handler {
 		case confirm.Run:
 			return next(ctx, c)
 		case confirm.Deny:
-			return &ConfirmationError{Kind: "user_denied", Msg: fmt.Sprintf(
+			return &ConfirmationError{Kind: fault.UserDenied, Msg: fmt.Sprintf(
 				"denied by user: a human denied %s with these arguments (confirmation %s); do not repeat the same call, ask the user what to change", c.Tool, res.Entry.ID)}
 		}
 		return e.needsConfirmation(c, res)
@@ -125,7 +127,7 @@ func (e *Engine) needsConfirmation(c *Call, res confirm.Result) error {
 		"  toolhost approve %s --project-dir %s\n(or the same with --deny), then call %s again with exactly the same arguments; "+
 		"an approval is used once and expires at %s.\n%s",
 		lead, c.Tool, en.ID, e.Identity.ProjectDir, c.Tool, en.ExpiresAt.Format(time.RFC3339), preview)
-	return &ConfirmationError{Kind: "needs_confirmation", Msg: msg}
+	return &ConfirmationError{Kind: fault.NeedsConfirmation, Msg: msg}
 }
 
 func (e *Engine) supersededRow(c *Call, s *confirm.Entry) *audit.Row {
@@ -137,7 +139,7 @@ func (e *Engine) supersededRow(c *Call, s *confirm.Entry) *audit.Row {
 	return &audit.Row{
 		TS: time.Now().UTC(), CallID: s.CallID, SessionID: e.Identity.SessionID, ProjectID: e.Identity.ProjectID,
 		Agent: e.Identity.Agent, UnitID: e.Identity.UnitID, Tool: s.Tool, Source: c.Entry.Spec.Source,
-		Arguments: args.Bytes(), Status: audit.StatusSuperseded, ErrorKind: "confirmation",
+		Arguments: args.Bytes(), Status: audit.StatusSuperseded, ErrorKind: fault.Superseded.String(),
 		Error: fmt.Sprintf("pending confirmation %s superseded by call %s with other arguments", s.ID, c.Meta.CallID),
 	}
 }

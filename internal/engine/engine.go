@@ -20,6 +20,7 @@ import (
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confirm"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/gopool"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/registry"
@@ -27,17 +28,14 @@ import (
 	"github.com/toolhost/toolhost/internal/wirejson"
 )
 
-// ErrUnknownTool is a call to a name the registry does not hold; the server
-// answers it with -32602.
-var ErrUnknownTool = errors.New("unknown tool")
-
+// unknownToolError is a call to a name the registry does not hold; the
+// server answers its kind, fault.UnknownTool, with -32602.
 type unknownToolError struct{ name string }
 
 func (e *unknownToolError) Error() string {
 	return fmt.Sprintf("unknown tool %q; call tools/list for the available tools", e.name)
 }
-func (e *unknownToolError) RejectionKind() string { return "unknown_tool" }
-func (e *unknownToolError) Is(t error) bool       { return t == ErrUnknownTool }
+func (e *unknownToolError) RejectionKind() fault.Kind { return fault.UnknownTool }
 
 // Request is one tools/call as the server hands it over.
 type Request struct {
@@ -56,9 +54,10 @@ type Outcome struct {
 	Result  tool.Result
 	IsError bool
 	// Message is what the model reads when IsError is set.
-	Message  string
-	Status   string
-	Kind     string
+	Message string
+	Status  string
+	// Kind is why the call did not end in a result (fault.None when it did).
+	Kind     fault.Kind
 	ErrorID  string
 	Retries  int
 	Duration time.Duration
@@ -398,11 +397,11 @@ func execute(ctx context.Context, c *Call) error {
 // classify is the one place that turns a call's error into an outcome.
 func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
 	out := &Outcome{Result: c.Result, Retries: c.Retries, Err: err}
-	var rej tool.Rejection
+	var rej fault.Rejection
 	var pe *panicError
 	switch {
 	case err == nil && c.Result.UpstreamError:
-		out.Status, out.Kind = audit.StatusError, "upstream"
+		out.Status, out.Kind = audit.StatusError, fault.Upstream
 	case err == nil && c.Result.Failed:
 		out.Status = audit.StatusOKFalse
 	case err == nil:
@@ -410,18 +409,18 @@ func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
 	case errors.As(err, &rej):
 		out.IsError, out.Status, out.Kind, out.Message = true, audit.StatusRejected, rej.RejectionKind(), rej.Error()
 	case c.timedOut:
-		out.IsError, out.Status, out.Kind = true, audit.StatusTimeout, "timeout"
+		out.IsError, out.Status, out.Kind = true, audit.StatusTimeout, fault.Timeout
 		out.Message = fmt.Sprintf("%s timed out after %d ms; narrow the request or raise timeout_ms in the tool policy", c.Tool, c.Decision.Timeout.Milliseconds())
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
-		out.IsError, out.Status, out.Kind, out.Message = true, audit.StatusCancelled, "cancelled", "cancelled by the client"
+		out.IsError, out.Status, out.Kind, out.Message = true, audit.StatusCancelled, fault.Cancelled, "cancelled by the client"
 	case errors.As(err, &pe):
-		out.IsError, out.Status, out.Kind = true, audit.StatusError, "panic"
+		out.IsError, out.Status, out.Kind = true, audit.StatusError, fault.Panic
 		out.ErrorID = callctx.NewCallID()
 		out.Message = fmt.Sprintf("internal error in %s (error id %s); the daemon is still serving, report the id", c.Tool, out.ErrorID)
 		e.Log.Error().Str("event", "tool_panic").Str("tool", c.Tool).Str("error_id", out.ErrorID).
 			Str("panic", fmt.Sprint(pe.value)).Str("stack", string(pe.stack)).Msg("tool panicked")
 	default:
-		out.IsError, out.Status, out.Kind = true, audit.StatusError, "system"
+		out.IsError, out.Status, out.Kind = true, audit.StatusError, fault.System
 		out.ErrorID = callctx.NewCallID()
 		out.Message = fmt.Sprintf("%s failed: %v (error id %s)", c.Tool, err, out.ErrorID)
 		e.Log.Error().Str("event", "tool_error").Str("tool", c.Tool).Str("error_id", out.ErrorID).Err(err).Msg("tool failed")
@@ -433,7 +432,7 @@ func (e *Engine) record(c *Call, out *Outcome) {
 	row := &audit.Row{
 		TS: time.Now().UTC(), SessionID: e.Identity.SessionID, ProjectID: e.Identity.ProjectID,
 		Agent: e.Identity.Agent, UnitID: e.Identity.UnitID, Tool: c.Tool,
-		Arguments: audit.RedactArguments(c.Request.Args), Status: out.Status, ErrorKind: out.Kind, ErrorID: out.ErrorID,
+		Arguments: audit.RedactArguments(c.Request.Args), Status: out.Status, ErrorKind: out.Kind.String(), ErrorID: out.ErrorID,
 		RetryCount: out.Retries, DurationMS: float64(out.Duration.Microseconds()) / 1000,
 	}
 	if out.IsError {

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolhost/toolhost/internal/engine"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/server"
 	"github.com/toolhost/toolhost/internal/session"
 )
@@ -136,7 +137,7 @@ func progress(ctx context.Context, ss *mcp.ServerSession, tok any) func(float64,
 // does: an unknown tool is a protocol error, a rejection or failure is
 // isError with the engine's message, an upstream result passes through.
 func result(out *engine.Outcome) (*mcp.CallToolResult, error) {
-	if out.Kind == "unknown_tool" {
+	if out.Kind == fault.UnknownTool {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: out.Message}
 	}
 	if out.IsError {

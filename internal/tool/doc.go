@@ -9,7 +9,7 @@
 //   - an expected failure is a normal result whose Status has OK=false and a
 //     Reason (return Out with Status.OK=false, or the error from Fail);
 //   - a rejection (validation, sandbox, guard, policy) is an error implementing
-//     Rejection, shown to the model as isError with its message;
+//     fault.Rejection, shown to the model as isError with its message;
 //   - anything else is a system failure: the model sees a short message and an
 //     error id, the log keeps the detail.
 //
