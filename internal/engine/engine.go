@@ -140,7 +140,7 @@ func (e *Engine) Init() {
 		// becomes an isError outcome like a tool's, never a dead daemon.
 		e.recoverPanic,
 		e.lookup,
-		e.agentPolicy,
+		// The agent's toolPolicy, then the policy file's permission.
 		e.permission,
 		e.validate,
 		e.confirm,
@@ -193,32 +193,17 @@ func (e *Engine) lookup(next Handler) Handler {
 	}
 }
 
-func (e *Engine) agentPolicy(next Handler) Handler {
-	return func(ctx context.Context, c *Call) error {
-		if !e.Agent.Allows(c.Tool) {
-			return &tool.PermissionError{Tool: c.Tool, Agent: e.Agent.Name}
-		}
-		return next(ctx, c)
-	}
-}
-
+// permission refuses a tool the agent may not call, with the reason
+// policy.File.Access gives (the same answer that hides it from tools/list),
+// and fixes the call's Decision.
 func (e *Engine) permission(next Handler) Handler {
 	return func(ctx context.Context, c *Call) error {
-		f := e.Policy.Current()
-		c.Policy = f
-		c.Decision = f.Decide(c.Entry.Spec)
-		if !c.Decision.Allowed() {
-			var detail string
-			switch raw := f.Tools[c.Tool].Permission; {
-			case !c.Decision.Listed:
-				detail = fmt.Sprintf("tool %s is not listed in the tool policy, so it is denied", c.Tool)
-			case raw != policy.Deny:
-				detail = fmt.Sprintf("tool %s has permission %q in the tool policy, which is not read, write or deny, so it is denied", c.Tool, raw)
-			default:
-				detail = fmt.Sprintf("tool %s is denied by the tool policy (permission %q)", c.Tool, c.Decision.Permission)
-			}
-			return &tool.PermissionError{Tool: c.Tool, Agent: e.Agent.Name, Detail: detail}
+		c.Policy = e.Policy.Current()
+		a := c.Policy.Access(e.Agent, c.Entry.Spec)
+		if !a.Visible() {
+			return &tool.PermissionError{Tool: c.Tool, Reason: a.Reason}
 		}
+		c.Decision = a.Decision
 		return next(ctx, c)
 	}
 }

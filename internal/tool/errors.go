@@ -26,17 +26,12 @@ func (e *ValidationError) RejectionKind() fault.Kind { return fault.Validation }
 // PermissionError is a call the agent's toolPolicy or the policy file does
 // not permit.
 type PermissionError struct {
-	Tool   string
-	Agent  string
-	Detail string
+	Tool string
+	// Reason names the rule that refused the call (policy.Access.Reason).
+	Reason string
 }
 
-func (e *PermissionError) Error() string {
-	if e.Detail != "" {
-		return e.Detail
-	}
-	return fmt.Sprintf("tool %s is not allowed for agent %s", e.Tool, e.Agent)
-}
+func (e *PermissionError) Error() string { return e.Reason }
 
 // RejectionKind makes the error a fault.Rejection.
 func (e *PermissionError) RejectionKind() fault.Kind { return fault.Policy }
