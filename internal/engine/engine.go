@@ -407,7 +407,7 @@ func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
 	default:
 		out.IsError, out.Status, out.Kind = true, audit.StatusError, fault.System
 		out.ErrorID = callctx.NewCallID()
-		out.Message = fmt.Sprintf("%s failed: %v (error id %s)", c.Tool, err, out.ErrorID)
+		out.Message = fmt.Sprintf("%s failed: %s (error id %s)", c.Tool, fault.Explain(err), out.ErrorID)
 		e.Log.Error().Str("event", "tool_error").Str("tool", c.Tool).Str("error_id", out.ErrorID).Err(err).Msg("tool failed")
 	}
 	return out

@@ -7,6 +7,11 @@
 // Kind; the engine finds it with errors.As, nowhere else compares kinds of
 // errors.
 //
+// Explain is the one place that decides which words of a system error the
+// model reads: a Safe error's message (written for the model, like
+// Tailscale's vizerror), a CorruptFile, an OS error in our own words, never
+// the text of the error itself, which goes to the log with the error id.
+//
 // This package is a leaf: it must never import another toolhost package, so
 // that the lowest layers (sandbox, bashguard) can produce its errors.
 package fault

@@ -317,7 +317,7 @@ func UpdateJSON[T any](f interface {
 		var v T
 		if old != nil {
 			if err := json.Unmarshal(old, &v); err != nil {
-				return nil, fmt.Errorf("%s is not valid JSON: %w", p, err)
+				return nil, &fault.CorruptFile{Path: p, Format: "JSON", Err: err}
 			}
 		}
 		if err := fn(&v, old != nil); err != nil {
