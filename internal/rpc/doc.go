@@ -6,15 +6,11 @@
 // notifications, mapping errors to JSON-RPC codes, and a graceful drain on
 // EOF or shutdown.
 //
-// It replaced github.com/sourcegraph/jsonrpc2, which the design card named:
-// jsonrpc2 decodes every request into a map and encodes its params again,
-// compacts each response four times, closes the connection on any read
-// error and keeps ids as uint64 (a negative id came back as a huge positive
-// one). Measured with the same pipeline on the same machine, a tools/call
-// round trip went from ~150 to ~120 µs and 8-in-flight throughput from
-// ~14.7k to ~17.5k calls/s (see the closing note of issue 2). Envelopes
-// are decoded by internal/wirejson, several times faster than
-// encoding/json and with its results.
+// It is the project's own, not a library, because a malformed line must not
+// close the session and a request id must come back byte for byte (any
+// JSON number or string); it also decodes each message once, envelopes
+// through internal/wirejson, instead of into a map and again for the
+// params.
 //
 // It knows nothing of MCP methods or tools; it must never write anything to
 // stdout but protocol messages.
