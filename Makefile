@@ -15,8 +15,9 @@ vet:
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# The external programs some tests drive (scripts/deps/*.sh: npm packages
-# into .deps/, Debian packages with apt); idempotent and quick once installed.
+# The external programs some tests drive (scripts/deps/*.sh: tsc, chromium,
+# the MCP Inspector, the Claude CLI; npm packages into .deps/, Debian packages
+# with apt); idempotent and quick once installed.
 deps:
 	bash scripts/setup-test-deps.sh
 
