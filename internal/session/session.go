@@ -109,7 +109,7 @@ func Open(o Options) (*Session, error) {
 	if reg == nil {
 		reg = all.Registry()
 	}
-	units := procs.NewManager(procs.Options{Grace: procs.DefaultGrace, Log: o.Log})
+	units := procs.NewManager(procs.Options{Grace: procs.DefaultGrace, Log: o.Log, Warden: true})
 	svc := callctx.Services{
 		Files:    files,
 		Shared:   shared,
@@ -122,6 +122,7 @@ func Open(o Options) (*Session, error) {
 	settings := callctx.Settings{
 		Cwd:            filepath.Join(abs, filepath.FromSlash(ag.Cwd(id.Company, id.ProjectID, id.UnitID))),
 		WriteAllowList: ag.Sandbox.WriteAllowList,
+		Sandbox:        ag.Sandbox,
 	}
 	eng := &engine.Engine{
 		Registry: reg, Agent: ag, Policy: pol, Audit: sink,
