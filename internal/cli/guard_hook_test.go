@@ -93,8 +93,11 @@ func TestHookPreToolUse(t *testing.T) {
 		flags    []string
 		deny     string // "" means allow; else part of the reason
 		exitCode bool
+		// rewritten: the allowed Bash command comes back confined
+		// (hook_confine_test.go checks the rewrite itself).
+		rewritten bool
 	}{
-		{name: "bash allowed", stdin: hookPayload(proj, "Bash", map[string]any{"command": "npm test -- --reporter=json > report.json", "description": "run tests"})},
+		{name: "bash allowed", stdin: hookPayload(proj, "Bash", map[string]any{"command": "npm test -- --reporter=json > report.json", "description": "run tests"}), rewritten: true},
 		{name: "bash inline json", stdin: hookPayload(proj, "Bash", map[string]any{"command": `curl -X POST -d '{"title":"x"}' http://localhost:3000/todos`}),
 			deny: `echo '{"title":"x"}' > /tmp/x.json && curl -X POST -d @/tmp/x.json http://localhost:3000/todos`},
 		{name: "bash inline json exit code mode", stdin: hookPayload(proj, "Bash", map[string]any{"command": `bash -c "http POST :3000 a:='[1]'"`}),
@@ -150,6 +153,10 @@ func TestHookPreToolUse(t *testing.T) {
 				t.Errorf("the decision was not logged on stderr: %q", stderr)
 			}
 			switch {
+			case tc.rewritten:
+				if code != 0 || !strings.Contains(stdout, `"updatedInput"`) || strings.Contains(stdout, "permissionDecision") {
+					t.Fatalf("allowed Bash: exit %d stdout %q stderr %q; want exit 0 and an updatedInput without a decision", code, stdout, stderr)
+				}
 			case tc.deny == "":
 				if code != 0 || stdout != "" {
 					t.Fatalf("allow: exit %d stdout %q stderr %q; want exit 0 and no output", code, stdout, stderr)

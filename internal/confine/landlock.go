@@ -64,11 +64,11 @@ const ABIEnv = "TOOLHOST_LANDLOCK_ABI"
 // Kernel is the Landlock the running kernel offers, as toolhost will use it.
 type Kernel struct {
 	// ABI is the Landlock ABI version in use (0: none).
-	ABI int
+	ABI int `json:"abi"`
 	// KernelABI is what the kernel reports (0: none).
-	KernelABI int
+	KernelABI int `json:"kernel_abi"`
 	// Reason says why ABI is 0 or lower than KernelABI.
-	Reason string
+	Reason string `json:"reason,omitempty"`
 }
 
 // Detect asks the kernel for its Landlock ABI and applies ABIEnv.

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/toolhost/toolhost/internal/agents"
+	"github.com/toolhost/toolhost/internal/procs"
 )
 
 // Stores are toolhost's own files and directories (project-relative): only
@@ -41,8 +42,11 @@ type Request struct {
 	Unit string
 	// Port is the unit's own port (the one unitBind "own" allows).
 	Port int
-	// TempDir is the command's private temp dir (writable), if any.
-	TempDir string
+	// TempFor, when set, gives the command a private temp dir (writable,
+	// Plan.TempDir) named for the process that owns it (PID 0: a detached
+	// unit, whose dir is removed by whoever stops it). Remove it with
+	// Plan.RemoveTempDir.
+	TempFor *procs.Process
 	// Mkdir creates a missing directory named by a `dir/**` pattern
 	// through the sandbox door; nil leaves a missing root ungranted.
 	Mkdir func(rel string) error
@@ -77,6 +81,9 @@ type Plan struct {
 	// NotEnforced lists what the agent asked for that this kernel cannot
 	// enforce (best-effort only; require refuses instead).
 	NotEnforced []string `json:"not_enforced,omitempty"`
+	// TempDir is the command's private temp dir ("" when it has none: it
+	// runs unconfined, or Request.TempFor was not set).
+	TempDir string `json:"temp_dir,omitempty"`
 
 	handledFS, handledNet, scoped uint64
 	rules                         []pathRule
@@ -116,6 +123,27 @@ func (e *UnavailableError) RejectionKind() string { return "sandbox" }
 // Prepare builds the plan of one command. The plan holds an open ruleset:
 // Close it when the command has started.
 func Prepare(req Request) (*Plan, error) {
+	if req.TempFor == nil || req.Sandbox.Commands == agents.CommandsOff {
+		return prepare(req, "")
+	}
+	tmp, err := NewTempDir(req.TempFor.PID, req.TempFor.StartTicks)
+	if err != nil {
+		return nil, fmt.Errorf("private temp dir: %w", err)
+	}
+	p, err := prepare(req, tmp)
+	if err != nil || !p.Confined() {
+		RemoveTempDir(tmp)
+	}
+	if err == nil && !p.Confined() {
+		p.TempDir = ""
+	}
+	return p, err
+}
+
+// RemoveTempDir removes the command's private temp dir, if it has one.
+func (p *Plan) RemoveTempDir() { RemoveTempDir(p.TempDir) }
+
+func prepare(req Request, tmp string) (*Plan, error) {
 	p := &Plan{Agent: req.Agent, Mode: req.Sandbox.Commands, ruleFD: -1, Connect: "any", Bind: "any", Write: []string{}}
 	if p.Mode == "" {
 		p.Mode = agents.CommandsRequire
@@ -138,6 +166,7 @@ func Prepare(req Request) (*Plan, error) {
 	} else {
 		p.NotEnforced = append(p.NotEnforced, fmt.Sprintf("signals and abstract unix sockets are not scoped (Landlock ABI %d; scoping needs %d)", p.ABI, abiScoped))
 	}
+	p.TempDir = tmp
 	if err := p.files(req); err != nil {
 		p.Close()
 		return nil, err
@@ -257,8 +286,8 @@ func (p *Plan) files(req Request) error {
 	for _, pat := range s.WriteAllowList {
 		b.writePattern(pat, dirWrite|extra, fileWrite|extra, req.Mkdir)
 	}
-	if req.TempDir != "" {
-		if err := b.absolute(req.TempDir, "$"+TempDirVar, dirWrite|extra); err != nil {
+	if p.TempDir != "" {
+		if err := b.absolute(p.TempDir, "$"+TempDirVar, dirWrite|extra); err != nil {
 			return fmt.Errorf("private temp dir: %w", err)
 		}
 		p.Write = append(p.Write, "$"+TempDirVar)
@@ -626,9 +655,10 @@ func quoted(list []string) []string {
 	return out
 }
 
-// Env returns env with the private temp dir set for every name programs
-// look for it under.
-func Env(env []string, tempDir string) []string {
+// Env returns env with the command's private temp dir set under every
+// name programs look for it.
+func (p *Plan) Env(env []string) []string {
+	tempDir := p.TempDir
 	if tempDir == "" {
 		return env
 	}

@@ -47,7 +47,9 @@ type Session struct {
 	Files    *sandbox.Sandbox
 	Shared   *sandbox.Sandbox
 	Upstream *upstream.Manager
-	closers  []func() error
+	// Procs owns every child process of the session.
+	Procs   *procs.Manager
+	closers []func() error
 
 	mu        sync.Mutex
 	listeners []func()
@@ -132,7 +134,7 @@ func Open(o Options) (*Session, error) {
 	}
 	eng.Init()
 	srv := &server.Server{Engine: eng, Name: "toolhost", Version: o.Version, PageSize: o.PageSize, Log: o.Log}
-	s := &Session{Agent: ag, Agents: set, Policy: pol, Engine: eng, Server: srv, Files: files, Shared: shared}
+	s := &Session{Agent: ag, Agents: set, Policy: pol, Engine: eng, Server: srv, Files: files, Shared: shared, Procs: units}
 	srv.Visible = s.Visible
 	// Closers run last-first: upstreams and units stop (units record their
 	// exits through the sandbox) before the audit sink and the sandboxes close.
@@ -178,7 +180,7 @@ const policyPoll = time.Second
 // re-applies the upstreams and re-announces the tool list.
 func (s *Session) startUpstreams(o Options) {
 	s.Upstream = upstream.NewManager(upstream.Options{
-		Log: o.Log, Registry: s.Engine.Registry, Version: o.Version, OnChange: s.toolsChanged,
+		Log: o.Log, Registry: s.Engine.Registry, Version: o.Version, OnChange: s.toolsChanged, Procs: s.Procs,
 	})
 	cur := s.Policy.Current()
 	s.Upstream.Apply(cur)

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/lazyre"
@@ -385,24 +384,24 @@ func launch(c *callctx.Ctx, u UnitInput, spec procs.UnitSpec, rel string, port i
 			_ = spec.Stdout.File.Close()
 			return err
 		}
-		plan, tmp, err := confineUnit(c, u, port)
+		plan, err := confineUnit(c, u, port)
 		if err != nil {
 			_ = spec.Stdout.File.Close()
 			_ = spec.Stderr.File.Close()
 			return err
 		}
 		defer plan.Close()
-		spec.Env = confine.Env(spec.Env, tmp)
+		spec.Env = plan.Env(spec.Env)
 		spec.Confine = plan.Restrict
 		spec.OnExit = func(p *procs.Proc) {
 			recordExit(c, p)
-			confine.RemoveTempDir(tmp)
+			plan.RemoveTempDir()
 		}
 		p, err := c.Procs.Start(spec)
 		if err != nil {
 			_ = spec.Stdout.File.Close()
 			_ = spec.Stderr.File.Close()
-			confine.RemoveTempDir(tmp)
+			plan.RemoveTempDir()
 			return failStart("could not start %s: %v", u.Argv[0], err)
 		}
 		self := c.Procs.Self()
@@ -410,7 +409,7 @@ func launch(c *callctx.Ctx, u UnitInput, spec procs.UnitSpec, rel string, port i
 		rec = &UnitRecord{
 			ID: u.ID, Argv: u.Argv, Cwd: rel, PID: p.PID, PGID: p.PGID, StartTicks: p.StartTicks,
 			StartedAt: p.StartedAt, Port: port, OwnerPID: self.PID, OwnerStartTicks: self.StartTicks, SessionID: c.SessionID,
-			Detached: u.Detached, Sandbox: &report, TempDir: tmp,
+			Detached: u.Detached, Sandbox: &report, TempDir: plan.TempDir,
 			State: "running", StdoutLog: OutLog(u.ID), StderrLog: ErrLog(u.ID),
 		}
 		uf.Units[u.ID] = rec
@@ -614,40 +613,23 @@ func stopUnit(ctx context.Context, c *callctx.Ctx, id string, rec *UnitRecord) (
 	return st, err
 }
 
-// confineUnit prepares a unit's confinement (the session agent's sandbox,
-// binding only its own port by default) and its private temp dir. A
-// refusal is the unit's start error.
-func confineUnit(c *callctx.Ctx, u UnitInput, port int) (*confine.Plan, string, error) {
-	var tmp string
-	if c.Settings.Sandbox.Commands != agents.CommandsOff {
-		// A detached unit's temp dir has no owner to outlive: it is removed
-		// by whoever stops the unit.
-		owner := c.Procs.Self()
-		if u.Detached {
-			owner = procs.Process{}
-		}
-		var err error
-		if tmp, err = confine.NewTempDir(owner.PID, owner.StartTicks); err != nil {
-			return nil, "", fmt.Errorf("private temp dir of unit %s: %w", u.ID, err)
-		}
+// confineUnit prepares a unit's confinement: the session agent's sandbox,
+// binding only its own port by default, and a private temp dir. A refusal
+// is the unit's start error.
+func confineUnit(c *callctx.Ctx, u UnitInput, port int) (*confine.Plan, error) {
+	owner := c.Procs.Self()
+	if u.Detached {
+		owner = procs.Process{}
 	}
 	plan, err := confine.Prepare(confine.Request{
 		Agent: c.AgentName, Sandbox: c.Settings.Sandbox, ProjectDir: c.ProjectDir,
-		Unit: u.ID, Port: port, TempDir: tmp, Mkdir: c.Files.MkdirAll,
+		Unit: u.ID, Port: port, TempFor: &owner, Mkdir: c.Files.MkdirAll,
 	})
-	if err == nil && !plan.Confined() {
-		confine.RemoveTempDir(tmp)
-		tmp = ""
+	var ue *confine.UnavailableError
+	if errors.As(err, &ue) {
+		return nil, failStart("%v", ue)
 	}
-	if err != nil {
-		confine.RemoveTempDir(tmp)
-		var ue *confine.UnavailableError
-		if errors.As(err, &ue) {
-			return nil, "", failStart("%v", ue)
-		}
-		return nil, "", err
-	}
-	return plan, tmp, nil
+	return plan, err
 }
 
 // sweepOrphans stops the units recorded as running whose toolhost is gone

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/procs"
@@ -94,14 +93,16 @@ func runBash(ctx context.Context, c *callctx.Ctx, in BashInput) (BashOutput, err
 	if err != nil {
 		return BashOutput{}, fmt.Errorf("bash: %w", err)
 	}
-	plan, tmp, err := confineCommand(c)
+	self := c.Procs.Self()
+	plan, err := confine.Prepare(confine.Request{
+		Agent: c.AgentName, Sandbox: c.Settings.Sandbox, ProjectDir: c.ProjectDir,
+		TempFor: &self, Mkdir: c.Files.MkdirAll,
+	})
 	if err != nil {
 		return BashOutput{}, err
 	}
 	defer plan.Close()
-	if tmp != "" {
-		defer os.RemoveAll(tmp)
-	}
+	defer plan.RemoveTempDir()
 	stdout, stderr := &capped{}, &capped{}
 	// Own pipes (not io.Writers) so that the child's exit is seen when bash
 	// exits, not when the last background job closes its copy of the pipe:
@@ -119,7 +120,7 @@ func runBash(ctx context.Context, c *callctx.Ctx, in BashInput) (BashOutput, err
 	start := time.Now()
 	child, err := c.Procs.Spawn(procs.Spec{
 		Name: "bash", Argv: []string{bash, "-c", in.Command}, Dir: dir,
-		Env:    confine.Env(os.Environ(), tmp),
+		Env:    plan.Env(os.Environ()),
 		Stdout: outW, Stderr: errW, Confine: plan.Restrict, Grace: bashGrace,
 	})
 	outW.Close()
@@ -175,35 +176,6 @@ func runBash(ctx context.Context, c *callctx.Ctx, in BashInput) (BashOutput, err
 		out.OK = true
 	}
 	return out, nil
-}
-
-// confineCommand prepares the command's confinement and, when it is
-// confined, its private temp dir. An agent that requires confinement on a
-// machine that cannot provide it gets the refusal.
-func confineCommand(c *callctx.Ctx) (*confine.Plan, string, error) {
-	var tmp string
-	if c.Settings.Sandbox.Commands != agents.CommandsOff {
-		self := c.Procs.Self()
-		var err error
-		if tmp, err = confine.NewTempDir(self.PID, self.StartTicks); err != nil {
-			return nil, "", fmt.Errorf("private temp dir: %w", err)
-		}
-	}
-	plan, err := confine.Prepare(confine.Request{
-		Agent: c.AgentName, Sandbox: c.Settings.Sandbox, ProjectDir: c.ProjectDir,
-		TempDir: tmp, Mkdir: c.Files.MkdirAll,
-	})
-	if err == nil && !plan.Confined() && tmp != "" {
-		err = os.Remove(tmp)
-		tmp = ""
-	}
-	if err != nil {
-		if tmp != "" {
-			_ = os.RemoveAll(tmp)
-		}
-		return nil, "", err
-	}
-	return plan, tmp, nil
 }
 
 // refused reports whether stderr shows a refused file or socket operation
