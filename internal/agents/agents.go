@@ -69,7 +69,7 @@ type Network struct {
 	// Bind is what commands may listen on (default any).
 	Bind Ports `json:"bind,omitzero"`
 	// UnitBind is what a unit started by spawn_units may listen on: "own"
-	// (the default: only the port it was given) , "any" or a list.
+	// (the default: only the port it was given), "any" or a list.
 	UnitBind Ports `json:"unitBind,omitzero"`
 }
 
@@ -256,10 +256,16 @@ func (s *Sandbox) check() error {
 	default:
 		return fmt.Errorf("sandbox.commands %q must be %q, %q or %q", s.Commands, CommandsRequire, CommandsBestEffort, CommandsOff)
 	}
-	n := &s.Network
-	if n.Connect.Own || n.Bind.Own {
+	if s.Network.Connect.Own || s.Network.Bind.Own {
 		return fmt.Errorf(`sandbox.network: "own" is only for unitBind (a unit's own port); connect and bind take "any" or a list of ports`)
 	}
+	s.Network = s.Network.WithDefaults()
+	return nil
+}
+
+// WithDefaults fills the rules left out: connect and bind any, unitBind
+// own.
+func (n Network) WithDefaults() Network {
 	if n.Connect.IsZero() {
 		n.Connect = Ports{Any: true, set: true}
 	}
@@ -269,7 +275,7 @@ func (s *Sandbox) check() error {
 	if n.UnitBind.IsZero() {
 		n.UnitBind = Ports{Own: true, set: true}
 	}
-	return nil
+	return n
 }
 
 // Find returns the agent named name (template name or short name).

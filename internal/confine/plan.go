@@ -113,7 +113,7 @@ type UnavailableError struct {
 func (e *UnavailableError) Error() string {
 	return fmt.Sprintf("%s's commands must run confined by the kernel (sandbox.commands is %q), but %s; "+
 		"run toolhost on Linux 5.13 or later with Landlock enabled (`toolhost sandbox probe` shows what this machine offers), "+
-		"or set sandbox.commands of %s to %q (run unconfined, said in every result and audit row) or %q in the agents file",
+		"or set sandbox.commands of %s to %q (run with what the kernel can enforce, said in every result and audit row) or %q in the agents file",
 		e.Agent, agents.CommandsRequire, e.Reason, e.Agent, agents.CommandsBestEffort, agents.CommandsOff)
 }
 
@@ -214,7 +214,7 @@ func (p *Plan) String() string { return p.Report().String() }
 // network sets the TCP rules: the agent's connect rule, and its bind rule
 // for a command or unitBind for a unit.
 func (p *Plan) network(req Request, k Kernel) error {
-	n := req.Sandbox.Network
+	n := req.Sandbox.Network.WithDefaults()
 	bind := n.Bind
 	if req.Unit != "" {
 		bind = n.UnitBind

@@ -26,30 +26,31 @@ import (
 // "- PGID LEADER_PID LEADER_TICKS" forgets it. Identity is checked again
 // before each signal (StopGroup), so a stale line never hits a stranger.
 
-// wardenEnv marks the re-executed binary as the warden; its value is the
-// pid of the toolhost that started it, so the variable leaking into some
-// other toolhost's environment never turns that one into a warden.
-const wardenEnv = "TOOLHOST_WARDEN_OF"
+// wardenArg, as the first argument, makes this binary the warden (the
+// second is the owner's pid). An argument, not an environment variable:
+// arguments are not inherited, so no other process can become a warden by
+// accident; and it is checked before anything else, because the owner may
+// already be gone when the warden starts.
+const wardenArg = "toolhost-warden"
 
 // WardenGrace is the SIGTERM-to-SIGKILL grace the warden gives each group:
 // everything is gone well within 2 s of toolhost's death.
 const WardenGrace = time.Second
 
 func init() {
-	// A warden never runs the program it was re-executed from: it must
-	// start before any other package's code depends on flags or stdin.
-	if v := os.Getenv(wardenEnv); v != "" && v == strconv.Itoa(os.Getppid()) {
-		os.Exit(runWarden(os.Stdin, os.Stderr))
+	// A warden never runs the program it was re-executed from (a test
+	// binary would run its tests).
+	if len(os.Args) == 3 && os.Args[1] == wardenArg {
+		os.Exit(runWarden(os.Args[2], os.Stdin, os.Stderr))
 	}
 }
 
 // runWarden reads registrations until EOF, then stops every group still
 // registered.
-func runWarden(in io.Reader, logw io.Writer) int {
+func runWarden(owner string, in io.Reader, logw io.Writer) int {
 	// The terminal's signals are for toolhost; the warden has work to do
 	// after toolhost is gone.
 	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
-	owner := os.Getppid()
 	groups := map[Group]bool{}
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
@@ -73,7 +74,7 @@ func runWarden(in io.Reader, logw io.Writer) int {
 			}
 			line := map[string]any{"level": "warn", "event": "warden_stopped", "owner_pid": owner, "pgid": g.PGID,
 				"signal": rep.Signal, "members": rep.Members, "killed": rep.Killed,
-				"message": fmt.Sprintf("toolhost pid %d is gone; stopped what it left in process group %d", owner, g.PGID)}
+				"message": fmt.Sprintf("toolhost pid %s is gone; stopped what it left in process group %d", owner, g.PGID)}
 			if err != nil {
 				line["error"] = err.Error()
 			}
@@ -169,8 +170,7 @@ func (w *warden) start() error {
 	}
 	defer null.Close()
 	cmd := &exec.Cmd{
-		Path: exe, Args: []string{exe, "warden"},
-		Env:   append(os.Environ(), wardenEnv+"="+strconv.Itoa(os.Getpid())),
+		Path: exe, Args: []string{exe, wardenArg, strconv.Itoa(os.Getpid())},
 		Stdin: r, Stdout: null, Stderr: os.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
