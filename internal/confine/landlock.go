@@ -190,6 +190,11 @@ func (p *Plan) Restrict() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
+	if p.mptcpArch != 0 {
+		if err := refuseMPTCP(p.mptcpArch); err != nil {
+			return err
+		}
+	}
 	var flags uint32
 	if p.ABI >= abiLogs {
 		// Denials of the command (a new program after exec) reach the

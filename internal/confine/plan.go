@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -86,7 +87,10 @@ type Plan struct {
 	TempDir string `json:"temp_dir,omitempty"`
 
 	handledFS, handledNet, scoped uint64
-	rules                         []pathRule
+	// mptcpArch, when set, is the audit arch of the seccomp filter that
+	// keeps MPTCP sockets from passing the TCP rules.
+	mptcpArch uint32
+	rules     []pathRule
 	ports                         []portRule
 	ruleFD                        int
 }
@@ -229,8 +233,12 @@ func (p *Plan) network(req Request, k Kernel) error {
 		return nil
 	}
 	p.Connect, p.Bind = portWords(n.Connect), portWords(bind)
-	if p.ABI < abiNet {
+	arch := nativeArch()
+	if p.ABI < abiNet || arch == 0 {
 		what := fmt.Sprintf("TCP rules (connect %s, bind %s) need Landlock ABI %d; %s", p.Connect, p.Bind, abiNet, abiWords(k))
+		if arch == 0 {
+			what = fmt.Sprintf("TCP rules (connect %s, bind %s) cannot be held on %s (MPTCP sockets pass them and no seccomp filter is written for it)", p.Connect, p.Bind, runtime.GOARCH)
+		}
 		if p.Mode == agents.CommandsRequire {
 			return &UnavailableError{Agent: p.Agent, Reason: "its " + what}
 		}
@@ -249,6 +257,7 @@ func (p *Plan) network(req Request, k Kernel) error {
 	}
 	add(n.Connect, unix.LANDLOCK_ACCESS_NET_CONNECT_TCP)
 	add(bind, unix.LANDLOCK_ACCESS_NET_BIND_TCP)
+	p.mptcpArch = arch
 	return nil
 }
 
