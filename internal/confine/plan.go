@@ -91,8 +91,8 @@ type Plan struct {
 	// keeps MPTCP sockets from passing the TCP rules.
 	mptcpArch uint32
 	rules     []pathRule
-	ports                         []portRule
-	ruleFD                        int
+	ports     []portRule
+	ruleFD    int
 }
 
 type pathRule struct {
