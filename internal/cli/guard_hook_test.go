@@ -115,6 +115,8 @@ func TestHookPreToolUse(t *testing.T) {
 			deny: "units/todo-be/out is a symlink"},
 		{name: "dot directory", stdin: hookPayload(proj, "Write", map[string]any{"file_path": in("units/todo-be/.git/hooks/pre-commit"), "content": "x"}),
 			deny: "dot-directory .git", exitCode: true},
+		{name: "a store of toolhost's", stdin: hookPayload(proj, "Write", map[string]any{"file_path": in("integration/units.json"), "content": "{}"}),
+			flags: []string{"--agent", "devloop-integrator"}, deny: "integration/units.json is toolhost's own store"},
 		{name: "dotdot after a symlink", stdin: hookPayload(proj, "Write", map[string]any{"file_path": proj + "/units/todo-be/out/../src/x.ts", "content": "x"}),
 			deny: `".."`},
 		{name: "notebook path behind a file_path", stdin: hookPayload(proj, "NotebookEdit", map[string]any{"file_path": in("units/todo-be/src/a.ts"), "notebook_path": in("prd/n.ipynb"), "new_source": "x"}),

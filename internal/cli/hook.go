@@ -259,6 +259,10 @@ func checkHookWrite(f hookFlags, cwd, p string) string {
 		e := &sandbox.Error{Agent: ag.Name, Path: p, Allowed: ag.Sandbox.WriteAllowList, Detail: "the path is outside the project dir " + proj}
 		return e.Error()
 	}
+	if confine.IsStore(rel) {
+		e := &sandbox.Error{Agent: ag.Name, Path: p, Allowed: ag.Sandbox.WriteAllowList, Detail: rel + " is toolhost's own store; only toolhost's tools write it"}
+		return e.Error()
+	}
 	s, err := sandbox.New(proj, ag.Name, ag.Sandbox.WriteAllowList)
 	if err != nil {
 		return "toolhost hook: " + err.Error()

@@ -27,6 +27,13 @@ func Stores() []string {
 	return []string{".toolhost", "timeline.ndjson", "bugs", "integration/units.json", "integration/ports.json"}
 }
 
+// IsStore reports whether the project-relative path rel is one of Stores
+// or inside one.
+func IsStore(rel string) bool {
+	s, _ := store(path.Clean(rel))
+	return s
+}
+
 // TempDirVar is the variable that names a command's private temp dir.
 const TempDirVar = "TMPDIR"
 
