@@ -51,7 +51,7 @@ func TestRealClaudeBashConfined(t *testing.T) {
 			o := claudecli.RunOptions{Dir: project, PermissionMode: tc.mode,
 				Settings: run(t, bin, "mcp-config", "--agent", "devloop-coder", "--project-dir", project, "--settings")}
 			if tc.allowed {
-				o.AllowedTools = strings.Split(strings.TrimSpace(string(run(t, bin, "mcp-config", "--agent", "devloop-coder", "--project-dir", project, "--allowed-tools"))), ",")
+				o.AllowedTools = allowedTools(t, bin, "devloop-coder", project)
 			}
 			res := claudecli.Run(t, m, o)
 			if res.ExitCode != 0 {

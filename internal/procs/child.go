@@ -244,17 +244,59 @@ func (c *Child) Group() Group {
 }
 
 // Stop stops the child's whole process group (SIGTERM, its grace, SIGKILL)
-// and waits until the leader has been reaped. Safe to call more than once
-// and after the child exited.
-func (c *Child) Stop() (StopReport, error) {
-	rep, err := StopGroup(context.Background(), c.Group(), c.grace)
+// and waits until the leader has been reaped. Cancelling ctx only shortens
+// the grace. Safe to call more than once and after the child exited.
+func (c *Child) Stop(ctx context.Context) (StopReport, error) {
+	rep, err := StopGroup(ctx, c.Group(), c.grace)
 	if err != nil {
 		return rep, err
 	}
+	return rep, awaitStopped(c.done, c.Name, c.PID)
+}
+
+// awaitStopped waits for the bookkeeping of a stopped leader (done), which
+// follows at once unless the kernel is slow to finish a SIGKILLed process.
+func awaitStopped(done <-chan struct{}, name string, pid int) error {
 	select {
-	case <-c.done:
+	case <-done:
+		return nil
 	case <-time.After(killWait):
-		return rep, fmt.Errorf("%s: leader %d not reaped after stop", c.Name, c.PID)
+		return fmt.Errorf("%s: leader %d not reaped after stop", name, pid)
 	}
-	return rep, nil
+}
+
+// Pipes are the parent's ends of a child's standard streams.
+type Pipes struct {
+	Stdin          *os.File // the write end of the child's stdin
+	Stdout, Stderr *os.File // the read ends of its stdout and stderr
+}
+
+// SpawnPiped starts spec through spawn (Spawn, or an Owner's Spawn) with a
+// new pipe on each standard stream and returns the parent's ends.
+func SpawnPiped(spawn func(Spec) (*Child, error), spec Spec) (*Child, Pipes, error) {
+	var fds [6]*os.File // stdin r/w, stdout r/w, stderr r/w
+	closeAll := func() {
+		for _, f := range fds {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}
+	for i := 0; i < len(fds); i += 2 {
+		var err error
+		if fds[i], fds[i+1], err = os.Pipe(); err != nil {
+			closeAll()
+			return nil, Pipes{}, err
+		}
+	}
+	spec.Stdin, spec.Stdout, spec.Stderr = fds[0], fds[3], fds[5]
+	c, err := spawn(spec)
+	if err != nil {
+		closeAll()
+		return nil, Pipes{}, err
+	}
+	fds[0].Close()
+	fds[3].Close()
+	fds[5].Close()
+	return c, Pipes{Stdin: fds[1], Stdout: fds[2], Stderr: fds[4]}, nil
 }

@@ -157,7 +157,7 @@ func (m *Manager) Spawn(spec Spec) (*Child, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		_, _ = c.Stop()
+		_, _ = c.Stop(context.Background())
 		return nil, ErrClosed
 	}
 	m.trackLocked(c)
@@ -358,14 +358,12 @@ func (m *Manager) stop(ctx context.Context, p *Proc) (StopReport, error) {
 		p.stopped = true
 	}
 	p.mu.Unlock()
-	rep, err := StopGroup(ctx, p.Group(), m.opts.Grace)
+	rep, err := p.child.Stop(ctx)
+	if err == nil {
+		err = awaitStopped(p.done, "unit "+p.Unit, p.PID)
+	}
 	if err != nil {
 		return rep, err
-	}
-	select {
-	case <-p.done:
-	case <-time.After(killWait):
-		return rep, fmt.Errorf("unit %s: leader %d not reaped after stop", p.Unit, p.PID)
 	}
 	m.forget(p.child)
 	return rep, nil
@@ -412,7 +410,7 @@ func (m *Manager) Close() error {
 	}
 	for i, c := range others {
 		wg.Go(func() {
-			if _, err := c.Stop(); err != nil {
+			if _, err := c.Stop(context.Background()); err != nil {
 				errs[len(procs)+i] = fmt.Errorf("stop %s: %w", c.Name, err)
 			}
 		})

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -66,39 +65,22 @@ func Start(bin string, args []string, env []string) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	var fds [6]*os.File // stdin r/w, stdout r/w, stderr r/w
-	for i := 0; i < 6; i += 2 {
-		if fds[i], fds[i+1], err = os.Pipe(); err != nil {
-			for _, f := range fds[:i] {
-				f.Close()
-			}
-			return nil, err
-		}
-	}
-	inR, inW, outR, outW, errR, errW := fds[0], fds[1], fds[2], fds[3], fds[4], fds[5]
-	child, err := procs.Spawn(procs.Spec{
+	child, p, err := procs.SpawnPiped(procs.Spawn, procs.Spec{
 		Name: filepath.Base(path) + " " + strings.Join(args, " "), Argv: append([]string{path}, args...), Env: env,
-		Stdin: inR, Stdout: outW, Stderr: errW,
 	})
-	inR.Close()
-	outW.Close()
-	errW.Close()
 	if err != nil {
-		inW.Close()
-		outR.Close()
-		errR.Close()
 		return nil, err
 	}
-	c := &Client{child: child, stdin: inW, stderrDone: make(chan struct{}),
+	c := &Client{child: child, stdin: p.Stdin, stderrDone: make(chan struct{}),
 		pending: map[string]chan Message{}, noteCh: make(chan Message, 1024), done: make(chan struct{})}
 	go func() {
-		_, _ = io.Copy(&lockedWriter{w: &c.stderr, mu: &c.mu}, errR)
-		errR.Close()
+		_, _ = io.Copy(&lockedWriter{w: &c.stderr, mu: &c.mu}, p.Stderr)
+		p.Stderr.Close()
 		close(c.stderrDone)
 	}()
 	go func() {
-		c.read(outR)
-		outR.Close()
+		c.read(p.Stdout)
+		p.Stdout.Close()
 	}()
 	return c, nil
 }
@@ -324,7 +306,7 @@ func (c *Client) Close(timeout time.Duration) error {
 	select {
 	case <-c.child.Done():
 	case <-time.After(timeout):
-		_, _ = c.child.Stop()
+		_, _ = c.child.Stop(context.Background())
 		<-c.done
 		<-c.stderrDone
 		return errors.New("server did not exit in time; stopped")

@@ -98,7 +98,7 @@ func (c *conn) session(ctx context.Context) (*mcp.ClientSession, error) {
 	sess, err := client.Connect(ctx, t, nil)
 	if err != nil {
 		if child != nil {
-			_, _ = child.Stop()
+			_, _ = child.Stop(context.Background())
 		}
 		return nil, err
 	}
@@ -146,34 +146,17 @@ func (c *conn) start() (*procs.Child, mcp.Transport, error) {
 	for _, k := range slices.Sorted(maps.Keys(c.cfg.Env)) {
 		env = append(env, k+"="+c.cfg.Env[k])
 	}
-	var fds [6]*os.File // stdin r/w, stdout r/w, stderr r/w
-	for i := 0; i < 6; i += 2 {
-		if fds[i], fds[i+1], err = os.Pipe(); err != nil {
-			for _, f := range fds[:i] {
-				f.Close()
-			}
-			return nil, nil, err
-		}
-	}
-	inR, inW, outR, outW, errR, errW := fds[0], fds[1], fds[2], fds[3], fds[4], fds[5]
-	child, err := c.procs.Spawn(procs.Spec{
-		Name: "upstream " + c.cfg.Name, Argv: append([]string{path}, c.cfg.Args...), Env: env,
-		Stdin: inR, Stdout: outW, Stderr: errW, Grace: stopGrace,
+	child, p, err := procs.SpawnPiped(c.procs.Spawn, procs.Spec{
+		Name: "upstream " + c.cfg.Name, Argv: append([]string{path}, c.cfg.Args...), Env: env, Grace: stopGrace,
 	})
-	inR.Close()
-	outW.Close()
-	errW.Close()
 	if err != nil {
-		inW.Close()
-		outR.Close()
-		errR.Close()
 		return nil, nil, err
 	}
 	go func() {
-		_, _ = io.Copy(&lineLog{log: c.log}, errR)
-		errR.Close()
+		_, _ = io.Copy(&lineLog{log: c.log}, p.Stderr)
+		p.Stderr.Close()
 	}()
-	return child, &mcp.IOTransport{Reader: outR, Writer: inW}, nil
+	return child, &mcp.IOTransport{Reader: p.Stdout, Writer: p.Stdin}, nil
 }
 
 // listTools returns every tool the upstream offers (all pages).
@@ -289,7 +272,7 @@ func closeSession(sess *mcp.ClientSession, child *procs.Child) {
 	select {
 	case <-child.Done():
 	case <-time.After(stopGrace):
-		_, _ = child.Stop()
+		_, _ = child.Stop(context.Background())
 	}
 }
 

@@ -141,10 +141,10 @@ func runBash(ctx context.Context, c *callctx.Ctx, in BashInput) (BashOutput, err
 	case <-child.Done():
 	case <-timer.C:
 		timedOut = true
-		_, _ = child.Stop()
+		_, _ = child.Stop(context.Background())
 	case <-ctx.Done():
 		cancelled = true
-		_, _ = child.Stop()
+		_, _ = child.Stop(context.Background())
 	}
 	// Jobs the command left behind went with it (Spawn stops the group
 	// when the leader exits).
