@@ -463,15 +463,19 @@ func (b *builder) carve(pat, rel string, stores []string, dirAccess, fileAccess 
 		b.skip("%s: %s: %v", pat, rel, err)
 		return
 	}
-	b.skip("%s: nothing new can be created directly in %s/ (it holds toolhost's stores %s); its other entries are writable",
-		pat, rel, strings.Join(stores, ", "))
+	where := rel + "/"
+	if rel == "." {
+		where = "the project dir"
+	}
+	b.skip("%s: nothing new can be created directly in %s (it holds toolhost's stores %s); its other entries are writable",
+		pat, where, strings.Join(stores, ", "))
 	for _, e := range entries {
 		child := join(rel, e.Name())
 		if s, inside := store(child); s {
 			continue
 		} else if len(inside) > 0 {
 			if e.Type().IsDir() {
-				b.carveQuiet(pat, child, inside, dirAccess, fileAccess)
+				b.carve(pat, child, inside, dirAccess, fileAccess)
 			}
 			continue
 		}
@@ -481,14 +485,6 @@ func (b *builder) carve(pat, rel string, stores []string, dirAccess, fileAccess 
 		case e.Type().IsRegular():
 			b.open(pat, child, false, fileAccess)
 		}
-	}
-}
-
-func (b *builder) carveQuiet(pat, rel string, stores []string, dirAccess, fileAccess uint64) {
-	n := len(b.plan.Skipped)
-	b.carve(pat, rel, stores, dirAccess, fileAccess)
-	if len(b.plan.Skipped) > n {
-		b.plan.Skipped = b.plan.Skipped[:n]
 	}
 }
 

@@ -3,6 +3,7 @@ package confine
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -79,7 +80,8 @@ func TestWriteRoots(t *testing.T) {
 		{name: "a store is never granted", allow: []string{".toolhost/**", "bugs/**", "timeline.ndjson"},
 			skipped: []string{".toolhost is toolhost's own store", "bugs is toolhost's own store", "timeline.ndjson is toolhost's own store"}},
 		{name: "a root holding stores is carved around them", files: []string{"prd/", "units/a/", "README.md", "bugs/BUG-0001.json", "timeline.ndjson", ".toolhost/audit.ndjson", "integration/logs/", "integration/units.json", "integration/ports.json"},
-			allow: []string{"**"}, write: []string{"README.md", "integration/logs/", "prd/", "units/"}, skipped: []string{"nothing new can be created directly in ./"}},
+			allow: []string{"**"}, write: []string{"README.md", "integration/logs/", "prd/", "units/"},
+			skipped: []string{"nothing new can be created directly in the project dir", "nothing new can be created directly in integration/"}},
 		{name: "integration/** keeps units.json and ports.json out", files: []string{"integration/logs/", "integration/cases/c.json", "integration/units.json", "integration/ports.json"},
 			allow: []string{"integration/**"}, write: []string{"integration/cases/", "integration/logs/"}, skipped: []string{"nothing new can be created directly in integration/"}},
 		{name: "leaving the project grants nothing", allow: []string{"../**"}, skipped: []string{"../**: ..: it leaves the project dir"}},
@@ -296,4 +298,31 @@ func ownTicks(t *testing.T) uint64 {
 		t.Fatal(err)
 	}
 	return st.StartTicks
+}
+
+// TestReadAllowList: with sandbox.readAllowList a confined command reads
+// only those patterns (and runs programs from the system directories); a
+// read elsewhere in the project is refused.
+func TestReadAllowList(t *testing.T) {
+	t.Parallel()
+	dir := tree(t, "units/a/f", "prd/p")
+	p := prepared(t, dir, agents.Sandbox{ReadAllowList: []string{"units/**"}})
+	if !slices.Contains(p.Read, "units/") {
+		t.Fatalf("read = %q, want units/", p.Read)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := procs.Spawn(procs.Spec{Name: "sh", Argv: []string{"/bin/sh", "-c", "cat units/a/f && echo; cat prd/p 2>&1 || echo refused"},
+		Dir: dir, Stdout: w, Confine: p.Restrict})
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(r)
+	<-c.Done()
+	if got := string(out); !strings.HasPrefix(got, "x\n") || !strings.Contains(got, "Permission denied") || !strings.HasSuffix(got, "refused\n") {
+		t.Fatalf("output %q, want units/a/f read and prd/p refused", got)
+	}
 }
