@@ -282,8 +282,18 @@ func TestSIGKILLLeavesNothing(t *testing.T) {
 	}
 
 	// The next session finds srv recorded as running with its owner gone,
-	// says so, and records it; keep is still running, detached.
+	// says so, and records it; keep is still running, detached. It also
+	// removes the private temp dir of the bash command toolhost was running.
+	tmps, _ := filepath.Glob(filepath.Join(os.TempDir(), "toolhost-cmd-"+strconv.Itoa(serve)+"-*"))
+	if len(tmps) == 0 {
+		t.Fatal("the killed bash command left no temp dir to clean (did it get one?)")
+	}
 	next := testutil.Serve(t, args...)
+	for _, d := range tmps {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("the next session left %s, the temp dir of a command of the dead toolhost", d)
+		}
+	}
 	st := spawnUnits(t, next, map[string]any{"action": "status"})
 	if len(st.Orphans) != 1 || st.Orphans[0].ID != "srv" || st.Orphans[0].State != "exited" ||
 		!strings.Contains(st.Orphans[0].Note, "toolhost pid "+strconv.Itoa(serve)+", which started the unit, is gone") {

@@ -13,6 +13,7 @@ import (
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/bashguard"
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/journal"
@@ -111,6 +112,9 @@ func Open(o Options) (*Session, error) {
 	if reg == nil {
 		reg = all.Registry()
 	}
+	// Private temp dirs of commands whose toolhost died (SIGKILL during a
+	// command) are removed by whichever session starts next.
+	confine.RemoveStaleTempDirs()
 	units := procs.NewManager(procs.Options{Grace: procs.DefaultGrace, Log: o.Log, Warden: true})
 	svc := callctx.Services{
 		Files:    files,
