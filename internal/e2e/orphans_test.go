@@ -289,12 +289,18 @@ func TestSIGKILLLeavesNothing(t *testing.T) {
 		t.Fatal("the killed bash command left no temp dir to clean (did it get one?)")
 	}
 	next := testutil.Serve(t, args...)
+	st := spawnUnits(t, next, map[string]any{"action": "status"})
 	for _, d := range tmps {
-		if _, err := os.Stat(d); err == nil {
-			t.Errorf("the next session left %s, the temp dir of a command of the dead toolhost", d)
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(d); err != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("the next session left %s, the temp dir of a command of the dead toolhost", d)
+				break
+			}
 		}
 	}
-	st := spawnUnits(t, next, map[string]any{"action": "status"})
 	if len(st.Orphans) != 1 || st.Orphans[0].ID != "srv" || st.Orphans[0].State != "exited" ||
 		!strings.Contains(st.Orphans[0].Note, "toolhost pid "+strconv.Itoa(serve)+", which started the unit, is gone") {
 		t.Fatalf("orphans %+v, want srv found exited with its owner gone", st.Orphans)

@@ -113,8 +113,10 @@ func Open(o Options) (*Session, error) {
 		reg = all.Registry()
 	}
 	// Private temp dirs of commands whose toolhost died (SIGKILL during a
-	// command) are removed by whichever session starts next.
-	confine.RemoveStaleTempDirs()
+	// command) are removed by whichever session starts next, beside the
+	// start (reading the temp dir must not delay initialize).
+	swept := make(chan struct{})
+	go func() { confine.RemoveStaleTempDirs(); close(swept) }()
 	units := procs.NewManager(procs.Options{Grace: procs.DefaultGrace, Log: o.Log, Warden: true})
 	svc := callctx.Services{
 		Files:    files,
@@ -142,7 +144,7 @@ func Open(o Options) (*Session, error) {
 	srv.Visible = s.Visible
 	// Closers run last-first: upstreams and units stop (units record their
 	// exits through the sandbox) before the audit sink and the sandboxes close.
-	s.closers = append(s.closers, files.Close, shared.Close, sink.Close, units.Close)
+	s.closers = append(s.closers, files.Close, shared.Close, sink.Close, units.Close, func() error { <-swept; return nil })
 	s.startUpstreams(o)
 	return s, nil
 }
