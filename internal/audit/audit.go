@@ -45,6 +45,8 @@ type Row struct {
 	// Sandbox is how the call's commands were confined ("landlock abi 7;
 	// write …" or "unconfined: reason"); empty when it started none.
 	Sandbox string `json:"sandbox,omitempty"`
+	// Traceparent is the W3C trace context the client sent with the call.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // Sink stores rows.

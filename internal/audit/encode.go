@@ -41,6 +41,7 @@ func (r *Row) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `,"duration_ms":`...)
 	dst = appendFloat(dst, r.DurationMS)
 	dst = appendOptional(dst, `,"sandbox":`, r.Sandbox)
+	dst = appendOptional(dst, `,"traceparent":`, r.Traceparent)
 	return append(dst, '}')
 }
 
