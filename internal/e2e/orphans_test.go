@@ -220,11 +220,11 @@ func TestSIGKILLLeavesNothing(t *testing.T) {
 	}
 	// A bash call still running when toolhost dies, with a background job.
 	if _, _, err := c.Dispatch("tools/call", map[string]any{"name": "bash", "arguments": map[string]any{
-		"command": "sleep 300 & touch integration/cases/ready; wait"}}); err != nil {
+		"command": `sleep 300 & echo "$TMPDIR" > integration/cases/ready; wait`}}); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(20 * time.Second); ; {
-		if _, err := os.Stat(filepath.Join(project, "integration/cases/ready")); err == nil {
+		if b, err := os.ReadFile(filepath.Join(project, "integration/cases/ready")); err == nil && strings.HasSuffix(string(b), "\n") {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -284,9 +284,12 @@ func TestSIGKILLLeavesNothing(t *testing.T) {
 	// The next session finds srv recorded as running with its owner gone,
 	// says so, and records it; keep is still running, detached. It also
 	// removes the private temp dir of the bash command toolhost was running.
-	tmps, _ := filepath.Glob(filepath.Join(os.TempDir(), "toolhost-cmd-"+strconv.Itoa(serve)+"-*"))
-	if len(tmps) == 0 {
-		t.Fatal("the killed bash command left no temp dir to clean (did it get one?)")
+	// (Any session starting in this test process may be the one that
+	// removes it.)
+	ready, _ := os.ReadFile(filepath.Join(project, "integration/cases/ready"))
+	tmps := []string{strings.TrimSpace(string(ready))}
+	if !strings.Contains(tmps[0], "toolhost-cmd-"+strconv.Itoa(serve)+"-") {
+		t.Fatalf("the bash command's TMPDIR %q is not a private temp dir of toolhost %d", tmps[0], serve)
 	}
 	next := testutil.Serve(t, args...)
 	st := spawnUnits(t, next, map[string]any{"action": "status"})
