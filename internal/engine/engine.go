@@ -438,6 +438,7 @@ func (e *Engine) record(c *Call, out *Outcome) {
 		Agent: e.Identity.Agent, UnitID: e.Identity.UnitID, Tool: c.Tool,
 		Arguments: audit.RedactArguments(c.Request.Args), Status: out.Status, ErrorKind: out.Kind.String(), ErrorID: out.ErrorID,
 		RetryCount: out.Retries, DurationMS: float64(out.Duration.Microseconds()) / 1000,
+		Sandbox: c.Result.Sandbox,
 	}
 	if out.IsError || out.InputRequired != nil {
 		row.Error = out.Message

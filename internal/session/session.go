@@ -13,6 +13,7 @@ import (
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/bashguard"
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/journal"
@@ -47,7 +48,9 @@ type Session struct {
 	Files    *sandbox.Sandbox
 	Shared   *sandbox.Sandbox
 	Upstream *upstream.Manager
-	closers  []func() error
+	// Procs owns every child process of the session.
+	Procs   *procs.Manager
+	closers []func() error
 
 	closeOnce sync.Once
 	closeErr  error
@@ -107,7 +110,12 @@ func Open(o Options) (*Session, error) {
 	if reg == nil {
 		reg = all.Registry()
 	}
-	units := procs.NewManager(procs.Options{Grace: procs.DefaultGrace, Log: o.Log})
+	// Private temp dirs of commands whose toolhost died (SIGKILL during a
+	// command) are removed by whichever session starts next, beside the
+	// start (reading the temp dir must not delay initialize).
+	swept := make(chan struct{})
+	go func() { confine.RemoveStaleTempDirs(); close(swept) }()
+	units := procs.NewManager(procs.Options{Grace: procs.DefaultGrace, Log: o.Log, Warden: true})
 	svc := callctx.Services{
 		Files:    files,
 		Shared:   shared,
@@ -120,6 +128,7 @@ func Open(o Options) (*Session, error) {
 	settings := callctx.Settings{
 		Cwd:            filepath.Join(abs, filepath.FromSlash(ag.Cwd(id.Company, id.ProjectID, id.UnitID))),
 		WriteAllowList: ag.Sandbox.WriteAllowList,
+		Sandbox:        ag.Sandbox,
 	}
 	eng := &engine.Engine{
 		Registry: reg, Agent: ag, Policy: pol, Audit: sink,
@@ -130,11 +139,11 @@ func Open(o Options) (*Session, error) {
 	}
 	eng.Init()
 	srv := &server.Server{Engine: eng, Name: "toolhost", Version: o.Version, PageSize: o.PageSize, Log: o.Log}
-	s := &Session{Agent: ag, Agents: set, Policy: pol, Engine: eng, Server: srv, Files: files, Shared: shared}
+	s := &Session{Agent: ag, Agents: set, Policy: pol, Engine: eng, Server: srv, Files: files, Shared: shared, Procs: units}
 	srv.Visible = s.Visible
 	// Closers run last-first: upstreams and units stop (units record their
 	// exits through the sandbox) before the audit sink and the sandboxes close.
-	s.closers = append(s.closers, files.Close, shared.Close, sink.Close, units.Close)
+	s.closers = append(s.closers, files.Close, shared.Close, sink.Close, units.Close, func() error { <-swept; return nil })
 	s.startUpstreams(o)
 	return s, nil
 }
@@ -163,7 +172,7 @@ const policyPoll = time.Second
 // tool list.
 func (s *Session) startUpstreams(o Options) {
 	s.Upstream = upstream.NewManager(upstream.Options{
-		Log: o.Log, Registry: s.Engine.Registry, Version: o.Version, OnChange: s.toolsChanged,
+		Log: o.Log, Registry: s.Engine.Registry, Version: o.Version, OnChange: s.toolsChanged, Procs: s.Procs,
 	})
 	cur := s.Policy.Current()
 	s.Upstream.Apply(cur)
