@@ -35,6 +35,8 @@ const (
 	// the size limits: the hook must answer well within the agent CLI's
 	// timeout, which the CLI treats as allow.
 	MaxTime = 300 * time.Millisecond
+	// MaxCommands bounds the commands one analysis records.
+	MaxCommands = 10_000
 	// maxCalls bounds the shell function calls one analysis follows.
 	maxCalls = 256
 	// maxIterations is how many items of a loop (for x in …, while read)

@@ -305,13 +305,13 @@ func (c *checker) wrapper(name string, w wrapper, fields []string, idx int, o ru
 			continue
 		case strings.HasPrefix(f, "-") && len(f) > 1 && !(name == "chrt" || name == "taskset") || (name == "chrt" || name == "taskset") && strings.HasPrefix(f, "-") && !isNumber(f[1:]):
 			if slices.Contains(w.noRun, f) {
-				return nil
+				return c.lookup(name, args[i+1:])
 			}
 			// A cluster of short options: -vS'…', -n5, -k 5.
 			for j := 1; j < len(f); j++ {
 				ch := f[j]
 				if slices.Contains(w.noRun, "-"+string(ch)) {
-					return nil
+					return c.lookup(name, args[i+1:])
 				}
 				if !strings.ContainsRune(w.short, rune(ch)) {
 					continue
@@ -346,6 +346,16 @@ func (c *checker) wrapper(name string, w wrapper, fields []string, idx int, o ru
 		return c.wrapped(name, args, i, w, o)
 	}
 	return nil
+}
+
+// lookup is what a wrapper's no-run form prints: command -v NAME prints
+// where NAME is.
+func (c *checker) lookup(name string, args []string) stream {
+	if name != "command" {
+		return nil
+	}
+	out, _ := c.output("which", append([]string{"which"}, args...))
+	return out
 }
 
 // wrapped runs args[at:], the command of a wrapper.

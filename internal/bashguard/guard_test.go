@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCheck(t *testing.T) {
@@ -69,7 +70,7 @@ func TestCheck(t *testing.T) {
 		// Blocked: pipes into a client's stdin.
 		{name: "echo pipe", cmd: `echo '{"a":1}' | curl -d @- http://x`, block: "json", via: "a pipe from echo", allowed: `echo '{"a":1}' > /tmp/x.json && curl -d @/tmp/x.json http://x`},
 		{name: "printf pipe", cmd: `printf '{"a":%d}' 1 | curl --json @- http://x`, block: "json"},
-		{name: "jq -n pipe", cmd: `jq -n '{"a":1}' | curl -d @- http://x`, block: "json"},
+		{name: "jq -n pipe", cmd: `jq -n '{"a":1}' | curl -d @- http://x`, block: "json", allowed: `jq -n '{"a":1}' > /tmp/x.json && curl -d @/tmp/x.json http://x`},
 		{name: "heredoc through cat pipe", cmd: "cat <<EOF | http POST :3000/x\n{\"a\":1}\nEOF", block: "json"},
 		{name: "echo pipe xargs", cmd: `echo '{"a":1}' | xargs -0 -I{} curl -d {} http://x`, block: "json"},
 		// Blocked: nesting.
@@ -124,7 +125,7 @@ func TestCheck(t *testing.T) {
 		{name: "alias body", cmd: `shopt -s expand_aliases; alias post='curl -d {\"a\":1}'`, block: "json"},
 		{name: "find -exec client", cmd: `find . -maxdepth 0 -exec curl -d '{"a":1}' http://x \;`, block: "json"},
 		{name: "find -exec sh -c", cmd: `find . -maxdepth 0 -exec sh -c 'curl -d "{\"a\":1}" http://x' \;`, block: "json"},
-		{name: "watch argv", cmd: `watch -n 5 curl -d '{"a":1}' http://x`, block: "json"},
+		{name: "watch argv", cmd: `watch -n 5 curl -d '{\"a\":1}' http://x`, block: "json"},
 		{name: "watch script", cmd: `watch -n 5 'curl -d "{\"a\":1}" http://x'`, block: "json"},
 		{name: "strace", cmd: `strace -f -o /tmp/t curl -d '{"a":1}' http://x`, block: "json"},
 		{name: "flock -c", cmd: `flock /tmp/l -c 'curl -d "{\"a\":1}" http://x'`, block: "json"},
@@ -233,7 +234,7 @@ func TestCheck(t *testing.T) {
 			}
 			msg := err.Error()
 			if !strings.Contains(msg, "write the JSON to a file") || !strings.Contains(msg, ge.Allowed) ||
-				!strings.HasPrefix(ge.Allowed, "echo ") || !strings.Contains(ge.Allowed, "/tmp/x.json") {
+				!strings.HasPrefix(ge.Allowed, "echo ") && !strings.HasPrefix(ge.Allowed, "jq ") || !strings.Contains(ge.Allowed, "/tmp/x.json") {
 				t.Errorf("message does not explain the rule and the allowed form: %s", msg)
 			}
 			// The suggestion must itself pass the guard.
@@ -273,7 +274,11 @@ func FuzzCheck(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, cmd string) {
+		start := time.Now()
 		err := Check(cmd)
+		if took := time.Since(start); took > 2*time.Second {
+			t.Fatalf("Check(%q) took %v", cmd, took)
+		}
 		if err == nil {
 			return
 		}
@@ -283,6 +288,9 @@ func FuzzCheck(f *testing.F) {
 		}
 		if ge.Error() == "" {
 			t.Fatal("empty message")
+		}
+		if strings.Contains(ge.Detail, "the shell parser failed on it") {
+			t.Fatalf("Check(%q) panicked inside: %v", cmd, ge.Detail)
 		}
 	})
 }

@@ -712,6 +712,10 @@ func (c *checker) record(cmd Command) int {
 	if c.redirs != nil {
 		cmd.Redirects, c.redirs = c.redirs, nil
 	}
+	if len(c.a.Commands) >= MaxCommands {
+		c.b.over(fmt.Sprintf("the command runs more than %d commands", MaxCommands))
+		c.a.Commands = c.a.Commands[:len(c.a.Commands)-1]
+	}
 	c.a.Commands = append(c.a.Commands, cmd)
 	return len(c.a.Commands) - 1
 }

@@ -217,6 +217,12 @@ func (c *checker) prepare(w *syntax.Word) bool {
 		c.b.over(fmt.Sprintf("a word expands to more than %d bytes", MaxValueLen))
 		return false
 	}
+	if split := *w; syntax.SplitBraces(&split) {
+		if n := braceCount(split.Parts, 0); n > maxBraceWords {
+			c.b.over(fmt.Sprintf("a brace expansion makes more than %d words", maxBraceWords))
+			return false
+		}
+	}
 	syntax.Walk(w, func(n syntax.Node) bool {
 		switch x := n.(type) {
 		case *syntax.CmdSubst:
@@ -412,6 +418,64 @@ func isName(s string) bool {
 		}
 	}
 	return true
+}
+
+// maxBraceWords is the most words one brace expansion may make (the
+// expander stops at the same count).
+const maxBraceWords = 16 << 10
+
+// braceCount is how many words the brace expansions among parts make,
+// counted without making them.
+func braceCount(parts []syntax.WordPart, depth int) int {
+	n := 1
+	for _, p := range parts {
+		br, ok := p.(*syntax.BraceExp)
+		if !ok {
+			continue
+		}
+		k := 0
+		if br.Sequence {
+			k = sequenceLen(br)
+		} else {
+			for _, e := range br.Elems {
+				if depth > 16 {
+					return maxBraceWords + 1
+				}
+				k += braceCount(e.Parts, depth+1)
+			}
+		}
+		n *= max(k, 1)
+		if n > maxBraceWords {
+			return n
+		}
+	}
+	return n
+}
+
+// sequenceLen is the length of {from..to[..step]}.
+func sequenceLen(br *syntax.BraceExp) int {
+	if len(br.Elems) < 2 {
+		return 1
+	}
+	from, err1 := strconv.Atoi(br.Elems[0].Lit())
+	to, err2 := strconv.Atoi(br.Elems[1].Lit())
+	if err1 != nil || err2 != nil {
+		return 64 // {a..z}
+	}
+	step := 1
+	if len(br.Elems) > 2 {
+		if s, err := strconv.Atoi(br.Elems[2].Lit()); err == nil && s != 0 {
+			step = max(s, -s)
+		}
+	}
+	d := to - from
+	if d < 0 {
+		d = -d
+	}
+	if d/step >= maxBraceWords {
+		return maxBraceWords + 1
+	}
+	return d/step + 1
 }
 
 // estimate bounds the length a word's expansion can reach before the
