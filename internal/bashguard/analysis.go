@@ -50,9 +50,9 @@ type Command struct {
 	// Defined is true for commands in a function body or an alias value
 	// analysed where it is defined (it runs when something calls it).
 	Defined bool
-	// Line and Col locate the statement in the command as given (1-based);
-	// commands inside a nested script carry the position of the outer
-	// statement that runs it.
+	// Line and Col locate the command in the text as given (1-based);
+	// commands inside a nested script (bash -c, eval, an alias) carry the
+	// position of the outer command that runs it.
 	Line, Col int
 }
 

@@ -30,6 +30,9 @@ type runOpts struct {
 
 // call runs a simple command.
 func (c *checker) call(x *syntax.CallExpr) stream {
+	if c.depth == 1 {
+		c.line, c.col = int(x.Pos().Line()), int(x.Pos().Col())
+	}
 	if len(x.Args) == 0 {
 		c.assign(x.Assigns, false)
 		return nil
@@ -140,7 +143,7 @@ func (c *checker) run(fields []string, o runOpts) stream {
 	switch name {
 	case "eval":
 		c.a.Commands[idx].Shell = &ShellUse{From: "argument", Known: true}
-		c.code(strings.Join(fields[1:], " "), "eval", []string{"eval"}, idx, false)
+		c.code(strings.Join(fields[1:], " "), "eval", []string{"eval"}, idx)
 		return nil
 	case "source", ".":
 		return c.source(fields, idx)
@@ -451,7 +454,7 @@ func (c *checker) shell(name string, fields []string, idx int) stream {
 			c.sc.pos = slices.Clone(positional[2:])
 		}
 		c.a.Commands[idx].Shell = &ShellUse{From: "argument", Known: true}
-		return c.code(positional[0], name+" -c", []string{name + " -c"}, idx, true)
+		return c.code(positional[0], name+" -c", []string{name + " -c"}, idx)
 	case hasS || len(positional) == 0:
 		c.sc = saved.child(name)
 		c.sc.pos = slices.Clone(positional)
@@ -467,7 +470,7 @@ func (c *checker) shell(name string, fields []string, idx int) stream {
 func (c *checker) scriptFile(path, via string, idx int) stream {
 	if text, ok := c.files[path]; ok {
 		c.a.Commands[idx].Shell = &ShellUse{From: "file", Known: true}
-		return c.code(text, via, []string{via + " " + path}, idx, true)
+		return c.code(text, via, []string{via + " " + path}, idx)
 	}
 	s := c.open(path)
 	if len(s) == 1 && s[0].kind == segFile {
@@ -490,7 +493,7 @@ func (c *checker) codeStream(s stream, via string, idx int) stream {
 	for _, g := range s {
 		switch {
 		case g.kind == segText && !g.json:
-			out = c.cat(out, c.code(g.text, via, []string{via + " < " + g.via}, idx, true))
+			out = c.cat(out, c.code(g.text, via, []string{via + " < " + g.via}, idx))
 		case g.kind == segFile:
 			// A script file on disk: not part of the command.
 		default:
@@ -506,7 +509,7 @@ func (c *checker) codeStream(s stream, via string, idx int) stream {
 // could not follow, or that is wholly computed at run time, cannot be
 // read and is refused; values from the environment inside otherwise
 // known code are just words.
-func (c *checker) code(src, what string, via []string, idx int, child bool) stream {
+func (c *checker) code(src, what string, via []string, idx int) stream {
 	if strings.ContainsRune(src, markDerived) || strings.ContainsRune(src, markJSON) ||
 		strings.Trim(src, " \t\n"+string(markExternal)) == "" && strings.ContainsRune(src, markExternal) {
 		if idx >= 0 && c.a.Commands[idx].Shell != nil {
@@ -516,7 +519,6 @@ func (c *checker) code(src, what string, via []string, idx int, child bool) stre
 			"write the commands directly instead of building them in a variable or a command's output and running them through "+what)
 		return nil
 	}
-	_ = child
 	return c.script(src, via)
 }
 
@@ -545,7 +547,7 @@ func (c *checker) defineAliases(args []string) {
 		if !c.inAlias[name] {
 			c.inAlias[name] = true
 			c.defined++
-			c.code(val, "alias "+name, []string{"alias " + name}, -1, false)
+			c.code(val, "alias "+name, []string{"alias " + name}, -1)
 			c.defined--
 			delete(c.inAlias, name)
 		}
@@ -589,7 +591,7 @@ func (c *checker) trap(args []string, idx int) {
 		return
 	}
 	c.a.Commands[idx].Shell = &ShellUse{From: "trap", Known: true}
-	c.code(args[0], "trap", []string{"trap " + strings.Join(args[1:], " ")}, idx, false)
+	c.code(args[0], "trap", []string{"trap " + strings.Join(args[1:], " ")}, idx)
 }
 
 // set applies set's options and positional parameters.
@@ -722,7 +724,7 @@ func (c *checker) mapfile(args []string) {
 		arr.put(strconv.Itoa(i), line)
 		if callback != "" && i < maxIterations {
 			// mapfile -C evaluates "callback index line".
-			c.code(callback+" "+strconv.Itoa(i)+" "+shellQuote(line), "mapfile -C", []string{"mapfile -C"}, -1, false)
+			c.code(callback+" "+strconv.Itoa(i)+" "+shellQuote(line), "mapfile -C", []string{"mapfile -C"}, -1)
 		}
 	}
 }
@@ -834,7 +836,7 @@ func (c *checker) runner(name string, fields []string, idx int, o runOpts) strea
 			return out
 		}
 		c.a.Commands[idx].Shell = &ShellUse{From: "argument", Known: true}
-		return c.code(strings.Join(args, " "), "watch", via, idx, true)
+		return c.code(strings.Join(args, " "), "watch", via, idx)
 	case "ssh":
 		// ssh HOST CMD…: the remote shell runs the joined arguments.
 		for len(args) > 0 && strings.HasPrefix(args[0], "-") {
@@ -848,7 +850,7 @@ func (c *checker) runner(name string, fields []string, idx int, o runOpts) strea
 			return nil
 		}
 		c.a.Commands[idx].Shell = &ShellUse{From: "argument", Known: true}
-		return c.code(strings.Join(args[1:], " "), "ssh", via, idx, true)
+		return c.code(strings.Join(args[1:], " "), "ssh", via, idx)
 	}
 	// su -c, runuser -c, script -c, flock -c, sg GROUP -c: the value is a
 	// command line; flock FILE CMD… runs CMD; others run the arguments
@@ -857,11 +859,11 @@ func (c *checker) runner(name string, fields []string, idx int, o runOpts) strea
 		a := args[i]
 		if (a == "-c" || a == "--command") && i+1 < len(args) {
 			c.a.Commands[idx].Shell = &ShellUse{From: "argument", Known: true}
-			return c.code(args[i+1], name+" -c", via, idx, true)
+			return c.code(args[i+1], name+" -c", via, idx)
 		}
 		if v, ok := strings.CutPrefix(a, "--command="); ok {
 			c.a.Commands[idx].Shell = &ShellUse{From: "argument", Known: true}
-			return c.code(v, name+" -c", via, idx, true)
+			return c.code(v, name+" -c", via, idx)
 		}
 	}
 	if out, ok := c.laterCommand(fields, o); ok {
@@ -870,7 +872,7 @@ func (c *checker) runner(name string, fields []string, idx int, o runOpts) strea
 	var out stream
 	for _, f := range args {
 		if strings.ContainsAny(f, " \t\n;|&") {
-			out = c.cat(out, c.code(f, name, via, idx, true))
+			out = c.cat(out, c.code(f, name, via, idx))
 		}
 	}
 	return out
@@ -1172,7 +1174,7 @@ func (c *checker) dynamic(fields []string, o runOpts) stream {
 		if !strings.ContainsAny(a, " \t\n;|&") {
 			continue
 		}
-		if c.hypothesis(func() { c.code(a, what, []string{what}, -1, true) }) {
+		if c.hypothesis(func() { c.code(a, what, []string{what}, -1) }) {
 			c.unknown(Unknown{Kind: UnknownProgram, What: what, Reason: "the program's name (" + what + ") is computed at run time, and were it a shell, the code it is given would be refused",
 				Instead: instead, ReachesShell: true})
 			return nil
@@ -1184,7 +1186,7 @@ func (c *checker) dynamic(fields []string, o runOpts) stream {
 		c.in = &reader{}
 		for _, g := range in {
 			if g.kind == segText && !g.json {
-				c.code(g.text, what, []string{what}, -1, true)
+				c.code(g.text, what, []string{what}, -1)
 			}
 		}
 		c.in = saved

@@ -134,11 +134,12 @@ func TestCheck(t *testing.T) {
 		{name: "unbalanced paren", cmd: `echo $(ls`, block: "parse"},
 		{name: "too long", cmd: "echo " + strings.Repeat("a", MaxCommandLen), block: "long"},
 		{name: "too deep", cmd: nestedBashC(MaxDepth + 2), block: "complex"},
+		{name: "huge brace range", cmd: `echo {1..999999999}`, block: "complex"},
 		{name: "substitutions too deep", cmd: "x=" + strings.Repeat("$(echo ", 20) + `'{"a":1}'` + strings.Repeat(")", 20) + `; curl -d "$x" u`, block: "complex"},
 		{name: "nested echo substitutions", cmd: "x=" + strings.Repeat("$(echo ", 10) + `'{"a":1}'` + strings.Repeat(")", 10) + `; curl -d "$x" u`, block: "json"},
 
 		// Allowed.
-		{name: "huge brace range", cmd: `echo {1..999999999}`},
+
 		{name: "curl -d @file", cmd: `curl -X POST -d @body.json http://x`},
 		{name: "curl -d@file", cmd: `curl -d@body.json http://x`},
 		{name: "curl --json @file", cmd: `curl --json @/tmp/x.json http://x`},
