@@ -151,9 +151,16 @@ func Analyze(command string) (a *Analysis, err error) {
 
 // AnalyzeArgv follows a command given as an argument vector run without a
 // shell (spawn_units' argv): argv[0] is the program, each element one
-// argument as the program receives it.
-func AnalyzeArgv(argv []string) (a *Analysis, err error) {
+// argument as the program receives it; env are environment variables the
+// command is given (a shell it runs sees them).
+func AnalyzeArgv(argv []string, env map[string]string) (a *Analysis, err error) {
 	total := 0
+	for k, v := range env {
+		total += len(k) + len(v) + 2
+		if strings.ContainsAny(k+v, marks) {
+			return nil, &Error{Kind: ErrUnparsable, Detail: "an environment variable holds characters from Unicode's private use area (U+E000–U+E002)"}
+		}
+	}
 	for _, s := range argv {
 		total += len(s) + 1
 		if strings.ContainsAny(s, marks) {
@@ -166,6 +173,9 @@ func AnalyzeArgv(argv []string) (a *Analysis, err error) {
 	c := newChecker()
 	defer c.recoverInto(&err)
 	c.line, c.col = 1, 1
+	for k, v := range env {
+		c.sc.vars[k], c.sc.exported[k] = v, true
+	}
 	c.run(argv, runOpts{})
 	if c.b.err != nil {
 		return nil, c.b.err
@@ -200,9 +210,10 @@ func Check(command string) error {
 	return a.Verdict()
 }
 
-// CheckArgv is Check for a command run without a shell.
-func CheckArgv(argv []string) error {
-	a, err := AnalyzeArgv(argv)
+// CheckArgv is Check for a command run without a shell, with env in its
+// environment.
+func CheckArgv(argv []string, env map[string]string) error {
+	a, err := AnalyzeArgv(argv, env)
 	if err != nil {
 		return err
 	}

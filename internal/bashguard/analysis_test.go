@@ -89,18 +89,21 @@ func TestAnalyze(t *testing.T) {
 		}
 	})
 	t.Run("argv", func(t *testing.T) {
-		a, err := AnalyzeArgv([]string{"/bin/sh", "-c", `curl -d '{"a":1}' http://x`})
+		a, err := AnalyzeArgv([]string{"/bin/sh", "-c", `curl -d '{"a":1}' http://x`}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(a.Findings) != 1 || find(a, "curl") == nil || find(a, "sh").Shell.From != "argument" {
 			t.Errorf("analysis = %+v", a)
 		}
-		if err := CheckArgv([]string{"node", "server.js", "--config", `{"port":3000}`}); err != nil {
+		if err := CheckArgv([]string{"node", "server.js", "--config", `{"port":3000}`}, nil); err != nil {
 			t.Errorf("a unit's own argv with JSON is not handed to an HTTP client: %v", err)
 		}
-		if err := CheckArgv([]string{"curl", "-d", `{"a":1}`, "http://x"}); err == nil {
+		if err := CheckArgv([]string{"curl", "-d", `{"a":1}`, "http://x"}, nil); err == nil {
 			t.Error("curl with inline JSON as argv passed")
+		}
+		if err := CheckArgv([]string{"sh", "-c", `curl -d "$BODY" http://x`}, map[string]string{"BODY": `{"a":1}`}); err == nil {
+			t.Error("a shell handing the unit's env value to curl passed")
 		}
 	})
 }

@@ -98,8 +98,9 @@ type Engine struct {
 	Services callctx.Services
 	Settings callctx.Settings
 	Log      zerolog.Logger
-	// Guard checks a shell command (bashguard.Check); nil allows all.
-	Guard func(command string) error
+	// Guard checks a command a tool would start (bashguard.Check or
+	// CheckArgv); nil allows all.
+	Guard func(tool.Command) error
 	// Confirm keeps confirmations for clients without elicitation.
 	Confirm *confirm.Store
 	// AuditTimeout bounds how long a call waits for its audit row
@@ -323,19 +324,37 @@ func (e *Engine) inject(next Handler) Handler {
 
 func (e *Engine) guard(next Handler) Handler {
 	return func(ctx context.Context, c *Call) error {
-		field := c.Entry.Spec.ShellCommandField
-		if field == "" || e.Guard == nil {
+		commands := c.Entry.Spec.Commands
+		if commands == nil || e.Guard == nil {
 			return next(ctx, c)
 		}
-		var m map[string]json.RawMessage
-		_ = json.Unmarshal(c.Args, &m)
-		var cmd string
-		_ = json.Unmarshal(m[field], &cmd)
-		if err := e.Guard(cmd); err != nil {
-			return err
+		for _, cmd := range commands(c.Args) {
+			if err := e.Guard(cmd); err != nil {
+				if cmd.Where != "" {
+					return &whereRejection{where: cmd.Where, err: err}
+				}
+				return err
+			}
 		}
 		return next(ctx, c)
 	}
+}
+
+// whereRejection names the input a refused command came from.
+type whereRejection struct {
+	where string
+	err   error
+}
+
+func (e *whereRejection) Error() string { return e.where + ": " + e.err.Error() }
+func (e *whereRejection) Unwrap() error { return e.err }
+
+// RejectionKind is the wrapped refusal's kind.
+func (e *whereRejection) RejectionKind() string {
+	if r, ok := e.err.(tool.Rejection); ok {
+		return r.RejectionKind()
+	}
+	return "guard"
 }
 
 // timeout runs one attempt under the tool's deadline. The attempt works on

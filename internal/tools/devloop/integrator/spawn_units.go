@@ -2,6 +2,7 @@ package integrator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -72,8 +73,25 @@ func SpawnUnits() tool.Tool {
 			"process group and start time are recorded in integration/units.json. stop: SIGTERM the whole group, wait 3 s, " +
 			"SIGKILL what is left; no process of the group survives. status: running or exited with exit code, also for units " +
 			"another toolhost process started. Units this session started are stopped when toolhost exits.",
-		Effect: tool.Destructive,
+		Effect:   tool.Destructive,
+		Commands: unitCommands,
 	}, spawnUnits)
+}
+
+// unitCommands are the argvs a start would run, for the engine's Bash
+// guard: an argv that runs sh -c "…" is a shell command like any other.
+func unitCommands(args json.RawMessage) []tool.Command {
+	var in SpawnUnitsInput
+	if json.Unmarshal(args, &in) != nil || in.Action != "start" {
+		return nil
+	}
+	var out []tool.Command
+	for i, u := range in.Units {
+		if len(u.Argv) > 0 {
+			out = append(out, tool.Command{Argv: u.Argv, Env: u.Env, Where: fmt.Sprintf("units[%d].argv", i)})
+		}
+	}
+	return out
 }
 
 func spawnUnits(ctx context.Context, c *callctx.Ctx, in SpawnUnitsInput) (SpawnUnitsOutput, error) {
