@@ -22,6 +22,7 @@ import (
 	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/gopool"
 	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/redact"
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/wirejson"
@@ -456,9 +457,9 @@ func (e *Engine) record(c *Call, out *Outcome) {
 		RetryCount: out.Retries, DurationMS: float64(out.Duration.Microseconds()) / 1000,
 	}
 	if out.IsError {
-		row.Error = out.Message
+		row.Error = redact.String(out.Message)
 	} else if c.Result.Failed || c.Result.UpstreamError {
-		row.Error = c.Result.Reason
+		row.Error = redact.String(c.Result.Reason)
 	}
 	if c.Entry != nil {
 		row.Source = c.Entry.Spec.Source
