@@ -1202,7 +1202,9 @@ func (c *checker) dynamic(fields []string, o runOpts) stream {
 func (c *checker) hypothesis(fn func()) bool {
 	saved := c.a
 	c.a = &Analysis{}
+	c.hypo++
 	fn()
+	c.hypo--
 	refused := c.a.Verdict() != nil
 	c.a = saved
 	return refused

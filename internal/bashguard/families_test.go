@@ -87,6 +87,7 @@ var families = map[string][]familyCase{
 		{name: "program name made by tr from text that could be JSON", cmd: `"$(echo '{"a":1}' | tr -d '{}')" x`, want: "unknown"},
 		{name: "computed name without JSON", cmd: `"$(which jq)" --version`, want: "allow", live: true},
 		{name: "computed compiler", cmd: `$CC -o main main.c`, want: "allow"},
+		{name: "computed interpreter with its own code", cmd: `"$PYTHON" -c 'import json; print(json.dumps({"a": 1}))'`, want: "allow"},
 	},
 	// A shell reading its program from somewhere else.
 	"shell input": {

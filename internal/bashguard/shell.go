@@ -93,6 +93,9 @@ type checker struct {
 	// inside its own value).
 	inAlias   map[string]bool
 	loopDepth int
+	// hypo > 0 while testing what a computed program name would do were
+	// it a shell.
+	hypo int
 	// execGen counts exec commands without a program: their
 	// redirections stay for the rest of the shell.
 	execGen int
@@ -136,6 +139,11 @@ func (c *checker) script(src string, via []string) stream {
 	if err != nil {
 		if c.depth == 0 {
 			c.b.err = &Error{Kind: ErrUnparsable, Detail: err.Error()}
+			return nil
+		}
+		if c.hypo > 0 {
+			// Were the program a shell, it would refuse this text and run
+			// nothing (it is likely another language's code: python -c).
 			return nil
 		}
 		// A nested script bash could not parse either does not run; but

@@ -50,7 +50,7 @@ func Bash() tool.Tool {
 	return tool.New(tool.Spec{
 		Name:  "bash",
 		Title: "Run a shell command",
-		Description: "Run a command with bash -c in this agent's working directory, stdin closed. The Bash guard runs first: inline JSON handed to curl, wget, httpie, grpcurl or gh api is refused (write the JSON to a file and pass the file). " +
+		Description: "Run a command with bash -c in this agent's working directory, stdin closed. The Bash guard runs first: inline JSON handed to curl, wget, httpie, grpcurl or gh api is refused (write the JSON to a file and pass the file), and so is a command whose effect it cannot read (a program name or shell code computed at run time); the refusal says what to write instead. " +
 			"Returns exit_code, stdout, stderr (each capped at 64 KiB, head and tail kept), duration_ms; ok is false on a non-zero exit or a timeout. " +
 			"The command's whole process group is killed on timeout or cancel, and background jobs do not outlive the call (use spawn_units for servers).",
 		Effect:   tool.Destructive,

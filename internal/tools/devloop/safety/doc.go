@@ -5,7 +5,7 @@
 // sandbox for the verdict a write or read of a path would get).
 //
 // These tools must never check the guard or the sandbox themselves in a way
-// that could disagree with the real gates: bash relies on the engine running
-// bashguard.Check on its command field, and sandbox_check asks the same
-// sandbox door the writes go through.
+// that could disagree with the real gates: bash declares its command field
+// (tool.ScriptField) and relies on the engine running the Bash guard on it,
+// and sandbox_check asks the same sandbox door the writes go through.
 package safety
