@@ -77,7 +77,9 @@ func (a *array) set(c *checker, index syntax.ArithmExpr, val string) {
 		a.put(key, val)
 		return
 	}
-	i, err := expand.Arithm(c.cfg(), index)
+	cfg := c.cfg()
+	i, err := expand.Arithm(cfg, index)
+	c.release(cfg)
 	if err != nil {
 		i = a.next
 	}

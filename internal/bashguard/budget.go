@@ -32,9 +32,12 @@ const (
 	// analysis runs through (loops, function calls, re-parsed strings).
 	MaxSteps = 200_000
 	// MaxTime is the wall-clock bound of one analysis, a backstop behind
-	// the size limits: the hook must answer well within the agent CLI's
-	// timeout, which the CLI treats as allow.
-	MaxTime = 300 * time.Millisecond
+	// the size and step limits, which refuse the known exhausting commands
+	// in milliseconds: the hook must answer well within the agent CLI's
+	// timeout, which the CLI treats as allow, while a long but ordinary
+	// script on a loaded machine must not be refused for the machine's
+	// sake.
+	MaxTime = 2 * time.Second
 	// MaxCommands bounds the commands one analysis records.
 	MaxCommands = 10_000
 	// maxCalls bounds the shell function calls one analysis follows.

@@ -788,7 +788,9 @@ func (c *checker) printf(args []string) string {
 	format, rest := args[0], args[1:]
 	var b strings.Builder
 	for range maxIterations {
-		text, n, err := expand.Format(c.cfg(), format, rest)
+		cfg := c.cfg()
+		text, n, err := expand.Format(cfg, format, rest)
+		c.release(cfg)
 		if err != nil {
 			return strings.Join(args, " ")
 		}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -93,6 +94,8 @@ type checker struct {
 	// inside its own value).
 	inAlias   map[string]bool
 	loopDepth int
+	// cfgs are expansion configs free for reuse.
+	cfgs []*expand.Config
 	// hypo > 0 while testing what a computed program name would do were
 	// it a shell.
 	hypo int
@@ -178,12 +181,12 @@ func (c *checker) stmts(list []*syntax.Stmt, top bool) stream {
 	return out
 }
 
-// cat appends b to a within the value budget.
+// cat appends b to a; what b adds counts against the budget.
 func (c *checker) cat(a, b stream) stream {
 	if len(b) == 0 {
 		return a
 	}
-	if !c.b.text(a.size() + b.size()) {
+	if !c.b.text(b.size()) {
 		return a
 	}
 	return append(a, b...)
@@ -686,7 +689,10 @@ func (c *checker) posVar(name string) (string, bool) {
 	case "@", "*":
 		return strings.Join(c.sc.pos, " "), true
 	}
-	if n, err := strconv.Atoi(name); err == nil && n > 0 {
+	if name == "" || name[0] < '1' || name[0] > '9' {
+		return "", false
+	}
+	if n, err := strconv.Atoi(name); err == nil {
 		if n <= len(c.sc.pos) {
 			return c.sc.pos[n-1], true
 		}

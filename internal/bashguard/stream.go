@@ -148,13 +148,12 @@ func (r *reader) consumed() int {
 	return r.used
 }
 
-func (r *reader) empty() bool { return len(r.rest()) == 0 }
+func (r *reader) empty() bool { return r == nil || r.seg >= len(r.segs) }
 
 // describe says where the input comes from, for the facts.
 func (r *reader) describe() string {
-	rest := r.rest()
-	if len(rest) == 0 {
+	if r.empty() {
 		return ""
 	}
-	return rest[0].via
+	return r.segs[r.seg].via
 }

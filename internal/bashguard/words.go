@@ -75,8 +75,16 @@ func (e env) Each(fn func(name string, vr expand.Variable) bool) {
 // buffers, so the nested expansions a command substitution triggers must
 // not share one.
 func (c *checker) cfg() *expand.Config {
+	if n := len(c.cfgs); n > 0 {
+		cfg := c.cfgs[n-1]
+		c.cfgs = c.cfgs[:n-1]
+		return cfg
+	}
 	return &expand.Config{Env: env{c}, CmdSubst: c.cmdSubst, ProcSubst: c.procSubst}
 }
+
+// release gives back a config cfg returned.
+func (c *checker) release(cfg *expand.Config) { c.cfgs = append(c.cfgs, cfg) }
 
 // cmdSubst runs a command substitution's statements and writes what they
 // print, as the guard knows it.
@@ -139,7 +147,7 @@ func (c *checker) feedProc(ps *syntax.ProcSubst, s stream) {
 // fields expands words as arguments (quote removal, $'…', variables,
 // command substitutions, brace expansion; no globbing).
 func (c *checker) fields(words ...*syntax.Word) []string {
-	var out []string
+	out := make([]string, 0, len(words))
 	for _, w := range words {
 		if c.b.err != nil {
 			return out
@@ -149,16 +157,18 @@ func (c *checker) fields(words ...*syntax.Word) []string {
 		}
 		var got []string
 		failed := false
-		for f, err := range expand.FieldsSeq(c.cfg(), w) {
+		cfg := c.cfg()
+		for f, err := range expand.FieldsSeq(cfg, w) {
 			if err != nil {
 				failed = true
 				break
 			}
 			if !c.b.field() || !c.b.text(len(f)) {
-				return out
+				break
 			}
 			got = append(got, f)
 		}
+		c.release(cfg)
 		if c.b.err != nil {
 			return out
 		}
@@ -194,7 +204,9 @@ func (c *checker) document(w *syntax.Word) string {
 	if !c.prepare(w) {
 		return ""
 	}
-	s, err := expand.Document(c.cfg(), w)
+	cfg := c.cfg()
+	s, err := expand.Document(cfg, w)
+	c.release(cfg)
 	c.unset = nil
 	if err != nil {
 		return c.plain(w.Parts)
@@ -320,7 +332,9 @@ func (c *checker) arith(e syntax.ArithmExpr) {
 		return
 	}
 	c.arithVars(e, 0)
-	_, _ = expand.Arithm(c.cfg(), e)
+	cfg := c.cfg()
+	_, _ = expand.Arithm(cfg, e)
+	c.release(cfg)
 	c.unset = nil
 }
 
