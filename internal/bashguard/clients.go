@@ -357,17 +357,12 @@ func (c *checker) curlValue(f *finding, use *HTTPUse, kind, opt, val string, at 
 		}
 	}
 	file := func(ref string) bool {
-		switch {
-		case ref == "-" || ref == "/dev/stdin" || ref == "/dev/fd/0":
-			use.ReadsStdin = true
-			return c.stdinBody(f, c.in.readAll(), func() { editVal("@" + FileHint) })
-		case ref == "":
+		s, ok := c.fed(ref, true)
+		if !ok {
 			return false
 		}
-		if s, ok := c.fds[fdPath(ref)]; ok {
-			return c.stdinBody(f, s, func() { editVal("@" + FileHint) })
-		}
-		return false
+		use.ReadsStdin = use.ReadsStdin || ref == "-" || isStdinPath(ref)
+		return c.stdinBody(f, s, func() { editVal("@" + FileHint) })
 	}
 	switch kind {
 	case "data", "raw":
@@ -420,21 +415,16 @@ func (c *checker) curlValue(f *finding, use *HTTPUse, kind, opt, val string, at 
 		}
 		return c.body(f, payload, opt, func() { editVal(name+"=<"+FileHint+suffix, newOpt...) })
 	case "upload":
-		if val == "-" || val == "." {
-			use.ReadsStdin = true
-			return c.stdinBody(f, c.in.readAll(), func() { editVal(FileHint) })
+		if val == "." {
+			val = "-"
 		}
-		if s, ok := c.fds[fdPath(val)]; ok {
+		if s, ok := c.fed(val, true); ok {
+			use.ReadsStdin = use.ReadsStdin || val == "-" || isStdinPath(val)
 			return c.stdinBody(f, s, func() { editVal(FileHint) })
 		}
 	case "config":
-		var s stream
-		if val == "-" {
-			s = c.in.readAll()
-			use.ReadsStdin = true
-		} else if fd, ok := c.fds[fdPath(val)]; ok {
-			s = fd
-		}
+		s, _ := c.fed(val, true)
+		use.ReadsStdin = use.ReadsStdin || val == "-" || isStdinPath(val)
 		for _, g := range s {
 			if g.kind != segText {
 				continue
@@ -626,12 +616,8 @@ func editAttached(attached bool, opt, val string) []string {
 // wgetFile returns what wget reads from a file argument the command fed
 // (-, /dev/stdin, a process substitution).
 func (c *checker) wgetFile(ref string, use *HTTPUse) (stream, bool) {
-	if ref == "-" || ref == "/dev/stdin" || ref == "/dev/fd/0" {
-		use.ReadsStdin = true
-		return c.in.readAll(), true
-	}
-	s, ok := c.fds[fdPath(ref)]
-	return s, ok
+	use.ReadsStdin = use.ReadsStdin || ref == "-" || isStdinPath(ref)
+	return c.fed(ref, true)
 }
 
 // wgetrc checks one wgetrc command (post_data = …); wget matches command
@@ -743,7 +729,7 @@ func (c *checker) httpie(f *finding, args []string, use *HTTPUse) bool {
 			}
 			switch sep {
 			case ":=@", "=@", "@":
-				if s, ok := c.fds[fdPath(val)]; ok {
+				if s, ok := c.fed(val, false); ok {
 					return c.stdinBody(f, s, func() { f.edit(i, name+sep+FileHint) })
 				}
 			case ":=":
@@ -828,9 +814,9 @@ func (c *checker) ghAPI(f *finding, args []string, use *HTTPUse) bool {
 		switch {
 		case a == "--input" && i+1 < len(args):
 			i++
-			if args[i] == "-" {
-				use.ReadsStdin = true
-				return c.stdinBody(f, c.in.readAll(), func() { f.edit(i, FileHint) })
+			if s, ok := c.fed(args[i], true); ok {
+				use.ReadsStdin = use.ReadsStdin || args[i] == "-" || isStdinPath(args[i])
+				return c.stdinBody(f, s, func() { f.edit(i, FileHint) })
 			}
 			continue
 		case a == "-f" || a == "-F" || a == "--field" || a == "--raw-field":

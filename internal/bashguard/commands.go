@@ -28,8 +28,9 @@ type runOpts struct {
 	off  int
 }
 
-// call runs a simple command.
-func (c *checker) call(x *syntax.CallExpr) stream {
+// call runs a simple command; in, when set, is the standard input its
+// redirections give it, applied once its words are expanded.
+func (c *checker) call(x *syntax.CallExpr, in *reader) stream {
 	if c.depth == 1 {
 		c.line, c.col = int(x.Pos().Line()), int(x.Pos().Col())
 	}
@@ -37,7 +38,7 @@ func (c *checker) call(x *syntax.CallExpr) stream {
 		c.assign(x.Assigns, false)
 		return nil
 	}
-	if out, ok := c.alias(x); ok {
+	if out, ok := c.alias(x, in); ok {
 		return out
 	}
 	// NAME=value before a command is the command's environment; the guard
@@ -48,6 +49,9 @@ func (c *checker) call(x *syntax.CallExpr) stream {
 		pending[p] = true
 	}
 	fields := c.fields(x.Args...)
+	if in != nil {
+		c.in = in
+	}
 	if c.b.err != nil || len(fields) == 0 {
 		return nil
 	}
@@ -82,7 +86,7 @@ func keysNotIn(m map[string]*syntax.ProcSubst, old map[string]bool) []string {
 
 // alias expands an alias the command defined: its value replaces the
 // first word, and the result is read again as shell text.
-func (c *checker) alias(x *syntax.CallExpr) (stream, bool) {
+func (c *checker) alias(x *syntax.CallExpr, in *reader) (stream, bool) {
 	w := x.Args[0]
 	name := w.Lit()
 	val, ok := c.sc.aliases[name]
@@ -100,6 +104,9 @@ func (c *checker) alias(x *syntax.CallExpr) (stream, bool) {
 		}
 	}
 	c.inAlias[name] = true
+	if in != nil {
+		c.in = in
+	}
 	out := c.script(pre+val+c.src[start:end], []string{"alias " + name})
 	delete(c.inAlias, name)
 	return out, true

@@ -242,8 +242,13 @@ func (c *checker) jq(fields []string) stream {
 	builds := strings.HasPrefix(f, "{") || strings.HasPrefix(f, "[") || isJSONValue(f)
 	jsonOut := stream{{json: true, text: f, via: "a pipe from jq", producer: fields}}
 	if null {
-		if builds || argJSON {
+		var str string
+		switch {
+		case builds || argJSON:
 			return jsonOut
+		case raw && json.Unmarshal([]byte(f), &str) == nil:
+			// jq -rn '"…"' prints the string.
+			return stream{{text: str + "\n", via: "a pipe from jq", producer: fields}}
 		}
 		return stream{{kind: segProgram, via: "the output of jq -n"}}
 	}

@@ -192,10 +192,12 @@ func (c *checker) cat(a, b stream) stream {
 	return append(a, b...)
 }
 
-// outTarget is where a statement's standard output goes.
+// outTarget is where a statement's redirections point: its standard
+// output, and the standard input they give it (nil: inherited).
 type outTarget struct {
 	path string // a file, /dev/tcp/…, or a >(…) path
 	none bool   // to stderr or closed: nothing reaches the pipe
+	in   *reader
 }
 
 // stmt runs one statement with its redirections and returns what reaches
@@ -217,8 +219,18 @@ func (c *checker) stmt(st *syntax.Stmt) stream {
 		c.redirect(r, &target)
 	}
 	var out stream
-	if st.Cmd != nil {
-		out = c.command(st.Cmd)
+	if call, ok := st.Cmd.(*syntax.CallExpr); ok {
+		// bash expands a simple command's words before it applies the
+		// redirections: a $(…) in an argument reads the shell's input,
+		// not the command's here-string.
+		out = c.call(call, target.in)
+	} else {
+		if target.in != nil {
+			c.in = target.in
+		}
+		if st.Cmd != nil {
+			out = c.command(st.Cmd)
+		}
 	}
 	return c.deliver(out, target)
 }
@@ -267,22 +279,26 @@ func (c *checker) redirect(r *syntax.Redirect, target *outTarget) {
 			text = c.document(r.Hdoc)
 		}
 		rec.Target = r.Word.Lit()
-		c.input(fd, stream{{text: text, via: "a heredoc"}})
+		c.input(target, fd, stream{{text: text, via: "a heredoc"}})
 	case syntax.WordHdoc:
 		text := strings.Join(c.fields(r.Word), " ") + "\n"
 		rec.Target = shown(text)
-		c.input(fd, stream{{text: text, via: "a here-string"}})
+		c.input(target, fd, stream{{text: text, via: "a here-string"}})
 	case syntax.RdrIn, syntax.RdrInOut:
 		path := c.word(r.Word)
 		rec.Target = shown(path)
-		c.input(fd, c.open(path))
+		if isStdinPath(path) && target.in != nil {
+			c.input(target, fd, target.in.rest()) // <<< x < /dev/stdin
+		} else {
+			c.input(target, fd, c.open(path))
+		}
 	case syntax.DplIn:
 		w := c.word(r.Word)
 		rec.Target = shown(w)
 		if w == "-" {
-			c.input(fd, nil)
+			c.input(target, fd, nil)
 		} else if s, ok := c.fds["/dev/fd/"+w]; ok {
-			c.input(fd, s)
+			c.input(target, fd, s)
 		}
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.AppAll, syntax.RdrAllClob, syntax.AppAllClob:
 		path := c.word(r.Word)
@@ -307,9 +323,9 @@ func (c *checker) redirect(r *syntax.Redirect, target *outTarget) {
 }
 
 // input sets what descriptor fd ("" or "0": standard input) reads.
-func (c *checker) input(fd string, s stream) {
+func (c *checker) input(target *outTarget, fd string, s stream) {
 	if fd == "" || fd == "0" {
-		c.in = &reader{segs: s}
+		target.in = &reader{segs: s}
 		return
 	}
 	c.fds["/dev/fd/"+fd] = s
@@ -318,10 +334,10 @@ func (c *checker) input(fd string, s stream) {
 // open returns what reading path gives: the standard input, a descriptor
 // or process substitution the command set up, or a file on disk.
 func (c *checker) open(path string) stream {
-	switch path {
-	case "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0":
+	switch {
+	case isStdinPath(path):
 		return c.in.rest()
-	case "/dev/null":
+	case path == "/dev/null":
 		return nil
 	}
 	if s, ok := c.fds[fdPath(path)]; ok {
@@ -336,6 +352,28 @@ func (c *checker) open(path string) stream {
 	return stream{{kind: segFile, via: "the file " + path}}
 }
 
+// isStdinPath reports whether opening p reads the standard input:
+// /dev/stdin, /dev/fd/0, /proc/self/fd/0, /proc/$$/fd/0.
+func isStdinPath(p string) bool {
+	switch p {
+	case "/dev/stdin", "/dev/fd/0":
+		return true
+	}
+	return strings.HasPrefix(p, "/proc/") && strings.HasSuffix(p, "/fd/0")
+}
+
+// fed returns what a program reading the file ref gets when the command
+// feeds it: the standard input ("-" for programs that read it so), a
+// descriptor or a process substitution the command set up. ok is false for
+// a file on disk.
+func (c *checker) fed(ref string, dash bool) (stream, bool) {
+	if dash && ref == "-" || isStdinPath(ref) {
+		return c.in.readAll(), true
+	}
+	s, ok := c.fds[fdPath(ref)]
+	return s, ok
+}
+
 // fdPath maps /proc/self/fd/N and /dev/fd/N to one key.
 func fdPath(p string) string {
 	if n, ok := strings.CutPrefix(p, "/proc/self/fd/"); ok {
@@ -348,7 +386,7 @@ func fdPath(p string) string {
 func (c *checker) command(n syntax.Command) stream {
 	switch x := n.(type) {
 	case *syntax.CallExpr:
-		return c.call(x)
+		return c.call(x, nil)
 	case *syntax.BinaryCmd:
 		if x.Op == syntax.Pipe || x.Op == syntax.PipeAll {
 			return c.pipeline(x)

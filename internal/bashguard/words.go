@@ -98,7 +98,12 @@ func (c *checker) cmdSubst(w io.Writer, cs *syntax.CmdSubst) error {
 	}
 	c.substDepth++
 	var out stream
-	c.withVia([]string{"$(…)"}, func() { out = c.stmts(cs.Stmts, false) })
+	if st := cs.Stmts; len(st) == 1 && st[0].Cmd == nil && len(st[0].Redirs) == 1 && st[0].Redirs[0].Op == syntax.RdrIn {
+		// $(<file) prints the file.
+		out = c.open(c.word(st[0].Redirs[0].Word))
+	} else {
+		c.withVia([]string{"$(…)"}, func() { out = c.stmts(cs.Stmts, false) })
+	}
 	c.substDepth--
 	_, err := io.WriteString(w, strings.TrimRight(out.value(), "\n"))
 	return err
