@@ -25,11 +25,12 @@ test: deps fmt vet
 	$(GO) test -race -count=1 ./...
 
 # Benchmarks, never timed tests: the pipeline in-process, then the real
-# binary over stdio (sequential and 8-in-flight calls/s with p50/p99, cold
-# start, RSS after 10k and 100k calls, PSS per session with six sessions).
+# binary over stdio (sequential and 8-in-flight calls/s with p50/p99 for a
+# 2025 client and for a 2026-07-28 client that sends _meta on every request,
+# cold start, RSS after 10k and 100k calls, PSS per session with six sessions).
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./internal/... | grep -v /e2e)
-	$(GO) test -run '^$$' -bench 'Stdio(Sequential|Concurrent8)$$' -benchtime 20000x ./internal/e2e
+	$(GO) test -run '^$$' -bench 'Stdio(Sequential|Concurrent8)(_?2026)?$$' -benchtime 20000x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'ColdStart' -benchtime 200x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'RSSGrowth|SixSessions' -benchtime 1x ./internal/e2e
 

@@ -42,6 +42,8 @@ type Row struct {
 	ErrorID    string          `json:"error_id,omitempty"`
 	RetryCount int             `json:"retry_count"`
 	DurationMS float64         `json:"duration_ms"`
+	// Traceparent is the W3C trace context the client sent with the call.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // Sink stores rows.

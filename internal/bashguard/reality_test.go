@@ -116,7 +116,7 @@ func arrivedJSON(r *http.Request, body []byte) []string {
 func TestReality(t *testing.T) {
 	bash := testutil.NeedTool(t, "bash", "", "apt-get install bash")
 	for _, p := range []string{"curl", "wget", "jq", "xxd"} {
-		testutil.NeedTool(t, p, "", "bash scripts/deps/50-guard-sink.sh")
+		testutil.NeedTool(t, p, "", "bash scripts/deps/60-guard-sink.sh")
 	}
 	s := newSink(t)
 	base := s.srv.URL + "/p"

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -63,18 +62,6 @@ func (c *claudeConfig) AllowedTools() []string {
 	return append(out, c.agent.CLITools()...)
 }
 
-// DisallowedTools are the CLI built-ins the agent's toolPolicy does not name.
-func (c *claudeConfig) DisallowedTools() []string {
-	var out []string
-	for name := range agents.BuiltinCLITools {
-		if !c.agent.Allows(name) {
-			out = append(out, name)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 // Settings is the .claude/settings.json fragment installing the
 // PreToolUse hook for this agent.
 func (c *claudeConfig) Settings() map[string]any {
@@ -105,16 +92,18 @@ func (c *claudeConfig) ClaudeArgs() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"claude",
+	// --tools names the built-in tools the CLI offers at all (exactly the
+	// agent's); a deny list would let every built-in a newer CLI adds
+	// through. MCP tools are not built-ins: --tools leaves them alone, and
+	// --allowedTools approves the agent's.
+	return []string{"claude",
 		"--model", c.agent.CLI.Model,
 		"--mcp-config", string(mcp),
 		"--strict-mcp-config",
+		"--tools", strings.Join(c.agent.CLITools(), ","),
 		"--allowedTools", strings.Join(c.AllowedTools(), ","),
-	}
-	if d := c.DisallowedTools(); len(d) > 0 {
-		args = append(args, "--disallowedTools", strings.Join(d, ","))
-	}
-	return append(args, "--settings", string(settings)), nil
+		"--settings", string(settings),
+	}, nil
 }
 
 // shellJoin quotes args for a POSIX shell.

@@ -50,6 +50,9 @@ type Request struct {
 	// when the client did not declare the elicitation capability, in which
 	// case confirmations go through `toolhost approve`.
 	Elicit ElicitFunc
+	// RoundTrip is set for a 2026-07-28 request that can take (or answers)
+	// a confirmation as a multi-round-trip request.
+	RoundTrip *RoundTrip
 }
 
 // Outcome is the classified result of a call.
@@ -64,6 +67,9 @@ type Outcome struct {
 	Retries  int
 	Duration time.Duration
 	Err      error
+	// InputRequired is set when the call waits for a human's answer
+	// through the client (a 2026-07-28 InputRequiredResult).
+	InputRequired *InputRequired
 }
 
 // Call is the state that flows through the pipeline stages.
@@ -104,6 +110,9 @@ type Engine struct {
 	Guard func(tool.Command) error
 	// Confirm keeps confirmations for clients without elicitation.
 	Confirm *confirm.Store
+	// States signs and redeems the request states of multi-round-trip
+	// confirmations.
+	States *confirm.States
 	// AuditTimeout bounds how long a call waits for its audit row
 	// (DefaultAuditTimeout if zero).
 	AuditTimeout time.Duration
@@ -420,7 +429,11 @@ func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
 	out := &Outcome{Result: c.Result, Retries: c.Retries, Err: err}
 	var rej tool.Rejection
 	var pe *panicError
+	var ir *InputRequired
 	switch {
+	case errors.As(err, &ir):
+		out.InputRequired, out.Status, out.Kind = ir, audit.StatusRejected, ir.RejectionKind()
+		out.Message = "waiting for the human's answer: the client asks and calls again with it"
 	case err == nil && c.Result.UpstreamError:
 		out.Status, out.Kind = audit.StatusError, "upstream"
 	case err == nil && c.Result.Failed:
@@ -434,6 +447,11 @@ func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
 		out.Message = fmt.Sprintf("%s timed out after %d ms; narrow the request or raise timeout_ms in the tool policy", c.Tool, c.Decision.Timeout.Milliseconds())
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		out.IsError, out.Status, out.Kind, out.Message = true, audit.StatusCancelled, "cancelled", "cancelled by the client"
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			// Cancelled by toolhost itself (shutdown), not by the client.
+			out.Kind = "shutdown"
+			out.Message = fmt.Sprintf("%s did not finish: %v; it may have done part of its work, so check before calling it again", c.Tool, cause)
+		}
 	case errors.As(err, &pe):
 		out.IsError, out.Status, out.Kind = true, audit.StatusError, "panic"
 		out.ErrorID = callctx.NewCallID()
@@ -456,7 +474,7 @@ func (e *Engine) record(c *Call, out *Outcome) {
 		Arguments: audit.RedactArguments(c.Request.Args), Status: out.Status, ErrorKind: out.Kind, ErrorID: out.ErrorID,
 		RetryCount: out.Retries, DurationMS: float64(out.Duration.Microseconds()) / 1000,
 	}
-	if out.IsError {
+	if out.IsError || out.InputRequired != nil {
 		row.Error = redact.String(out.Message)
 	} else if c.Result.Failed || c.Result.UpstreamError {
 		row.Error = redact.String(c.Result.Reason)
@@ -465,6 +483,7 @@ func (e *Engine) record(c *Call, out *Outcome) {
 		row.Source = c.Entry.Spec.Source
 	}
 	row.CallID = c.Meta.CallID
+	row.Traceparent = c.Meta.Traceparent
 	if c.Ctx != nil {
 		row.UnitID = c.Ctx.UnitID
 	} else if c.Meta.UnitID != "" {

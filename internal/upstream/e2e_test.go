@@ -271,6 +271,7 @@ func TestServeExitStopsUpstreamGroup(t *testing.T) {
 		policy.Upstream{Name: "fake", Transport: "stdio", Command: fakeMCP(t), DiscoveryTimeoutMS: 10000,
 			Env: map[string]string{"FAKEMCP_STDERR": "fake says hello on stderr"}})
 	c := startServe(t, filepath.Join(dir, "project"), agentsFile, policyFile)
+	listNames(t, c) // a client lists before it calls; the list waits for discovery
 	pidOfResult := func(r *stdioclient.ToolResult) int {
 		var v struct{ PID int }
 		if r.IsError || json.Unmarshal(r.StructuredContent, &v) != nil || v.PID == 0 {
@@ -310,6 +311,7 @@ func TestServe503(t *testing.T) {
 	}
 	agentsFile, policyFile := writeConfigs(t, dir, rules, policy.Upstream{Name: "web", Transport: "http", URL: web.URL})
 	c := startServe(t, project, agentsFile, policyFile)
+	listNames(t, c) // a client lists before it calls; the list waits for discovery
 
 	before := web.Calls.Load()
 	web.FailNext.Store(1)

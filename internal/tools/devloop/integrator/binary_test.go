@@ -286,7 +286,7 @@ func auditRow(t *testing.T, dir, tool string) map[string]any {
 // recorded; an argv without one starts.
 func TestBinarySpawnUnitsArgvGuarded(t *testing.T) {
 	t.Parallel()
-	testutil.NeedTool(t, "curl", "", "bash scripts/deps/50-guard-sink.sh")
+	testutil.NeedTool(t, "curl", "", "bash scripts/deps/60-guard-sink.sh")
 	var hits atomic.Int64
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	defer sink.Close()
