@@ -1070,7 +1070,7 @@ func xargsItems(in stream, null bool, delim string, lines bool) []string {
 		case null:
 			items = append(items, nonEmpty(strings.Split(t, "\x00"))...)
 		case delim != "":
-			d, _, _ := expand.Format(nil, delim, nil)
+			d, _, _ := expand.Format(&expand.Config{}, delim, nil)
 			if d == "" {
 				d = delim
 			}

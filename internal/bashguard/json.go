@@ -206,4 +206,6 @@ func decodings(s string) []string {
 }
 
 // expandFormat decodes the backslash escapes of s as printf's %b does.
-func expandFormat(s string) (string, int, error) { return expand.Format(nil, s, nil) }
+// It passes a config of its own: with nil, expand.Format prepares (writes)
+// a package-level one, a data race between concurrent checks.
+func expandFormat(s string) (string, int, error) { return expand.Format(&expand.Config{}, s, nil) }
