@@ -10,6 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolhost/toolhost/internal/agents"
+	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/registry"
+	"github.com/toolhost/toolhost/internal/tools/all"
 )
 
 // claudeConfig is what `toolhost mcp-config` derives for one agent.
@@ -53,10 +56,16 @@ func (c *claudeConfig) MCPConfig() map[string]any {
 }
 
 // AllowedTools is the --allowedTools list: every MCP tool of the agent's
-// toolPolicy as mcp__toolhost__<tool>, plus the CLI built-ins it names.
-func (c *claudeConfig) AllowedTools() []string {
+// toolPolicy that serve would offer it under the policy (policy.File.Access)
+// as mcp__toolhost__<tool>, plus the CLI built-ins it names. An entry that
+// names no built-in tool (an upstream tool or a glob) stays: the tool exists
+// only once serve discovers it, and serve asks Access then.
+func (c *claudeConfig) AllowedTools(reg *registry.Registry, f *policy.File) []string {
 	var out []string
 	for _, t := range c.agent.MCPTools() {
+		if e, ok := reg.Lookup(t); ok && !f.Access(c.agent, e.Spec).Visible() {
+			continue
+		}
 		out = append(out, "mcp__toolhost__"+t)
 	}
 	return append(out, c.agent.CLITools()...)
@@ -83,7 +92,7 @@ func (c *claudeConfig) extraConfigArgs() []string {
 }
 
 // ClaudeArgs is the full argument vector for one agent session.
-func (c *claudeConfig) ClaudeArgs() ([]string, error) {
+func (c *claudeConfig) ClaudeArgs(allowed []string) ([]string, error) {
 	mcp, err := json.Marshal(c.MCPConfig())
 	if err != nil {
 		return nil, err
@@ -101,7 +110,7 @@ func (c *claudeConfig) ClaudeArgs() ([]string, error) {
 		"--mcp-config", string(mcp),
 		"--strict-mcp-config",
 		"--tools", strings.Join(c.agent.CLITools(), ","),
-		"--allowedTools", strings.Join(c.AllowedTools(), ","),
+		"--allowedTools", strings.Join(allowed, ","),
 		"--settings", string(settings),
 	}, nil
 }
@@ -121,7 +130,7 @@ func shellJoin(args []string) string {
 	return strings.Join(q, " ")
 }
 
-func newMCPConfigCmd(_ *globals) *cobra.Command {
+func newMCPConfigCmd(g *globals) *cobra.Command {
 	var c claudeConfig
 	var agentName string
 	var allowed, settings, claudeArgs, shell bool
@@ -159,14 +168,17 @@ func newMCPConfigCmd(_ *globals) *cobra.Command {
 				c.bin = resolved
 			}
 			w := cmd.OutOrStdout()
+			allowedTools := func() []string {
+				return c.AllowedTools(all.Registry(), policy.Load(c.policyFile, g.logger()).Current())
+			}
 			switch {
 			case allowed:
-				_, err = fmt.Fprintln(w, strings.Join(c.AllowedTools(), ","))
+				_, err = fmt.Fprintln(w, strings.Join(allowedTools(), ","))
 				return err
 			case settings:
 				return writeJSON(w, c.Settings())
 			case claudeArgs:
-				args, err := c.ClaudeArgs()
+				args, err := c.ClaudeArgs(allowedTools())
 				if err != nil {
 					return err
 				}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/contract"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/sandbox"
 )
 
@@ -252,7 +253,7 @@ func (s *Store) List() ([]*Entry, error) {
 	}
 	var f File
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("%s is not valid JSON: %w", Path, err)
+		return nil, &fault.CorruptFile{Path: Path, Format: "JSON", Err: err}
 	}
 	return f.Confirmations, nil
 }

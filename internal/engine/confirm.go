@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/confirm"
+	"github.com/toolhost/toolhost/internal/fault"
 )
 
 // ElicitFunc asks the human through the client (MCP elicitation/create,
@@ -67,21 +68,23 @@ type InputRequired struct {
 
 func (e *InputRequired) Error() string { return "waiting for a human to confirm: " + e.Message }
 
-// RejectionKind implements tool.Rejection.
-func (e *InputRequired) RejectionKind() string { return "input_required" }
+// RejectionKind implements fault.Rejection.
+func (e *InputRequired) RejectionKind() fault.Kind { return fault.InputRequired }
 
 // ConfirmationError is a call a human did not (or not yet) confirm.
 type ConfirmationError struct {
-	Kind string
+	// Kind is fault.NeedsConfirmation, UserDeclined, UserDenied,
+	// RequestStateInvalid or ConfirmationFailed.
+	Kind fault.Kind
 	Msg  string
 }
 
 func (e *ConfirmationError) Error() string { return e.Msg }
 
-// RejectionKind implements tool.Rejection: needs_confirmation,
+// RejectionKind implements fault.Rejection: needs_confirmation,
 // user_declined, user_denied, request_state_invalid or
 // confirmation_failed.
-func (e *ConfirmationError) RejectionKind() string { return e.Kind }
+func (e *ConfirmationError) RejectionKind() fault.Kind { return e.Kind }
 
 // confirm asks a human before a tool whose policy says confirm runs. It sits
 // after validation, so an invalid call is never shown to a human, and
@@ -127,7 +130,7 @@ func (e *Engine) confirm(next Handler) Handler {
 			case ctx.Err() != nil:
 				return ctx.Err()
 			case err != nil:
-				return &ConfirmationError{Kind: "confirmation_failed", Msg: fmt.Sprintf(
+				return &ConfirmationError{Kind: fault.ConfirmationFailed, Msg: fmt.Sprintf(
 					"%s needs a human to confirm it, but asking the client failed (%v); call it again", c.Tool, err)}
 			}
 			return e.decide(ctx, c, next, call, ans)
@@ -145,14 +148,14 @@ func (e *Engine) decide(ctx context.Context, c *Call, next Handler, call confirm
 	case ans.Action == "accept" && ans.Content["confirm"] != false:
 		return next(ctx, c)
 	case ans.Action == "accept" || ans.Action == "decline":
-		return &ConfirmationError{Kind: "user_declined", Msg: fmt.Sprintf(
+		return &ConfirmationError{Kind: fault.UserDeclined, Msg: fmt.Sprintf(
 			"declined by user: the human declined %s with these arguments; do not repeat the same call, ask the user what to change", c.Tool)}
 	}
 	return e.approve(ctx, c, next, call, fmt.Sprintf("nobody decided in the client (it answered %q), so a human must decide with toolhost approve. ", ans.Action))
 }
 
 func denied(c *Call, id string) error {
-	return &ConfirmationError{Kind: "user_denied", Msg: fmt.Sprintf(
+	return &ConfirmationError{Kind: fault.UserDenied, Msg: fmt.Sprintf(
 		"denied by user: a human denied %s with these arguments (confirmation %s); do not repeat the same call, ask the user what to change", c.Tool, id)}
 }
 
@@ -165,7 +168,7 @@ func (e *Engine) binding(c *Call, argsHash string) confirm.Binding {
 // askRoundTrip ends the call with an InputRequiredResult asking the human.
 func (e *Engine) askRoundTrip(c *Call, preview json.RawMessage) error {
 	if e.States == nil {
-		return &ConfirmationError{Kind: "confirmation_failed", Msg: fmt.Sprintf(
+		return &ConfirmationError{Kind: fault.ConfirmationFailed, Msg: fmt.Sprintf(
 			"%s needs a human to confirm it, but this session cannot sign request states", c.Tool)}
 	}
 	h, err := confirm.ArgsHash(c.Tool, c.Args)
@@ -189,7 +192,7 @@ func (e *Engine) askRoundTrip(c *Call, preview json.RawMessage) error {
 func (e *Engine) roundTripAnswer(ctx context.Context, c *Call, next Handler, call confirm.Call, preview json.RawMessage) error {
 	rt := c.RoundTrip
 	invalid := func(why string) error {
-		return &ConfirmationError{Kind: "request_state_invalid", Msg: fmt.Sprintf(
+		return &ConfirmationError{Kind: fault.RequestStateInvalid, Msg: fmt.Sprintf(
 			"%s was not run: %s. Call it again without requestState and inputResponses, so the human is asked again", c.Tool, why)}
 	}
 	if !rt.Retry {
@@ -219,7 +222,7 @@ func (e *Engine) roundTripAnswer(ctx context.Context, c *Call, next Handler, cal
 	}
 	var ans Elicitation
 	if err := json.Unmarshal(raw, &ans); err != nil || ans.Action == "" {
-		return &ConfirmationError{Kind: "confirmation_failed", Msg: fmt.Sprintf(
+		return &ConfirmationError{Kind: fault.ConfirmationFailed, Msg: fmt.Sprintf(
 			"%s was not run: inputResponses.%s must be an elicitation result {\"action\": \"accept\"|\"decline\"|\"cancel\"}", c.Tool, ConfirmInput)}
 	}
 	return e.decide(ctx, c, next, call, ans)
@@ -231,7 +234,7 @@ func (e *Engine) roundTripAnswer(ctx context.Context, c *Call, next Handler, cal
 // command that decides it. lead explains why this path was taken.
 func (e *Engine) approve(ctx context.Context, c *Call, next Handler, call confirm.Call, lead string) error {
 	if e.Confirm == nil {
-		return &ConfirmationError{Kind: "confirmation_failed", Msg: fmt.Sprintf(
+		return &ConfirmationError{Kind: fault.ConfirmationFailed, Msg: fmt.Sprintf(
 			"%s needs a human to confirm it, but this session has neither elicitation nor a confirmation store", c.Tool)}
 	}
 	res, err := e.Confirm.Check(call)
@@ -277,7 +280,7 @@ func (e *Engine) needsConfirmation(c *Call, res confirm.Result, lead string) err
 		"  toolhost approve %s --project-dir %s\n(or the same with --deny), then call %s again with exactly the same arguments; "+
 		"an approval is used once and expires at %s.\n%s",
 		lead, c.Tool, en.ID, e.Identity.ProjectDir, c.Tool, en.ExpiresAt.Format(time.RFC3339), preview)
-	return &ConfirmationError{Kind: "needs_confirmation", Msg: msg}
+	return &ConfirmationError{Kind: fault.NeedsConfirmation, Msg: msg}
 }
 
 func (e *Engine) supersededRow(c *Call, s *confirm.Entry) *audit.Row {
@@ -289,7 +292,7 @@ func (e *Engine) supersededRow(c *Call, s *confirm.Entry) *audit.Row {
 	return &audit.Row{
 		TS: time.Now().UTC(), CallID: s.CallID, SessionID: e.Identity.SessionID, ProjectID: e.Identity.ProjectID,
 		Agent: e.Identity.Agent, UnitID: e.Identity.UnitID, Tool: s.Tool, Source: c.Entry.Spec.Source,
-		Arguments: args.Bytes(), Status: audit.StatusSuperseded, ErrorKind: "confirmation",
+		Arguments: args.Bytes(), Status: audit.StatusSuperseded, ErrorKind: fault.Superseded.String(),
 		Error: fmt.Sprintf("pending confirmation %s superseded by call %s with other arguments", s.ID, c.Meta.CallID),
 	}
 }

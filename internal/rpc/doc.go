@@ -10,12 +10,12 @@
 // input (-32700, -32600) without closing the session; the HTTP transport
 // frames each POST into one.
 //
-// It replaced github.com/sourcegraph/jsonrpc2, which the design card named:
-// jsonrpc2 decodes every request into a map and encodes its params again,
-// compacts each response four times, closes the connection on any read
-// error and keeps ids as uint64 (a negative id came back as a huge positive
-// one). Envelopes are decoded by internal/wirejson, several times faster
-// than encoding/json and with its results.
+// It is the project's own, not github.com/sourcegraph/jsonrpc2 (which the
+// design card named), for correctness: a malformed line must not close the
+// session, as jsonrpc2 does on any read error, and a request id must come
+// back byte for byte (jsonrpc2 keeps ids as uint64, so a negative id came
+// back as a huge positive one). It also decodes each message once,
+// envelopes through internal/wirejson.
 //
 // It knows nothing of MCP methods or tools; it must never write anything to
 // stdout but protocol messages.

@@ -8,6 +8,7 @@ import (
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/engine"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/rpc"
 	"github.com/toolhost/toolhost/internal/wirejson"
 )
@@ -97,7 +98,7 @@ func progressSender(ctx context.Context, peer rpc.Peer, token json.RawMessage) f
 // result maps an outcome to the wire: the one place that decides between a
 // protocol error, an isError result and an input-required result.
 func (s *Server) result(ctx context.Context, peer rpc.Peer, out *engine.Outcome, modern bool, logLevel int32) (any, error) {
-	if out.Kind == "unknown_tool" {
+	if out.Kind == fault.UnknownTool {
 		return nil, rpc.NewError(rpc.CodeInvalidParams, out.Message)
 	}
 	if ir := out.InputRequired; ir != nil {

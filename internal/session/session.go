@@ -140,11 +140,12 @@ func Open(o Options) (*Session, error) {
 	return s, nil
 }
 
-// Visible reports whether a tool is listed for this session: registered,
-// named by the agent's toolPolicy and allowed by the policy in force.
+// Visible reports whether a tool is listed for this session: registered and
+// visible to the agent under the policy in force (policy.File.Access, which
+// the engine asks again for every call).
 func (s *Session) Visible(name string) bool {
 	e, ok := s.Engine.Registry.Lookup(name)
-	return ok && s.Agent.Allows(name) && s.Policy.Current().Decide(e.Spec).Allowed()
+	return ok && s.Policy.Current().Access(s.Agent, e.Spec).Visible()
 }
 
 func (s *Session) toolsChanged() { s.Server.ToolsChanged() }

@@ -316,7 +316,7 @@ func TestServe503(t *testing.T) {
 	before := web.Calls.Load()
 	web.FailNext.Store(1)
 	r := testutil.CallTool(t, c, "web__update", map[string]any{"key": "k", "value": "v"})
-	if !r.IsError || !strings.Contains(r.Text(), "Service Unavailable") {
+	if !r.IsError || !strings.Contains(r.Text(), "upstream web could not serve tools/call update: it rejected the request") || strings.Contains(r.Text(), "Service Unavailable") {
 		t.Fatalf("web__update on 503: %+v", r)
 	}
 	if n := web.Calls.Load() - before; n != 1 {
