@@ -18,6 +18,9 @@ var (
 	ErrTooLong = errors.New("shell command too long")
 	// ErrTooComplex: nesting or expansion beyond the guard's budget.
 	ErrTooComplex = errors.New("shell command too complex")
+	// ErrUnknowable: a part the guard cannot resolve could reach an HTTP
+	// client or a shell.
+	ErrUnknowable = errors.New("shell command cannot be checked")
 )
 
 // FileHint is the file the suggested command writes the JSON to.
@@ -39,8 +42,12 @@ type Error struct {
 	// Allowed is the same command in the allowed form, the JSON written to
 	// FileHint first.
 	Allowed string
-	// Detail explains a parse or budget failure.
+	// Detail explains a parse or budget failure, or why a part cannot be
+	// known.
 	Detail string
+	// Instead says what to write so that the guard can read the command
+	// (ErrUnknowable).
+	Instead string
 }
 
 func (e *Error) Error() string {
@@ -52,6 +59,8 @@ func (e *Error) Error() string {
 		return "Bash guard: the command cannot be parsed as bash (" + e.Detail + "); the guard blocks what it cannot read. Fix the quoting or syntax and retry."
 	case ErrTooLong:
 		return "Bash guard: " + e.Detail + "; put long content in a file and pass the file instead."
+	case ErrUnknowable:
+		return "Bash guard: " + e.Detail + ", so the guard cannot tell whether it hands inline JSON to an HTTP client or a shell, and refuses it. Instead: " + e.Instead
 	default:
 		return "Bash guard: " + e.Detail + "; run the inner command directly, in simpler steps."
 	}
@@ -71,10 +80,19 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// allowedForm renders echo '<payload>' > FileHint && <fields>.
-func allowedForm(payload string, fields []string, appendStdin bool) string {
+// allowedForm renders echo '<payload>' > FileHint && <fields>, or
+// <producer> > FileHint && <fields> when a program other than echo
+// printed the payload (jq -n '{a:1}').
+func allowedForm(payload string, producer, fields []string, appendStdin bool) string {
 	echo := "echo " + shellQuote(payload)
-	if len(payload) > maxShownPayload {
+	switch {
+	case len(producer) > 0:
+		q := make([]string, len(producer))
+		for i, p := range producer {
+			q[i] = shellQuote(shown(p))
+		}
+		echo = strings.Join(q, " ")
+	case len(payload) > maxShownPayload:
 		echo = fmt.Sprintf("echo '<your JSON, %d bytes>'", len(payload))
 	}
 	parts := make([]string, 0, len(fields)+2)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolhost/toolhost/internal/fault"
 )
@@ -71,7 +72,7 @@ func TestCheck(t *testing.T) {
 		// Blocked: pipes into a client's stdin.
 		{name: "echo pipe", cmd: `echo '{"a":1}' | curl -d @- http://x`, block: "json", via: "a pipe from echo", allowed: `echo '{"a":1}' > /tmp/x.json && curl -d @/tmp/x.json http://x`},
 		{name: "printf pipe", cmd: `printf '{"a":%d}' 1 | curl --json @- http://x`, block: "json"},
-		{name: "jq -n pipe", cmd: `jq -n '{"a":1}' | curl -d @- http://x`, block: "json"},
+		{name: "jq -n pipe", cmd: `jq -n '{"a":1}' | curl -d @- http://x`, block: "json", allowed: `jq -n '{"a":1}' > /tmp/x.json && curl -d @/tmp/x.json http://x`},
 		{name: "heredoc through cat pipe", cmd: "cat <<EOF | http POST :3000/x\n{\"a\":1}\nEOF", block: "json"},
 		{name: "echo pipe xargs", cmd: `echo '{"a":1}' | xargs -0 -I{} curl -d {} http://x`, block: "json"},
 		// Blocked: nesting.
@@ -126,7 +127,7 @@ func TestCheck(t *testing.T) {
 		{name: "alias body", cmd: `shopt -s expand_aliases; alias post='curl -d {\"a\":1}'`, block: "json"},
 		{name: "find -exec client", cmd: `find . -maxdepth 0 -exec curl -d '{"a":1}' http://x \;`, block: "json"},
 		{name: "find -exec sh -c", cmd: `find . -maxdepth 0 -exec sh -c 'curl -d "{\"a\":1}" http://x' \;`, block: "json"},
-		{name: "watch argv", cmd: `watch -n 5 curl -d '{"a":1}' http://x`, block: "json"},
+		{name: "watch argv", cmd: `watch -n 5 curl -d '{\"a\":1}' http://x`, block: "json"},
 		{name: "watch script", cmd: `watch -n 5 'curl -d "{\"a\":1}" http://x'`, block: "json"},
 		{name: "strace", cmd: `strace -f -o /tmp/t curl -d '{"a":1}' http://x`, block: "json"},
 		{name: "flock -c", cmd: `flock /tmp/l -c 'curl -d "{\"a\":1}" http://x'`, block: "json"},
@@ -135,11 +136,12 @@ func TestCheck(t *testing.T) {
 		{name: "unbalanced paren", cmd: `echo $(ls`, block: "parse"},
 		{name: "too long", cmd: "echo " + strings.Repeat("a", MaxCommandLen), block: "long"},
 		{name: "too deep", cmd: nestedBashC(MaxDepth + 2), block: "complex"},
+		{name: "huge brace range", cmd: `echo {1..999999999}`, block: "complex"},
 		{name: "substitutions too deep", cmd: "x=" + strings.Repeat("$(echo ", 20) + `'{"a":1}'` + strings.Repeat(")", 20) + `; curl -d "$x" u`, block: "complex"},
 		{name: "nested echo substitutions", cmd: "x=" + strings.Repeat("$(echo ", 10) + `'{"a":1}'` + strings.Repeat(")", 10) + `; curl -d "$x" u`, block: "json"},
 
 		// Allowed.
-		{name: "huge brace range", cmd: `echo {1..999999999}`},
+
 		{name: "curl -d @file", cmd: `curl -X POST -d @body.json http://x`},
 		{name: "curl -d@file", cmd: `curl -d@body.json http://x`},
 		{name: "curl --json @file", cmd: `curl --json @/tmp/x.json http://x`},
@@ -235,7 +237,7 @@ func TestCheck(t *testing.T) {
 			}
 			msg := err.Error()
 			if !strings.Contains(msg, "write the JSON to a file") || !strings.Contains(msg, ge.Allowed) ||
-				!strings.HasPrefix(ge.Allowed, "echo ") || !strings.Contains(ge.Allowed, "/tmp/x.json") {
+				!strings.HasPrefix(ge.Allowed, "echo ") && !strings.HasPrefix(ge.Allowed, "jq ") || !strings.Contains(ge.Allowed, "/tmp/x.json") {
 				t.Errorf("message does not explain the rule and the allowed form: %s", msg)
 			}
 			// The suggestion must itself pass the guard.
@@ -275,7 +277,11 @@ func FuzzCheck(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, cmd string) {
+		start := time.Now()
 		err := Check(cmd)
+		if took := time.Since(start); took > 2*time.Second {
+			t.Fatalf("Check(%q) took %v", cmd, took)
+		}
 		if err == nil {
 			return
 		}
@@ -285,6 +291,9 @@ func FuzzCheck(f *testing.F) {
 		}
 		if ge.Error() == "" {
 			t.Fatal("empty message")
+		}
+		if strings.Contains(ge.Detail, "the shell parser failed on it") {
+			t.Fatalf("Check(%q) panicked inside: %v", cmd, ge.Detail)
 		}
 	})
 }
