@@ -23,8 +23,11 @@ var (
 	ErrUnknowable = errors.New("shell command cannot be checked")
 )
 
-// FileHint is the file the suggested command writes the JSON to.
-const FileHint = "/tmp/x.json"
+// FileHint is the file the suggested command writes the JSON to: the
+// command's private temp dir, the one place outside its allow-list a
+// confined command may write (and removed after the command), so the form
+// the guard asks for also works under the kernel's confinement.
+const FileHint = "$TMPDIR/x.json"
 
 // maxShownPayload is the longest payload quoted back in a message.
 const maxShownPayload = 2000
@@ -97,10 +100,23 @@ func allowedForm(payload string, producer, fields []string, appendStdin bool) st
 	}
 	parts := make([]string, 0, len(fields)+2)
 	for _, f := range fields {
-		parts = append(parts, shellQuote(f))
+		parts = append(parts, quoteWithHint(f))
 	}
+	hint := quoteWithHint(FileHint)
 	if appendStdin {
-		parts = append(parts, "<", FileHint)
+		parts = append(parts, "<", hint)
 	}
-	return echo + " > " + FileHint + " && " + strings.Join(parts, " ")
+	return echo + " > " + hint + " && " + strings.Join(parts, " ")
+}
+
+// quoteWithHint quotes s for bash, leaving each FileHint in it expanded by
+// the shell ("$TMPDIR/x.json") and the rest single-quoted where needed.
+func quoteWithHint(s string) string {
+	parts := strings.Split(s, FileHint)
+	for i, p := range parts {
+		if p != "" {
+			parts[i] = shellQuote(p)
+		}
+	}
+	return strings.Join(parts, `"`+FileHint+`"`)
 }

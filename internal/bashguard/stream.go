@@ -30,7 +30,7 @@ type seg struct {
 	// (jq -n '{a:1}'); text is then the program's filter.
 	json bool
 	// producer is the command that printed the text, for the allowed
-	// form (jq -n '{a:1}' > /tmp/x.json).
+	// form (jq -n '{a:1}' > "$TMPDIR/x.json").
 	producer []string
 }
 

@@ -43,7 +43,7 @@ func TestGuardCommand(t *testing.T) {
 	}{
 		{name: "allowed arg", args: []string{"guard", `curl -d @body.json http://localhost:3000/x`}, code: 0},
 		{name: "blocked arg", args: []string{"guard", `curl -d '{"a":1}' http://localhost:3000/x`}, code: 2,
-			stderr: `echo '{"a":1}' > /tmp/x.json && curl -d @/tmp/x.json http://localhost:3000/x`},
+			stderr: `echo '{"a":1}' > "$TMPDIR/x.json" && curl -d @"$TMPDIR/x.json" http://localhost:3000/x`},
 		{name: "allowed stdin", args: []string{"guard"}, stdin: "awk '{print $1}' f | sort\n", code: 0},
 		{name: "blocked stdin", args: []string{"guard"}, stdin: "echo '{\"a\":1}' | http POST :3000/x\n", code: 2, stderr: "Bash guard: blocked inline JSON handed to http"},
 		{name: "unparsable", args: []string{"guard", `echo "unterminated`}, code: 2, stderr: "cannot be parsed"},
@@ -99,7 +99,7 @@ func TestHookPreToolUse(t *testing.T) {
 	}{
 		{name: "bash allowed", stdin: hookPayload(proj, "Bash", map[string]any{"command": "npm test -- --reporter=json > report.json", "description": "run tests"}), rewritten: true},
 		{name: "bash inline json", stdin: hookPayload(proj, "Bash", map[string]any{"command": `curl -X POST -d '{"title":"x"}' http://localhost:3000/todos`}),
-			deny: `echo '{"title":"x"}' > /tmp/x.json && curl -X POST -d @/tmp/x.json http://localhost:3000/todos`},
+			deny: `echo '{"title":"x"}' > "$TMPDIR/x.json" && curl -X POST -d @"$TMPDIR/x.json" http://localhost:3000/todos`},
 		{name: "bash inline json exit code mode", stdin: hookPayload(proj, "Bash", map[string]any{"command": `bash -c "http POST :3000 a:='[1]'"`}),
 			deny: "Bash guard", exitCode: true},
 		{name: "write in allow-list", stdin: hookPayload(proj, "Write", map[string]any{"file_path": in("units/todo-be/src/index.ts"), "content": "export {}\n"})},
