@@ -192,9 +192,16 @@ func (s *Sandbox) WriteJSON(p string, v any) error {
 // replace writes data to a new temp file in dir and renames it over the
 // leaf. The temp file is created with O_EXCL (never through a symlink) and
 // rename replaces whatever directory entry the leaf is at that moment, so
-// nothing outside dir is ever opened for writing.
+// nothing outside dir is ever opened for writing. The directory's lock is
+// held shared while the temp file exists, so RemoveStaleTemps (which takes
+// it exclusively) never removes a temp file of a write in progress.
 func (s *Sandbox) replace(dir *os.Root, t target, data []byte) error {
-	tmp, f, err := createTemp(dir)
+	unlock, err := s.lock(dirLockName(t.dir), unix.LOCK_SH)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	tmp, f, err := s.createTemp(dir)
 	if err != nil {
 		return err
 	}
@@ -221,11 +228,13 @@ func (s *Sandbox) replace(dir *os.Root, t target, data []byte) error {
 	return nil
 }
 
-func createTemp(dir *os.Root) (string, *os.File, error) {
+// createTemp creates a new temp file in dir, named for this process (see
+// tempOwner) so that a cleanup can tell whether its writer is still alive.
+func (s *Sandbox) createTemp(dir *os.Root) (string, *os.File, error) {
 	for range 10 {
 		var rnd [8]byte
 		_, _ = rand.Read(rnd[:])
-		name := ".toolhost-tmp-" + hex.EncodeToString(rnd[:])
+		name := TempPrefix + s.owner + "-" + hex.EncodeToString(rnd[:])
 		f, err := dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			continue
@@ -242,25 +251,9 @@ func syncDir(dir *os.Root) {
 	}
 }
 
-// AppendFile appends data to p (created if missing) with one write call. The
-// leaf must be a regular file with one link; the file opened is verified to
-// be the leaf inspected before anything is written.
-func (s *Sandbox) AppendFile(p string, data []byte) error {
-	t, dir, err := s.openTarget(p, true)
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	f, err := s.openAppend(dir, t, os.O_WRONLY)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	return werr
-}
+// AppendFile appends data (whole lines) to p, created if missing, all or
+// nothing; see AppendLog.
+func (s *Sandbox) AppendFile(p string, data []byte) error { return s.AppendLog(p, data, 0) }
 
 func (s *Sandbox) openAppend(dir *os.Root, t target, access int) (*os.File, error) {
 	for range 3 {
@@ -387,7 +380,39 @@ func renameAcross(from *os.Root, oldLeaf string, to *os.Root, newLeaf string) er
 // Lock takes the named cross-process lock (flock on a file under LocksDir).
 // The lock dir is toolhost's own; it is opened with the same component walk
 // as a write, whatever the allow-list says.
-func (s *Sandbox) Lock(name string) (func(), error) {
+func (s *Sandbox) Lock(name string) (func(), error) { return s.lock(name, unix.LOCK_EX) }
+
+// lock takes the named lock in mode LOCK_EX or LOCK_SH (blocking), or with
+// LOCK_NB added fails at once with unix.EWOULDBLOCK when it is held.
+func (s *Sandbox) lock(name string, mode int) (func(), error) {
+	f, err := s.openLockFile(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := flock(f, mode); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("lock %s: %w", name, err)
+	}
+	return func() {
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		_ = f.Close()
+	}, nil
+}
+
+func flock(f *os.File, mode int) error {
+	for {
+		err := unix.Flock(int(f.Fd()), mode)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// openLockFile opens (creating) the file that stands for the lock name.
+func (s *Sandbox) openLockFile(name string) (*os.File, error) {
 	dir, err := s.openDir(LocksDir, LocksDir, true)
 	if err != nil {
 		return nil, fmt.Errorf("create lock dir: %w", err)
@@ -408,21 +433,33 @@ func (s *Sandbox) Lock(name string) (func(), error) {
 		f.Close()
 		return nil, fmt.Errorf("lock %s: %s/%s is not a regular file", name, LocksDir, safe)
 	}
-	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", name, err)
-	}
-	return func() {
-		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
-		_ = f.Close()
-	}, nil
+	return f, nil
 }
+
+// Locker is a cross-process lock whose file stays open, for a path that
+// takes it on every call (the audit sink): Lock and Unlock are one flock(2)
+// each. It serialises processes, not goroutines: callers hold their own
+// mutex around it.
+type Locker struct{ f *os.File }
+
+// Locker opens the named lock (the same lock Lock(name) takes) for repeated
+// use; Close releases the file.
+func (s *Sandbox) Locker(name string) (*Locker, error) {
+	f, err := s.openLockFile(name)
+	if err != nil {
+		return nil, err
+	}
+	return &Locker{f: f}, nil
+}
+
+// Lock blocks until the lock is held.
+func (l *Locker) Lock() error { return flock(l.f, unix.LOCK_EX) }
+
+// Unlock releases it.
+func (l *Locker) Unlock() { _ = unix.Flock(int(l.f.Fd()), unix.LOCK_UN) }
+
+// Close releases the lock file (and the lock, if held).
+func (l *Locker) Close() error { return l.f.Close() }
 
 // Update runs fn on the current content of p under p's lock and writes the
 // result atomically. fn receives nil when p does not exist; returning nil

@@ -74,6 +74,8 @@ type Sandbox struct {
 	agent string
 	allow []string
 	rules []rule
+	// owner names this process in temp file names (tempOwner).
+	owner string
 }
 
 // New opens the project dir (creating it if missing) for an agent.
@@ -93,7 +95,7 @@ func New(projectDir, agent string, allow []string) (*Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("project dir %s: %w", abs, err)
 	}
-	return &Sandbox{dir: abs, root: root, agent: agent, allow: append([]string(nil), allow...), rules: rules}, nil
+	return &Sandbox{dir: abs, root: root, agent: agent, allow: append([]string(nil), allow...), rules: rules, owner: tempOwner()}, nil
 }
 
 func compile(allow []string) ([]rule, error) {
