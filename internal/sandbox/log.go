@@ -28,6 +28,13 @@ func (s *Sandbox) AppendLog(p string, data []byte, maxBytes int64) error {
 		return err
 	}
 	defer dir.Close()
+	if maxBytes > 0 {
+		// The rotated files must be writable too: find out now, not at
+		// the rotation, whose failure is only retried.
+		if _, err := s.planFile(ndjson.RotatedName(t.rel, 1)); err != nil {
+			return fmt.Errorf("%s cannot be rotated: %w", t.rel, err)
+		}
+	}
 	// Refuse a bad leaf before creating its lock file; openAppend checks
 	// again under the lock, where it counts.
 	if _, err := s.checkLeaf(dir, t); err != nil {
