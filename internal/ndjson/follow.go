@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -100,9 +101,13 @@ type follower struct {
 	off     int64 // next byte to read
 	pending []byte
 	skip    bool // inside an overlong line: drop bytes until its newline
-	// fromStart makes the next live file be read from its first line (after
-	// a rotation, every line of the new file is new).
+	// fromStart: the log did not exist when a cursor was given, so the
+	// first file is read from its first line.
 	fromStart bool
+	// after is the rotation number of the file finished last (0: none) and
+	// afterIno its inode: the file to read next is the one after it.
+	after    int
+	afterIno uint64
 }
 
 func (fw *follower) close() {
@@ -118,6 +123,9 @@ func (fw *follower) start(from *Cursor) error {
 	segs, err := Segments(fw.root, fw.rel)
 	if err != nil || len(segs) == 0 {
 		return err
+	}
+	if fw.afterIno != 0 {
+		return fw.openNext(segs)
 	}
 	if from != nil {
 		for _, s := range segs {
@@ -143,22 +151,44 @@ func (fw *follower) start(from *Cursor) error {
 	return nil
 }
 
+// open opens segment s at off. A segment is named by its inode: when the
+// name now holds another file (the live file was rotated since the
+// listing), the file is looked up again under its new name.
 func (fw *follower) open(s Segment, off int64) error {
-	f, err := fw.root.OpenFile(s.Path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil // rotated away between the listing and the open: start again
+	for range 10 {
+		f, err := fw.root.OpenFile(s.Path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err == nil {
+			fi, err := f.Stat()
+			if err != nil {
+				f.Close()
+				return err
+			}
+			if ino(fi) == s.Ino {
+				fw.close()
+				fw.f, fw.ino, fw.off, fw.pending, fw.skip = f, s.Ino, off, fw.pending[:0], false
+				return nil
+			}
+			f.Close()
+		}
+		segs, err := Segments(fw.root, fw.rel)
+		if err != nil {
+			return err
+		}
+		moved := false
+		for _, n := range segs {
+			if n.Ino == s.Ino {
+				s, moved = n, true
+				break
+			}
+		}
+		if !moved {
+			return nil // removed: the loop starts again from the listing
+		}
 	}
-	if err != nil {
-		return err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return err
-	}
-	fw.close()
-	fw.f, fw.ino, fw.off, fw.pending, fw.skip = f, ino(fi), off, fw.pending[:0], false
-	return nil
+	return fmt.Errorf("%s keeps moving while it is being opened", s.Path)
 }
 
 // lastLineStart is the offset just after the last newline before size.
@@ -264,34 +294,37 @@ func (fw *follower) renamed() (bool, error) {
 }
 
 // advance moves from a rotated file to the one after it (a later rotated
-// file or the live one), from its start; when none exists yet the live file
-// is waited for.
+// file or the live one), from its start; when none exists yet the loop
+// polls until it does.
 func (fw *follower) advance() error {
-	if len(fw.pending) > 0 {
-		// A rotated file ends with a newline; bytes without one are a torn
-		// write that will never be completed.
-		fw.pending = fw.pending[:0]
-	}
+	// A rotated file ends with a newline; bytes without one are a torn
+	// write that will never be completed.
+	fw.pending = fw.pending[:0]
 	segs, err := Segments(fw.root, fw.rel)
 	if err != nil {
 		return err
 	}
-	for i, s := range segs {
-		if s.Ino == fw.ino {
-			if i+1 < len(segs) {
-				return fw.open(segs[i+1], 0)
-			}
-			break
+	// Ours not among the rotated files means it was removed: every rotated
+	// file present is then older, and the live one comes next.
+	after := NextIndex(segs) - 1
+	for _, s := range segs {
+		if s.Ino == fw.ino && !s.Live() {
+			after = s.Index
 		}
 	}
-	// Ours is gone or the newest: follow the live file from its start.
+	fw.close()
+	fw.after, fw.afterIno = after, fw.ino
+	return fw.openNext(segs)
+}
+
+// openNext opens the file that follows the one finished last (fw.after):
+// the lowest rotated file numbered above it, else the live file. Nothing
+// there yet leaves fw.f nil.
+func (fw *follower) openNext(segs []Segment) error {
 	for _, s := range segs {
-		if s.Live() && s.Ino != fw.ino {
+		if s.Live() && s.Ino != fw.afterIno || !s.Live() && s.Index > fw.after {
 			return fw.open(s, 0)
 		}
 	}
-	// None yet: the loop polls until the live file appears.
-	fw.close()
-	fw.fromStart = true
 	return nil
 }

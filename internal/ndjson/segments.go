@@ -80,7 +80,42 @@ func rotatedIndex(stem, ext, name string) (int, bool) {
 // rotation number, then the live file if it exists. A missing directory is
 // an empty log. Only regular files count; anything else with a matching
 // name is left out.
+//
+// A directory listing is not atomic: a rotation between reading the names
+// and looking at the files could hide the file being rotated. The listing
+// is therefore repeated until two in a row agree.
 func Segments(root *os.Root, rel string) ([]Segment, error) {
+	prev, err := list(root, rel)
+	for range 20 {
+		if err != nil {
+			return nil, err
+		}
+		var cur []Segment
+		cur, err = list(root, rel)
+		if err == nil && sameSegments(prev, cur) {
+			return cur, nil
+		}
+		prev = cur
+	}
+	if err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("%s keeps changing while it is listed", rel)
+}
+
+func sameSegments(a, b []Segment) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Index != b[i].Index || a[i].Ino != b[i].Ino {
+			return false
+		}
+	}
+	return true
+}
+
+func list(root *os.Root, rel string) ([]Segment, error) {
 	dir, stem, ext := split(rel)
 	d, err := root.Open(dir)
 	if errors.Is(err, fs.ErrNotExist) {
