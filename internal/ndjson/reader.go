@@ -96,6 +96,7 @@ type Reader struct {
 	br   *bufio.Reader
 	buf  []byte
 	line []byte
+	term bool
 	pos  Pos
 	off  int64
 	n    int
@@ -193,6 +194,10 @@ func (r *Reader) Line() []byte { return r.line }
 // Pos is where the current line is.
 func (r *Reader) Pos() Pos { return r.pos }
 
+// Terminated reports whether the current line ended with a newline (only
+// the last line of a file may not: a torn write, or one in progress).
+func (r *Reader) Terminated() bool { return r.term }
+
 // Segment is the file the current line is in.
 func (r *Reader) Segment() Segment { return r.segs[r.i] }
 
@@ -289,6 +294,7 @@ func (r *Reader) readLine() (line []byte, ok bool) {
 			r.bad.Add(r.pos, fmt.Sprintf("longer than %d bytes", r.maxLine))
 			return nil, false
 		}
+		r.term = len(r.buf) > 0 && r.buf[len(r.buf)-1] == '\n'
 		return trimNewline(r.buf), true
 	}
 }

@@ -97,7 +97,7 @@ func Open(o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	sink := audit.NewFileSink(shared, audit.DefaultSyncEvery)
+	sink := audit.NewFileSink(shared, audit.Options{Project: id.ProjectID})
 	// Opening the audit file is also the start-up check that the project dir
 	// is writable: a clear message now instead of a failure on every call.
 	if err := sink.Open(); err != nil {
