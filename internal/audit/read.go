@@ -83,6 +83,12 @@ func Read(r io.Reader, f Filter) (rows []*Row, bad int, err error) {
 // fn returns. Lines that are not rows are skipped and reported in the
 // returned BadLines.
 func Each(projectDir string, f Filter, fn func(*Row) error) (ndjson.BadLines, error) {
+	return EachLine(projectDir, f, func(r *Row, _ []byte) error { return fn(r) })
+}
+
+// EachLine is Each that also hands fn the row's line as stored (without
+// its newline), valid until fn returns.
+func EachLine(projectDir string, f Filter, fn func(r *Row, line []byte) error) (ndjson.BadLines, error) {
 	r, err := ndjson.OpenDir(projectDir, Path, ndjson.Options{Since: f.Since})
 	if err != nil {
 		return ndjson.BadLines{}, err
@@ -97,7 +103,7 @@ func Each(projectDir string, f Filter, fn func(*Row) error) (ndjson.BadLines, er
 		if e.Chain != nil || !f.Match(&e.Row) {
 			continue
 		}
-		if err := fn(&e.Row); err != nil {
+		if err := fn(&e.Row, r.Line()); err != nil {
 			return r.Bad(), err
 		}
 	}
