@@ -23,9 +23,11 @@ import (
 //	          the rotated file the chain comes from
 //	rotate    the last line of a file before it is rotated: its new name
 //	          (also how other processes learn that their descriptor is stale)
-//	resume    written after bytes that are not lines of the chain (a torn
-//	          write after a machine crash): their length and sha256, so
-//	          Verify can tell them from an insertion
+//	resume    written after the end of the file was found not to be a line
+//	          of the chain: a torn last line (a writer killed inside its
+//	          write, a machine crash), which is cut off, or lines written by
+//	          something else, which are kept; their length and sha256, so
+//	          Verify can tell a crash from an insertion
 //
 // A checkpoint file (CheckpointPath) anchors the chain's end: the seq and
 // hash of a line known to be on stable storage, rewritten after each
@@ -51,10 +53,12 @@ type ChainRecord struct {
 	Skipped *Skipped `json:"skipped,omitempty"`
 }
 
-// Skipped describes bytes a resume record steps over.
+// Skipped describes bytes a resume record steps over, or (Cut) the torn
+// last line it cut off.
 type Skipped struct {
 	Bytes  int64  `json:"bytes"`
 	SHA256 string `json:"sha256"`
+	Cut    bool   `json:"cut,omitempty"`
 }
 
 // Checkpoint is CheckpointPath: the newest line of the chain known to be on

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -195,11 +196,20 @@ func (s *FileSink) flushPendingLocked() error {
 }
 
 // Open opens the audit file now (rows open it lazily otherwise), so that a
-// project dir that cannot be written is reported at start.
+// project dir that cannot be written is reported at start, and finds the
+// chain's end under the lock: a new trail gets its start record, a torn
+// last line left by a killed writer is repaired before anyone reads it.
 func (s *FileSink) Open() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.openLocked()
+	if err := s.openLocked(); err != nil {
+		return err
+	}
+	if err := s.lock.Lock(); err != nil {
+		return fmt.Errorf("lock %s: %w", Path, err)
+	}
+	defer s.lock.Unlock()
+	return s.currentLocked()
 }
 
 func (s *FileSink) openLocked() error {
@@ -339,34 +349,42 @@ func (s *FileSink) currentLocked() error {
 	return fmt.Errorf("%s keeps being replaced; the chain's end cannot be found", Path)
 }
 
-// learnLocked reads the end of the chain from a file of size bytes.
+// learnLocked reads the end of the chain from a file of size bytes. It
+// reads a small window of the end first and a larger one only when the
+// lines it needs do not fit.
 func (s *FileSink) learnLocked(size int64) error {
 	s.head = head{}
 	if size == 0 {
 		return s.beginLocked()
 	}
-	tail, whole, err := readTail(s.f, size)
-	if err != nil {
-		return err
-	}
-	line, _, complete, found := lastLine(tail, whole)
-	if found {
-		if l, ok := link(line); ok {
-			if l.Chain != nil && l.Chain.Event == ChainRotate {
-				return s.finishRotationLocked()
+	for _, window := range []int64{8 << 10, 128 << 10, tailWindow} {
+		tail, whole, err := readTail(s.f, size, window)
+		if err != nil {
+			return err
+		}
+		line, _, complete, found := lastLine(tail, whole)
+		if found {
+			if l, ok := link(line); ok {
+				if l.Chain != nil && l.Chain.Event == ChainRotate {
+					return s.finishRotationLocked()
+				}
+				s.head = head{known: true, size: size, seq: l.Seq, hash: lineHash(line), newline: !complete}
+				s.head.id = s.chainIDLocked(l)
+				return nil
 			}
-			s.head = head{known: true, size: size, seq: l.Seq, hash: lineHash(line), newline: !complete}
-			s.head.id = s.chainIDLocked(l)
-			return nil
+		}
+		if done, err := s.resumeLocked(tail, whole, size, complete); done || whole {
+			return err
 		}
 	}
-	return s.resumeLocked(tail, whole, size, complete)
+	// No line of the chain in the last tailWindow bytes: start anew.
+	return s.startLocked(size, true)
 }
 
-// readTail reads the last tailWindow bytes of f (whole when they are the
+// readTail reads the last window bytes of f (whole when they are the
 // entire file).
-func readTail(f *os.File, size int64) ([]byte, bool, error) {
-	off := max(size-tailWindow, 0)
+func readTail(f *os.File, size, window int64) ([]byte, bool, error) {
+	off := max(size-window, 0)
 	b := make([]byte, size-off)
 	n, err := f.ReadAt(b, off)
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -419,22 +437,25 @@ func (s *FileSink) beginLocked() error {
 		s.head = head{known: true, seq: l.Seq, hash: lineHash(line), id: id}
 		return s.writeRecordLocked(&ChainRecord{Event: ChainContinue, ID: id, Project: s.opt.Project, Dir: s.door.ProjectDir(), From: sg.Path})
 	}
-	return s.startLocked(0)
+	return s.startLocked(0, false)
 }
 
-// startLocked starts a new chain at the end of a file of size bytes.
-func (s *FileSink) startLocked(size int64) error {
-	s.head = head{known: true, size: size, id: newChainID(), newline: s.head.newline}
+// startLocked starts a new chain at the end of a file of size bytes;
+// newline says the file ends in a line without its newline.
+func (s *FileSink) startLocked(size int64, newline bool) error {
+	s.head = head{known: true, size: size, id: newChainID(), newline: newline}
 	return s.writeRecordLocked(&ChainRecord{Event: ChainStart, ID: s.head.id, Project: s.opt.Project, Dir: s.door.ProjectDir()})
 }
 
-// resumeLocked handles a file whose end is not a line of the chain: bytes
-// a torn write left (a machine crash), or lines written by something else.
-// The chain continues from its last line with a resume record that names
-// the length and hash of what lies between; Verify tells a torn write
-// (not JSON) from an insertion. A file without any line of the chain in
-// its last tailWindow bytes (rows from before the chain) starts a chain.
-func (s *FileSink) resumeLocked(tail []byte, whole bool, size int64, complete bool) error {
+// resumeLocked handles a file whose end is not a line of the chain. A last
+// line torn by a writer that died inside its write (not valid JSON, no
+// newline) is cut off; anything else (lines written by something else) is
+// kept. The chain continues from its last line with a resume record that
+// names the length and hash of what was cut or stepped over, so Verify can
+// tell a torn write from an insertion. done is false when tail holds no
+// line of the chain; a whole file without one (rows from before the chain)
+// starts a chain after them.
+func (s *FileSink) resumeLocked(tail []byte, whole bool, size int64, complete bool) (done bool, err error) {
 	body := tail
 	if complete {
 		body = tail[:len(tail)-1]
@@ -442,26 +463,37 @@ func (s *FileSink) resumeLocked(tail []byte, whole bool, size int64, complete bo
 	for end := len(body); end > 0; {
 		i := bytes.LastIndexByte(body[:end], '\n')
 		if i < 0 && !whole {
-			break
+			return false, nil
 		}
 		line := body[i+1 : end]
 		if l, ok := link(line); ok {
-			skipped := tail[end+1:]
-			if !complete {
-				skipped = append(bytes.Clone(skipped), '\n')
+			after := tail[end+1:]
+			rec := &ChainRecord{Event: ChainResume, ID: s.chainIDLocked(l)}
+			h := head{known: true, size: size, seq: l.Seq, hash: lineHash(line), id: rec.ID, newline: !complete}
+			if !complete && bytes.IndexByte(after, '\n') < 0 && !json.Valid(after) {
+				if err := s.f.Truncate(size - int64(len(after))); err != nil {
+					return true, err
+				}
+				h.size, h.newline = size-int64(len(after)), false
+				rec.Skipped = &Skipped{Bytes: int64(len(after)), SHA256: hexHash(sha256.Sum256(after)), Cut: true}
+			} else {
+				if !complete {
+					after = append(bytes.Clone(after), '\n')
+				}
+				rec.Skipped = &Skipped{Bytes: int64(len(after)), SHA256: hexHash(sha256.Sum256(after))}
 			}
-			sum := sha256.Sum256(skipped)
-			s.head = head{known: true, size: size, seq: l.Seq, hash: lineHash(line), newline: !complete}
-			s.head.id = s.chainIDLocked(l)
-			return s.writeRecordLocked(&ChainRecord{Event: ChainResume, ID: s.head.id, Skipped: &Skipped{Bytes: int64(len(skipped)), SHA256: hex.EncodeToString(sum[:])}})
+			s.head = h
+			return true, s.writeRecordLocked(rec)
 		}
 		if i < 0 {
 			break
 		}
 		end = i
 	}
-	s.head.newline = !complete
-	return s.startLocked(size)
+	if !whole {
+		return false, nil
+	}
+	return true, s.startLocked(size, !complete)
 }
 
 // finishRotationLocked handles a file that ends in a rotate record: either

@@ -242,6 +242,9 @@ func (w *walker) accept(c *chained) bool {
 		w.outOfPlace(c)
 		return false
 	}
+	if c.Chain != nil && c.Chain.Event == ChainResume && c.Chain.Skipped != nil && c.Chain.Skipped.Cut && w.gap == 0 {
+		w.note("a torn write of %d bytes (a writer killed inside its write, or a crash) was cut off by the next writer at %s", c.Chain.Skipped.Bytes, c.pos)
+	}
 	if c.Chain != nil && c.Chain.Event == ChainContinue && c.seg == p.seg {
 		w.fail(ProblemInserted, c.pos, c.Seq, "a record that continues the chain from another file, inside a file")
 		return false
@@ -294,7 +297,7 @@ func (w *walker) acceptGap(c *chained) bool {
 	case w.gapJSON:
 		w.fail(ProblemInserted, w.gapFirst, 0, "line is not part of the chain (no seq/prev): it was inserted, or a row was edited into it")
 		return false
-	case c.Chain != nil && c.Chain.Event == ChainResume && c.Chain.Skipped != nil &&
+	case c.Chain != nil && c.Chain.Event == ChainResume && c.Chain.Skipped != nil && !c.Chain.Skipped.Cut &&
 		c.Chain.Skipped.Bytes == w.gap && c.Chain.Skipped.SHA256 == sum:
 		w.note("%d bytes at %s are a torn write (a crash during a write), recorded by the writer at %s", w.gap, w.gapFirst, c.pos)
 		return true

@@ -38,6 +38,23 @@ type Door interface {
 	ReadTail(rel string, n int64) ([]byte, error)
 	Lock(name string) (func(), error)
 	Segments(rel string) ([]ndjson.Segment, error)
+	RepairLog(rel string) (cut int64, err error)
+}
+
+// Repair repairs the tails of the events and the timeline (a last line
+// torn by a writer that was killed inside its write is cut off), as a
+// session does at start, so readers meet whole lines even when nothing was
+// appended since. It returns how many bytes were cut.
+func Repair(d Door) (int64, error) {
+	var total int64
+	for _, p := range []string{EventsPath, TimelinePath} {
+		cut, err := d.RepairLog(p)
+		total += cut
+		if err != nil {
+			return total, fmt.Errorf("repair %s: %w", p, err)
+		}
+	}
+	return total, nil
 }
 
 // maxBytes is the rotation size for a configured value: 0 means the

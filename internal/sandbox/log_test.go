@@ -74,24 +74,48 @@ func TestAppendLogFullDisk(t *testing.T) {
 	}
 }
 
-// TestAppendLogTornTail: a partial line left by a crash is closed with a
-// newline before the next line, so the new line parses.
+// TestAppendLogTornTail: a last line torn by a writer killed inside its
+// write is cut off before the next line (the file is as it was before that
+// write); a last line that only lacks its newline gets one. RepairLog does
+// the same without appending.
 func TestAppendLogTornTail(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	s := logDoor(t, dir)
-	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
-		t.Fatal(err)
+	cases := []struct {
+		name, before, want string
+		repair             bool
+	}{
+		{"torn line cut", "{\"i\":1}\n{\"i\":2,\"x", "{\"i\":1}\n{\"i\":3}\n", false},
+		{"missing newline added", "{\"i\":1}\n{\"i\":2}", "{\"i\":1}\n{\"i\":2}\n{\"i\":3}\n", false},
+		{"a torn first line", "{\"i\":", "{\"i\":3}\n", false},
+		{"whole lines kept", "{\"i\":1}\n", "{\"i\":1}\n{\"i\":3}\n", false},
+		{"RepairLog cuts", "{\"i\":1}\n{\"i\":2,\"x", "{\"i\":1}\n", true},
+		{"RepairLog completes", "{\"i\":1}", "{\"i\":1}\n", true},
 	}
-	if err := os.WriteFile(filepath.Join(dir, "logs", "a.ndjson"), []byte("{\"i\":1}\n{\"i\":2,\"x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.AppendFile("logs/a.ndjson", []byte("{\"i\":3}\n")); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(filepath.Join(dir, "logs", "a.ndjson"))
-	if string(b) != "{\"i\":1}\n{\"i\":2,\"x\n{\"i\":3}\n" {
-		t.Fatalf("got %q", b)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			s := logDoor(t, dir)
+			p := filepath.Join(dir, "logs", "a.ndjson")
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(tc.before), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			if tc.repair {
+				_, err = s.RepairLog("logs/a.ndjson")
+			} else {
+				err = s.AppendFile("logs/a.ndjson", []byte("{\"i\":3}\n"))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := os.ReadFile(p); string(b) != tc.want {
+				t.Fatalf("got %q, want %q", b, tc.want)
+			}
+		})
 	}
 }
 

@@ -115,6 +115,10 @@ func Open(o Options) (*Session, error) {
 		_ = sink.Close()
 		return nil, fmt.Errorf("project dir %s is not writable: %w", abs, err)
 	}
+	if cut, err := journal.Repair(shared); err != nil || cut > 0 {
+		o.Log.Warn().Str("event", "log_tail_repaired").Int64("cut_bytes", cut).AnErr("problem", err).
+			Msg("cut the torn last line a killed writer left in the events or the timeline")
+	}
 	pol := policy.Load(o.PolicyFile, o.Log)
 	reg := o.Registry
 	if reg == nil {
