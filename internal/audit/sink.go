@@ -80,10 +80,13 @@ type FileSink struct {
 	opt      Options
 	maxBytes int64
 
-	mu      sync.Mutex
-	f       *os.File
-	lock    *sandbox.Locker
-	head    head
+	mu   sync.Mutex
+	f    *os.File
+	lock *sandbox.Locker
+	head head
+	// fileID is the chain id read from the open file (its start or
+	// continue record), so it is read once per file, not per learn.
+	fileID  string
 	buf     []byte
 	pending [][]byte // bodies of rows (without the closing brace) not yet written
 	pendBy  int
@@ -236,7 +239,7 @@ func (s *FileSink) closeFileLocked() {
 		_ = s.f.Close()
 		s.f = nil
 	}
-	s.head = head{}
+	s.head, s.fileID = head{}, ""
 }
 
 // errReopened makes the caller look at the end of the chain again: the
@@ -357,7 +360,7 @@ func (s *FileSink) learnLocked(size int64) error {
 	if size == 0 {
 		return s.beginLocked()
 	}
-	for _, window := range []int64{8 << 10, 128 << 10, tailWindow} {
+	for _, window := range []int64{2 << 10, 128 << 10, tailWindow} {
 		tail, whole, err := readTail(s.f, size, window)
 		if err != nil {
 			return err
@@ -394,16 +397,30 @@ func readTail(f *os.File, size, window int64) ([]byte, bool, error) {
 }
 
 // chainIDLocked finds the chain id: the record l itself, or the first
-// chain record of the open file (its start or continue record).
+// chain record of the open file (its start or continue record), read once
+// per file.
 func (s *FileSink) chainIDLocked(l linkInfo) string {
 	if l.Chain != nil && l.Chain.ID != "" {
 		return l.Chain.ID
 	}
-	b := make([]byte, tailWindow)
-	n, _ := s.f.ReadAt(b, 0)
-	for _, line := range bytes.Split(b[:n], []byte{'\n'}) {
-		if l, ok := link(line); ok && l.Chain != nil && l.Chain.ID != "" {
-			return l.Chain.ID
+	if s.fileID != "" {
+		return s.fileID
+	}
+	for _, window := range []int{4 << 10, tailWindow} {
+		b := make([]byte, window)
+		n, _ := s.f.ReadAt(b, 0)
+		lines := bytes.Split(b[:n], []byte{'\n'})
+		if n == window {
+			lines = lines[:len(lines)-1] // the last one may be cut
+		}
+		for _, line := range lines {
+			if l, ok := link(line); ok && l.Chain != nil && l.Chain.ID != "" {
+				s.fileID = l.Chain.ID
+				return s.fileID
+			}
+		}
+		if n < window {
+			break
 		}
 	}
 	return ""
@@ -435,6 +452,7 @@ func (s *FileSink) beginLocked() error {
 			id = l.Chain.ID
 		}
 		s.head = head{known: true, seq: l.Seq, hash: lineHash(line), id: id}
+		s.fileID = id
 		return s.writeRecordLocked(&ChainRecord{Event: ChainContinue, ID: id, Project: s.opt.Project, Dir: s.door.ProjectDir(), From: sg.Path})
 	}
 	return s.startLocked(0, false)
@@ -444,6 +462,7 @@ func (s *FileSink) beginLocked() error {
 // newline says the file ends in a line without its newline.
 func (s *FileSink) startLocked(size int64, newline bool) error {
 	s.head = head{known: true, size: size, id: newChainID(), newline: newline}
+	s.fileID = s.head.id
 	return s.writeRecordLocked(&ChainRecord{Event: ChainStart, ID: s.head.id, Project: s.opt.Project, Dir: s.door.ProjectDir()})
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/rs/zerolog"
 
+	"github.com/toolhost/toolhost/internal/bugs"
 	"github.com/toolhost/toolhost/internal/procs"
 )
 
@@ -139,6 +140,9 @@ type Services struct {
 	// Procs owns the unit processes this session starts (integrator
 	// tools); the session stops them when it closes.
 	Procs procs.Owner
+	// Bugs is the bug tracker on the services' door, one per session so
+	// its index stays in memory between calls.
+	Bugs *bugs.Store
 }
 
 // Ctx is what one tool call receives.

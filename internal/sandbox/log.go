@@ -103,13 +103,17 @@ func RepairTail(f *os.File) (size, cut int64, err error) {
 	if size == 0 {
 		return 0, 0, nil
 	}
+	var last [1]byte
+	if _, err := f.ReadAt(last[:], size-1); err != nil && !errors.Is(err, io.EOF) {
+		return 0, 0, err
+	}
+	if last[0] == '\n' {
+		return size, 0, nil // the common case: one byte read
+	}
 	off := max(size-tornWindow, 0)
 	tail := make([]byte, size-off)
 	if _, err := f.ReadAt(tail, off); err != nil && !errors.Is(err, io.EOF) {
 		return 0, 0, err
-	}
-	if tail[len(tail)-1] == '\n' {
-		return size, 0, nil
 	}
 	i := bytes.LastIndexByte(tail, '\n')
 	frag := tail[i+1:]

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/toolhost/toolhost/internal/wirejson"
 )
 
 // ErrEscape is matched with errors.Is by every sandbox violation.
@@ -290,16 +292,18 @@ func undeclaredDotDir(r rule, dirs []string) string {
 }
 
 // MarshalJSON is the one JSON file format: two-space indent, trailing
-// newline, no HTML escaping.
+// newline, no HTML escaping (what a json.Encoder with SetIndent("", "  ")
+// writes; the indenting is done by indent, in one pass).
 func MarshalJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	compact := buf.Bytes()
+	out := indent(make([]byte, 0, len(compact)+len(compact)/4), compact[:len(compact)-1])
+	return append(out, '\n'), nil
 }
 
 // ErrUnchanged, returned by an UpdateJSON function, ends the update without
@@ -316,7 +320,7 @@ func UpdateJSON[T any](f interface {
 	err := f.Update(p, func(old []byte) ([]byte, error) {
 		var v T
 		if old != nil {
-			if err := json.Unmarshal(old, &v); err != nil {
+			if err := wirejson.Unmarshal(old, &v); err != nil {
 				return nil, fmt.Errorf("%s is not valid JSON: %w", p, err)
 			}
 		}

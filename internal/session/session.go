@@ -12,6 +12,7 @@ import (
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/bashguard"
+	"github.com/toolhost/toolhost/internal/bugs"
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/engine"
@@ -133,6 +134,7 @@ func Open(o Options) (*Session, error) {
 		Clock:    callctx.SystemClock{},
 		Log:      o.Log,
 		Procs:    units,
+		Bugs:     &bugs.Store{Door: shared},
 	}
 	settings := callctx.Settings{
 		Cwd:            filepath.Join(abs, filepath.FromSlash(ag.Cwd(id.Company, id.ProjectID, id.UnitID))),
