@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/toolhost/toolhost/internal/ndjson"
 	"github.com/toolhost/toolhost/internal/sandbox"
 )
@@ -65,11 +67,12 @@ type Options struct {
 // by hash (see chain.go), shared by every toolhost process of the project.
 //
 // Each row is one write(2) under the trail's cross-process lock (a flock
-// kept open): the lock makes the "prev" hash the hash of the line really
-// before it, whichever process wrote that, so six processes keep one chain.
-// The descriptor stays open; a process knows the end of the chain it wrote
-// last, and only when the file's size says another process wrote since
-// does it read the file's last line. A failed or short write is cut back
+// on a lock file kept open): the lock makes the "prev" hash the hash of the
+// line really before it, whichever process wrote that, so six processes
+// keep one chain. The lock is kept between rows until another process asks
+// for it (acquireLocked), so a busy session pays no system call for it; a
+// process that took the lock anew looks at the file's size, and only when
+// another process wrote since does it read the file's last line. A failed or short write is cut back
 // under the same lock, so the file holds whole lines only, and the row is
 // kept in memory (bounded) and written, in order, as soon as the file takes
 // rows again. The line is in the kernel before Write returns, so a crash of
@@ -83,7 +86,18 @@ type FileSink struct {
 	mu   sync.Mutex
 	f    *os.File
 	lock *sandbox.Locker
-	head head
+	// held: this process holds the trail's lock, kept between rows until
+	// another process asks for it or the sink is idle (see acquireLocked);
+	// wantSeen is the "wanted" word as it was when the lock was taken.
+	held     bool
+	wantSeen uint64
+	// fresh: head is the end of the file as this process left it while
+	// holding the lock throughout, so the file need not be looked at.
+	fresh     bool
+	idle      *time.Timer
+	idleArmed bool
+	lastUse   time.Time
+	head      head
 	// fileID is the chain id read from the open file (its start or
 	// continue record), so it is read once per file, not per learn.
 	fileID  string
@@ -208,10 +222,10 @@ func (s *FileSink) Open() error {
 	if err := s.openLocked(); err != nil {
 		return err
 	}
-	if err := s.lock.Lock(); err != nil {
-		return fmt.Errorf("lock %s: %w", Path, err)
+	if err := s.acquireLocked(); err != nil {
+		return err
 	}
-	defer s.lock.Unlock()
+	defer s.afterUseLocked()
 	return s.currentLocked()
 }
 
@@ -239,22 +253,96 @@ func (s *FileSink) closeFileLocked() {
 		_ = s.f.Close()
 		s.f = nil
 	}
-	s.head, s.fileID = head{}, ""
+	s.head, s.fileID, s.fresh = head{}, "", false
 }
 
 // errReopened makes the caller look at the end of the chain again: the
 // descriptor now names another file.
 var errReopened = errors.New("audit file reopened")
 
+// idleRelease is how long the sink keeps the trail's lock after its last
+// row when no other process asked for it.
+const idleRelease = time.Millisecond
+
+// wantWord is the word of the lock's shared memory that every process adds
+// one to before it waits for the lock.
+const wantWord = 0
+
+// acquireLocked takes the trail's cross-process lock unless this process
+// still holds it. The lock is kept after a row (releasing and taking a
+// flock is two system calls per row) until another process asks for it —
+// it adds one to the shared "wanted" word before it waits, which the
+// holder sees after its next row — or for idleRelease without a row. A
+// holder that dies loses the lock with its descriptors, as with any flock.
+func (s *FileSink) acquireLocked() error {
+	if s.held {
+		return nil
+	}
+	words, err := s.lock.Shared()
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", Path, err)
+	}
+	words[wantWord].Add(1)
+	if err := s.lock.Lock(); err != nil {
+		return fmt.Errorf("lock %s: %w", Path, err)
+	}
+	s.held, s.fresh = true, false
+	s.wantSeen = words[wantWord].Load()
+	return nil
+}
+
+// afterUseLocked releases the lock at once when another process asked for
+// it since it was taken, else lets the idle timer release it.
+func (s *FileSink) afterUseLocked() {
+	if !s.held {
+		return
+	}
+	if words, err := s.lock.Shared(); err != nil || words[wantWord].Load() != s.wantSeen {
+		s.releaseLocked()
+		return
+	}
+	s.lastUse = time.Now()
+	if !s.idleArmed {
+		s.idleArmed = true
+		if s.idle == nil {
+			s.idle = time.AfterFunc(idleRelease, s.idleCheck)
+		} else {
+			s.idle.Reset(idleRelease)
+		}
+	}
+}
+
+func (s *FileSink) idleCheck() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.idleArmed = false
+	if !s.held {
+		return
+	}
+	if since := time.Since(s.lastUse); since < idleRelease {
+		s.idleArmed = true
+		s.idle.Reset(idleRelease - since)
+		return
+	}
+	s.releaseLocked()
+}
+
+func (s *FileSink) releaseLocked() {
+	if s.held {
+		s.lock.Unlock()
+		s.held, s.fresh = false, false
+	}
+}
+
 // appendRowLocked writes one row at the end of the chain.
 func (s *FileSink) appendRowLocked(body []byte) error {
 	if err := s.openLocked(); err != nil {
 		return err
 	}
-	if err := s.lock.Lock(); err != nil {
-		return fmt.Errorf("lock %s: %w", Path, err)
+	if err := s.acquireLocked(); err != nil {
+		return err
 	}
-	defer s.lock.Unlock()
+	defer s.afterUseLocked()
 	if err := s.currentLocked(); err != nil {
 		return err
 	}
@@ -330,18 +418,26 @@ func (s *FileSink) writeRecordLocked(rec *ChainRecord) error {
 }
 
 // currentLocked makes s.head the end of the chain as it is on disk: at
-// once when the file has the size this process left it at, else by reading
-// the file's end (another process wrote, or the file is new).
+// once when this process held the lock since it last wrote, else by the
+// file's size (unchanged: nobody else wrote) or by reading the file's end
+// (another process wrote, or the file is new).
 func (s *FileSink) currentLocked() error {
+	if s.fresh && s.head.known {
+		return nil
+	}
 	for range 4 {
-		fi, err := s.f.Stat()
-		if err != nil {
-			return err
+		var st unix.Stat_t
+		if err := unix.Fstat(int(s.f.Fd()), &st); err != nil {
+			return fmt.Errorf("stat %s: %w", Path, err)
 		}
-		if s.head.known && fi.Size() == s.head.size {
+		if s.head.known && st.Size == s.head.size {
+			s.fresh = true
 			return nil
 		}
-		err = s.learnLocked(fi.Size())
+		err := s.learnLocked(st.Size)
+		if err == nil {
+			s.fresh = s.head.known
+		}
 		if !errors.Is(err, errReopened) {
 			return err
 		}
@@ -612,6 +708,10 @@ func (s *FileSink) syncLoop() {
 			_ = s.Sync()
 			s.mu.Lock()
 			s.closeFileLocked()
+			if s.idle != nil {
+				s.idle.Stop()
+			}
+			s.releaseLocked()
 			if s.lock != nil {
 				_ = s.lock.Close()
 				s.lock = nil
@@ -628,14 +728,22 @@ func (s *FileSink) Sync() error {
 	if !s.dirty.Swap(false) {
 		return nil
 	}
+	// The fsync runs on a duplicate of the descriptor, outside the mutex,
+	// so rows go on being written while the disk flushes; every line up to
+	// h is in the kernel before it starts.
 	s.mu.Lock()
 	if s.f == nil {
 		s.mu.Unlock()
 		return nil
 	}
-	err := s.f.Sync()
 	h := s.head
+	fd, err := unix.Dup(int(s.f.Fd()))
 	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	err = unix.Fsync(fd)
+	_ = unix.Close(fd)
 	if err != nil || !h.known || h.seq == 0 || h.id == "" {
 		return err
 	}

@@ -210,4 +210,3 @@ func TestIndexAfterCrashes(t *testing.T) {
 		}
 	})
 }
-

@@ -11,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -440,7 +442,10 @@ func (s *Sandbox) openLockFile(name string) (*os.File, error) {
 // takes it on every call (the audit sink): Lock and Unlock are one flock(2)
 // each. It serialises processes, not goroutines: callers hold their own
 // mutex around it.
-type Locker struct{ f *os.File }
+type Locker struct {
+	f      *os.File
+	shared []byte
+}
 
 // Locker opens the named lock (the same lock Lock(name) takes) for repeated
 // use; Close releases the file.
@@ -458,8 +463,44 @@ func (l *Locker) Lock() error { return flock(l.f, unix.LOCK_EX) }
 // Unlock releases it.
 func (l *Locker) Unlock() { _ = unix.Flock(int(l.f.Fd()), unix.LOCK_UN) }
 
+// SharedWords is how many words of memory Shared gives.
+const SharedWords = 8
+
+// Shared returns words of memory shared by every process that uses this
+// lock: the lock file's first page, mapped. Processes use them to tell the
+// holder something without a system call (the audit sink: "someone wants
+// the lock"). Their meaning is the caller's; a new lock file holds zeros.
+func (l *Locker) Shared() (*[SharedWords]atomic.Uint64, error) {
+	if l.shared == nil {
+		page := os.Getpagesize()
+		fi, err := l.f.Stat()
+		if err != nil {
+			return nil, err
+		}
+		// Extending to a page is the same for every process (a file of
+		// that size is left as it is), so no lock is needed for it.
+		if fi.Size() < int64(page) {
+			if err := l.f.Truncate(int64(page)); err != nil {
+				return nil, err
+			}
+		}
+		m, err := unix.Mmap(int(l.f.Fd()), 0, page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			return nil, err
+		}
+		l.shared = m
+	}
+	return (*[SharedWords]atomic.Uint64)(unsafe.Pointer(&l.shared[0])), nil
+}
+
 // Close releases the lock file (and the lock, if held).
-func (l *Locker) Close() error { return l.f.Close() }
+func (l *Locker) Close() error {
+	if l.shared != nil {
+		_ = unix.Munmap(l.shared)
+		l.shared = nil
+	}
+	return l.f.Close()
+}
 
 // Update runs fn on the current content of p under p's lock and writes the
 // result atomically. fn receives nil when p does not exist; returning nil
