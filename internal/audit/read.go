@@ -197,7 +197,8 @@ func (b *StatsBuilder) Result() []ToolStats {
 	for _, a := range b.by {
 		s := a.ToolStats
 		if a.hist != nil {
-			s.P50MS, s.P99MS, s.Approx = a.hist.percentile(50), a.hist.percentile(99), true
+			// Rounded to the microsecond: the estimate is not more precise.
+			s.P50MS, s.P99MS, s.Approx = roundMS(a.hist.percentile(50)), roundMS(a.hist.percentile(99)), true
 		} else {
 			sort.Float64s(a.exact)
 			s.P50MS, s.P99MS = Percentile(a.exact, 50), Percentile(a.exact, 99)
@@ -253,6 +254,8 @@ func StatsOf(projectDir string, f Filter) ([]ToolStats, ndjson.BadLines, error) 
 	}
 	return b.Result(), r.Bad(), r.Err()
 }
+
+func roundMS(v float64) float64 { return math.Round(v*1000) / 1000 }
 
 // Percentile is the nearest-rank percentile p of sorted values.
 func Percentile(sorted []float64, p float64) float64 {

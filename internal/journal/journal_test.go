@@ -139,7 +139,7 @@ func TestTimelineRotation(t *testing.T) {
 		t.Fatalf("%d timeline files (%v), want several rotations", len(segs), err)
 	}
 	var want int64 = 1
-	bad, err := ReadTimeline(d2.Root(), ndjson.Options{}, func(e callctx.TimelineEntry, at ndjson.Pos) error {
+	bad, err := ReadTimeline(rootOf(t, dir), ndjson.Options{}, func(e callctx.TimelineEntry, at ndjson.Pos) error {
 		if e.Seq != want {
 			return fmt.Errorf("%s: seq %d, want %d", at, e.Seq, want)
 		}
@@ -182,7 +182,7 @@ func TestReadEventsReportsBadLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	var kinds []string
-	bad, err := ReadEvents(d.Root(), ndjson.Options{}, func(e callctx.Event, _ ndjson.Pos) error {
+	bad, err := ReadEvents(rootOf(t, d.ProjectDir()), ndjson.Options{}, func(e callctx.Event, _ ndjson.Pos) error {
 		kinds = append(kinds, e.Kind)
 		return nil
 	})
@@ -213,7 +213,7 @@ func TestFollowEventsAcrossRotation(t *testing.T) {
 	cursors := make(chan ndjson.Cursor, 1000)
 	done := make(chan error, 1)
 	go func() {
-		done <- FollowEvents(ctx, d.Root(), ndjson.FollowOptions{Poll: 5 * time.Millisecond}, func(e callctx.Event, next ndjson.Cursor) error {
+		done <- FollowEvents(ctx, rootOf(t, d.ProjectDir()), ndjson.FollowOptions{Poll: 5 * time.Millisecond}, func(e callctx.Event, next ndjson.Cursor) error {
 			got <- e.Kind
 			cursors <- next
 			return nil
@@ -261,7 +261,7 @@ func TestFollowEventsAcrossRotation(t *testing.T) {
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
 	var resumed []string
-	err := FollowEvents(ctx2, d.Root(), ndjson.FollowOptions{From: &at150, Poll: 5 * time.Millisecond}, func(e callctx.Event, _ ndjson.Cursor) error {
+	err := FollowEvents(ctx2, rootOf(t, d.ProjectDir()), ndjson.FollowOptions{From: &at150, Poll: 5 * time.Millisecond}, func(e callctx.Event, _ ndjson.Cursor) error {
 		resumed = append(resumed, e.Kind)
 		if len(resumed) == n-150 {
 			cancel2()
@@ -271,4 +271,15 @@ func TestFollowEventsAcrossRotation(t *testing.T) {
 	if err != nil || len(resumed) != n-150 || resumed[0] != "e150" || resumed[len(resumed)-1] != fmt.Sprintf("e%d", n-1) {
 		t.Fatalf("resumed %d events from %v (%v), want e150…e%d", len(resumed), resumed[:min(3, len(resumed))], err, n-1)
 	}
+}
+
+// rootOf opens the project dir for the readers, closed when the test ends.
+func rootOf(t *testing.T, dir string) *os.Root {
+	t.Helper()
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return r
 }

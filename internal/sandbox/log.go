@@ -212,7 +212,3 @@ func (s *Sandbox) Segments(p string) ([]ndjson.Segment, error) {
 	}
 	return ndjson.Segments(s.root, c)
 }
-
-// Root is the project dir as an os.Root, for readers (package ndjson) that
-// must stay inside it. It is the sandbox's own; callers must not close it.
-func (s *Sandbox) Root() *os.Root { return s.root }

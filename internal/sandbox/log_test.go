@@ -163,7 +163,7 @@ func TestAppendLogRotationConcurrent(t *testing.T) {
 			t.Errorf("%s is %d bytes; a rotated file ends with the line that reached %d", sg.Path, sg.Size, limit)
 		}
 	}
-	r, err := ndjson.Open(s.Root(), "logs/a.ndjson", ndjson.Options{})
+	r, err := ndjson.Open(s.root, "logs/a.ndjson", ndjson.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
