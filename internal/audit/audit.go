@@ -39,6 +39,8 @@ type Row struct {
 	ErrorID    string          `json:"error_id,omitempty"`
 	RetryCount int             `json:"retry_count"`
 	DurationMS float64         `json:"duration_ms"`
+	// Traceparent is the W3C trace context the client sent with the call.
+	Traceparent string `json:"traceparent,omitempty"`
 	// Seq and Prev chain the row to the trail (set by FileSink as it
 	// writes): its number in the chain and the sha256 (hex) of the line
 	// before it. See Verify.

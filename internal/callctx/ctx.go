@@ -173,6 +173,9 @@ type Meta struct {
 	CallID        string          `json:"call_id,omitempty"`
 	UnitID        string          `json:"unit_id,omitempty"`
 	ProgressToken json.RawMessage `json:"progressToken,omitempty"`
+	// Traceparent is the caller's W3C trace context (MCP's _meta.traceparent),
+	// kept for the audit row.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // NewCallID returns a new ULID string.

@@ -9,6 +9,7 @@ import (
 	"math"
 
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/ndjson"
 )
 
@@ -177,7 +178,7 @@ func (t Timeline) lastSeqOf(rel string) (int64, tailState, error) {
 			break
 		}
 	}
-	return 0, found, fmt.Errorf("%s has no readable entry; repair or move the file", rel)
+	return 0, found, &fault.CorruptFile{Path: rel, Format: "NDJSON"}
 }
 
 // lastSeqIn finds the seq of the last parseable line of b, walking back

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/wirejson"
 )
 
@@ -51,8 +52,8 @@ func (e *Error) Error() string {
 	return msg
 }
 
-// RejectionKind makes the error a tool.Rejection.
-func (e *Error) RejectionKind() string { return "sandbox" }
+// RejectionKind makes the error a fault.Rejection.
+func (e *Error) RejectionKind() fault.Kind { return fault.Sandbox }
 
 // Is makes errors.Is(err, ErrEscape) true.
 func (e *Error) Is(target error) bool { return target == ErrEscape }
@@ -321,7 +322,7 @@ func UpdateJSON[T any](f interface {
 		var v T
 		if old != nil {
 			if err := wirejson.Unmarshal(old, &v); err != nil {
-				return nil, fmt.Errorf("%s is not valid JSON: %w", p, err)
+				return nil, &fault.CorruptFile{Path: p, Format: "JSON", Err: err}
 			}
 		}
 		if err := fn(&v, old != nil); err != nil {

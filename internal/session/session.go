@@ -61,8 +61,6 @@ type Session struct {
 	Upstream *upstream.Manager
 	closers  []func() error
 
-	mu        sync.Mutex
-	listeners []func()
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -144,6 +142,7 @@ func Open(o Options) (*Session, error) {
 		Registry: reg, Agent: ag, Policy: pol, Audit: sink,
 		Identity: id, Services: svc, Settings: settings, Log: o.Log,
 		Confirm: &confirm.Store{Door: shared, Clock: svc.Clock},
+		States:  &confirm.States{Door: shared, Clock: svc.Clock},
 		Guard:   bashguard.Check,
 	}
 	eng.Init()
@@ -176,51 +175,38 @@ func (s *Session) removeStaleTemps(log zerolog.Logger) func() error {
 	return func() error { <-done; return nil }
 }
 
-// Visible reports whether a tool is listed for this session: registered,
-// named by the agent's toolPolicy and allowed by the policy in force.
+// Visible reports whether a tool is listed for this session: registered and
+// visible to the agent under the policy in force (policy.File.Access, which
+// the engine asks again for every call).
 func (s *Session) Visible(name string) bool {
 	e, ok := s.Engine.Registry.Lookup(name)
-	return ok && s.Agent.Allows(name) && s.Policy.Current().Decide(e.Spec).Allowed()
+	return ok && s.Policy.Current().Access(s.Agent, e.Spec).Visible()
 }
 
-// OnToolsChanged registers fn to run after the visible tool set may have
-// changed (upstream discovery, policy reload), e.g. to resync another
-// transport's tool list.
-func (s *Session) OnToolsChanged(fn func()) {
-	s.mu.Lock()
-	s.listeners = append(s.listeners, fn)
-	s.mu.Unlock()
-}
-
-func (s *Session) toolsChanged() {
-	s.Server.ToolsChanged()
-	s.mu.Lock()
-	ls := append([]func(){}, s.listeners...)
-	s.mu.Unlock()
-	for _, fn := range ls {
-		fn()
-	}
-}
+func (s *Session) toolsChanged() { s.Server.ToolsChanged() }
 
 // policyPoll is how often a policy file is checked for changes, which
 // re-applies the upstreams and re-announces the tool list.
 const policyPoll = time.Second
 
-// startUpstreams starts discovery of the policy's upstream MCP servers and
-// waits (at most the longest discovery timeout, the servers being tried in
-// parallel) for the first attempts, so the first tools/list already holds
-// every upstream that answered. A policy file is then watched: a change
-// re-applies the upstreams and re-announces the tool list.
+// startUpstreams starts discovery of the policy's upstream MCP servers
+// without waiting for it: initialize and built-in calls are answered at
+// once. Only tools/list waits (at most the longest discovery timeout, the
+// servers being tried in parallel) for the first attempts, so the first
+// list already holds every upstream that answered; an upstream that comes
+// later is announced with notifications/tools/list_changed. A policy file
+// is then watched: a change re-applies the upstreams and re-announces the
+// tool list.
 func (s *Session) startUpstreams(o Options) {
 	s.Upstream = upstream.NewManager(upstream.Options{
 		Log: o.Log, Registry: s.Engine.Registry, Version: o.Version, OnChange: s.toolsChanged,
 	})
 	cur := s.Policy.Current()
 	s.Upstream.Apply(cur)
-	if len(cur.Upstream) > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), upstream.MaxDiscoveryTimeout(cur)+time.Second)
+	s.Server.ToolsReady = func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, upstream.MaxDiscoveryTimeout(s.Policy.Current())+time.Second)
+		defer cancel()
 		s.Upstream.WaitReady(ctx)
-		cancel()
 	}
 	stop := make(chan struct{})
 	done := make(chan struct{})

@@ -91,3 +91,20 @@ func NeedTool(t testing.TB, name, envVar, install string) string {
 	t.Skipf("%s not installed; run: %s", name, install)
 	return ""
 }
+
+// NeedDeps returns the absolute path of rel, something a scripts/deps
+// script installs under the repository (e.g. ".deps/mcp-clients"). When it
+// is missing the test fails under CI (CI=true) and is skipped elsewhere
+// with the command that installs it.
+func NeedDeps(t testing.TB, rel, install string) string {
+	t.Helper()
+	p := filepath.Join(RepoRoot(t), filepath.FromSlash(rel))
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is required in CI but missing; %s", rel, install)
+	}
+	t.Skipf("%s not installed; run: %s", rel, install)
+	return ""
+}

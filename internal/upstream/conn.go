@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -172,7 +173,7 @@ func (c *conn) call(ctx context.Context, remote string, args json.RawMessage) (*
 		if ctx.Err() != nil {
 			return nil, err
 		}
-		return nil, tool.Transient(fmt.Errorf("upstream %s is not reachable: %w", c.cfg.Name, err))
+		return nil, tool.Transient(fault.Wrap(err, "upstream %s is not reachable", c.cfg.Name))
 	}
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
@@ -187,16 +188,17 @@ func (c *conn) call(ctx context.Context, remote string, args json.RawMessage) (*
 		return nil, err
 	case errors.As(err, &wire) && wire.Code == codeRejected:
 		// An HTTP 5xx/429 or a refused request: the session itself is fine.
-		return nil, tool.Transient(fmt.Errorf("upstream %s could not serve tools/call %s: %w", c.cfg.Name, remote, err))
+		return nil, tool.Transient(fault.Wrap(err, "upstream %s could not serve tools/call %s: it rejected the request (an HTTP error status such as 503 or 429) or it could not be delivered; call again later", c.cfg.Name, remote))
 	case errors.As(err, &wire):
-		return nil, fmt.Errorf("upstream %s refused tools/call %s: %s (code %d)", c.cfg.Name, remote, wire.Message, wire.Code)
+		// The upstream wrote its error message for its client, the model.
+		return nil, fault.Safef("upstream %s refused tools/call %s: %s (code %d)", c.cfg.Name, remote, wire.Message, wire.Code)
 	}
 	c.drop(sess)
 	next := "toolhost reconnects on the next call"
 	if c.cfg.Transport == "stdio" {
 		next = "its process is started again on the next call"
 	}
-	return nil, tool.Transient(fmt.Errorf("upstream %s failed during tools/call %s: the connection was lost (%w); %s", c.cfg.Name, remote, err, next))
+	return nil, tool.Transient(fault.Wrap(err, "upstream %s failed during tools/call %s: the connection was lost; %s", c.cfg.Name, remote, next))
 }
 
 // codeRejected is the go-sdk's "rejected by transport" (an HTTP error

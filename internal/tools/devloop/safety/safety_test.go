@@ -131,7 +131,9 @@ func TestBashKillsGroup(t *testing.T) {
 			if tc.cancel {
 				go func() {
 					for {
-						if _, err := os.Stat(filepath.Join(dir, "child.pid")); err == nil {
+						// The redirect creates the file before echo writes
+						// the pid: cancel only once the whole line is there.
+						if b, err := os.ReadFile(filepath.Join(dir, "child.pid")); err == nil && strings.HasSuffix(string(b), "\n") {
 							cancel()
 							return
 						}
