@@ -1,6 +1,7 @@
 package audit_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/audit"
+	"github.com/toolhost/toolhost/internal/ndjson"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/testutil/smalldisk"
 )
@@ -455,5 +457,53 @@ func TestSinkFullDisk(t *testing.T) {
 	}
 	if v := verify(t, disk.Dir); v.Problem != nil {
 		t.Fatalf("%+v", v.Problem)
+	}
+}
+
+// TestFollowAcrossRotation: a follower of the trail gets every row written
+// after it started, once, while the trail rotates, and no chain record.
+func TestFollowAcrossRotation(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeTrail(t, dir, 1, 2, 0)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan string, 100)
+	done := make(chan error, 1)
+	go func() {
+		done <- audit.Follow(ctx, root, ndjson.FollowOptions{Poll: 5 * time.Millisecond}, func(r *audit.Row, _ ndjson.Cursor) error {
+			got <- r.CallID
+			return nil
+		})
+	}()
+	time.Sleep(50 * time.Millisecond)
+	sink := audit.NewFileSink(auditDoor(t, dir), audit.Options{MaxBytes: 1500})
+	for i := range 30 {
+		if err := sink.Write(&audit.Row{CallID: fmt.Sprintf("f%d", i), Tool: "t", Status: "ok"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = sink.Close()
+	for i := range 30 {
+		select {
+		case id := <-got:
+			if id != fmt.Sprintf("f%d", i) {
+				t.Fatalf("row %d is %s", i, id)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("only %d of 30 rows followed", i)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if segs, _ := auditDoor(t, dir).Segments(audit.Path); len(segs) < 4 {
+		t.Fatalf("%d files: the trail did not rotate under the follower", len(segs))
 	}
 }

@@ -2,9 +2,11 @@ package audit
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"math"
+	"os"
 	"sort"
 	"time"
 
@@ -314,4 +316,18 @@ func (h *histogram) percentile(p float64) float64 {
 		}
 	}
 	return h.max
+}
+
+// Follow delivers every row appended to the trail from o.From on (the end
+// of the trail when nil), across rotations, until ctx ends: the feed of a
+// live view. The chain's own records and lines that are not rows are passed
+// over; next resumes after the row. The row is valid only until fn returns.
+func Follow(ctx context.Context, root *os.Root, o ndjson.FollowOptions, fn func(r *Row, next ndjson.Cursor) error) error {
+	var e entry
+	return ndjson.Follow(ctx, root, Path, o, func(line []byte, next ndjson.Cursor) error {
+		if e.decode(line) != "" || e.Chain != nil {
+			return nil
+		}
+		return fn(&e.Row, next)
+	})
 }
