@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -475,13 +476,19 @@ func TestFollowAcrossRotation(t *testing.T) {
 	defer cancel()
 	got := make(chan string, 100)
 	done := make(chan error, 1)
+	// From the end of the trail as it is now (a cursor, so the follower's
+	// start cannot race the writes below).
+	fi, err := os.Stat(filepath.Join(dir, audit.Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := ndjson.Cursor{Ino: fi.Sys().(*syscall.Stat_t).Ino, Off: fi.Size()}
 	go func() {
-		done <- audit.Follow(ctx, root, ndjson.FollowOptions{Poll: 5 * time.Millisecond}, func(r *audit.Row, _ ndjson.Cursor) error {
+		done <- audit.Follow(ctx, root, ndjson.FollowOptions{From: &from, Poll: 5 * time.Millisecond}, func(r *audit.Row, _ ndjson.Cursor) error {
 			got <- r.CallID
 			return nil
 		})
 	}()
-	time.Sleep(50 * time.Millisecond)
 	sink := audit.NewFileSink(auditDoor(t, dir), audit.Options{MaxBytes: 1500})
 	for i := range 30 {
 		if err := sink.Write(&audit.Row{CallID: fmt.Sprintf("f%d", i), Tool: "t", Status: "ok"}); err != nil {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -215,14 +216,20 @@ func TestFollowEventsAcrossRotation(t *testing.T) {
 	got := make(chan string, 1000)
 	cursors := make(chan ndjson.Cursor, 1000)
 	done := make(chan error, 1)
+	// From the end of the log as it is now (a cursor, so the follower's
+	// start cannot race the writes below).
+	fi, err := os.Stat(filepath.Join(d.ProjectDir(), EventsPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := ndjson.Cursor{Ino: fi.Sys().(*syscall.Stat_t).Ino, Off: fi.Size()}
 	go func() {
-		done <- FollowEvents(ctx, rootOf(t, d.ProjectDir()), ndjson.FollowOptions{Poll: 5 * time.Millisecond}, func(e callctx.Event, next ndjson.Cursor) error {
+		done <- FollowEvents(ctx, rootOf(t, d.ProjectDir()), ndjson.FollowOptions{From: &from, Poll: 5 * time.Millisecond}, func(e callctx.Event, next ndjson.Cursor) error {
 			got <- e.Kind
 			cursors <- next
 			return nil
 		})
 	}()
-	time.Sleep(30 * time.Millisecond) // the follower has found the end
 	const n = 200
 	for i := range n {
 		if err := ev.Emit(callctx.Event{Kind: fmt.Sprintf("e%d", i)}); err != nil {
@@ -264,7 +271,7 @@ func TestFollowEventsAcrossRotation(t *testing.T) {
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
 	var resumed []string
-	err := FollowEvents(ctx2, rootOf(t, d.ProjectDir()), ndjson.FollowOptions{From: &at150, Poll: 5 * time.Millisecond}, func(e callctx.Event, _ ndjson.Cursor) error {
+	err = FollowEvents(ctx2, rootOf(t, d.ProjectDir()), ndjson.FollowOptions{From: &at150, Poll: 5 * time.Millisecond}, func(e callctx.Event, _ ndjson.Cursor) error {
 		resumed = append(resumed, e.Kind)
 		if len(resumed) == n-150 {
 			cancel2()
@@ -285,4 +292,42 @@ func rootOf(t *testing.T, dir string) *os.Root {
 	}
 	t.Cleanup(func() { _ = r.Close() })
 	return r
+}
+
+// TestFollowEventsFromTheEnd: without a cursor only events written after
+// the follower started are delivered, none from before.
+func TestFollowEventsFromTheEnd(t *testing.T) {
+	t.Parallel()
+	d, _ := door(t)
+	ev := Events{Door: d}
+	for range 3 {
+		if err := ev.Emit(callctx.Event{Kind: "before"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan string, 100)
+	go func() {
+		_ = FollowEvents(ctx, rootOf(t, d.ProjectDir()), ndjson.FollowOptions{Poll: 2 * time.Millisecond}, func(e callctx.Event, _ ndjson.Cursor) error {
+			got <- e.Kind
+			return nil
+		})
+	}()
+	for i := 0; ; i++ {
+		if err := ev.Emit(callctx.Event{Kind: fmt.Sprintf("ping.%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case k := <-got:
+			if !strings.HasPrefix(k, "ping.") {
+				t.Fatalf("delivered %s, written before the follower started", k)
+			}
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+		if i > 1000 {
+			t.Fatal("nothing delivered")
+		}
+	}
 }
