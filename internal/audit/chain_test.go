@@ -514,3 +514,55 @@ func TestFollowAcrossRotation(t *testing.T) {
 		t.Fatalf("%d files: the trail did not rotate under the follower", len(segs))
 	}
 }
+
+func TestOTLPRecord(t *testing.T) {
+	t.Parallel()
+	var buf strings.Builder
+	w := audit.NewOTLPWriter(&buf, "1.2.3", "p-1", "/proj")
+	rows := []audit.Row{
+		{TS: time.Unix(1700000000, 5), CallID: "c1", Agent: "coder", Tool: "bash", Status: audit.StatusRejected, ErrorKind: "guard",
+			Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", Seq: 7, Prev: "ab"},
+		{TS: time.Unix(1700000001, 0), CallID: "c2", Agent: "coder", Tool: "t", Status: audit.StatusOK, Traceparent: "garbage"},
+	}
+	for i := range rows {
+		if err := w.Add(&rows[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var req struct {
+		ResourceLogs []struct {
+			ScopeLogs []struct {
+				LogRecords []struct {
+					TimeUnixNano   string
+					SeverityNumber int
+					TraceID        string `json:"traceId"`
+					SpanID         string `json:"spanId"`
+					Attributes     []struct {
+						Key   string
+						Value map[string]any
+					}
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(buf.String()), &req); err != nil || strings.Count(buf.String(), "\n") != 1 {
+		t.Fatalf("%v: %s", err, buf.String())
+	}
+	recs := req.ResourceLogs[0].ScopeLogs[0].LogRecords
+	if len(recs) != 2 || recs[0].TimeUnixNano != "1700000000000000005" || recs[0].SeverityNumber != 13 ||
+		recs[0].TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" || recs[0].SpanID != "00f067aa0ba902b7" || recs[1].TraceID != "" {
+		t.Fatalf("records %+v", recs)
+	}
+	attrs := map[string]any{}
+	for _, a := range recs[0].Attributes {
+		for _, v := range a.Value {
+			attrs[a.Key] = v
+		}
+	}
+	if attrs["gen_ai.tool.name"] != "bash" || attrs["error.type"] != "guard" || attrs["toolhost.audit.seq"] != "7" {
+		t.Fatalf("attributes %v", attrs)
+	}
+}

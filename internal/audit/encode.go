@@ -40,6 +40,7 @@ func (r *Row) AppendJSON(dst []byte) []byte {
 	dst = strconv.AppendInt(dst, int64(r.RetryCount), 10)
 	dst = append(dst, `,"duration_ms":`...)
 	dst = appendFloat(dst, r.DurationMS)
+	dst = appendOptional(dst, `,"sandbox":`, r.Sandbox)
 	dst = appendOptional(dst, `,"traceparent":`, r.Traceparent)
 	if r.Seq != 0 {
 		dst = appendChain(dst, r.Seq, r.Prev)

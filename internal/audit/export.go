@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // OTLP severity numbers (logs data model).
@@ -26,7 +27,8 @@ const OTLPBatch = 512
 // and status as the body, and every field of the row as attributes (names
 // from the MCP and GenAI semantic conventions where there is one:
 // gen_ai.tool.name, gen_ai.operation.name, session.id, error.type), with
-// the row's place in the hash chain (toolhost.audit.seq / .prev).
+// the row's place in the hash chain (toolhost.audit.seq / .prev) and, when
+// the client sent a traceparent, its trace and span ids.
 type OTLPWriter struct {
 	w        *bufio.Writer
 	resource []otlpKV
@@ -113,6 +115,7 @@ func record(r *Row) otlpRecord {
 	}
 	opt("toolhost.error", r.Error)
 	opt("toolhost.error_id", r.ErrorID)
+	opt("toolhost.sandbox", r.Sandbox)
 	if len(r.Arguments) > 0 {
 		attrs = append(attrs, str("toolhost.arguments", string(r.Arguments)))
 	}
@@ -123,10 +126,32 @@ func record(r *Row) otlpRecord {
 	if r.ErrorKind != "" {
 		body += " (" + r.ErrorKind + ")"
 	}
-	return otlpRecord{
+	rec := otlpRecord{
 		TimeUnixNano: ns, ObservedTimeUnixNano: ns, SeverityNumber: sev, SeverityText: text,
 		EventName: "toolhost.tool_call", Body: otlpValue{StringValue: &body}, Attributes: attrs,
 	}
+	rec.TraceID, rec.SpanID = traceIDs(r.Traceparent)
+	return rec
+}
+
+// traceIDs takes the trace and parent span ids out of a W3C traceparent
+// ("00-<32 hex>-<16 hex>-<2 hex>"), so the record joins the client's trace;
+// anything else gives none.
+func traceIDs(tp string) (trace, span string) {
+	parts := strings.Split(tp, "-")
+	if len(parts) != 4 || len(parts[1]) != 32 || len(parts[2]) != 16 || !isHex(parts[1]) || !isHex(parts[2]) {
+		return "", ""
+	}
+	return parts[1], parts[2]
+}
+
+func isHex(s string) bool {
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // The OTLP/JSON shapes (opentelemetry-proto, logs/v1 and common/v1, in the
@@ -156,6 +181,8 @@ type (
 		SeverityNumber       int       `json:"severityNumber"`
 		SeverityText         string    `json:"severityText"`
 		EventName            string    `json:"eventName,omitempty"`
+		TraceID              string    `json:"traceId,omitempty"`
+		SpanID               string    `json:"spanId,omitempty"`
 		Body                 otlpValue `json:"body"`
 		Attributes           []otlpKV  `json:"attributes"`
 	}

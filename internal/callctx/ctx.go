@@ -14,6 +14,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/rs/zerolog"
 
+	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/bugs"
 	"github.com/toolhost/toolhost/internal/procs"
 )
@@ -137,8 +138,8 @@ type Services struct {
 	Events   Events
 	Clock    Clock
 	Log      zerolog.Logger
-	// Procs owns the unit processes this session starts (integrator
-	// tools); the session stops them when it closes.
+	// Procs owns every child process this session starts (the bash
+	// tool's commands, the units); the session stops them when it closes.
 	Procs procs.Owner
 	// Bugs is the bug tracker on the services' door, one per session so
 	// its index stays in memory between calls.
@@ -164,6 +165,9 @@ type Settings struct {
 	Cwd string
 	// WriteAllowList is the agent's allow-list (for messages and checks).
 	WriteAllowList []string
+	// Sandbox are the agent's sandbox settings: what its commands may
+	// touch (internal/confine builds their confinement from it).
+	Sandbox agents.Sandbox
 	// EnvAllowList names environment variables placeholders may expand.
 	EnvAllowList []string
 }

@@ -43,7 +43,7 @@ func TestGuardCommand(t *testing.T) {
 	}{
 		{name: "allowed arg", args: []string{"guard", `curl -d @body.json http://localhost:3000/x`}, code: 0},
 		{name: "blocked arg", args: []string{"guard", `curl -d '{"a":1}' http://localhost:3000/x`}, code: 2,
-			stderr: `echo '{"a":1}' > /tmp/x.json && curl -d @/tmp/x.json http://localhost:3000/x`},
+			stderr: `echo '{"a":1}' > "$TMPDIR/x.json" && curl -d @"$TMPDIR/x.json" http://localhost:3000/x`},
 		{name: "allowed stdin", args: []string{"guard"}, stdin: "awk '{print $1}' f | sort\n", code: 0},
 		{name: "blocked stdin", args: []string{"guard"}, stdin: "echo '{\"a\":1}' | http POST :3000/x\n", code: 2, stderr: "Bash guard: blocked inline JSON handed to http"},
 		{name: "unparsable", args: []string{"guard", `echo "unterminated`}, code: 2, stderr: "cannot be parsed"},
@@ -93,10 +93,13 @@ func TestHookPreToolUse(t *testing.T) {
 		flags    []string
 		deny     string // "" means allow; else part of the reason
 		exitCode bool
+		// rewritten: the allowed Bash command comes back confined
+		// (hook_confine_test.go checks the rewrite itself).
+		rewritten bool
 	}{
-		{name: "bash allowed", stdin: hookPayload(proj, "Bash", map[string]any{"command": "npm test -- --reporter=json > report.json", "description": "run tests"})},
+		{name: "bash allowed", stdin: hookPayload(proj, "Bash", map[string]any{"command": "npm test -- --reporter=json > report.json", "description": "run tests"}), rewritten: true},
 		{name: "bash inline json", stdin: hookPayload(proj, "Bash", map[string]any{"command": `curl -X POST -d '{"title":"x"}' http://localhost:3000/todos`}),
-			deny: `echo '{"title":"x"}' > /tmp/x.json && curl -X POST -d @/tmp/x.json http://localhost:3000/todos`},
+			deny: `echo '{"title":"x"}' > "$TMPDIR/x.json" && curl -X POST -d @"$TMPDIR/x.json" http://localhost:3000/todos`},
 		{name: "bash inline json exit code mode", stdin: hookPayload(proj, "Bash", map[string]any{"command": `bash -c "http POST :3000 a:='[1]'"`}),
 			deny: "Bash guard", exitCode: true},
 		{name: "write in allow-list", stdin: hookPayload(proj, "Write", map[string]any{"file_path": in("units/todo-be/src/index.ts"), "content": "export {}\n"})},
@@ -112,6 +115,8 @@ func TestHookPreToolUse(t *testing.T) {
 			deny: "units/todo-be/out is a symlink"},
 		{name: "dot directory", stdin: hookPayload(proj, "Write", map[string]any{"file_path": in("units/todo-be/.git/hooks/pre-commit"), "content": "x"}),
 			deny: "dot-directory .git", exitCode: true},
+		{name: "a store of toolhost's", stdin: hookPayload(proj, "Write", map[string]any{"file_path": in("integration/units.json"), "content": "{}"}),
+			flags: []string{"--agent", "devloop-integrator"}, deny: "integration/units.json is toolhost's own store"},
 		{name: "dotdot after a symlink", stdin: hookPayload(proj, "Write", map[string]any{"file_path": proj + "/units/todo-be/out/../src/x.ts", "content": "x"}),
 			deny: `".."`},
 		{name: "notebook path behind a file_path", stdin: hookPayload(proj, "NotebookEdit", map[string]any{"file_path": in("units/todo-be/src/a.ts"), "notebook_path": in("prd/n.ipynb"), "new_source": "x"}),
@@ -128,7 +133,25 @@ func TestHookPreToolUse(t *testing.T) {
 		{name: "trailing data", stdin: hookPayload(proj, "Bash", map[string]any{"command": "ls"}) + ` {"tool_name":"Bash"}`, deny: "malformed hook input"},
 		{name: "not an object", stdin: `null`, deny: "malformed hook input"},
 		{name: "missing command", stdin: hookPayload(proj, "Bash", map[string]any{"cmd": "ls"}), deny: "tool_input.command is missing"},
-		{name: "command not a string", stdin: hookPayload(proj, "Bash", map[string]any{"command": []string{"ls"}}), deny: "tool_input.command is missing"},
+		{name: "command not a string", stdin: hookPayload(proj, "Bash", map[string]any{"command": []string{"ls"}}), deny: "tool_input.command is not a string (an array)"},
+		{name: "command null", stdin: hookPayload(proj, "Bash", map[string]any{"command": nil}), deny: "tool_input.command is not a string (null)"},
+		{name: "command a number", stdin: hookPayload(proj, "Bash", map[string]any{"command": 7}), deny: "tool_input.command is not a string (a number)"},
+		{name: "command an object", stdin: hookPayload(proj, "Bash", map[string]any{"command": map[string]any{"a": 1}}), deny: "tool_input.command is not a string (an object)", exitCode: true},
+		{name: "tool_input null", stdin: `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":null}`, deny: "tool_input.command is missing"},
+		{name: "bash with an unknown agent", stdin: hookPayload(proj, "Bash", map[string]any{"command": "ls"}),
+			flags: []string{"--agent", "devloop-nobody"}, deny: "unknown agent"},
+		{name: "bash without an agent", stdin: hookPayload(proj, "Bash", map[string]any{"command": "ls"}),
+			flags: []string{"--agent="}, deny: "--agent (or TOOLHOST_AGENT) is required (known: devloop-architect"},
+		{name: "bash without a project dir", stdin: hookPayload(proj, "Bash", map[string]any{"command": "ls"}),
+			flags: []string{"--project-dir="}, deny: "--project-dir (or TOOLHOST_PROJECT_DIR) is required"},
+		{name: "bash with a missing project dir", stdin: hookPayload(proj, "Bash", map[string]any{"command": "ls"}),
+			flags: []string{"--project-dir", filepath.Join(proj, "nope")}, deny: "is not usable", exitCode: true},
+		{name: "read with an unknown agent", stdin: hookPayload(proj, "Read", map[string]any{"file_path": in("units/x")}),
+			flags: []string{"--agent", "devloop-nobody"}, deny: "unknown agent"},
+		{name: "bash over the guard's budget", stdin: hookPayload(proj, "Bash", map[string]any{"command": "a=xxxxxxxx; " + strings.Repeat("a=$a$a; ", 30)}),
+			deny: "a word expands to more than"},
+		{name: "bash with a dynamic client", stdin: hookPayload(proj, "Bash", map[string]any{"command": `"$(cat p)" -d '{"a":1}' http://x`}),
+			deny: "Instead: write the program's name literally"},
 		{name: "missing file_path", stdin: hookPayload(proj, "Write", map[string]any{"content": "x"}), deny: "has no file_path"},
 		{name: "no tool name", stdin: `{"hook_event_name":"PreToolUse","tool_input":{}}`, deny: "no tool_name"},
 		{name: "wrong event", stdin: strings.Replace(hookPayload(proj, "Bash", map[string]any{"command": "ls"}), `"hook_event_name":"PreToolUse"`, `"hook_event_name":"PostToolUse"`, 1), deny: "only handles PreToolUse"},
@@ -150,6 +173,10 @@ func TestHookPreToolUse(t *testing.T) {
 				t.Errorf("the decision was not logged on stderr: %q", stderr)
 			}
 			switch {
+			case tc.rewritten:
+				if code != 0 || !strings.Contains(stdout, `"updatedInput"`) || strings.Contains(stdout, "permissionDecision") {
+					t.Fatalf("allowed Bash: exit %d stdout %q stderr %q; want exit 0 and an updatedInput without a decision", code, stdout, stderr)
+				}
 			case tc.deny == "":
 				if code != 0 || stdout != "" {
 					t.Fatalf("allow: exit %d stdout %q stderr %q; want exit 0 and no output", code, stdout, stderr)

@@ -13,6 +13,7 @@ import (
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/journal"
+	"github.com/toolhost/toolhost/internal/redact"
 	"github.com/toolhost/toolhost/internal/session"
 )
 
@@ -43,9 +44,11 @@ func (g *globals) logger() zerolog.Logger {
 	if err != nil || g.logLevel == "" {
 		level = zerolog.InfoLevel
 	}
-	var w io.Writer = g.stderr
+	// Every log line passes the one redactor: a reason quoting a command
+	// line, an error quoting a header keeps no credential.
+	w := redact.Writer(g.stderr)
 	if g.logFormat == "console" {
-		w = zerolog.ConsoleWriter{Out: g.stderr, TimeFormat: "15:04:05.000"}
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Logger()
 }
@@ -125,6 +128,8 @@ func NewRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		newUpstreamCmd(g),
 		newGuardCmd(g),
 		newHookCmd(g),
+		newConfineCmd(g),
+		newSandboxCmd(g),
 		newVersionCmd(),
 	)
 	return root

@@ -11,6 +11,7 @@ import (
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/ndjson"
+	"github.com/toolhost/toolhost/internal/redact"
 )
 
 // Paths of the shared logs, relative to the project dir.
@@ -79,7 +80,7 @@ type Events struct {
 
 // Emit implements callctx.Events. The line lands whole or not at all.
 func (e Events) Emit(ev callctx.Event) error {
-	b, err := json.Marshal(ev)
+	b, err := redact.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("encode event %s: %w", ev.Kind, err)
 	}
@@ -115,7 +116,8 @@ func (t Timeline) Append(e callctx.TimelineEntry) (int64, error) {
 		return 0, err
 	}
 	e.Seq = last + 1
-	line, err := json.Marshal(e)
+	// What an agent or a tool writes to the timeline keeps no credential.
+	line, err := redact.Marshal(e)
 	if err != nil {
 		return 0, fmt.Errorf("encode timeline entry: %w", err)
 	}

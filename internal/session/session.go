@@ -14,6 +14,7 @@ import (
 	"github.com/toolhost/toolhost/internal/bashguard"
 	"github.com/toolhost/toolhost/internal/bugs"
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/journal"
@@ -22,6 +23,7 @@ import (
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/server"
+	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/tools/all"
 	"github.com/toolhost/toolhost/internal/upstream"
 )
@@ -59,7 +61,9 @@ type Session struct {
 	Files    *sandbox.Sandbox
 	Shared   *sandbox.Sandbox
 	Upstream *upstream.Manager
-	closers  []func() error
+	// Procs owns every child process of the session.
+	Procs   *procs.Manager
+	closers []func() error
 
 	closeOnce sync.Once
 	closeErr  error
@@ -123,7 +127,12 @@ func Open(o Options) (*Session, error) {
 	if reg == nil {
 		reg = all.Registry()
 	}
-	units := procs.NewManager(procs.Options{Grace: procs.DefaultGrace, Log: o.Log})
+	// Private temp dirs of commands whose toolhost died (SIGKILL during a
+	// command) are removed by whichever session starts next, beside the
+	// start (reading the temp dir must not delay initialize).
+	swept := make(chan struct{})
+	go func() { confine.RemoveStaleTempDirs(); close(swept) }()
+	units := procs.NewManager(procs.Options{Grace: procs.DefaultGrace, Log: o.Log, Warden: true})
 	svc := callctx.Services{
 		Files:    files,
 		Shared:   shared,
@@ -137,21 +146,22 @@ func Open(o Options) (*Session, error) {
 	settings := callctx.Settings{
 		Cwd:            filepath.Join(abs, filepath.FromSlash(ag.Cwd(id.Company, id.ProjectID, id.UnitID))),
 		WriteAllowList: ag.Sandbox.WriteAllowList,
+		Sandbox:        ag.Sandbox,
 	}
 	eng := &engine.Engine{
 		Registry: reg, Agent: ag, Policy: pol, Audit: sink,
 		Identity: id, Services: svc, Settings: settings, Log: o.Log,
 		Confirm: &confirm.Store{Door: shared, Clock: svc.Clock},
 		States:  &confirm.States{Door: shared, Clock: svc.Clock},
-		Guard:   bashguard.Check,
+		Guard:   guardCommand,
 	}
 	eng.Init()
 	srv := &server.Server{Engine: eng, Name: "toolhost", Version: o.Version, PageSize: o.PageSize, Log: o.Log}
-	s := &Session{Agent: ag, Agents: set, Policy: pol, Engine: eng, Server: srv, Files: files, Shared: shared}
+	s := &Session{Agent: ag, Agents: set, Policy: pol, Engine: eng, Server: srv, Files: files, Shared: shared, Procs: units}
 	srv.Visible = s.Visible
 	// Closers run last-first: upstreams and units stop (units record their
 	// exits through the sandbox) before the audit sink and the sandboxes close.
-	s.closers = append(s.closers, files.Close, shared.Close, sink.Close, units.Close, s.removeStaleTemps(o.Log))
+	s.closers = append(s.closers, files.Close, shared.Close, sink.Close, units.Close, func() error { <-swept; return nil }, s.removeStaleTemps(o.Log))
 	s.startUpstreams(o)
 	return s, nil
 }
@@ -199,7 +209,7 @@ const policyPoll = time.Second
 // tool list.
 func (s *Session) startUpstreams(o Options) {
 	s.Upstream = upstream.NewManager(upstream.Options{
-		Log: o.Log, Registry: s.Engine.Registry, Version: o.Version, OnChange: s.toolsChanged,
+		Log: o.Log, Registry: s.Engine.Registry, Version: o.Version, OnChange: s.toolsChanged, Procs: s.Procs,
 	})
 	cur := s.Policy.Current()
 	s.Upstream.Apply(cur)
@@ -249,4 +259,12 @@ func (s *Session) Close() error {
 		}
 	})
 	return s.closeErr
+}
+
+// guardCommand runs the Bash guard on a command a tool would start.
+func guardCommand(c tool.Command) error {
+	if c.Argv != nil {
+		return bashguard.CheckArgv(c.Argv, c.Env)
+	}
+	return bashguard.Check(c.Script)
 }
