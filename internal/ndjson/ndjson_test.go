@@ -111,3 +111,18 @@ func TestReaderSinceAndBadLines(t *testing.T) {
 		t.Errorf("since: %v, skipped %d of %d files", recent, r.Skipped(), r.Files()+r.Skipped())
 	}
 }
+
+func TestIsRotation(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]bool{
+		"timeline.000001.ndjson": true, "timeline.1234567.ndjson": true, "timeline.ndjson": false,
+		"timeline.00001.ndjson": false, "x/timeline.000001.ndjson": false, "timeline.000001.json": false,
+	} {
+		if got := IsRotation("timeline.ndjson", name); got != want {
+			t.Errorf("IsRotation(timeline.ndjson, %s) = %v", name, got)
+		}
+	}
+	if !IsRotation(".toolhost/audit.ndjson", ".toolhost/audit.000002.ndjson") || IsRotation(".toolhost/audit.ndjson", "audit.000002.ndjson") {
+		t.Error("rotations live in the log's directory")
+	}
+}

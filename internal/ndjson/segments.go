@@ -56,6 +56,19 @@ func RotatedName(rel string, n int) string {
 	return dir + "/" + name
 }
 
+// IsRotation reports whether name (project-relative) is a rotated file of
+// the log rel: what protects a log protects its rotations too.
+func IsRotation(rel, name string) bool {
+	dir, stem, ext := split(rel)
+	ndir, base := path.Split(name)
+	ndir = strings.TrimSuffix(ndir, "/")
+	if ndir == "" {
+		ndir = "."
+	}
+	_, ok := rotatedIndex(stem, ext, base)
+	return ok && ndir == dir
+}
+
 // rotatedIndex returns the rotation number named by a file name of dir
 // (0, false when name is not a rotation of the log).
 func rotatedIndex(stem, ext, name string) (int, bool) {
