@@ -63,13 +63,13 @@ type ToolStats struct {
 }
 
 // Stats groups rows by tool, sorted by tool name. Failed counts timeouts,
-// cancellations and errors; superseded confirmations are not calls and are
-// left out.
+// cancellations and errors; superseded confirmations and pin rows are not
+// calls and are left out.
 func Stats(rows []*Row) []ToolStats {
 	by := map[string]*ToolStats{}
 	durs := map[string][]float64{}
 	for _, r := range rows {
-		if r.Status == StatusSuperseded {
+		if r.Status == StatusSuperseded || r.Status == StatusPin {
 			continue
 		}
 		s := by[r.Tool]
