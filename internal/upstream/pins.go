@@ -204,6 +204,8 @@ type Approval struct {
 	// Old is the definition pinned before (nil for a new tool).
 	Old *PinnedDef
 	New *PinnedDef
+	// Change names what differs ("description, inputSchema", "new tool").
+	Change string
 }
 
 // Approve pins the pending definitions that target names, under the
@@ -224,7 +226,11 @@ func (p *Pins) Approve(target string, dry bool) ([]Approval, error) {
 				served, _ := ToolName(server, name)
 				waiting = append(waiting, served)
 				if served == target || server == target {
-					out = append(out, Approval{Server: server, Tool: name, Served: served, Old: sp.Tools[name], New: sp.Pending[name]})
+					a := Approval{Server: server, Tool: name, Served: served, Old: sp.Tools[name], New: sp.Pending[name], Change: "new tool"}
+					if a.Old != nil {
+						a.Change = changeOf(a.Old.Definition, a.New.Definition)
+					}
+					out = append(out, a)
 				}
 			}
 		}
