@@ -335,19 +335,15 @@ func (c *conn) drop(sess *mcp.ClientSession, why string) {
 	}()
 }
 
-// suspend refuses new sessions (why is what a call is told) and kills the
-// live one with its whole process group; resume allows sessions again.
+// suspend refuses new sessions (why is what a call is told) until resume;
+// the live one is left to reset.
 func (c *conn) suspend(why string) {
 	c.mu.Lock()
 	c.suspended = why
 	c.mu.Unlock()
-	if l := c.forget(nil); l != nil {
-		defer c.stops.Done()
-		c.stopNow(l)
-	}
 }
 
-// reset kills the live session, if any (a discovery that failed half way).
+// reset kills the live session, if any, with its process group.
 func (c *conn) reset() {
 	if l := c.forget(nil); l != nil {
 		defer c.stops.Done()

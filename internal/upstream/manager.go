@@ -130,7 +130,7 @@ type server struct {
 	withheld map[string]*tool.Withheld // by upstream tool name: held back by the pins
 	lastErr  string
 	attempts int
-	skipped  map[string]string // served name → why it is not served
+	skipped  map[string]string // served name → why the registry does not serve it
 	failures int               // consecutive
 	restarts int               // since the last answer
 	down     string            // while restarting: why its tools are unavailable
@@ -369,17 +369,19 @@ func (m *Manager) failed(s *server, why string) {
 	m.mu.Unlock()
 	log.Warn().Str("event", "upstream_restarting").Int("failures", n).Str("why", why).Int("restart", attempt+1).
 		Msg("upstream killed after consecutive failures; starting it again")
+	// No call reaches it until the backoff is over (down is what a call is
+	// told); the wedged session dies with its group.
+	s.conn.suspend(down)
 	m.publish(s)
 	m.changed()
-	go m.restart(s, attempt, down)
+	go m.restart(s, attempt)
 }
 
 // restart kills an upstream with its process group and starts it again
-// after the backoff of its attempt-th restart in a row; until then no call
-// reaches it (down is what a call is told).
-func (m *Manager) restart(s *server, attempt int, down string) {
+// after the backoff of its attempt-th restart in a row.
+func (m *Manager) restart(s *server, attempt int) {
 	defer m.wg.Done()
-	s.conn.suspend(down)
+	s.conn.reset()
 	select {
 	case <-s.ctx.Done():
 		return
@@ -466,8 +468,13 @@ func (m *Manager) checkPins(s *server, tools []*mcp.Tool) map[string]*tool.Withh
 		log.Error().Str("event", "upstream_pins_unusable").Err(err).Msg("pinned upstream tool definitions cannot be checked; every tool of the upstream is withheld")
 		for _, d := range defs {
 			served, _ := ToolName(s.cfg.Name, d.Tool)
-			out[d.Tool] = &tool.Withheld{Kind: fault.Pin, Reason: fmt.Sprintf("upstream tool %s is withheld: its definition cannot be checked against the project's pins (%s): %s",
+			w := &tool.Withheld{Kind: fault.Pin, Reason: fmt.Sprintf("upstream tool %s is withheld: its definition cannot be checked against the project's pins (%s): %s",
 				served, PinsPath, fault.Explain(err))}
+			out[d.Tool] = w
+			if s.audited[d.Tool] != d.Hash {
+				s.audited[d.Tool] = d.Hash
+				m.auditPin(s, served, w.Reason, fault.Pin, &audit.PinNote{Action: audit.PinWithheld, Hash: d.Hash, Change: "pins unreadable"})
+			}
 		}
 		return out
 	}
@@ -527,11 +534,16 @@ func (m *Manager) RefreshPins() {
 	if p == nil {
 		return
 	}
+	m.mu.Lock()
+	servers := m.list()
+	m.mu.Unlock()
+	if len(servers) == 0 {
+		return
+	}
 	sum := p.Sum()
 	m.mu.Lock()
 	same := sum == m.pinsSum
 	m.pinsSum = sum
-	servers := m.list()
 	m.mu.Unlock()
 	if same {
 		return
@@ -569,7 +581,6 @@ func (m *Manager) publish(s *server) {
 	source := "mcp:" + s.cfg.Name
 	var tools []tool.Tool
 	skipped := map[string]string{}
-	held := map[string]string{}
 	for _, t := range remote {
 		name, renamed := ToolName(s.cfg.Name, t.Name)
 		rt, err := newRemoteTool(name, s.cfg, s.conn, t, f)
@@ -582,9 +593,6 @@ func (m *Manager) publish(s *server) {
 			rt.spec.Withheld = &tool.Withheld{Kind: fault.Unavailable, Reason: down}
 		case w != nil:
 			rt.spec.Withheld = w
-		}
-		if rt.spec.Withheld != nil {
-			held[name] = rt.spec.Withheld.Reason
 		}
 		if renamed {
 			log.Info().Str("event", "upstream_tool_renamed").Str("tool", t.Name).Str("name", name).
@@ -600,11 +608,6 @@ func (m *Manager) publish(s *server) {
 	s.mu.Lock()
 	old := s.skipped
 	s.skipped = skipped
-	for name, why := range held {
-		if _, ok := skipped[name]; !ok {
-			s.skipped[name] = why
-		}
-	}
 	s.mu.Unlock()
 	for name, why := range skipped {
 		if old[name] != why {
@@ -718,10 +721,11 @@ func (m *Manager) Status() []Status {
 			why, skipped := s.skipped[name]
 			ts := ToolStatus{Name: name, Upstream: t.Name, Served: !skipped, Reason: why}
 			switch w := s.withheld[t.Name]; {
+			case skipped:
 			case s.down != "":
-				ts.Withheld = fault.Unavailable.String()
+				ts.Served, ts.Withheld, ts.Reason = false, fault.Unavailable.String(), s.down
 			case w != nil:
-				ts.Withheld = w.Kind.String()
+				ts.Served, ts.Withheld, ts.Reason = false, w.Kind.String(), w.Reason
 			}
 			st.Tools = append(st.Tools, ts)
 		}

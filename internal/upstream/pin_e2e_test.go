@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,15 +52,34 @@ func findRow(rows []pinRow, match func(pinRow) bool) *pinRow {
 	return nil
 }
 
-func lines(path string) []string {
-	b, _ := os.ReadFile(path)
-	return strings.Fields(string(b))
+// served is one tools/call the fake recorded (FAKEMCP_CALLS_FILE).
+type served struct {
+	tool  string
+	pid   int
+	ticks uint64
 }
 
-func count(ss []string, s string) int {
+func callsOf(t *testing.T, path string) []served {
+	t.Helper()
+	b, _ := os.ReadFile(path)
+	var out []served
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if l == "" {
+			continue
+		}
+		var s served
+		if _, err := fmt.Sscanf(l, "%s %d %d", &s.tool, &s.pid, &s.ticks); err != nil {
+			t.Fatalf("calls line %q: %v", l, err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func count(calls []served, tool string) int {
 	n := 0
-	for _, x := range ss {
-		if x == s {
+	for _, c := range calls {
+		if c.tool == tool {
 			n++
 		}
 	}
@@ -131,14 +151,14 @@ func TestServePinnedDefinitions(t *testing.T) {
 	if _, ok := listNames(t, c)["fake__pid"]; !ok {
 		t.Fatal("the unchanged tools of the server must stay served")
 	}
-	echoes := count(lines(calls), "echo")
+	echoes := count(callsOf(t, calls), "echo")
 	r := testutil.CallTool(t, c, "fake__echo", map[string]any{"text": "hi"})
 	for _, want := range []string{"fake__echo is withheld", "description changed", "toolhost upstream approve fake__echo --project-dir " + project} {
 		if !r.IsError || !strings.Contains(r.Text(), want) {
 			t.Fatalf("call of the withheld tool: %+v; want isError naming %q", r, want)
 		}
 	}
-	if n := count(lines(calls), "echo"); n != echoes {
+	if n := count(callsOf(t, calls), "echo"); n != echoes {
 		t.Fatalf("the withheld call reached the upstream (%d echo calls, were %d)", n, echoes)
 	}
 	rows := pinRows(t, project)

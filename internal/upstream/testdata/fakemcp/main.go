@@ -7,8 +7,9 @@
 //	FAKEMCP_STDERR      a line written to stderr at start
 //	FAKEMCP_DESC_FILE   the description of echo is this file's content when
 //	                    it exists; the redescribe tool writes it
-//	FAKEMCP_CALLS_FILE  every tools/call appends its tool name and a newline
-//	                    here (how often a call reached the server)
+//	FAKEMCP_CALLS_FILE  every tools/call appends a line "TOOL PID STARTTICKS"
+//	                    here: how often a call reached the server, and which
+//	                    process (pid and start time) served it
 //
 // The wedge tool makes the process misbehave the ways a real server can:
 // hang (this call and every later request never answered), hang_later (this
@@ -31,6 +32,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/internal/procs"
 )
 
 func main() {
@@ -57,7 +60,7 @@ func main() {
 			if method == "tools/call" {
 				if f := os.Getenv("FAKEMCP_CALLS_FILE"); f != "" {
 					if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok {
-						appendLine(f, p.Name)
+						appendLine(f, fmt.Sprintf("%s %d %d", p.Name, os.Getpid(), startTicks()))
 					}
 				}
 			}
@@ -196,6 +199,16 @@ func main() {
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// startTicks is this process's start time (field 22 of /proc/self/stat),
+// which with the pid names it uniquely.
+func startTicks() uint64 {
+	st, err := procs.ReadStat(os.Getpid())
+	if err != nil {
+		return 0
+	}
+	return st.StartTicks
 }
 
 func appendLine(path, line string) {
