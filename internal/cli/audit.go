@@ -32,7 +32,7 @@ func (f *auditFlags) register(cmd *cobra.Command) {
 	fl := cmd.PersistentFlags()
 	fl.StringVar(&f.projectDir, "project-dir", "", "project directory (env TOOLHOST_PROJECT_DIR; default: the current directory)")
 	fl.StringVar(&f.filter.Tool, "tool", "", "only rows of this tool")
-	fl.StringVar(&f.filter.Status, "status", "", "only rows with this status: ok, ok_false, rejected, timeout, cancelled, error, superseded")
+	fl.StringVar(&f.filter.Status, "status", "", "only rows with this status: ok, ok_false, rejected, timeout, cancelled, error, superseded, pin")
 	fl.StringVar(&f.filter.Agent, "agent", "", "only rows of this agent (pm or devloop-pm)")
 	fl.DurationVar(&f.since, "since", 0, "only rows newer than this, e.g. 15m or 24h")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON lines instead of a table")

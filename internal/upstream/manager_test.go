@@ -431,7 +431,10 @@ func TestRestartWithholdsTools(t *testing.T) {
 	if _, err := h.call(t, "fake__wedge", `{"mode":"close_stdout"}`); err == nil {
 		t.Fatal("close_stdout must fail the call")
 	}
-	eventually(t, "restarting", func() bool { return h.status("fake").State == StateRestarting })
+	eventually(t, "restarting, its tools withheld", func() bool {
+		e, _ := h.reg.Lookup("fake__echo")
+		return h.status("fake").State == StateRestarting && e.Spec.Withheld != nil
+	})
 	e, _ := h.reg.Lookup("fake__echo")
 	if w := e.Spec.Withheld; w == nil || w.Kind != fault.Unavailable || !strings.Contains(w.Reason, "being restarted") {
 		t.Fatalf("fake__echo while restarting: withheld %+v", w)
