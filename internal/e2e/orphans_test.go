@@ -215,6 +215,7 @@ func TestSIGKILLLeavesNothing(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = syscall.Kill(-keep.PGID, syscall.SIGKILL) })
 	probeLines(t, project, "srv")
+	testutil.ListTools(t, c) // a client lists before it calls an upstream tool; the list waits for discovery
 	if r := testutil.CallTool(t, c, "fake__spawn_child", map[string]any{}); r.IsError {
 		t.Fatalf("fake__spawn_child: %s", r.Text())
 	}
