@@ -42,8 +42,13 @@ type loadServer struct {
 
 func startLoadServer(b *testing.B) *loadServer {
 	b.Helper()
-	bin := testutil.Toolhost(b)
-	cmd := exec.Command(bin, "serve", "--agent", "integrator", "--project-dir", b.TempDir(), "--log-level", "warn")
+	return startProcess(b, []string{testutil.Toolhost(b), "serve", "--agent", "integrator", "--project-dir", b.TempDir(), "--log-level", "warn"})
+}
+
+// startProcess spawns a server with its stdio piped to the load client.
+func startProcess(b *testing.B, argv []string) *loadServer {
+	b.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
@@ -117,10 +122,20 @@ func BenchmarkStdioSequential2026(b *testing.B) { stdioSequential(b, benchCall20
 func stdioSequential(b *testing.B, call string) {
 	s := startLoadServer(b)
 	defer s.stop()
-	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
+	lat, elapsed := sequentialLoad(b, s, call, b.N)
+	report(b, lat, elapsed)
+	b.ReportMetric(float64(s.memKB("VmHWM"))/1024, "peak-RSS-MiB")
+	b.ReportMetric(float64(s.memKB("RssAnon"))/1024, "anon-RSS-MiB")
+}
+
+// sequentialLoad sends n calls (call is a format with the id's %d), each
+// after the previous one's answer, and returns their latencies and the
+// time they took.
+func sequentialLoad(b *testing.B, s *loadServer, call string, n int) ([]time.Duration, time.Duration) {
+	lat := make([]time.Duration, 0, n)
 	start := time.Now()
-	for i := 0; i < b.N; i++ {
+	for i := 0; i < n; i++ {
 		t0 := time.Now()
 		fmt.Fprintf(s.in, call, i+1)
 		line, err := s.out.ReadBytes('\n')
@@ -129,9 +144,7 @@ func stdioSequential(b *testing.B, call string) {
 		}
 		lat = append(lat, time.Since(t0))
 	}
-	report(b, lat, time.Since(start))
-	b.ReportMetric(float64(s.memKB("VmHWM"))/1024, "peak-RSS-MiB")
-	b.ReportMetric(float64(s.memKB("RssAnon"))/1024, "anon-RSS-MiB")
+	return lat, time.Since(start)
 }
 
 func BenchmarkStdioConcurrent8(b *testing.B)      { stdioConcurrent8(b, benchCall) }
@@ -140,23 +153,32 @@ func BenchmarkStdioConcurrent8_2026(b *testing.B) { stdioConcurrent8(b, benchCal
 func stdioConcurrent8(b *testing.B, call string) {
 	s := startLoadServer(b)
 	defer s.stop()
-	const inflight = 8
-	sent := make([]time.Time, b.N+1)
-	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	lat, elapsed := concurrentLoad(b, s, call, b.N, 8)
+	report(b, lat, elapsed)
+	b.ReportMetric(float64(s.memKB("VmHWM"))/1024, "peak-RSS-MiB")
+	b.ReportMetric(float64(s.memKB("RssAnon"))/1024, "anon-RSS-MiB")
+}
+
+// concurrentLoad sends n calls keeping inflight of them unanswered (written
+// in batches, as a client with that many requests outstanding does) and
+// returns their latencies and the time they took.
+func concurrentLoad(b *testing.B, s *loadServer, call string, n, inflight int) ([]time.Duration, time.Duration) {
+	sent := make([]time.Time, n+1)
+	lat := make([]time.Duration, 0, n)
 	slots := make(chan struct{}, inflight)
 	done := make(chan struct{})
-	b.ResetTimer()
 	start := time.Now()
 	go func() {
 		defer close(done)
-		for n := 0; n < b.N; n++ {
+		for range n {
 			line, err := s.out.ReadBytes('\n')
 			if err != nil {
 				b.Errorf("read: %v", err)
 				return
 			}
 			id := responseID(line)
-			if id <= 0 || !bytes.Contains(line, []byte(`"ok":true`)) {
+			if id <= 0 || id > n || !bytes.Contains(line, []byte(`"ok":true`)) {
 				b.Errorf("bad response %s", line)
 				return
 			}
@@ -165,18 +187,19 @@ func stdioConcurrent8(b *testing.B, call string) {
 		}
 	}()
 	w := bufio.NewWriterSize(s.in, 1<<16)
-	for i := 1; i <= b.N; i++ {
+	for i := 1; i <= n; i++ {
 		slots <- struct{}{}
 		sent[i] = time.Now()
 		fmt.Fprintf(w, call, i)
-		if len(slots) == inflight || i == b.N {
+		if len(slots) == inflight || i == n {
 			_ = w.Flush()
 		}
 	}
 	<-done
-	report(b, lat, time.Since(start))
-	b.ReportMetric(float64(s.memKB("VmHWM"))/1024, "peak-RSS-MiB")
-	b.ReportMetric(float64(s.memKB("RssAnon"))/1024, "anon-RSS-MiB")
+	if b.Failed() {
+		b.FailNow()
+	}
+	return lat, time.Since(start)
 }
 
 // BenchmarkColdStart measures spawn → initialize answered (a 2025 client);
