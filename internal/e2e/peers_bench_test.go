@@ -32,7 +32,7 @@ import (
 // (anonymous) memory and PSS per session with six sessions against go-sdk —
 // and logs every round's absolute figures:
 //
-//	go test -run '^$' -bench Peers -benchtime 1x -v ./internal/e2e
+//	go test -run '^$' -bench Peers -benchtime 1x ./internal/e2e
 //
 // b.N repeats the whole run; the rounds inside are fixed.
 func BenchmarkPeers(b *testing.B) {
