@@ -6,15 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"sort"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/xeipuuv/gojsonreference"
-	"github.com/xeipuuv/gojsonschema"
 
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/audit"
@@ -226,78 +221,23 @@ func (e *Engine) validate(next Handler) Handler {
 			args = json.RawMessage("{}")
 			c.Args = args
 		}
-		res, err := c.Entry.Validator().Validate(argsLoader(args))
+		sch, err := c.Entry.Validator()
+		if err != nil {
+			return err
+		}
+		doc, err := wirejson.DecodeAny(args)
 		if err != nil {
 			return &tool.ValidationError{Field: "(root)", Reason: "arguments are not valid JSON: " + err.Error()}
 		}
-		if !res.Valid() {
-			return validationError(res.Errors())
+		if err := sch.Check(doc); err != nil {
+			var ve *tool.ValidationError
+			if errors.As(err, &ve) {
+				ve.Reason += " — fix the arguments and call again"
+			}
+			return err
 		}
 		return next(ctx, c)
 	}
-}
-
-// argsLoader hands gojsonschema the arguments decoded by wirejson, which is
-// faster than the library's own encoding/json decoder and gives the same
-// document.
-type argsLoader []byte
-
-func (l argsLoader) JsonSource() any { return []byte(l) }
-
-func (l argsLoader) LoadJSON() (any, error) { return wirejson.DecodeAny(l) }
-
-func (l argsLoader) JsonReference() (gojsonreference.JsonReference, error) {
-	return gojsonreference.NewJsonReference("#")
-}
-
-func (l argsLoader) LoaderFactory() gojsonschema.JSONLoaderFactory {
-	return &gojsonschema.DefaultJSONLoaderFactory{}
-}
-
-// validationError turns schema errors into one message naming each JSON path
-// and the rule it broke.
-// The parts are sorted (gojsonschema reports them in map order), so the
-// same arguments always get the same message.
-func validationError(errs []gojsonschema.ResultError) error {
-	type part struct{ field, text string }
-	parts := make([]part, 0, len(errs))
-	for _, re := range errs {
-		field := jsonPath(re.Field())
-		d := re.Description()
-		if d != "" {
-			d = strings.ToLower(d[:1]) + d[1:]
-		}
-		parts = append(parts, part{field, field + ": " + d})
-	}
-	sort.Slice(parts, func(i, j int) bool { return parts[i].text < parts[j].text })
-	texts := make([]string, len(parts))
-	for i, p := range parts {
-		texts[i] = p.text
-	}
-	first := ""
-	if len(parts) > 0 {
-		first = parts[0].field
-	}
-	return &tool.ValidationError{Field: first, Reason: strings.Join(texts, "; ") + " — fix the arguments and call again"}
-}
-
-// jsonPath renders gojsonschema's "items.2.id" as "items[2].id".
-func jsonPath(field string) string {
-	if field == "(root)" || field == "" {
-		return "(root)"
-	}
-	var b strings.Builder
-	for i, p := range strings.Split(field, ".") {
-		if _, err := strconv.Atoi(p); err == nil {
-			b.WriteString("[" + p + "]")
-			continue
-		}
-		if i > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(p)
-	}
-	return b.String()
 }
 
 func (e *Engine) inject(next Handler) Handler {

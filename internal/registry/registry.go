@@ -3,12 +3,10 @@ package registry
 import (
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"sort"
 	"sync"
 
-	"github.com/xeipuuv/gojsonschema"
-
+	"github.com/toolhost/toolhost/internal/schema"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -17,17 +15,15 @@ type Entry struct {
 	Tool tool.Tool
 	Spec *tool.Spec
 
-	compiled chan struct{} // closed once schema is set
-	schema   *gojsonschema.Schema
+	validator func() (*schema.Schema, error)
 }
 
-// Validator returns the compiled input schema. Built-in schemas are compiled
-// once, in the background from start-up on (so the handshake does not wait
-// for them); a call that needs one before it is ready waits for it.
-func (e *Entry) Validator() *gojsonschema.Schema {
-	<-e.compiled
-	return e.schema
-}
+// Validator returns the compiled input schema. A built-in tool's schema is
+// compiled on the first call of that tool, so a session pays only for the
+// tools it uses (tools/all's tests compile every one, so a built-in schema
+// that does not compile never ships); an upstream tool's was compiled when
+// its source was set, and one that did not compile was left out.
+func (e *Entry) Validator() (*schema.Schema, error) { return e.validator() }
 
 // Registry is an ordered set of tools. Add is for start-up; Lookup and List
 // are safe for concurrent use with SetSource (upstream tools change at run
@@ -60,10 +56,8 @@ type Skipped struct {
 // New returns an empty registry.
 func New() *Registry { return &Registry{byName: map[string]*Entry{}, sources: map[string]*sourceSet{}} }
 
-// Compile compiles a JSON Schema for validation.
-func Compile(schema json.RawMessage) (*gojsonschema.Schema, error) {
-	return gojsonschema.NewSchema(gojsonschema.NewBytesLoader(schema))
-}
+// Compile compiles a tool's JSON Schema for validation (schema.Compile).
+func Compile(doc json.RawMessage) (*schema.Schema, error) { return schema.Compile(doc) }
 
 // Add registers t; it panics on an invalid or duplicate name or a schema that
 // does not compile, because either is a programming error.
@@ -164,9 +158,7 @@ func (r *Registry) rebuild() {
 }
 
 // AddAll registers tools in order like Add. Their input schemas are
-// compiled in the background, in parallel; one that does not compile panics
-// (the tests of every built-in tool compile them all, so this is a
-// programming error, never an input error).
+// compiled on first use (Entry.Validator).
 func (r *Registry) AddAll(tools []tool.Tool) {
 	entries := make([]*Entry, len(tools))
 	for i, t := range tools {
@@ -174,35 +166,15 @@ func (r *Registry) AddAll(tools []tool.Tool) {
 		if err := checkName(s.Name); err != nil {
 			panic("registry: " + err.Error())
 		}
-		entries[i] = &Entry{Tool: t, Spec: s, compiled: make(chan struct{})}
+		entries[i] = &Entry{Tool: t, Spec: s, validator: sync.OnceValues(func() (*schema.Schema, error) {
+			sch, err := Compile(s.InputSchema)
+			if err != nil {
+				return nil, fmt.Errorf("tool %s: input schema does not compile: %v", s.Name, err)
+			}
+			return sch, nil
+		})}
 	}
 	r.addBuiltins(entries)
-	go compileAll(entries)
-}
-
-// compileAll compiles the entries' input schemas with one worker per CPU.
-func compileAll(entries []*Entry) {
-	work := make(chan *Entry)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for e := range work {
-				sch, err := Compile(e.Spec.InputSchema)
-				if err != nil {
-					panic(fmt.Sprintf("registry: tool %s: input schema does not compile: %v", e.Spec.Name, err))
-				}
-				e.schema = sch
-				close(e.compiled)
-			}
-		}()
-	}
-	for _, e := range entries {
-		work <- e
-	}
-	close(work)
-	wg.Wait()
 }
 
 func checkName(name string) error {
@@ -224,9 +196,7 @@ func (r *Registry) entry(t tool.Tool) (*Entry, error) {
 	// Output schemas are never used for validation at run time; that they
 	// compile is checked by the tests of every built-in tool
 	// (tools/all.TestToolContract), so start-up does not pay for it.
-	e := &Entry{Tool: t, Spec: s, compiled: make(chan struct{}), schema: sch}
-	close(e.compiled)
-	return e, nil
+	return &Entry{Tool: t, Spec: s, validator: func() (*schema.Schema, error) { return sch, nil }}, nil
 }
 
 // Lookup returns the entry for name.

@@ -113,8 +113,12 @@ func TestSetSource(t *testing.T) {
 			if strings.Join(got, ",") != c.skipped {
 				t.Fatalf("skipped = %v, want %s", got, c.skipped)
 			}
-			if e, ok := r.Lookup(strings.Split(c.want, ",")[len(strings.Split(c.want, ","))-1]); !ok || e.Validator() == nil {
+			e, ok := r.Lookup(strings.Split(c.want, ",")[len(strings.Split(c.want, ","))-1])
+			if !ok {
 				t.Fatal("lookup of the last served tool failed")
+			}
+			if sch, err := e.Validator(); sch == nil || err != nil {
+				t.Fatalf("the last served tool has no validator: %v", err)
 			}
 		})
 	}

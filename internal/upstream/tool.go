@@ -94,13 +94,18 @@ func newRemoteTool(name string, cfg policy.Upstream, c *conn, t *mcp.Tool, f *po
 	return &remoteTool{spec: spec, remote: t.Name, conn: c}, nil
 }
 
-// knownDrafts are the $schema values gojsonschema understands; any other
-// draft marker (2019-09, 2020-12) is dropped and the schema validated by the
-// keywords it shares with draft 7, instead of failing to compile.
-var knownDrafts = map[string]bool{
-	"http://json-schema.org/draft-04/schema#": true, "http://json-schema.org/draft-04/schema": true,
-	"http://json-schema.org/draft-06/schema#": true, "http://json-schema.org/draft-06/schema": true,
-	"http://json-schema.org/draft-07/schema#": true, "http://json-schema.org/draft-07/schema": true,
+// knownDraft reports whether the validator knows a $schema value (drafts 4,
+// 6, 7, 2019-09 and 2020-12); any other marker is dropped and the schema
+// validated as 2020-12, MCP's default dialect, instead of failing to
+// compile for want of a meta-schema no one may fetch.
+func knownDraft(d string) bool {
+	d = strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(d, "https://"), "http://"), "#")
+	switch d {
+	case "json-schema.org/draft-04/schema", "json-schema.org/draft-06/schema", "json-schema.org/draft-07/schema",
+		"json-schema.org/draft/2019-09/schema", "json-schema.org/draft/2020-12/schema":
+		return true
+	}
+	return false
 }
 
 // schemaFor re-encodes an upstream schema for the registry; an input schema
@@ -114,7 +119,7 @@ func schemaFor(v any, input bool) (json.RawMessage, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("not a JSON object")
 	}
-	if d, ok := m["$schema"].(string); ok && !knownDrafts[d] {
+	if d, ok := m["$schema"].(string); ok && !knownDraft(d) {
 		delete(m, "$schema")
 	}
 	if input && m["type"] != "object" {

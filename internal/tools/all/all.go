@@ -1,9 +1,8 @@
 package all
 
 import (
-	"bytes"
-	"embed"
 	"encoding/json"
+	"unsafe"
 
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/tool"
@@ -17,45 +16,24 @@ import (
 )
 
 // Tools returns every built-in tool, in binding order, with its schemas
-// taken from the embedded schemas/<tool>.json: reflecting ~40 schemas costs
-// several milliseconds of every cold start, and TestGoldenSchemas keeps the
-// embedded copies byte-equal to what reflection produces.
+// taken from builtinSchemas (schemas_gen.go): compact JSON ready to serve,
+// so no start pays for reflecting, parsing or compacting ~40 schemas.
+// TestGoldenSchemas keeps the table equal to what reflection produces.
 func Tools() []tool.Tool {
 	tools := build()
-	for _, t := range tools {
-		if b, err := schemaFiles.ReadFile("schemas/" + tool.NameOf(t) + ".json"); err == nil {
-			var f schemaFile
-			if json.Unmarshal(b, &f) == nil {
-				tool.UseSchemas(t, compact(f.InputSchema), compact(f.OutputSchema))
-			}
+	for i, t := range tools {
+		if i < len(builtinSchemas) && builtinSchemas[i].name == tool.NameOf(t) {
+			tool.UseSchemas(t, constBytes(builtinSchemas[i].in), constBytes(builtinSchemas[i].out))
 		}
 	}
 	return tools
 }
 
-// compact removes the indentation of a schema file's JSON, giving the
-// bytes reflection produces.
-func compact(b json.RawMessage) json.RawMessage {
-	var buf bytes.Buffer
-	if json.Compact(&buf, b) != nil {
-		return b
-	}
-	return buf.Bytes()
-}
-
-// schemaFiles are the golden schemas, one file per built-in tool.
-//
-//go:embed schemas/*.json
-var schemaFiles embed.FS
-
-// schemaFile is the shape of schemas/<tool>.json.
-type schemaFile struct {
-	Name         string           `json:"name"`
-	Description  string           `json:"description"`
-	Annotations  tool.Annotations `json:"annotations"`
-	InputSchema  json.RawMessage  `json:"inputSchema"`
-	OutputSchema json.RawMessage  `json:"outputSchema"`
-}
+// constBytes returns the bytes of a string constant without copying them:
+// they stay in the binary's read-only data, shared by every session instead
+// of copied into each one's heap. Nothing writes to a Spec's schemas (a
+// write would fault).
+func constBytes(s string) json.RawMessage { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // build constructs every built-in tool, in binding order.
 func build() []tool.Tool {

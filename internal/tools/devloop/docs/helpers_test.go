@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xeipuuv/gojsonschema"
+	"github.com/toolhost/toolhost/internal/schema"
+	"github.com/toolhost/toolhost/internal/wirejson"
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/testutil"
@@ -69,12 +70,16 @@ func run[Out any](t testing.TB, c *callctx.Ctx, tl tool.Tool, args any) (Out, to
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := gojsonschema.Validate(gojsonschema.NewBytesLoader(tl.Spec().InputSchema), gojsonschema.NewBytesLoader(raw))
+	sch, err := schema.Compile(tl.Spec().InputSchema)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Valid() {
-		t.Fatalf("%s: test arguments %s do not match the input schema: %v", tl.Spec().Name, raw, res.Errors())
+	doc, err := wirejson.DecodeAny(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Check(doc); err != nil {
+		t.Fatalf("%s: test arguments %s do not match the input schema: %v", tl.Spec().Name, raw, err)
 	}
 	r, err := tl.Call(context.Background(), c, raw)
 	if err != nil {

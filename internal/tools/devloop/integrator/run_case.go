@@ -17,11 +17,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/xeipuuv/gojsonschema"
-
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/redact"
+	"github.com/toolhost/toolhost/internal/schema"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/wirejson"
 )
 
 // Expect is what a step's response must show.
@@ -134,8 +134,8 @@ const excerptLen = 2048
 // maxDiff bounds the mismatches listed per step.
 const maxDiff = 50
 
-var caseSchema = sync.OnceValues(func() (*gojsonschema.Schema, error) {
-	return gojsonschema.NewSchema(gojsonschema.NewBytesLoader(tool.Reflect(Case{}, false)))
+var caseSchema = sync.OnceValues(func() (*schema.Schema, error) {
+	return schema.Compile(tool.Reflect(Case{}, false))
 })
 
 // loadCase reads and validates a case file against the inline case schema.
@@ -147,20 +147,16 @@ func loadCase(c *callctx.Ctx, rel string) (*Case, error) {
 	if err != nil {
 		return nil, tool.Fail("case_path %s cannot be read: %v", rel, err)
 	}
-	schema, err := caseSchema()
+	sch, err := caseSchema()
 	if err != nil {
 		return nil, err
 	}
-	res, err := schema.Validate(gojsonschema.NewBytesLoader(b))
+	doc, err := wirejson.DecodeAny(b)
 	if err != nil {
 		return nil, tool.Fail("case file %s is not valid JSON: %v", rel, err)
 	}
-	if !res.Valid() {
-		var parts []string
-		for _, e := range res.Errors() {
-			parts = append(parts, e.Field()+": "+e.Description())
-		}
-		return nil, tool.Fail("case file %s does not match the case schema: %s", rel, strings.Join(parts, "; "))
+	if err := sch.Check(doc); err != nil {
+		return nil, tool.Fail("case file %s does not match the case schema: %s", rel, err.(*tool.ValidationError).Reason)
 	}
 	var cs Case
 	if err := json.Unmarshal(b, &cs); err != nil {
