@@ -225,4 +225,3 @@ func validSafely(valid func([]byte) bool, data []byte) (ok bool) {
 type panicErr struct{ v any }
 
 func (p *panicErr) Error() string { return "panic" }
-

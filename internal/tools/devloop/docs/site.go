@@ -1,18 +1,16 @@
 package docs
 
 import (
-	"bytes"
 	"context"
 	"embed"
 	"encoding/json"
 	"errors"
-	htmltemplate "html/template"
 	"io/fs"
 	"path"
 	"strings"
-	"sync"
 
 	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/tool"
@@ -20,12 +18,6 @@ import (
 
 //go:embed templates
 var templateFS embed.FS
-
-// templates are parsed on first use: every toolhost process would pay for
-// them at start, while only the PM and Architect sessions render pages.
-var templates = sync.OnceValue(func() *htmltemplate.Template {
-	return htmltemplate.Must(htmltemplate.ParseFS(templateFS, "templates/page.html", "templates/index.html"))
-})
 
 // Files of a site, relative to the site directory.
 const (
@@ -108,37 +100,33 @@ func jsGlobal(name string, v any) ([]byte, error) {
 	return []byte("window." + name + " = " + string(b) + ";\n"), nil
 }
 
-type pageView struct {
-	Kind, KindLabel, SiteTitle, Title, Page, Root string
-	Prev, Next                                    *Page
-}
-
-type indexView struct {
-	Kind, KindLabel, SiteTitle string
-	Chapters, Prototypes       []Page
-	First                      *Page
-}
-
 // renderPage renders the shell of page p with the children of body (moved,
 // not copied) as the article content; a nil body leaves the article empty.
 func renderPage(s *Site, p Page, body *html.Node) ([]byte, error) {
-	v := pageView{Kind: s.Kind, KindLabel: kindLabels[s.Kind], SiteTitle: s.Title, Title: p.Title, Page: p.Page}
-	v.Root = strings.Repeat("../", strings.Count(p.Page, "/"))
-	if _, i := s.chapter(p.ID); i >= 0 && s.Chapters[i].Page == p.Page {
-		if i > 0 {
-			v.Prev = &s.Chapters[i-1]
-		}
-		if i+1 < len(s.Chapters) {
-			v.Next = &s.Chapters[i+1]
-		}
-	}
-	var buf bytes.Buffer
-	if err := templates().ExecuteTemplate(&buf, "page.html", v); err != nil {
-		return nil, err
-	}
-	doc, err := parseDocument(buf.Bytes())
+	root := strings.Repeat("../", strings.Count(p.Page, "/"))
+	doc, err := fillShell("page.html", map[string]string{
+		"Kind": s.Kind, "KindLabel": kindLabels[s.Kind], "SiteTitle": s.Title, "Title": p.Title, "Page": p.Page, "Root": root,
+	})
 	if err != nil {
 		return nil, err
+	}
+	nav := find(doc, func(n *html.Node) bool { return n.DataAtom == atom.Nav && hasClass(n, "prev-next") })
+	var prev, next *Page
+	if _, i := s.chapter(p.ID); i >= 0 && s.Chapters[i].Page == p.Page {
+		if i > 0 {
+			prev = &s.Chapters[i-1]
+		}
+		if i+1 < len(s.Chapters) {
+			next = &s.Chapters[i+1]
+		}
+	}
+	if prev != nil {
+		nav.AppendChild(link("prev", "prev", root+prev.Page, "← "+prev.Title))
+	} else {
+		nav.AppendChild(element(atom.Span))
+	}
+	if next != nil {
+		nav.AppendChild(link("next", "next", root+next.Page, next.Title+" →"))
 	}
 	if body != nil {
 		article := articleOf(doc)
@@ -167,17 +155,42 @@ func keptArticle(files callctx.Files, rel string) *html.Node {
 	return nil
 }
 
-// renderIndex renders the site's index page.
+// renderIndex renders the site's index page: the chapters, the prototypes
+// when there are any, and a link to the first chapter.
 func renderIndex(s *Site) ([]byte, error) {
-	v := indexView{Kind: s.Kind, KindLabel: kindLabels[s.Kind], SiteTitle: s.Title, Chapters: s.Chapters, Prototypes: s.Prototypes}
-	if len(s.Chapters) > 0 {
-		v.First = &s.Chapters[0]
-	}
-	var buf bytes.Buffer
-	if err := templates().ExecuteTemplate(&buf, "index.html", v); err != nil {
+	doc, err := fillShell("index.html", map[string]string{"Kind": s.Kind, "KindLabel": kindLabels[s.Kind], "SiteTitle": s.Title})
+	if err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	list := func(parent *html.Node, items []Page) {
+		for _, p := range items {
+			li := element(atom.Li)
+			li.AppendChild(link("", "", p.Page, p.Title))
+			parent.AppendChild(textNode("\n        "))
+			parent.AppendChild(li)
+		}
+		parent.AppendChild(textNode("\n      "))
+	}
+	contents := find(doc, func(n *html.Node) bool { return n.DataAtom == atom.Nav && hasClass(n, "index") })
+	list(find(contents, func(n *html.Node) bool { return n.DataAtom == atom.Ol && hasClass(n, "chapters") }), s.Chapters)
+	if len(s.Prototypes) > 0 {
+		h := element(atom.H2)
+		h.AppendChild(textNode("Prototypes"))
+		ul := element(atom.Ul, html.Attribute{Key: "class", Val: "prototypes"})
+		list(ul, s.Prototypes)
+		contents.InsertBefore(textNode("\n      "), contents.LastChild)
+		contents.InsertBefore(h, contents.LastChild)
+		contents.InsertBefore(textNode("\n      "), contents.LastChild)
+		contents.InsertBefore(ul, contents.LastChild)
+	}
+	if len(s.Chapters) > 0 {
+		nav := element(atom.Nav, html.Attribute{Key: "class", Val: "prev-next"})
+		nav.AppendChild(element(atom.Span))
+		nav.AppendChild(link("next", "next", s.Chapters[0].Page, s.Chapters[0].Title+" →"))
+		contents.Parent.InsertBefore(nav, contents.NextSibling)
+		contents.Parent.InsertBefore(textNode("\n    "), nav)
+	}
+	return render(doc)
 }
 
 // ChapterInput names one chapter of a new site.
