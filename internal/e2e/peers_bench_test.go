@@ -34,7 +34,9 @@ import (
 //
 //	go test -run '^$' -bench Peers -benchtime 1x ./internal/e2e
 //
-// b.N repeats the whole run; the rounds inside are fixed.
+// b.N repeats the whole run; the rounds inside are fixed. With
+// TOOLHOST_BENCH_BASE naming another toolhost binary (an older build), it
+// runs in the same rounds as "toolhost-base", for an interleaved A/B.
 func BenchmarkPeers(b *testing.B) {
 	const (
 		rounds     = 6
@@ -98,6 +100,12 @@ func BenchmarkPeers(b *testing.B) {
 		b.ReportMetric(ratio("toolhost", "go-sdk", "peak-MiB", false), "peakRSS-x-gosdk(≤1.25)")
 		b.ReportMetric(ratio("toolhost", "go-sdk", "anon-MiB", false), "anon-x-gosdk(≤1.0)")
 		b.ReportMetric(ratio("toolhost", "go-sdk", "pss6-MiB", false), "PSS6-x-gosdk(≤1.25)")
+		if fig["toolhost-base"] != nil {
+			for _, w := range []string{"seq", "c8", "peak-MiB", "anon-MiB", "pss6-MiB"} {
+				b.ReportMetric(ratio("toolhost", "toolhost-base", w, false), w+"-x-base")
+			}
+			b.ReportMetric(ratio("toolhost", "toolhost-base", "cold-ms", true), "cold-x-base")
+		}
 	}
 }
 
@@ -114,13 +122,20 @@ type peer struct {
 func peerServers(b *testing.B) []*peer {
 	th := testutil.Toolhost(b)
 	echo := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"ping {{var:x}}","vars":{"x":1}}}}` + "\n"
-	return []*peer{
-		{name: "toolhost", call: benchCall, argv: func(dir string) []string {
-			return []string{th, "serve", "--agent", "integrator", "--project-dir", dir, "--log-level", "warn"}
-		}},
+	serve := func(bin string) func(string) []string {
+		return func(dir string) []string {
+			return []string{bin, "serve", "--agent", "integrator", "--project-dir", dir, "--log-level", "warn"}
+		}
+	}
+	ps := []*peer{
+		{name: "toolhost", call: benchCall, argv: serve(th)},
 		{name: "go-sdk", call: echo, argv: fixed(buildPeer(b, "gosdk"))},
 		{name: "mcp-go", call: echo, argv: fixed(buildPeer(b, "mcpgo"))},
 	}
+	if base := os.Getenv("TOOLHOST_BENCH_BASE"); base != "" {
+		ps = append(ps, &peer{name: "toolhost-base", call: benchCall, argv: serve(base)})
+	}
+	return ps
 }
 
 func fixed(bin string) func(string) []string { return func(string) []string { return []string{bin} } }
@@ -239,12 +254,12 @@ func rotate(ps []*peer, r int) []*peer {
 func logPeerFigures(b *testing.B, servers []*peer, fig map[string]map[string][]float64) {
 	whats := []string{"seq", "c8", "cold-ms", "peak-MiB", "anon-MiB", "pss6-MiB"}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%-9s", "")
+	fmt.Fprintf(&sb, "%-13s", "")
 	for _, w := range whats {
 		fmt.Fprintf(&sb, " %-26s", w)
 	}
 	for _, p := range servers {
-		fmt.Fprintf(&sb, "\n%-9s", p.name)
+		fmt.Fprintf(&sb, "\n%-13s", p.name)
 		for _, w := range whats {
 			v := fig[p.name][w]
 			if w == "cold-ms" {
