@@ -20,6 +20,7 @@ import (
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/registry"
+	"github.com/toolhost/toolhost/internal/rules"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/server"
 	"github.com/toolhost/toolhost/internal/tool"
@@ -106,11 +107,11 @@ func Open(o Options) (*Session, error) {
 		_ = sink.Close()
 		return nil, fmt.Errorf("project dir %s is not writable: %w", abs, err)
 	}
-	pol := policy.Load(o.PolicyFile, o.Log)
 	reg := o.Registry
 	if reg == nil {
 		reg = all.Registry()
 	}
+	pol := policy.LoadWith(o.PolicyFile, o.Log, RuleOptions(reg, abs))
 	// Private temp dirs of commands whose toolhost died (SIGKILL during a
 	// command) are removed by whichever session starts next, beside the
 	// start (reading the temp dir must not delay initialize).
@@ -147,6 +148,18 @@ func Open(o Options) (*Session, error) {
 	s.closers = append(s.closers, files.Close, shared.Close, sink.Close, units.Close, func() error { <-swept; return nil })
 	s.startUpstreams(o)
 	return s, nil
+}
+
+// RuleOptions are what a policy's rules are compiled against in a
+// session on project dir dir: the registry's built-in tools and Claude
+// CLI's (rules.Catalog). The hook and `toolhost policy check|explain` use
+// the same, so a rule compiles alike everywhere.
+func RuleOptions(reg *registry.Registry, dir string) rules.Options {
+	var specs []*tool.Spec
+	for _, e := range reg.List() {
+		specs = append(specs, e.Spec)
+	}
+	return rules.Options{Tools: rules.Catalog(specs), ProjectDir: dir}
 }
 
 // Visible reports whether a tool is listed for this session: registered and
