@@ -100,11 +100,11 @@ func newAuditCmd() *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TIME\tAGENT\tTOOL\tSTATUS\tKIND\tRETRIES\tMS\tCALL_ID\tERROR")
+			fmt.Fprintln(tw, "TIME\tAGENT\tTOOL\tSTATUS\tKIND\tRULE\tRETRIES\tMS\tCALL_ID\tERROR")
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%s\n", r.TS.UTC().Format("2006-01-02T15:04:05.000Z"),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%s\n", r.TS.UTC().Format("2006-01-02T15:04:05.000Z"),
 					cell(r.Agent, maxCell), cell(r.Tool, maxCell), cell(r.Status, maxCell), cell(dash(r.ErrorKind), maxCell),
-					r.RetryCount, r.DurationMS, cell(r.CallID, maxCell), oneLine(r.Error, 80))
+					cell(dash(r.Rule), maxCell), r.RetryCount, r.DurationMS, cell(r.CallID, maxCell), oneLine(r.Error, 80))
 			}
 			return tw.Flush()
 		},

@@ -10,8 +10,7 @@ import (
 // receives them (tool_name, the fields of tool_input), for `toolhost hook
 // pretooluse`: the rules type args of a rule naming one by these fields.
 // The CLI may send fields not listed here; a rule can read only these.
-// Grep's flags (-i, -A …) are not identifiers, so its args are a map:
-// args["-i"].
+// Grep has many flags (-i, -A …): its args are a map, args["-i"].
 var ClaudeTools = []Tool{
 	{Name: "Bash", Commands: true, InputSchema: object(`
 		"command": {"type": "string"}, "description": {"type": "string"},

@@ -68,14 +68,19 @@ func (g *globber) match(p, pattern string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	target := rel
-	if strings.HasPrefix(pattern, "/") {
-		target = abs
+	if !strings.HasPrefix(pattern, "/") {
+		return rel != "" && doublestar.MatchUnvalidated(pattern, rel), nil
 	}
-	if target == "" {
-		return false, nil
+	if rel == "" {
+		return abs != "" && doublestar.MatchUnvalidated(pattern, abs), nil
 	}
-	return doublestar.Match(pattern, target)
+	// Inside the project: the project dir as given or resolved.
+	for _, d := range g.dirs {
+		if doublestar.MatchUnvalidated(pattern, path.Join(d, rel)) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // canonical returns p relative to the project dir (when it lies inside)
@@ -109,9 +114,6 @@ func (g *globber) canonical(p string) (rel, abs string, err error) {
 		return "", abs, nil // the project dir itself
 	case err != nil:
 		return "", "", err
-	}
-	if abs == "" && len(g.dirs) > 0 {
-		abs = path.Join(g.dirs[0], rel)
 	}
 	return rel, abs, nil
 }

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -73,11 +74,14 @@ type Options struct {
 const (
 	// MaxWhenLen is the longest when expression, in bytes.
 	MaxWhenLen = 4096
-	// CostLimit bounds the evaluation of one rule (CEL's cost units, about
-	// one per operation): a rule that iterates the arguments twice over
-	// cannot be made to run for long by large arguments. Going over it is
-	// an evaluation error.
-	CostLimit = 1_000_000
+	// EvalTimeout bounds the evaluation of a call's rules: a rule that
+	// iterates large arguments twice over cannot be made to run for long
+	// by them (comprehensions check it every interruptEvery iterations).
+	// Going over it is an evaluation error. (CEL's cost limit is no use
+	// here: its tracker needs every list's size, and an open list of cmd
+	// has none.)
+	EvalTimeout    = 250 * time.Millisecond
+	interruptEvery = 64
 )
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
@@ -284,6 +288,7 @@ func Compile(rs []Rule, o Options) (*Set, error) {
 		cel.Function("glob", cel.Overload("glob_string_string", []*cel.Type{cel.StringType, cel.StringType}, cel.BoolType,
 			cel.BinaryBinding(g.binding))),
 		cel.CrossTypeNumericComparisons(true),
+		cel.EnableIdentifierEscapeSyntax(),
 		cel.ParserExpressionSizeLimit(MaxWhenLen),
 	)
 	if err != nil {
@@ -349,7 +354,7 @@ func Compile(rs []Rule, o Options) (*Set, error) {
 			problems = append(problems, Problem{Index: i, ID: r.ID, Line: p.line, Col: p.col, Msg: p.msg})
 			continue
 		}
-		prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(CostLimit))
+		prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.InterruptCheckFrequency(interruptEvery))
 		if err != nil {
 			problems = append(problems, Problem{Index: i, ID: r.ID, Msg: err.Error()})
 			continue
@@ -478,11 +483,13 @@ func (tr *ToolRules) eval(in *Input, trace bool) (Verdict, []Step) {
 		in.Args = map[string]any{}
 	}
 	act.args = convert(in.Args, tr.shape)
+	ctx, cancel := context.WithTimeout(context.Background(), EvalTimeout)
+	defer cancel()
 	var steps []Step
 	for _, r := range tr.rules {
 		result, detail := "true", ""
 		if r.prg != nil {
-			out, _, err := r.prg.Eval(act)
+			out, _, err := r.prg.ContextEval(ctx, act)
 			switch {
 			case err != nil:
 				result, detail = "error", err.Error()
@@ -505,9 +512,11 @@ func (tr *ToolRules) eval(in *Input, trace bool) (Verdict, []Step) {
 		v := Verdict{Rule: r.ID, Index: r.index, Effect: r.Effect, Reason: r.Reason}
 		switch result {
 		case "unknown":
-			v.Unsure = "it may apply: " + detail
+			v.Unsure = "the rule may match and toolhost cannot tell: " + detail +
+				"; write the command so that the programs it runs and their arguments can be read"
 		case "error":
-			v.Unsure = "it could not be evaluated (" + detail + "), so it applies; fix the rule (test a field with has() before reading it)"
+			v.Unsure = "the rule's condition failed (" + detail + "), and a deny or confirm rule that cannot be evaluated applies; " +
+				"the policy's rule must be fixed (a field read without has(), a wrong type)"
 		}
 		return v, steps
 	}
@@ -563,11 +572,10 @@ func (a *activation) unknowable() string {
 			m, _ := e.Value().(map[string]any)
 			what, _ := m["what"].(string)
 			reason, _ := m["reason"].(string)
-			if what != "" {
-				parts = append(parts, what+": "+reason)
-			} else {
-				parts = append(parts, reason)
+			if what != "" && what != unknownMark {
+				reason += " (" + what + ")"
 			}
+			parts = append(parts, reason)
 			if len(parts) == 3 {
 				break
 			}
@@ -576,7 +584,7 @@ func (a *activation) unknowable() string {
 	if len(parts) == 0 {
 		return "it depends on what toolhost cannot know of the command"
 	}
-	return "toolhost cannot know what the command runs (" + strings.Join(parts, "; ") + ")"
+	return strings.Join(parts, "; ")
 }
 
 // Refusal is a call a deny rule refused.
@@ -588,7 +596,7 @@ type Refusal struct {
 func (e *Refusal) Error() string {
 	msg := fmt.Sprintf("%s refused by policy rule %s: %s", e.Tool, e.Verdict.Rule, e.Verdict.Reason)
 	if e.Verdict.Unsure != "" {
-		msg += " (the rule was applied because " + e.Verdict.Unsure + ")"
+		msg += " (" + e.Verdict.Unsure + ")"
 	}
 	return msg
 }
@@ -601,7 +609,7 @@ func (e *Refusal) RejectionKind() fault.Kind { return fault.Policy }
 func (v Verdict) Ask() string {
 	msg := fmt.Sprintf("policy rule %s asks for a human's confirmation: %s", v.Rule, v.Reason)
 	if v.Unsure != "" {
-		msg += " (the rule was applied because " + v.Unsure + ")"
+		msg += " (" + v.Unsure + ")"
 	}
 	return msg
 }

@@ -131,15 +131,9 @@ func allStrings(v any) bool {
 }
 
 // structOf registers the struct of an object schema with exactly the
-// properties props. A property whose name CEL's field selection cannot
-// spell (a-z, 0-9, _ only) stays out: such a schema is better read as a
-// map, so the whole object becomes one.
+// properties props. A property that is no CEL identifier (package, a
+// name with a dash) is selected with backticks: args.`package`.
 func (b *shapes) structOf(name string, props map[string]any, depth int) *shape {
-	for p := range props {
-		if !identifier(p) {
-			return &shape{kind: kMap, elem: dynShape, cel: types.NewMapType(types.StringType, types.DynType)}
-		}
-	}
 	s := &shape{kind: kStruct, name: name, fields: map[string]*fieldShape{}, cel: types.NewObjectType(name)}
 	b.structs[name] = s
 	for p, ps := range props {
@@ -147,28 +141,6 @@ func (b *shapes) structOf(name string, props map[string]any, depth int) *shape {
 		s.fields[p] = &fieldShape{shape: fs, ft: fieldType(p, fs)}
 	}
 	return s
-}
-
-// identifier reports whether s is a CEL identifier (and so a field name a
-// rule can select with a dot).
-func identifier(s string) bool {
-	if s == "" || s[0] >= '0' && s[0] <= '9' {
-		return false
-	}
-	for _, r := range s {
-		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return !reserved[s]
-}
-
-// reserved are CEL's reserved words, which cannot be field names in a
-// selection.
-var reserved = map[string]bool{
-	"as": true, "break": true, "const": true, "continue": true, "else": true, "false": true, "for": true,
-	"function": true, "if": true, "import": true, "in": true, "let": true, "loop": true, "package": true,
-	"namespace": true, "null": true, "return": true, "true": true, "var": true, "void": true, "while": true,
 }
 
 // fieldType reads a struct field from the map[string]any that holds the
