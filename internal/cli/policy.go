@@ -103,7 +103,11 @@ func invalidPolicy(name string, err error) error {
 	if !errors.As(err, &ce) {
 		return err
 	}
-	lines := []string{fmt.Sprintf("%s is invalid: %d rule problems", name, len(ce.Problems))}
+	n := fmt.Sprintf("%d rule problems", len(ce.Problems))
+	if len(ce.Problems) == 1 {
+		n = "1 rule problem"
+	}
+	lines := []string{fmt.Sprintf("%s is invalid: %s", name, n)}
 	for _, p := range ce.Problems {
 		lines = append(lines, "  "+p.String())
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -246,8 +247,11 @@ func Compile(rs []Rule, o Options) (*Set, error) {
 			bad(i, r.ID, "when is %d bytes, over the %d-byte limit", len(r.When), MaxWhenLen)
 		}
 	}
-	if len(problems) > 0 {
-		return nil, &CompileError{Problems: problems}
+	// A rule already found wrong is not compiled; the others are, so
+	// every broken rule is reported at once.
+	broken := map[int]bool{}
+	for _, p := range problems {
+		broken[p.Index] = true
 	}
 
 	sh := &shapes{structs: map[string]*shape{}}
@@ -311,6 +315,9 @@ func Compile(rs []Rule, o Options) (*Set, error) {
 	for i, r := range rs {
 		c := &compiled{Rule: r, index: i, literal: !strings.ContainsAny(r.Tool, `*?[]{}\`)}
 		set.rules = append(set.rules, c)
+		if broken[i] {
+			continue
+		}
 		t, known := catalog[r.Tool]
 		if c.literal && !known && len(catalog) > 0 {
 			set.warnings = append(set.warnings, Problem{Index: i, ID: r.ID, Msg: fmt.Sprintf(
@@ -362,6 +369,7 @@ func Compile(rs []Rule, o Options) (*Set, error) {
 		c.prg = prg
 	}
 	if len(problems) > 0 {
+		slices.SortStableFunc(problems, func(a, b Problem) int { return a.Index - b.Index })
 		return nil, &CompileError{Problems: problems}
 	}
 	for name := range catalog {
