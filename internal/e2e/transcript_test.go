@@ -295,8 +295,8 @@ func runTranscript(t *testing.T, bin, agents, file, transport string) {
 }
 
 // auditSummary is one "tool status kind" line per audit row, sorted, with
-// the call id the client chose (not a generated ULID), the unit and the
-// trace context when the row has them.
+// the call id the client chose (not a generated ULID), the unit, the trace
+// context and the policy rule that decided when the row has them.
 func auditSummary(t *testing.T, project string) string {
 	b, err := os.ReadFile(filepath.Join(project, ".toolhost", "audit.ndjson"))
 	if err != nil {
@@ -311,6 +311,7 @@ func auditSummary(t *testing.T, project string) string {
 			CallID      string `json:"call_id"`
 			UnitID      string `json:"unit_id"`
 			Traceparent string `json:"traceparent"`
+			Rule        string `json:"rule"`
 		}
 		if err := json.Unmarshal([]byte(l), &row); err != nil {
 			t.Fatalf("audit line %q: %v", l, err)
@@ -324,6 +325,9 @@ func auditSummary(t *testing.T, project string) string {
 		}
 		if row.Traceparent != "" {
 			line += " trace=" + row.Traceparent
+		}
+		if row.Rule != "" {
+			line += " rule=" + row.Rule
 		}
 		lines = append(lines, line)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/toolhost/toolhost/internal/fault"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -75,9 +75,10 @@ type Options struct {
 const (
 	// MaxWhenLen is the longest when expression, in bytes.
 	MaxWhenLen = 4096
-	// EvalTimeout bounds the evaluation of a call's rules: a rule that
-	// iterates large arguments twice over cannot be made to run for long
-	// by them (comprehensions check it every interruptEvery iterations).
+	// EvalTimeout bounds the evaluation of a call's rules that iterate: a
+	// rule that iterates large arguments twice over cannot be made to run
+	// for long by them (comprehensions check it every interruptEvery
+	// iterations); a rule without iteration is bounded by its length.
 	// Going over it is an evaluation error. (CEL's cost limit is no use
 	// here: its tracker needs every list's size, and an open list of cmd
 	// has none.)
@@ -85,7 +86,7 @@ const (
 	interruptEvery = 64
 )
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
+var idPattern = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
 
 // Problem is one rule that does not compile.
 type Problem struct {
@@ -129,6 +130,9 @@ type compiled struct {
 	prg      cel.Program
 	readsCmd bool
 	literal  bool
+	// loops is set when when iterates (a macro such as exists): only then
+	// can evaluation take long, so only then is it bounded by EvalTimeout.
+	loops bool
 }
 
 // Set is a policy file's rules, compiled and type-checked once per load.
@@ -222,7 +226,7 @@ func Compile(rs []Rule, o Options) (*Set, error) {
 	seen := map[string]int{}
 	for i, r := range rs {
 		switch {
-		case !idPattern.MatchString(r.ID):
+		case !idPattern().MatchString(r.ID):
 			bad(i, r.ID, "id must be 1-64 letters, digits, '.', '_', ':' or '-', starting with a letter or digit")
 		case seen[r.ID] > 0:
 			bad(i, r.ID, "id is also used by rules[%d]; ids must be unique", seen[r.ID]-1)
@@ -351,6 +355,9 @@ func Compile(rs []Rule, o Options) (*Set, error) {
 				c.readsCmd = true
 			}
 		}
+		celast.PreOrderVisit(ast.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+			c.loops = c.loops || e.Kind() == celast.ComprehensionKind
+		}))
 		if c.readsCmd && c.literal && known && !t.Commands {
 			loc := ast.NativeRep().SourceInfo().GetStartLocation(firstRef(ast, "cmd"))
 			problems = append(problems, Problem{Index: i, ID: r.ID, Line: loc.Line(), Col: loc.Column() + 1,
@@ -482,22 +489,24 @@ func (tr *ToolRules) Explain(in *Input) (Verdict, []Step) {
 }
 
 func (tr *ToolRules) eval(in *Input, trace bool) (Verdict, []Step) {
-	act := &activation{in: in, tool: types.String(in.Tool), agent: types.String(in.Agent),
-		unit: types.String(in.Unit), project: types.String(in.Project), now: in.Now}
-	if act.now.IsZero() {
-		act.now = time.Now()
-	}
+	act := &activation{in: in}
 	if in.Args == nil {
 		in.Args = map[string]any{}
 	}
 	act.args = convert(in.Args, tr.shape)
-	ctx, cancel := context.WithTimeout(context.Background(), EvalTimeout)
-	defer cancel()
+	var deadline bounded
+	defer deadline.stop()
 	var steps []Step
 	for _, r := range tr.rules {
 		result, detail := "true", ""
 		if r.prg != nil {
-			out, _, err := r.prg.ContextEval(ctx, act)
+			var out ref.Val
+			var err error
+			if r.loops {
+				out, _, err = r.prg.ContextEval(deadline.context(), act)
+			} else {
+				out, _, err = r.prg.Eval(act)
+			}
 			switch {
 			case err != nil:
 				result, detail = "error", err.Error()
@@ -531,13 +540,32 @@ func (tr *ToolRules) eval(in *Input, trace bool) (Verdict, []Step) {
 	return Verdict{Index: -1}, steps
 }
 
-// activation is the variables of one evaluation; cmd is built on first use.
+// bounded is the deadline of a call's iterating rules, made on first use
+// (a timer per call costs more than evaluating a simple rule).
+type bounded struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func (b *bounded) context() context.Context {
+	if b.ctx == nil {
+		b.ctx, b.cancel = context.WithTimeout(context.Background(), EvalTimeout)
+	}
+	return b.ctx
+}
+
+func (b *bounded) stop() {
+	if b.cancel != nil {
+		b.cancel()
+	}
+}
+
+// activation is the variables of one evaluation; cmd is built on first
+// use, and the others are made values only when a rule reads them.
 type activation struct {
-	in                         *Input
-	args                       any
-	cmd                        map[string]any
-	tool, agent, unit, project ref.Val
-	now                        time.Time
+	in   *Input
+	args any
+	cmd  map[string]any
 }
 
 func (a *activation) ResolveName(name string) (any, bool) {
@@ -554,15 +582,18 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		}
 		return a.cmd, true
 	case "tool":
-		return a.tool, true
+		return types.String(a.in.Tool), true
 	case "agent":
-		return a.agent, true
+		return types.String(a.in.Agent), true
 	case "unit":
-		return a.unit, true
+		return types.String(a.in.Unit), true
 	case "project":
-		return a.project, true
+		return types.String(a.in.Project), true
 	case "now":
-		return a.now, true
+		if a.in.Now.IsZero() {
+			a.in.Now = time.Now()
+		}
+		return types.Timestamp{Time: a.in.Now}, true
 	}
 	return nil, false
 }
