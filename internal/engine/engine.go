@@ -39,6 +39,13 @@ func (e *unknownToolError) Error() string {
 }
 func (e *unknownToolError) RejectionKind() fault.Kind { return fault.UnknownTool }
 
+// AuditRuler is implemented by a refusal made by something that is not a
+// policy rule but names what decided, for the audit row's rule (a pinned
+// upstream tool definition that withheld a tool).
+type AuditRuler interface {
+	AuditRule() string
+}
+
 // Request is one tools/call as the server hands it over.
 type Request struct {
 	Tool     string
@@ -523,6 +530,10 @@ func (e *Engine) record(c *Call, out *Outcome) {
 	row.CallID = c.Meta.CallID
 	row.Traceparent = c.Meta.Traceparent
 	row.Rule = c.Rule.Rule
+	var named AuditRuler
+	if row.Rule == "" && errors.As(out.Err, &named) {
+		row.Rule = named.AuditRule()
+	}
 	if c.Ctx != nil {
 		row.UnitID = c.Ctx.UnitID
 	} else if c.Meta.UnitID != "" {
