@@ -9,26 +9,18 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/toolhost/toolhost/internal/rules"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
-// The test binary doubles as the recording stub of every program the
-// corpus runs: bash finds it on PATH under the program's name, it appends
-// the invocation (argv) to the log beside the binary, then either exits 0
-// (a program that must not really run: git, rm, curl …) or execs the real
-// program (a wrapper or filter that runs what the corpus hides: env,
-// xargs, sh, base64 …), so what bash really runs is what the log holds.
-func TestMain(m *testing.M) {
-	// A stub is known by its name (env -i clears the environment).
-	if name := filepath.Base(os.Args[0]); slices.Contains(passThrough, name) || slices.Contains(recorded, name) {
-		os.Exit(stub(name))
-	}
-	os.Exit(m.Run())
-}
+// Every program the corpus runs is a recording stub (testdata/stub): bash
+// finds it on PATH under the program's name, it appends its argv to the
+// subtest's log, then either exits 0 (a program that must not really run:
+// git, rm, curl …) or execs the real program (a wrapper or filter that runs
+// what the corpus hides: env, xargs, sh, base64 …), so what bash really
+// runs is what the log holds.
 
 // passThrough are programs the stubs record and then run for real.
 var passThrough = []string{"sh", "bash", "env", "timeout", "nice", "nohup", "xargs", "find", "cat", "head", "tail",
@@ -41,37 +33,6 @@ var builtins = []string{"echo", "printf", "true", "false"}
 // recorded are programs that are only recorded.
 var recorded = []string{"git", "curl", "wget", "rm", "ls", "npm", "node", "make", "docker", "python3", "jq", "grep",
 	"touch", "mkdir", "cp", "mv", "chmod", "date", "ssh", "gh", "go", "kubectl"}
-
-func logPath() string {
-	exe, _ := os.Executable()
-	return exe + ".calls"
-}
-
-// stub runs in the child: record, then run the real program or exit.
-func stub(name string) int {
-	line, _ := json.Marshal(append([]string{name}, os.Args[1:]...))
-	f, err := os.OpenFile(logPath(), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return 99
-	}
-	_, _ = f.Write(append(line, '\n'))
-	_ = f.Close()
-	if !slices.Contains(passThrough, name) {
-		return 0
-	}
-	realPath := os.Getenv("RULES_CORPUS_REALPATH")
-	if realPath == "" {
-		realPath = "/usr/local/bin:/usr/bin:/bin"
-	}
-	for _, dir := range strings.Split(realPath, ":") {
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-			// The real program finds the stubs on PATH for what it runs.
-			_ = syscall.Exec(p, append([]string{name}, os.Args[1:]...), os.Environ())
-		}
-	}
-	return 127
-}
 
 // invocation is one program bash ran: its name and arguments.
 type invocation struct {
@@ -276,13 +237,15 @@ func TestShellCorpus(t *testing.T) {
 	if len(corpus) < 60 {
 		t.Fatalf("the corpus has %d commands, want at least 60", len(corpus))
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
+	stub := filepath.Join(t.TempDir(), "stub")
+	build := exec.Command("go", "build", "-o", stub, "./testdata/stub")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the stub: %v\n%s", err, out)
 	}
 	stubs := t.TempDir()
 	for _, name := range append(slices.Clone(passThrough), recorded...) {
-		if err := os.Symlink(self, filepath.Join(stubs, name)); err != nil {
+		if err := os.Symlink(stub, filepath.Join(stubs, name)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -297,23 +260,25 @@ func TestShellCorpus(t *testing.T) {
 	realPath := os.Getenv("PATH")
 	for _, tc := range corpus {
 		t.Run(tc.command, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
+			log := filepath.Join(t.TempDir(), "calls")
 			for name, body := range tc.files {
 				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
-			_ = os.Remove(logPath())
 			c := exec.Command(bash, "-c", tc.command)
 			c.Dir = dir
-			c.Env = []string{"PATH=" + stubs, "HOME=" + dir, "RULES_CORPUS_REALPATH=" + realPath}
+			c.Env = []string{"PATH=" + stubs, "HOME=" + dir, "RULES_STUB_LOG=" + log,
+				"RULES_STUB_REALPATH=" + realPath, "RULES_STUB_PASS=" + strings.Join(passThrough, ",")}
 			for k, v := range tc.env {
 				c.Env = append(c.Env, k+"="+v)
 			}
 			if out, err := c.CombinedOutput(); err != nil {
 				t.Logf("bash: %v: %s", err, out)
 			}
-			ran := readLog(t)
+			ran := readLog(t, log)
 
 			cmds := []tool.Command{{Script: tc.command}}
 			var f facts
@@ -359,9 +324,9 @@ func TestShellCorpus(t *testing.T) {
 	}
 }
 
-func readLog(t *testing.T) []invocation {
+func readLog(t *testing.T, path string) []invocation {
 	t.Helper()
-	f, err := os.Open(logPath())
+	f, err := os.Open(path)
 	if os.IsNotExist(err) {
 		return nil
 	}
