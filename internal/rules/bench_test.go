@@ -53,3 +53,32 @@ func BenchmarkDecide(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCompile50 is the cost of loading a policy with 50 rules
+// (once per load in serve, once per call in the hook).
+func BenchmarkCompile50(b *testing.B) {
+	var rs []rules.Rule
+	for i := range 50 {
+		r := rules.Rule{ID: "r" + string(rune('a'+i%26)) + string(rune('a'+i/26)), Effect: rules.Deny, Reason: "r"}
+		switch i % 5 {
+		case 0:
+			r.Tool, r.When = "{bash,Bash}", "cmd.programs.exists(p, p == 'prog')"
+		case 1:
+			r.Tool, r.When = "github__*", "args.repo == 'repo'"
+		case 2:
+			r.Tool, r.When = "spawn_units", "args.units.exists(u, u.id == 'u')"
+		case 3:
+			r.Tool, r.When = "Write", "glob(args.file_path, 'dir/**')"
+		default:
+			r.Tool, r.When = "run_case", "has(args.case_path) && args.case_path.endsWith('.json')"
+		}
+		rs = append(rs, r)
+	}
+	cat := catalog()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := rules.Compile(rs, rules.Options{Tools: cat}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
