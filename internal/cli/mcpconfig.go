@@ -201,7 +201,7 @@ func newMCPConfigCmd(g *globals) *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			allowedTools := func() []string {
-				return c.AllowedTools(all.Registry(), policy.Load(c.policyFile, g.logger()).Current())
+				return c.AllowedTools(all.Registry(), policy.LoadWith(c.policyFile, g.logger(), ruleOptions(c.projectDir)).Current())
 			}
 			switch {
 			case allowed:

@@ -26,7 +26,7 @@ func newUpstreamCmd(g *globals) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := g.logger()
-			pol := policy.Load(policyFile, log).Current()
+			pol := policy.LoadWith(policyFile, log, ruleOptions("")).Current()
 			m := upstream.NewManager(upstream.Options{Log: log, Registry: all.Registry(), Version: Version, NoRetry: true})
 			defer m.Close()
 			m.Apply(pol)

@@ -162,7 +162,9 @@ type Policy struct {
 // Load reads the policy at path; an empty path means the embedded default
 // (never reloaded). A broken first load leaves an empty policy and logs
 // tool_policy_invalid. Its rules are compiled without knowing the tools'
-// schemas; a policy that enforces them is loaded with LoadWith.
+// schemas (every args untyped), so a rule misreading a tool's argument
+// passes here; what serves or shows a policy loads it with LoadWith and
+// the tools' schemas, as serve does.
 func Load(path string, log zerolog.Logger) *Policy { return LoadWith(path, log, rules.Options{}) }
 
 // LoadWith is Load with the rules compiled against o (the tools whose
