@@ -158,14 +158,6 @@ func (s *Set) Warnings() []Problem {
 	return s.warnings
 }
 
-// Len is the number of rules.
-func (s *Set) Len() int {
-	if s == nil {
-		return 0
-	}
-	return len(s.rules)
-}
-
 // For returns the rules that can apply to the named tool, in order, or
 // nil when none can — then a call of the tool does not pay for rules at
 // all.
@@ -191,7 +183,7 @@ func (s *Set) selectFor(name string, sh *shape) *ToolRules {
 			continue
 		}
 		if tr == nil {
-			tr = &ToolRules{tool: name, shape: sh}
+			tr = &ToolRules{shape: sh}
 		}
 		tr.rules = append(tr.rules, r)
 	}
@@ -399,38 +391,13 @@ func anyApplies(rs []Rule, name string) bool {
 	return false
 }
 
-// Names returns the names among names that some rule can apply to.
-func (s *Set) Names(names []string) []string {
-	var out []string
-	for _, n := range names {
-		if s.For(n) != nil {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// Rules returns the rules as the policy file gives them.
-func (s *Set) Rules() []Rule {
-	if s == nil {
-		return nil
-	}
-	out := make([]Rule, len(s.rules))
-	for i, r := range s.rules {
-		out[i] = r.Rule
-	}
-	return out
-}
-
 // ToolRules are the rules that can apply to one tool, in policy order.
 type ToolRules struct {
-	tool  string
 	rules []*compiled
+	// shape converts the tool's arguments (dyn when its schema is not
+	// known).
 	shape *shape
 }
-
-// Len is the number of rules that can apply to the tool.
-func (tr *ToolRules) Len() int { return len(tr.rules) }
 
 // Input is one call as the rules see it.
 type Input struct {
