@@ -39,13 +39,6 @@ func (e *unknownToolError) Error() string {
 }
 func (e *unknownToolError) RejectionKind() fault.Kind { return fault.UnknownTool }
 
-// AuditRuler is implemented by a refusal made by something that is not a
-// policy rule but names what decided, for the audit row's rule (a pinned
-// upstream tool definition that withheld a tool).
-type AuditRuler interface {
-	AuditRule() string
-}
-
 // Request is one tools/call as the server hands it over.
 type Request struct {
 	Tool     string
@@ -229,7 +222,7 @@ func (e *Engine) permission(next Handler) Handler {
 		c.Policy = e.Policy.Current()
 		a := c.Policy.Access(e.Agent, c.Entry.Spec)
 		if !a.Visible() {
-			return &tool.PermissionError{Tool: c.Tool, Reason: a.Reason}
+			return &tool.PermissionError{Tool: c.Tool, Reason: a.Reason, Kind: a.Kind}
 		}
 		c.Decision = a.Decision
 		return next(ctx, c)
@@ -530,15 +523,25 @@ func (e *Engine) record(c *Call, out *Outcome) {
 	row.CallID = c.Meta.CallID
 	row.Traceparent = c.Meta.Traceparent
 	row.Rule = c.Rule.Rule
-	var named AuditRuler
-	if row.Rule == "" && errors.As(out.Err, &named) {
-		row.Rule = named.AuditRule()
-	}
 	if c.Ctx != nil {
 		row.UnitID = c.Ctx.UnitID
 	} else if c.Meta.UnitID != "" {
 		row.UnitID = c.Meta.UnitID
 	}
+	e.writeRow(row)
+}
+
+// AuditEvent stores a row that is not a call of the session (an upstream
+// tool pinned or withheld) with the session's identity, the same way as a
+// call's row.
+func (e *Engine) AuditEvent(row *audit.Row) {
+	if row.TS.IsZero() {
+		row.TS = time.Now().UTC()
+	}
+	if row.CallID == "" {
+		row.CallID = callctx.NewCallID()
+	}
+	row.SessionID, row.ProjectID, row.Agent, row.UnitID = e.Identity.SessionID, e.Identity.ProjectID, e.Identity.Agent, e.Identity.UnitID
 	e.writeRow(row)
 }
 

@@ -147,24 +147,3 @@ func BenchmarkCallRules(b *testing.B) {
 		}
 	})
 }
-
-// pinRefusal stands for a refusal that names what decided without being a
-// policy rule (a pinned upstream tool definition).
-type pinRefusal struct{}
-
-func (pinRefusal) Error() string             { return "gh__search changed since it was approved" }
-func (pinRefusal) RejectionKind() fault.Kind { return fault.Policy }
-func (pinRefusal) AuditRule() string         { return "pin:gh__search" }
-
-func TestAuditRuleOfARefusal(t *testing.T) {
-	t.Parallel()
-	r := newRig(t, rigOpts{
-		tools:  []tool.Tool{scripted("echo", tool.ReadOnly, &script{faults: []error{pinRefusal{}}})},
-		policy: map[string]policy.Rule{"echo": {Permission: policy.Read}},
-	})
-	out := r.call(t, "echo", `{"text":"x"}`)
-	rows := r.sink.all()
-	if out.Kind != fault.Policy || rows[0].Rule != "pin:gh__search" {
-		t.Fatalf("%s, row rule %q", describe(out), rows[0].Rule)
-	}
-}
