@@ -227,9 +227,17 @@ func TestBrokenRuleKeepsTheLastGoodPolicy(t *testing.T) {
 	if !refused() || exists(file) {
 		t.Fatal("a broken rule replaced the last good policy")
 	}
+	// The log arrives through a pipe of its own, maybe after the answer.
 	want := `rules[0] (id \"blocked-key\"): when 1:5: undefined field 'kee'`
-	if log := c.Stderr(); !strings.Contains(log, `"event":"tool_policy_invalid"`) || !strings.Contains(log, want) {
-		t.Fatalf("the log does not name the broken rule (%s):\n%s", want, log)
+	logged := func() bool {
+		log := c.Stderr()
+		return strings.Contains(log, `"event":"tool_policy_invalid"`) && strings.Contains(log, want)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !logged() && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !logged() {
+		t.Fatalf("the log does not name the broken rule (%s):\n%s", want, c.Stderr())
 	}
 	out, err := exec.Command(bin, "policy", "check", pol).CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), `rules[0] (id "blocked-key"): when 1:5: undefined field 'kee'`) {
