@@ -194,28 +194,19 @@ func (s *Sandbox) WriteJSON(p string, v any) error {
 // rename replaces whatever directory entry the leaf is at that moment, so
 // nothing outside dir is ever opened for writing.
 func (s *Sandbox) replace(dir *os.Root, t target, data []byte) error {
-	tmp, f, err := createTemp(dir)
+	tmp, err := writeTemp(dir, data)
 	if err != nil {
 		return err
 	}
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Sync()
+	// Re-check just before the rename: a leaf that became a directory or a
+	// symlink since the first check is reported, not replaced.
+	_, err = s.checkLeaf(dir, t)
+	if err == nil {
+		err = dir.Rename(tmp, t.leaf)
 	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		// Re-check just before the rename: a leaf that became a directory or
-		// a symlink since the first check is reported, not replaced.
-		_, werr = s.checkLeaf(dir, t)
-	}
-	if werr == nil {
-		werr = dir.Rename(tmp, t.leaf)
-	}
-	if werr != nil {
+	if err != nil {
 		_ = dir.Remove(tmp)
-		return werr
+		return err
 	}
 	syncDir(dir)
 	return nil
