@@ -91,3 +91,20 @@ func NeedTool(t testing.TB, name, envVar, install string) string {
 	t.Skipf("%s not installed; run: %s", name, install)
 	return ""
 }
+
+// NeedDep returns the absolute path of rel under the project's .deps/, where
+// scripts/deps/ install what tests drive (e.g. "vitest3/node_modules/.bin/vitest").
+// When it is missing, the test fails under CI (CI=true) and is skipped
+// elsewhere with the command that installs it.
+func NeedDep(t testing.TB, rel, install string) string {
+	t.Helper()
+	p := filepath.Join(RepoRoot(t), ".deps", filepath.FromSlash(rel))
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf(".deps/%s is required in CI but missing; %s", rel, install)
+	}
+	t.Skipf(".deps/%s not installed; run: %s", rel, install)
+	return ""
+}
