@@ -116,7 +116,7 @@ var rules = sync.OnceValue(func() []rule {
 		{ID: "snapshot_mismatch", Category: CatLogicError, Weight: 0.6, Near: []string{"snapshot"}, Pattern: regexp.MustCompile(
 			"Snapshot `[^`]*` mismatched|\bSnapshot .{1,200}? mismatched\b|\bto ?match ?(?:inline ?)?snapshot\b|(?i)obsolete snapshot")},
 		{ID: "runtime_type_error", Category: CatLogicError, Weight: 0.6, Near: []string{"undefined", "null", "function", "type"}, Pattern: regexp.MustCompile(
-			`\bTypeError: .{1,200}|\b\S+ is not a (?:function|constructor)\b|Cannot read propert(?:y|ies) of (?:undefined|null)(?: \(reading '[^']*'\))?|Cannot set propert(?:y|ies) of (?:undefined|null)|\bReferenceError: \S+ is not defined\b`)},
+			`(?m)\bTypeError: .{1,200}|\b\S+ is not a (?:function|constructor)\b|Cannot read propert(?:y|ies) of (?:undefined|null)(?: \(reading '[^']*'\))?|Cannot set propert(?:y|ies) of (?:undefined|null)|\bReferenceError: \S+ is not defined\b|^[A-Za-z_$][\w$]* is not defined$`)},
 		{ID: "html_for_json", Category: CatContractMismatch, Weight: 0.7, Near: []string{"json", "html", "token", "parse", "proxy"}, Pattern: regexp.MustCompile(
 			`Unexpected token '?<'?(?:, "<!doctype|, "<html| in JSON)?|(?i)"<!doctype html|\bis not valid JSON\b.{0,40}<`)},
 		{ID: "typescript_error", Category: CatLogicError, Weight: 0.7, Near: []string{"type", "assignable", "typescript", "tsc"}, Pattern: regexp.MustCompile(
@@ -365,6 +365,13 @@ func checkTestError(f *facts) []Signal {
 		for i, l := range lines {
 			m := errorLine().FindStringSubmatch(l)
 			if m == nil || m[1] == "AssertionError" {
+				continue
+			}
+			// Assertions, snapshot mismatches and timeouts are raised by the
+			// test runner on the test's behalf: they say nothing about the
+			// test's own code.
+			switch vitest.Classify(l) {
+			case vitest.KindAssertion, vitest.KindSnapshot, vitest.KindTimeout:
 				continue
 			}
 			for _, fr := range vitest.Frames(strings.Join(lines[i+1:], "\n")) {

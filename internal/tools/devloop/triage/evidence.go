@@ -302,7 +302,11 @@ func (ev *evidence) checkTest(c *callctx.Ctx, bug *bugs.Bug, e bugs.Evidence) er
 	switch {
 	case found != nil && found.Status != vitest.StatusFailed:
 		ev.Tests = append(ev.Tests, citedTest{Name: found.Name, File: found.File})
-		ev.miss(kindTest, cited, "not reproduced: the test %s in %s (the report cited, or the newest naming it), it did not fail; cite a report where it fails, or re-run the suite", found.Status, found.Report)
+		why := "cite a report where it fails, or re-run the suite"
+		if fe := fileFailureOf(c, found); fe != nil {
+			why = fmt.Sprintf("its file failed outside any test (%s: %s), which skipped it; cite that failure with evidence.test_file alone", fe.Level, vitest.FirstMeaningfulLine(fe.Message))
+		}
+		ev.miss(kindTest, cited, "not reproduced: the test %s in %s (the report cited, or the newest naming it), it did not fail; %s", found.Status, found.Report, why)
 	case found != nil:
 		ev.Tests = append(ev.Tests, citedTest{Name: found.Name, File: found.File})
 		line = found.Line
@@ -313,6 +317,25 @@ func (ev *evidence) checkTest(c *callctx.Ctx, bug *bugs.Bug, e bugs.Evidence) er
 	}
 	if e.TestFile != "" {
 		ev.checkTestFile(c, bug, e.TestFile, line, found)
+	}
+	return nil
+}
+
+// fileFailureOf returns the file-level failure of o's file in o's report.
+func fileFailureOf(c *callctx.Ctx, o *testOutcome) *testOutcome {
+	data, err := readRel(c, o.Report)
+	if err != nil {
+		return nil
+	}
+	run, err := vitest.Parse(data)
+	if err != nil {
+		return nil
+	}
+	lr := loadedReport{Path: o.Report, Run: run}
+	for _, x := range lr.outcomes() {
+		if x.Name == "" && x.File == o.File {
+			return &x
+		}
 	}
 	return nil
 }
