@@ -29,10 +29,10 @@ func run(t testing.TB, dir string, argv ...string) string {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "NODE_OPTIONS=", "GOFLAGS=")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err == nil {
-		t.Fatalf("%v exited 0; it was meant to crash", argv)
+		t.Fatalf("%v exited 0; it was meant to crash (state %v)\nstdout:\n%s\nstderr:\n%s", argv, cmd.ProcessState, stdout.String(), stderr.String())
 	}
 	return stderr.String()
 }
