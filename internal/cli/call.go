@@ -26,7 +26,7 @@ func newCallCmd(g *globals) *cobra.Command {
 			"and prints the structured result. Exit 0 when the tool did it (ok: true); 1 when it could not (ok: false,\n" +
 			"printed with its reason), failed, timed out or was cancelled; 2 when a gate refused the call (unknown tool,\n" +
 			"policy, schema, sandbox, guard, confirmation) or the command line is wrong.",
-		Args:  cobra.ExactArgs(1),
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, pos []string) error {
 			raw := json.RawMessage(args)
 			if !json.Valid(raw) {
