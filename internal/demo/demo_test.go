@@ -52,7 +52,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 
 	wantRefusals := []struct{ agent, gate, msg string }{
-		{"pm", "sandbox", "Sandbox violation: devloop-pm tried to write sdd/design.html"},
+		{"architect", "sandbox", "Sandbox violation: devloop-architect tried to write prd/stories.html"},
 		{"coder", "policy", "tool write_chapter is not allowed for agent devloop-coder"},
 		{"coder", "guard", "Bash guard: blocked inline JSON handed to curl via -d"},
 	}
@@ -69,7 +69,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	for _, a := range []string{
 		"prd/index.html", "prd/stories.html", "prd/mvcp/todo-list.html", "prd/search-index.json",
 		"sdd/index.html", "sdd/api.html", "contracts/todo.json", "contracts/hashes.json",
-		"units/todo-be/src/server.go", "units/todo-be/src/contract.gen.ts", "units/todo-be/src/contract_gen.go",
+		"units/todo-be/src/server.go", "units/todo-be/src/todo.gen.ts", "units/todo-be/src/todo_gen.go",
 		"units/todo-be/coder-log.ndjson", "reports/vitest-todo.json", "triage/triage.json", "timeline.ndjson",
 	} {
 		if !slices.Contains(sum.Artifacts, a) {
@@ -146,7 +146,7 @@ func TestDemoEndToEnd(t *testing.T) {
 		"[coder]       ✓ refused as expected (policy): tool write_chapter is not allowed for agent devloop-coder",
 		"[bug-triager] ✓ diff_contract_vs_impl    ",
 		"missing DELETE /todos/{id}",
-		"refused as expected  3: sandbox (pm), policy (coder), guard (coder)",
+		"refused as expected  3: sandbox (architect), policy (coder), guard (coder)",
 		"\r\033[K[integrator]  … run_case                 step 3/3 delete failed",
 	} {
 		if !strings.Contains(text, want) {

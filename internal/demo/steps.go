@@ -219,17 +219,6 @@ func (r *runner) pmSteps(s *agentSession) []step {
 			}
 			return "4 steps done, progress 100%", nil
 		}},
-		{"refused as expected (sandbox):", func() (string, error) {
-			msg, err := s.refused("sandbox", "write_chapter", map[string]any{"site": "sdd", "chapter_id": "design", "html": section("Design", "<p>The PM tries to write the SDD.</p>")},
-				"Sandbox violation: devloop-pm tried to write sdd/design.html")
-			if err != nil {
-				return "", err
-			}
-			if exists(r.dir, "sdd") {
-				return "", errors.New("the refused write left sdd/ behind")
-			}
-			return firstLine(msg), nil
-		}},
 	}
 }
 
@@ -286,6 +275,23 @@ func (r *runner) architectSteps(s *agentSession) []step {
 			}
 			r.artifact("sdd/index.html")
 			return fmt.Sprintf("sdd/ with 2 chapters, %d files", len(out.Files)), nil
+		}},
+		{"refused as expected (sandbox):", func() (string, error) {
+			// The PM's site: the page and its archive stay as the PM left
+			// them, because the door checks the whole write first.
+			before, err := os.ReadFile(filepath.Join(r.dir, "prd", "stories.html"))
+			if err != nil {
+				return "", err
+			}
+			msg, err := s.refused("sandbox", "write_chapter", map[string]any{"site": "prd", "chapter_id": "stories", "html": section("Stories", "<p>The Architect tries to edit the PRD.</p>")},
+				"Sandbox violation: devloop-architect tried to write prd/stories.html")
+			if err != nil {
+				return "", err
+			}
+			if after, err := os.ReadFile(filepath.Join(r.dir, "prd", "stories.html")); err != nil || string(after) != string(before) {
+				return "", errors.New("the refused write changed prd/stories.html")
+			}
+			return firstLine(msg), nil
 		}},
 		{"CLI Write", func() (string, error) {
 			if err := r.cliWrite(s.ctx, "architect", "contracts/todo.json", contractJSON); err != nil {

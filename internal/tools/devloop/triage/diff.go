@@ -2,7 +2,6 @@ package triage
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -64,46 +63,28 @@ func normalizePath(p string) string {
 	return out
 }
 
-// loadContract reads contracts/<name>.json with the line of each endpoint.
+// loadContract reads the named contract (any format the contract package
+// reads) with the line of each endpoint.
 func loadContract(c *callctx.Ctx, name string) (*contract.Contract, []contractRoute, error) {
-	p := contract.Path(name)
-	data, err := readRel(c, p)
+	p, data, err := contract.Locate(func(rel string) ([]byte, error) { return readRel(c, rel) }, name)
 	if err != nil {
 		return nil, nil, err
 	}
-	ct, err := contract.Parse(data)
+	ct, err := contract.Parse(data, name)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", p, err)
 	}
-	lines := splitLines(data)
 	var rs []contractRoute
 	for _, e := range ct.Endpoints {
-		rs = append(rs, contractRoute{ID: e.ID, Method: strings.ToUpper(e.Method), Path: e.Path,
-			Norm: normalizePath(e.Path), File: p, Line: endpointLine(lines, e)})
+		rs = append(rs, contractRoute{ID: e.ID, Method: e.Method, Path: e.Path, Norm: normalizePath(e.Path), File: p, Line: e.Line})
 	}
 	return ct, rs, nil
 }
 
-// endpointLine finds the line declaring an endpoint: its "id" key, else its
-// path.
-func endpointLine(lines []string, e contract.Endpoint) int {
-	id, _ := json.Marshal(e.ID)
-	pth, _ := json.Marshal(e.Path)
-	for _, want := range []struct{ key, val string }{{`"id"`, string(id)}, {`"path"`, string(pth)}} {
-		for i, l := range lines {
-			if strings.Contains(l, want.key) && strings.Contains(l, want.val) {
-				return i + 1
-			}
-		}
-	}
-	return 0
-}
-
-// contractFiles lists contracts/*.json (not the hash record), sorted.
+// contractFiles lists the contract files in contracts/ (not the hash
+// record), sorted.
 func contractFiles(c *callctx.Ctx) ([]string, error) {
-	return walkFiles(c, "contracts", func(rel string) bool {
-		return path.Dir(rel) == "contracts" && path.Ext(rel) == ".json" && path.Base(rel) != "hashes.json"
-	})
+	return walkFiles(c, contract.Dir, func(rel string) bool { return contract.NameOf(rel) != "" })
 }
 
 // loadContractRoutes reads every contract in contracts/; broken ones are
@@ -114,11 +95,13 @@ func loadContractRoutes(c *callctx.Ctx) ([]contractRoute, error) {
 		return nil, err
 	}
 	var out []contractRoute
+	seen := map[string]bool{}
 	for _, f := range files {
-		name := strings.TrimSuffix(path.Base(f), ".json")
-		if !contract.NamePattern().MatchString(name) {
+		name := contract.NameOf(f)
+		if seen[name] {
 			continue
 		}
+		seen[name] = true
 		if _, rs, err := loadContract(c, name); err == nil {
 			out = append(out, rs...)
 		}
@@ -128,7 +111,7 @@ func loadContractRoutes(c *callctx.Ctx) ([]contractRoute, error) {
 
 // DiffInput names the contract and the unit to compare.
 type DiffInput struct {
-	Contract string `json:"contract" jsonschema:"pattern=^[a-z0-9][a-z0-9_-]{0\\,63}$" jsonschema_description:"contract name: contracts/<contract>.json"`
+	Contract string `json:"contract" jsonschema:"pattern=^[a-z0-9][a-z0-9_-]{0\\,63}$" jsonschema_description:"contract name: contracts/<contract>.json, .yaml or .yml (the toolhost format or OpenAPI 3.0/3.1)"`
 	UnitID   string `json:"unit_id" jsonschema:"pattern=^[A-Za-z0-9_][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"the unit whose source (units/<unit_id>/, tests and node_modules excluded) is scanned for routes"`
 }
 
@@ -216,7 +199,7 @@ func diffContractVsImpl(_ context.Context, c *callctx.Ctx, in DiffInput) (DiffOu
 	_, croutes, err := loadContract(c, in.Contract)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return DiffOutput{}, tool.Fail("no contract %s: %s does not exist; contracts here: %s", in.Contract, contract.Path(in.Contract), listOrNone(contractNames(c)))
+			return DiffOutput{}, tool.Fail("no contract %s: contracts/%s.json, .yaml or .yml does not exist; contracts here: %s", in.Contract, in.Contract, listOrNone(contractNames(c)))
 		}
 		return DiffOutput{}, tool.Fail("%v", err)
 	}
@@ -353,7 +336,7 @@ func contractNames(c *callctx.Ctx) []string {
 	files, _ := contractFiles(c)
 	var names []string
 	for _, f := range files {
-		names = append(names, strings.TrimSuffix(path.Base(f), ".json"))
+		names = append(names, contract.NameOf(f))
 	}
 	return names
 }

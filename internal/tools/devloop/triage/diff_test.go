@@ -183,7 +183,7 @@ func TestDiffContractVsImplFailures(t *testing.T) {
 		reason   string
 		validErr bool
 	}{
-		{"unknown contract", DiffInput{Contract: "orders", UnitID: "todo-be"}, "no contract orders: contracts/orders.json does not exist; contracts here: broken, todos", false},
+		{"unknown contract", DiffInput{Contract: "orders", UnitID: "todo-be"}, "no contract orders: contracts/orders.json, .yaml or .yml does not exist; contracts here: broken, todos", false},
 		{"broken contract", DiffInput{Contract: "broken", UnitID: "todo-be"}, "endpoints[0] needs id, method and path", false},
 		{"unknown unit", DiffInput{Contract: "todos", UnitID: "nope"}, "no unit nope: units/nope/ does not exist", false},
 		{"unit without source", DiffInput{Contract: "todos", UnitID: "docs-only"}, "units/docs-only/ has no JS/TS or Go source", false},
