@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path"
 	"slices"
-	"math"
 	"sort"
 	"strings"
 
@@ -21,7 +21,7 @@ import (
 const (
 	// FormatToolhost is {name, version, endpoints:[{id, method, path,
 	// request?, response, status}]} (SPEC §11).
-	FormatToolhost = "toolhost"
+	FormatToolhost  = "toolhost"
 	FormatOpenAPI30 = "openapi-3.0"
 	FormatOpenAPI31 = "openapi-3.1"
 )
