@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"math"
 	"path"
-	"slices"
 	"sort"
 	"strings"
 
@@ -372,9 +371,4 @@ func (c *Contract) SchemaRefs() []string {
 	}
 	sort.Strings(refs)
 	return refs
-}
-
-// HasEndpoint reports whether an endpoint id exists.
-func (c *Contract) HasEndpoint(id string) bool {
-	return slices.ContainsFunc(c.Endpoints, func(e Endpoint) bool { return e.ID == id })
 }
