@@ -25,6 +25,7 @@ type implRoute struct {
 	Path   string
 	File   string
 	Line   int
+	pos    int // offset in the parsed source, to keep the source's order within a line
 }
 
 // contractRoute is one endpoint of a contract with where it is declared.
@@ -137,6 +138,16 @@ type MethodMismatch struct {
 	Line           int    `json:"line" jsonschema_description:"line of the implemented route"`
 }
 
+// UnresolvedRoute is a route (or a mount) in the source whose path the
+// analysis cannot know without running the code.
+type UnresolvedRoute struct {
+	Method string `json:"method" jsonschema_description:"HTTP method; ALL for a mount or a route of any method"`
+	Path   string `json:"path" jsonschema_description:"what is known of the path: the prefixes it is mounted under, * for the part that is computed"`
+	File   string `json:"file" jsonschema_description:"project-relative file of the route or mount"`
+	Line   int    `json:"line" jsonschema_description:"1-based line"`
+	Reason string `json:"reason" jsonschema_description:"why it cannot be resolved statically"`
+}
+
 // Unparsed is a source file that could not be read as code.
 type Unparsed struct {
 	File   string `json:"file" jsonschema_description:"project-relative file"`
@@ -146,15 +157,17 @@ type Unparsed struct {
 // DiffOutput is the result of diff_contract_vs_impl.
 type DiffOutput struct {
 	tool.Status
-	Contract       string           `json:"contract,omitempty" jsonschema_description:"the contract compared"`
-	UnitID         string           `json:"unit_id,omitempty" jsonschema_description:"the unit compared"`
-	FilesScanned   int              `json:"files_scanned" jsonschema_description:"source files read"`
-	RoutesFound    int              `json:"routes_found" jsonschema_description:"routes found in the unit's source"`
-	Matched        []RouteRef       `json:"matched" jsonschema_description:"contract endpoints the unit implements (where in the source)"`
-	Missing        []RouteRef       `json:"missing" jsonschema_description:"contract endpoints the unit does not implement (where in the contract)"`
-	Extra          []RouteRef       `json:"extra" jsonschema_description:"routes the unit implements that the contract does not declare (where in the source)"`
-	MethodMismatch []MethodMismatch `json:"method_mismatch" jsonschema_description:"contract paths the unit serves with a different method"`
-	Unparsed       []Unparsed       `json:"unparsed,omitempty" jsonschema_description:"source files skipped, with the reason"`
+	Contract       string            `json:"contract,omitempty" jsonschema_description:"the contract compared"`
+	UnitID         string            `json:"unit_id,omitempty" jsonschema_description:"the unit compared"`
+	FilesScanned   int               `json:"files_scanned" jsonschema_description:"source files read"`
+	RoutesFound    int               `json:"routes_found" jsonschema_description:"routes found in the unit's source"`
+	Matched        []RouteRef        `json:"matched" jsonschema_description:"contract endpoints the unit implements (where in the source)"`
+	Missing        []RouteRef        `json:"missing" jsonschema_description:"contract endpoints the unit does not implement (where in the contract)"`
+	Extra          []RouteRef        `json:"extra" jsonschema_description:"routes the unit implements that the contract does not declare (where in the source)"`
+	MethodMismatch []MethodMismatch  `json:"method_mismatch" jsonschema_description:"contract paths the unit serves with a different method"`
+	Unresolved     []UnresolvedRoute `json:"unresolved" jsonschema_description:"routes and mounts whose path is computed at run time (or a router no app mounts): neither missing nor extra, each with its file and line to read"`
+	Undecided      []RouteRef        `json:"undecided,omitempty" jsonschema_description:"contract endpoints no resolved route serves but an unresolved one may (same method, path under its known prefix): not reported missing"`
+	Unparsed       []Unparsed        `json:"unparsed,omitempty" jsonschema_description:"source files skipped, with the reason"`
 }
 
 // DiffContractVsImpl is the diff_contract_vs_impl tool.
@@ -162,10 +175,12 @@ func DiffContractVsImpl() tool.Tool {
 	return tool.New(tool.Spec{
 		Name:  "diff_contract_vs_impl",
 		Title: "Diff contract vs implementation",
-		Description: "Compare a contract's endpoints with the routes a unit implements, found in its JS/TS source (Express, Fastify, Koa, Hono) " +
-			"and Go source (net/http ServeMux with Go 1.22 \"GET /path/{id}\" patterns, gorilla, chi, echo, gin). Path parameters " +
-			"(:id, {id}, <id>) are normalised first. Returns missing, extra and method_mismatch routes with file and line; " +
-			"routes inside comments or other strings are ignored.",
+		Description: "Compare a contract's endpoints with the routes a unit implements, read from the syntax trees of its JS/TS source " +
+			"(Express apps and routers mounted with use() across files through require/import, route() chains, Fastify register with prefix, " +
+			"Hono route(), Koa and koa-router with prefix) and Go source (net/http ServeMux with Go 1.22 \"GET /path/{id}\" patterns and " +
+			"StripPrefix, chi Route/Group/Mount, gin and echo groups, gorilla subrouters). Path parameters (:id, {id}, <id>) are normalised first. " +
+			"Returns missing, extra and method_mismatch routes with file and line; a route whose path is computed at run time is unresolved " +
+			"(with file and line), never missing or extra.",
 		Effect: tool.ReadOnly, Timeout: 30 * time.Second,
 	}, diffContractVsImpl)
 }
@@ -217,6 +232,7 @@ func diffContractVsImpl(_ context.Context, c *callctx.Ctx, in DiffInput) (DiffOu
 	out := DiffOutput{Status: tool.Status{OK: true}, Contract: in.Contract, UnitID: in.UnitID,
 		Matched: []RouteRef{}, Missing: []RouteRef{}, Extra: []RouteRef{}, MethodMismatch: []MethodMismatch{}}
 	var impl []implRoute
+	jsFiles, goFiles := map[string][]byte{}, map[string][]byte{}
 	for _, f := range files {
 		data, err := readRel(c, f)
 		if err != nil {
@@ -229,18 +245,21 @@ func diffContractVsImpl(_ context.Context, c *callctx.Ctx, in DiffInput) (DiffOu
 		}
 		out.FilesScanned++
 		if path.Ext(f) == ".go" {
-			rs, err := goRoutes(f, data)
-			if err != nil {
-				out.Unparsed = append(out.Unparsed, Unparsed{File: f, Reason: err.Error()})
-				continue
-			}
-			impl = append(impl, rs...)
+			goFiles[f] = data
 		} else {
-			impl = append(impl, jsRoutes(f, string(data))...)
+			jsFiles[f] = data
 		}
+	}
+	rs, un, bad := jsAnalyze(jsFiles)
+	impl, out.Unresolved, out.Unparsed = append(impl, rs...), append(out.Unresolved, un...), append(out.Unparsed, bad...)
+	rs, un, bad = goAnalyze(goFiles)
+	impl, out.Unresolved, out.Unparsed = append(impl, rs...), append(out.Unresolved, un...), append(out.Unparsed, bad...)
+	if out.Unresolved == nil {
+		out.Unresolved = []UnresolvedRoute{}
 	}
 	out.RoutesFound = len(impl)
 	compareRoutes(croutes, impl, &out)
+	undecide(&out)
 	return out, nil
 }
 
@@ -325,6 +344,43 @@ func compareRoutes(croutes []contractRoute, impl []implRoute, out *DiffOutput) {
 	for _, r := range rest {
 		out.Extra = append(out.Extra, toRef(r))
 	}
+}
+
+// undecide moves the missing endpoints an unresolved route may serve (same
+// method or ALL, the path under its known prefix) to Undecided.
+func undecide(out *DiffOutput) {
+	var missing []RouteRef
+	for _, m := range out.Missing {
+		maybe := false
+		for _, u := range out.Unresolved {
+			if u.Method != m.Method && u.Method != "ALL" {
+				continue
+			}
+			known, _, _ := strings.Cut(u.Path, "*")
+			known = normalizePath(strings.TrimSuffix(known, "/"))
+			// A route of which nothing but the method is known could be
+			// any: it is listed as unresolved, but does not hide a missing
+			// route.
+			if known != "/" && pathHasPrefix(normalizePath(m.Path), known) {
+				maybe = true
+				break
+			}
+		}
+		if maybe {
+			out.Undecided = append(out.Undecided, m)
+		} else {
+			missing = append(missing, m)
+		}
+	}
+	if missing == nil {
+		missing = []RouteRef{}
+	}
+	out.Missing = missing
+}
+
+// pathHasPrefix reports whether normalised path p lies under prefix.
+func pathHasPrefix(p, prefix string) bool {
+	return p == prefix || strings.HasPrefix(p, prefix+"/")
 }
 
 func toRef(r implRoute) RouteRef {
