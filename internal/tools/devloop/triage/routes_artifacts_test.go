@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/contract/contracttest"
+	"github.com/toolhost/toolhost/internal/stdioclient"
 	"github.com/toolhost/toolhost/internal/testutil"
 )
 
@@ -269,5 +270,84 @@ func TestDiffOnRealApps(t *testing.T) {
 				t.Errorf("the app answers the extra GET /v2/orders/7/items with %d", code)
 			}
 		})
+	}
+}
+
+// TestOpenAPIDevloopOverStdio: an OpenAPI 3.0 YAML contract through the
+// whole devloop, each agent a real toolhost serve: the Architect records its
+// hash, the Coder bridges it to TypeScript (checked by the real tsc
+// --strict) and Go (checked by go vet), and the Triager diffs it against the
+// unit's Express app.
+func TestOpenAPIDevloopOverStdio(t *testing.T) {
+	t.Parallel()
+	tsc := testutil.NeedTool(t, "tsc", "TOOLHOST_TSC", "make deps (or bash scripts/deps/10-typescript.sh)")
+	goBin := testutil.NeedTool(t, "go", "", "install Go")
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"contracts/orders.yaml": contracttest.Orders30YAML})
+	writeTree(t, filepath.Join(dir, "units", "orders-js"), expressApp)
+	serveAs := func(agent string, extra ...string) *stdioclient.Client {
+		return testutil.Serve(t, append([]string{"--project-dir", dir, "--agent", agent}, extra...)...)
+	}
+	architect, coder, triager := serveAs("architect"), serveAs("coder", "--unit", "orders-js"), serveAs("bug-triager")
+
+	var hashed struct {
+		SHA256 string `json:"sha256"`
+	}
+	testutil.ResultOK(t, "hash_contract", testutil.CallTool(t, architect, "hash_contract", map[string]any{"path": "contracts/orders.yaml"}), &hashed)
+	var bridged [2]struct {
+		Files  []string `json:"files"`
+		SHA256 string   `json:"sha256"`
+		Types  int      `json:"types"`
+		Routes int      `json:"routes"`
+	}
+	for i, lang := range []string{"ts", "go"} {
+		args := map[string]any{"contract": "orders", "lang": lang}
+		if lang == "go" {
+			args["package"] = "orders"
+		}
+		testutil.ResultOK(t, "contract_bridge", testutil.CallTool(t, coder, "contract_bridge", args), &bridged[i])
+		if bridged[i].SHA256 != hashed.SHA256 || bridged[i].Routes != 6 || bridged[i].Types < 4 {
+			t.Fatalf("contract_bridge %s = %+v; want the recorded hash %s, 6 routes and the components' types", lang, bridged[i], hashed.SHA256)
+		}
+	}
+	src := filepath.Join(dir, "units", "orders-js", "src")
+	use := `import type { Order, NewOrder, OrderStatus } from './orders.gen';
+import { CREATE_ORDER_PATH, CREATE_ORDER_STATUS, getOrderPath, routes } from './orders.gen';
+
+const status: OrderStatus = 'paid';
+const draft: NewOrder = { items: [{ sku: 'a', quantity: 1 }], note: null };
+const order: Order = { ...draft, id: '1', status, created_at: 'now' };
+const path: string = getOrderPath({ id: '7' });
+const created: 201 = CREATE_ORDER_STATUS;
+// @ts-expect-error an order needs its items
+const bad: NewOrder = {};
+export const all = [order, path, created, bad, CREATE_ORDER_PATH, routes.deleteOrder.method];
+`
+	if err := os.WriteFile(filepath.Join(src, "use.ts"), []byte(use), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tscCmd := exec.Command(tsc, "--noEmit", "--strict", "--target", "es2020", "--module", "esnext", "--moduleResolution", "bundler", "use.ts", "orders.gen.ts")
+	tscCmd.Dir = src
+	if out, err := tscCmd.CombinedOutput(); err != nil {
+		t.Fatalf("tsc --strict on the generated TypeScript: %v\n%s", err, out)
+	}
+	goDir := t.TempDir()
+	gen, err := os.ReadFile(filepath.Join(src, "orders_gen.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, goDir, map[string]string{"go.mod": "module example.com/orders\n\ngo 1.22\n", "orders_gen.go": string(gen)})
+	vet := exec.Command(goBin, "vet", "./...")
+	vet.Dir = goDir
+	vet.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=", "GOPROXY=off")
+	if out, err := vet.CombinedOutput(); err != nil {
+		t.Fatalf("go vet on the generated Go: %v\n%s", err, out)
+	}
+	// The generated files are sources of the unit now: they declare no
+	// routes, so the diff is the app's alone.
+	var diff DiffOutput
+	testutil.ResultOK(t, "diff_contract_vs_impl", testutil.CallTool(t, triager, "diff_contract_vs_impl", map[string]any{"contract": "orders", "unit_id": "orders-js"}), &diff)
+	if len(diff.Missing) != 1 || diff.Missing[0].Method != "DELETE" || len(diff.Extra) != 1 || diff.Extra[0].Path != "/v2/orders/:id/items" || len(diff.Matched) != 5 {
+		t.Fatalf("diff = missing %+v, extra %+v, matched %d; want DELETE /v2/orders/{id} missing and GET /v2/orders/:id/items extra", diff.Missing, diff.Extra, len(diff.Matched))
 	}
 }
