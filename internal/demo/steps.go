@@ -47,6 +47,7 @@ type (
 	vitestFailure struct {
 		File    string `json:"file"`
 		Name    string `json:"name"`
+		Level   string `json:"level"`
 		Message string `json:"message"`
 	}
 	bugOpened struct {
@@ -509,14 +510,17 @@ func (r *runner) testerSteps(s *agentSession) []step {
 				return "", err
 			}
 			for _, f := range out.Failures {
-				if f.Name != "" {
+				switch {
+				case f.Name != "":
 					r.failures = append(r.failures, f)
+				case f.Level == "hook" && strings.Contains(f.Message, "ECONNREFUSED"):
+					r.hookFailure = f
 				}
 			}
-			if out.Failed < 2 || len(r.failures) < 2 {
-				return "", fmt.Errorf("%d failed tests (%d named failures); the report has 6", out.Failed, len(r.failures))
+			if out.Failed < 2 || len(r.failures) < 2 || r.hookFailure.File == "" {
+				return "", fmt.Errorf("%d failed tests (%d named failures, hook failure %+v); the report has 8 and a beforeAll that cannot connect", out.Failed, len(r.failures), r.hookFailure)
 			}
-			return fmt.Sprintf("%d tests: %d passed, %d failed, %d skipped, %d suite error", out.Total, out.Passed, out.Failed, out.Skipped, out.SuiteErrors), nil
+			return fmt.Sprintf("%d tests: %d passed, %d failed, %d skipped, %d file-level failures", out.Total, out.Passed, out.Failed, out.Skipped, out.SuiteErrors), nil
 		}},
 		{"hint_builder", func() (string, error) {
 			var out struct {
@@ -550,6 +554,27 @@ func (r *runner) testerSteps(s *agentSession) []step {
 			}
 			return strings.Join(r.testerBugs, ", ") + " opened with test, test_file and report as evidence", nil
 		}},
+		{"bug_open file-level", func() (string, error) {
+			// A failure outside any test: the test file and the report are
+			// the evidence, there is no test name to cite.
+			f := r.hookFailure
+			var out bugOpened
+			err := s.call("bug_open", map[string]any{
+				"title":    clip(path.Base(f.File)+": beforeAll fails: "+f.Message, 300),
+				"severity": "blocker",
+				"evidence": map[string]any{"test_file": f.File, "report": reportPath},
+			}, &out)
+			if err != nil {
+				return "", err
+			}
+			if out.Duplicate || out.Status != "open" {
+				return "", fmt.Errorf("%s: duplicate %v, status %q; want a new open bug", out.ID, out.Duplicate, out.Status)
+			}
+			r.hookBug = out.ID
+			r.sum.Bugs = append(r.sum.Bugs, out.ID)
+			r.artifact(out.Path)
+			return fmt.Sprintf("%s opened for %s (%s) with test_file and report as evidence", out.ID, path.Base(f.File), f.Message), nil
+		}},
 		{"bug_open again", func() (string, error) {
 			out, err := r.openTestBug(s, r.failures[0])
 			if err != nil {
@@ -571,8 +596,8 @@ func (r *runner) testerSteps(s *agentSession) []step {
 			if err := s.call("bug_list", map[string]any{"status": "open"}, &out); err != nil {
 				return "", err
 			}
-			if out.Total != 2 {
-				return "", fmt.Errorf("%d open bugs, want 2", out.Total)
+			if out.Total != 3 {
+				return "", fmt.Errorf("%d open bugs, want 3", out.Total)
 			}
 			return fmt.Sprintf("%d open bugs", out.Total), nil
 		}},
@@ -829,6 +854,43 @@ func (r *runner) triagerSteps(s *agentSession) []step {
 				rules = append(rules, sg.Rule+"@"+sg.Where)
 			}
 			return fmt.Sprintf("%s, confidence %.2f (%s)", out.Category, out.Confidence, clip(strings.Join(rules, ", "), 80)), nil
+		}},
+		{"extract_evidence hook", func() (string, error) {
+			var out struct {
+				EvidenceStatus string `json:"evidence_status"`
+				Verified       []struct {
+					Kind    string `json:"kind"`
+					Excerpt string `json:"excerpt"`
+				} `json:"verified"`
+				Missing []struct {
+					Reason string `json:"reason"`
+				} `json:"missing"`
+			}
+			if err := s.call("extract_evidence", map[string]any{"bug_id": r.hookBug}, &out); err != nil {
+				return "", err
+			}
+			if out.EvidenceStatus != "verified" || len(out.Verified) == 0 || !strings.Contains(out.Verified[0].Excerpt, "ECONNREFUSED") {
+				return "", fmt.Errorf("evidence %s, verified %+v, missing %+v; the report has the file's beforeAll failure", out.EvidenceStatus, out.Verified, out.Missing)
+			}
+			return fmt.Sprintf("%s: verified, the failing beforeAll of %s in %s", r.hookBug, path.Base(r.hookFailure.File), reportPath), nil
+		}},
+		{"category_classifier hook", func() (string, error) {
+			var out struct {
+				Category   string  `json:"category"`
+				Confidence float64 `json:"confidence"`
+				Signals    []struct {
+					Rule    string `json:"rule"`
+					Where   string `json:"where"`
+					Excerpt string `json:"excerpt"`
+				} `json:"signals"`
+			}
+			if err := s.call("category_classifier", map[string]any{"bug_id": r.hookBug}, &out); err != nil {
+				return "", err
+			}
+			if out.Category != "env_config" || len(out.Signals) == 0 {
+				return "", fmt.Errorf("category %s (confidence %.2f, signals %+v); a beforeAll that cannot connect is env_config", out.Category, out.Confidence, out.Signals)
+			}
+			return fmt.Sprintf("%s, confidence %.2f (%s@%s: %s)", out.Category, out.Confidence, out.Signals[0].Rule, out.Signals[0].Where, out.Signals[0].Excerpt), nil
 		}},
 		{"diff_contract_vs_impl", func() (string, error) {
 			var out struct {

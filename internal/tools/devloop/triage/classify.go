@@ -193,14 +193,8 @@ func classify(_ context.Context, c *callctx.Ctx, in ClassifyInput) (ClassifyOutp
 // bugFacts gathers the texts of a bug: its title, its citations, and the
 // evidence they point at, plus the recent history of its cited tests.
 func bugFacts(c *callctx.Ctx, bug *bugs.Bug, f *facts) error {
-	f.Sources = append(f.Sources, source{Where: "title", Text: bug.Title})
-	for i, e := range bug.Evidence {
-		for _, fld := range []struct{ name, text string }{{"test", e.Test}, {"log", e.Log}, {"repro", e.Repro}} {
-			if fld.text != "" {
-				f.Sources = append(f.Sources, source{Where: fmt.Sprintf("evidence[%d].%s", i, fld.name), Text: fld.text})
-			}
-		}
-	}
+	// The evidence first, so a signal is shown where the failure itself
+	// says it; the bug's own words after.
 	ev, err := collectEvidence(c, bug)
 	if err != nil {
 		return err
@@ -211,6 +205,14 @@ func bugFacts(c *callctx.Ctx, bug *bugs.Bug, f *facts) error {
 			where = fmt.Sprintf("%s:%d", v.Path, v.Line)
 		}
 		f.Sources = append(f.Sources, source{Where: where, Text: v.Excerpt})
+	}
+	f.Sources = append(f.Sources, source{Where: "title", Text: bug.Title})
+	for i, e := range bug.Evidence {
+		for _, fld := range []struct{ name, text string }{{"test", e.Test}, {"log", e.Log}, {"repro", e.Repro}} {
+			if fld.text != "" {
+				f.Sources = append(f.Sources, source{Where: fmt.Sprintf("evidence[%d].%s", i, fld.name), Text: fld.text})
+			}
+		}
 	}
 	if len(ev.Tests) == 0 {
 		return nil
