@@ -118,6 +118,16 @@ func TestTriageOnRealVitest(t *testing.T) {
 					t.Errorf("%s: %s (%.2f), signals %+v; want %s from rule %s on a line of %s", tc.title, cl.Category, cl.Confidence, cl.Signals, cat, rule, run.ReportRel)
 				}
 			}
+			// A test the cited file does not have: the reason lists that
+			// file's failures only.
+			id := openBug(t, dir, "orders are listed twice", bugs.Evidence{Test: "orders lists orders twice", TestFile: "src/orders.test.ts", Report: run.ReportRel})
+			out, err := extractEvidence(context.Background(), newCtx(t, dir), ExtractEvidenceInput{BugID: id})
+			if err != nil || len(out.Missing) == 0 {
+				t.Fatalf("%v %+v", err, out)
+			}
+			if r := out.Missing[0].Reason; !strings.Contains(r, "failing tests in src/orders.test.ts: ") || !strings.Contains(r, "orders.test.ts (outside any test: hook)") || strings.Contains(r, "todos") {
+				t.Errorf("reason %q; want only the cited file's failures listed", r)
+			}
 		})
 	}
 }
