@@ -15,7 +15,8 @@ vet:
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# The external programs some tests drive (tsc, chromium, the MCP Inspector);
+# The external programs some tests drive (tsc, chromium, the MCP Inspector,
+# the Claude CLI);
 # idempotent and quick once installed.
 deps:
 	bash scripts/setup-test-deps.sh
