@@ -257,6 +257,7 @@ func diffContractVsImpl(_ context.Context, c *callctx.Ctx, in DiffInput) (DiffOu
 	if out.Unresolved == nil {
 		out.Unresolved = []UnresolvedRoute{}
 	}
+	sortUnresolved(out.Unresolved)
 	out.RoutesFound = len(impl)
 	compareRoutes(croutes, impl, &out)
 	undecide(&out)
@@ -344,6 +345,20 @@ func compareRoutes(croutes []contractRoute, impl []implRoute, out *DiffOutput) {
 	for _, r := range rest {
 		out.Extra = append(out.Extra, toRef(r))
 	}
+}
+
+// sortUnresolved orders unresolved routes by file and line, as they are
+// read.
+func sortUnresolved(us []UnresolvedRoute) {
+	sort.SliceStable(us, func(i, j int) bool {
+		if us[i].File != us[j].File {
+			return us[i].File < us[j].File
+		}
+		if us[i].Line != us[j].Line {
+			return us[i].Line < us[j].Line
+		}
+		return us[i].Method < us[j].Method
+	})
 }
 
 // undecide moves the missing endpoints an unresolved route may serve (same

@@ -139,7 +139,9 @@ func goAnalyze(files map[string][]byte) ([]implRoute, []UnresolvedRoute, []Unpar
 			u.walkFunc(p, m, u.routerParams(m), "")
 		}
 	}
-	return u.resolve(), u.unresolved(), unparsed
+	un := u.unresolved()
+	sortUnresolved(un)
+	return u.resolve(), un, unparsed
 }
 
 // goRouterTypes are the type names of routers a function may be handed.

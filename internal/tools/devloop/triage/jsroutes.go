@@ -199,6 +199,7 @@ func jsAnalyze(files map[string][]byte) ([]implRoute, []UnresolvedRoute, []Unpar
 		js.Walk(&jsVisitor{u: u, m: m}, m.ast)
 	}
 	routes, unresolved := u.resolve()
+	sortUnresolved(unresolved)
 	return routes, unresolved, unparsed
 }
 
