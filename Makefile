@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/toolhost
 
-.PHONY: build deps test vet fmt bench demo clean
+.PHONY: build deps test test-go vet fmt bench demo clean
 
 # A static binary (pure-Go resolver, no libc): ~2 MiB less RSS per agent
 # session and a faster exec.
@@ -15,23 +15,37 @@ vet:
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# The external programs some tests drive (tsc, chromium, the MCP Inspector,
-# the Claude CLI);
-# idempotent and quick once installed.
+# The external programs some tests drive (scripts/deps/*.sh: tsc, chromium,
+# the MCP Inspector, the Claude CLI; npm packages into .deps/, Debian packages
+# with apt); idempotent and quick once installed.
 deps:
 	bash scripts/setup-test-deps.sh
 
+# go test through internal/gotest: a line per package, failed tests whole,
+# and a progress line naming the running tests after 30 s of silence.
+GOTEST = $(GO) run ./internal/gotest -race -count=1 ./...
+
+# What CI runs: installs the test programs, then every test (under CI=true a
+# test whose program is missing fails instead of skipping).
 test: deps fmt vet
-	$(GO) test -race -count=1 ./...
+	$(GOTEST)
+
+# Go only: installs nothing, needs no root or network beyond the Go module
+# proxy. Tests that drive a missing program skip and are listed at the end.
+test-go: fmt vet
+	$(GOTEST)
 
 # Benchmarks, never timed tests: the pipeline in-process, then the real
-# binary over stdio (sequential and 8-in-flight calls/s with p50/p99, cold
-# start, RSS after 10k and 100k calls, PSS per session with six sessions).
+# binary over stdio (sequential and 8-in-flight calls/s with p50/p99 for a
+# 2025 client and for a 2026-07-28 client that sends _meta on every request,
+# cold start, RSS after 10k and 100k calls, PSS per session with six sessions,
+# what confinement adds to a bash command).
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./internal/... | grep -v /e2e)
-	$(GO) test -run '^$$' -bench 'Stdio(Sequential|Concurrent8)$$' -benchtime 20000x ./internal/e2e
+	$(GO) test -run '^$$' -bench 'Stdio(Sequential|Concurrent8)(_?2026)?$$' -benchtime 20000x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'ColdStart' -benchtime 200x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'RSSGrowth|SixSessions' -benchtime 1x ./internal/e2e
+	$(GO) test -run '^$$' -bench 'BashConfinement|ConfineReexec' -benchtime 300x ./internal/e2e
 
 demo: build
 	./$(BIN) demo

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -25,10 +26,118 @@ type Agent struct {
 		Model      string   `json:"model"`
 		ToolPolicy []string `json:"toolPolicy"`
 	} `json:"cli"`
-	Sandbox struct {
-		Cwd            string   `json:"cwd"`
-		WriteAllowList []string `json:"writeAllowList"`
-	} `json:"sandbox"`
+	Sandbox Sandbox `json:"sandbox"`
+}
+
+// Sandbox is where an agent works and what it may touch. WriteAllowList
+// governs toolhost's own writes (the sandbox door) and, narrowed to what
+// Landlock can express, every command the agent starts (internal/confine).
+type Sandbox struct {
+	// Cwd is the working directory template (relative to the project dir).
+	Cwd string `json:"cwd"`
+	// WriteAllowList are doublestar globs relative to the project dir.
+	WriteAllowList []string `json:"writeAllowList"`
+	// ReadAllowList, when set, limits what the agent's commands may read
+	// and execute to these globs (relative to the project dir, or absolute
+	// for paths outside it), the write roots and the system directories a
+	// program needs to run; unset, commands read everywhere.
+	ReadAllowList []string `json:"readAllowList,omitempty"`
+	// Commands says what happens to a command when the kernel cannot
+	// confine it: CommandsRequire (the default), CommandsBestEffort or
+	// CommandsOff (never confined).
+	Commands string `json:"commands,omitempty"`
+	// Network limits the TCP ports the agent's commands may connect to and
+	// bind; unset rules mean any port.
+	Network Network `json:"network,omitzero"`
+}
+
+// The values of Sandbox.Commands.
+const (
+	// CommandsRequire refuses a command that cannot be confined.
+	CommandsRequire = "require"
+	// CommandsBestEffort runs it with what the kernel can enforce (maybe
+	// nothing) and says so in the result and the audit row.
+	CommandsBestEffort = "best-effort"
+	// CommandsOff never confines the agent's commands.
+	CommandsOff = "off"
+)
+
+// Network are the TCP rules of an agent's commands.
+type Network struct {
+	// Connect is what commands may connect to (default any).
+	Connect Ports `json:"connect,omitzero"`
+	// Bind is what commands may listen on (default any).
+	Bind Ports `json:"bind,omitzero"`
+	// UnitBind is what a unit started by spawn_units may listen on: "own"
+	// (the default: only the port it was given), "any" or a list.
+	UnitBind Ports `json:"unitBind,omitzero"`
+}
+
+// Ports is a TCP port rule: "any", "own" (UnitBind only) or a list of ports
+// (an empty list allows none; 0 is the kernel's pick of a free port).
+type Ports struct {
+	Any  bool
+	Own  bool
+	List []int
+	set  bool
+}
+
+// IsZero reports whether the rule was left out (its default applies).
+func (p Ports) IsZero() bool { return !p.set && !p.Any && !p.Own && p.List == nil }
+
+// String renders the rule as written in the agents file.
+func (p Ports) String() string {
+	switch {
+	case p.Any:
+		return "any"
+	case p.Own:
+		return "own"
+	case len(p.List) == 0:
+		return "none"
+	}
+	s := make([]string, len(p.List))
+	for i, n := range p.List {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+// MarshalJSON writes "any", "own" or the list.
+func (p Ports) MarshalJSON() ([]byte, error) {
+	switch {
+	case p.Any:
+		return []byte(`"any"`), nil
+	case p.Own:
+		return []byte(`"own"`), nil
+	}
+	return json.Marshal(append([]int{}, p.List...))
+}
+
+// UnmarshalJSON reads "any", "own" or a list of ports 0-65535.
+func (p *Ports) UnmarshalJSON(b []byte) error {
+	var word string
+	if err := json.Unmarshal(b, &word); err == nil {
+		switch word {
+		case "any":
+			*p = Ports{Any: true, set: true}
+		case "own":
+			*p = Ports{Own: true, set: true}
+		default:
+			return fmt.Errorf("port rule %q: want \"any\", \"own\" or a list of ports", word)
+		}
+		return nil
+	}
+	var list []int
+	if err := json.Unmarshal(b, &list); err != nil {
+		return fmt.Errorf("port rule %s: want \"any\", \"own\" or a list of ports", b)
+	}
+	for _, n := range list {
+		if n < 0 || n > 65535 {
+			return fmt.Errorf("port rule: %d is not a TCP port (0-65535)", n)
+		}
+	}
+	*p = Ports{List: append([]int{}, list...), set: true}
+	return nil
 }
 
 // BuiltinCLITools are the agent CLI's own tools a toolPolicy may name.
@@ -121,13 +230,52 @@ func Parse(data []byte) (*Set, error) {
 			return nil, fmt.Errorf("agents file: agent %q defined twice", a.Name)
 		}
 		seen[a.Name], seen[a.Short] = true, true
-		for _, p := range a.Sandbox.WriteAllowList {
-			if !doublestar.ValidatePattern(p) || strings.HasPrefix(p, "/") {
-				return nil, fmt.Errorf("agents file: %s: writeAllowList pattern %q must be a relative glob", a.Name, p)
-			}
+		if err := a.Sandbox.check(); err != nil {
+			return nil, fmt.Errorf("agents file: %s: %w", a.Name, err)
 		}
 	}
 	return &s, nil
+}
+
+// check validates the sandbox settings and fills in the defaults.
+func (s *Sandbox) check() error {
+	for _, p := range s.WriteAllowList {
+		if !doublestar.ValidatePattern(p) || strings.HasPrefix(p, "/") {
+			return fmt.Errorf("writeAllowList pattern %q must be a relative glob", p)
+		}
+	}
+	for _, p := range s.ReadAllowList {
+		if !doublestar.ValidatePattern(p) {
+			return fmt.Errorf("readAllowList pattern %q is not a valid glob", p)
+		}
+	}
+	switch s.Commands {
+	case "":
+		s.Commands = CommandsRequire
+	case CommandsRequire, CommandsBestEffort, CommandsOff:
+	default:
+		return fmt.Errorf("sandbox.commands %q must be %q, %q or %q", s.Commands, CommandsRequire, CommandsBestEffort, CommandsOff)
+	}
+	if s.Network.Connect.Own || s.Network.Bind.Own {
+		return fmt.Errorf(`sandbox.network: "own" is only for unitBind (a unit's own port); connect and bind take "any" or a list of ports`)
+	}
+	s.Network = s.Network.WithDefaults()
+	return nil
+}
+
+// WithDefaults fills the rules left out: connect and bind any, unitBind
+// own.
+func (n Network) WithDefaults() Network {
+	if n.Connect.IsZero() {
+		n.Connect = Ports{Any: true, set: true}
+	}
+	if n.Bind.IsZero() {
+		n.Bind = Ports{Any: true, set: true}
+	}
+	if n.UnitBind.IsZero() {
+		n.UnitBind = Ports{Own: true, set: true}
+	}
+	return n
 }
 
 // Find returns the agent named name (template name or short name).

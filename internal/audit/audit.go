@@ -42,6 +42,11 @@ type Row struct {
 	ErrorID    string          `json:"error_id,omitempty"`
 	RetryCount int             `json:"retry_count"`
 	DurationMS float64         `json:"duration_ms"`
+	// Sandbox is how the call's commands were confined ("landlock abi 7;
+	// write …" or "unconfined: reason"); empty when it started none.
+	Sandbox string `json:"sandbox,omitempty"`
+	// Traceparent is the W3C trace context the client sent with the call.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // Sink stores rows.

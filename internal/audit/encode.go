@@ -40,6 +40,8 @@ func (r *Row) AppendJSON(dst []byte) []byte {
 	dst = strconv.AppendInt(dst, int64(r.RetryCount), 10)
 	dst = append(dst, `,"duration_ms":`...)
 	dst = appendFloat(dst, r.DurationMS)
+	dst = appendOptional(dst, `,"sandbox":`, r.Sandbox)
+	dst = appendOptional(dst, `,"traceparent":`, r.Traceparent)
 	return append(dst, '}')
 }
 

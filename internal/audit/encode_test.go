@@ -35,6 +35,8 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 			Source: "mcp:srv", Arguments: json.RawMessage(`{"text":"hi","n":[1,2.5,-3e-7],"o":{"k":null,"b":true}}`),
 			Status: audit.StatusRejected, ErrorKind: "validation", Error: "items[2].id: does not match pattern ^step-\\d{3}$",
 			ErrorID: "E1", RetryCount: 2, DurationMS: 12.345,
+			Sandbox:     "landlock abi 7; write units/a/tests/ $TMPDIR; connect any; bind any; signals scoped",
+			Traceparent: "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01",
 		},
 		{TS: ts, CallID: "q\"uote\\back", Agent: "ctl\x00\x01\x1f\b\f\n\r\t", Tool: "<html>&amp;", Status: "x\u2028y\u2029z",
 			Error: "bad utf8 \xff\xfe end, emoji 🚀, é", DurationMS: 0},

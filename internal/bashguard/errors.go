@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/toolhost/toolhost/internal/fault"
 )
 
 // Sentinels matched with errors.Is on a *Error.
@@ -58,8 +60,8 @@ func (e *Error) Error() string {
 // Is makes errors.Is(err, ErrInlineJSON) (or the other sentinels) true.
 func (e *Error) Is(target error) bool { return target == e.Kind }
 
-// RejectionKind makes the error a tool.Rejection of kind "guard".
-func (e *Error) RejectionKind() string { return "guard" }
+// RejectionKind makes the error a fault.Rejection.
+func (e *Error) RejectionKind() fault.Kind { return fault.Guard }
 
 // shellQuote quotes s for bash in single quotes.
 func shellQuote(s string) string {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/toolhost/toolhost/internal/fault"
 )
 
 func TestCheck(t *testing.T) {
@@ -216,8 +218,8 @@ func TestCheck(t *testing.T) {
 			if !errors.As(err, &ge) || !errors.Is(err, kinds[tc.block]) {
 				t.Fatalf("Check(%.200q) = %.300v, want a %s block", tc.cmd, err, tc.block)
 			}
-			if ge.RejectionKind() != "guard" {
-				t.Errorf("RejectionKind = %q", ge.RejectionKind())
+			if ge.RejectionKind() != fault.Guard {
+				t.Errorf("RejectionKind = %v", ge.RejectionKind())
 			}
 			if tc.block != "json" {
 				return

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/lazyre"
 )
 
@@ -99,7 +100,7 @@ func load(root *os.Root, id string) (*Bug, error) {
 	}
 	var bug Bug
 	if err := json.Unmarshal(b, &bug); err != nil {
-		return nil, fmt.Errorf("%s is not valid JSON: %w", Path(id), err)
+		return nil, &fault.CorruptFile{Path: Path(id), Format: "JSON", Err: err}
 	}
 	return &bug, nil
 }

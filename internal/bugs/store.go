@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/sandbox"
 )
 
@@ -294,7 +295,7 @@ func (s *Store) update(id string, fn func(*Bug) error) error {
 		}
 		var b Bug
 		if err := json.Unmarshal(old, &b); err != nil {
-			return nil, fmt.Errorf("%s is not valid JSON: %w", Path(id), err)
+			return nil, &fault.CorruptFile{Path: Path(id), Format: "JSON", Err: err}
 		}
 		if b.Evidence == nil {
 			b.Evidence = []Evidence{}

@@ -14,6 +14,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/rs/zerolog"
 
+	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/sandbox"
 )
@@ -145,8 +146,8 @@ type Services struct {
 	Events   Events
 	Clock    Clock
 	Log      zerolog.Logger
-	// Procs owns the unit processes this session starts (integrator
-	// tools); the session stops them when it closes.
+	// Procs owns every child process this session starts (the bash
+	// tool's commands, the units); the session stops them when it closes.
 	Procs procs.Owner
 }
 
@@ -169,6 +170,9 @@ type Settings struct {
 	Cwd string
 	// WriteAllowList is the agent's allow-list (for messages and checks).
 	WriteAllowList []string
+	// Sandbox are the agent's sandbox settings: what its commands may
+	// touch (internal/confine builds their confinement from it).
+	Sandbox agents.Sandbox
 	// EnvAllowList names environment variables placeholders may expand.
 	EnvAllowList []string
 }
@@ -178,6 +182,9 @@ type Meta struct {
 	CallID        string          `json:"call_id,omitempty"`
 	UnitID        string          `json:"unit_id,omitempty"`
 	ProgressToken json.RawMessage `json:"progressToken,omitempty"`
+	// Traceparent is the caller's W3C trace context (MCP's _meta.traceparent),
+	// kept for the audit row.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // NewCallID returns a new ULID string.

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolhost/toolhost/internal/agents"
+	"github.com/toolhost/toolhost/internal/confine"
 )
 
 func newAgentsCmd(_ *globals) *cobra.Command {
@@ -59,7 +60,7 @@ func newAgentsCmd(_ *globals) *cobra.Command {
 // AgentsMarkdown renders the agent templates as a markdown table.
 func AgentsMarkdown(set *agents.Set) string {
 	var b strings.Builder
-	b.WriteString("| agent | model | CLI built-ins | toolhost tools | may write |\n|---|---|---|---|---|\n")
+	b.WriteString("| agent | model | CLI built-ins | toolhost tools | may write | its commands may write (Landlock) |\n|---|---|---|---|---|---|\n")
 	code := func(list []string) string {
 		if len(list) == 0 {
 			return "—"
@@ -71,7 +72,50 @@ func AgentsMarkdown(set *agents.Set) string {
 		return strings.Join(out, ", ")
 	}
 	for _, a := range set.List {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", a.Name, a.CLI.Model, code(a.CLITools()), code(a.MCPTools()), code(a.Sandbox.WriteAllowList))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", a.Name, a.CLI.Model, code(a.CLITools()), code(a.MCPTools()),
+			code(a.Sandbox.WriteAllowList), commandWrites(a))
 	}
 	return b.String()
+}
+
+// commandWrites says where the agent's commands may write: what each
+// allow-list pattern grants under Landlock, the private $TMPDIR, and the
+// network rules when they restrict anything.
+func commandWrites(a *agents.Agent) string {
+	if !a.Allows("Bash") && !a.Allows("bash") && !a.Allows("spawn_units") {
+		return "— (starts no commands)"
+	}
+	if a.Sandbox.Commands == agents.CommandsOff {
+		return "anything (sandbox.commands is off)"
+	}
+	var grants, none []string
+	for _, p := range a.Sandbox.WriteAllowList {
+		if g := confine.Describe(p); strings.HasPrefix(g, "nothing") {
+			none = append(none, "`"+p+"`")
+		} else {
+			grants = append(grants, g)
+		}
+	}
+	out := strings.Join(append(grants, "`$TMPDIR`"), ", ")
+	if len(none) > 0 {
+		out += "; not " + strings.Join(none, ", ") + " (toolhost's tools write those)"
+	}
+	n := a.Sandbox.Network
+	if !n.Connect.Any || !n.Bind.Any {
+		out += fmt.Sprintf("; TCP connect %s, bind %s", n.Connect, n.Bind)
+	}
+	if a.Allows("spawn_units") {
+		out += fmt.Sprintf("; its units the same, binding %s", unitBindWords(n.UnitBind))
+	}
+	if a.Sandbox.Commands != agents.CommandsRequire {
+		out += "; sandbox.commands " + a.Sandbox.Commands
+	}
+	return out
+}
+
+func unitBindWords(p agents.Ports) string {
+	if p.Own {
+		return "only their own port"
+	}
+	return "port " + p.String()
 }

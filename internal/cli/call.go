@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -13,6 +12,7 @@ import (
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/engine"
+	"github.com/toolhost/toolhost/internal/fault"
 )
 
 func newCallCmd(g *globals) *cobra.Command {
@@ -41,7 +41,7 @@ func newCallCmd(g *globals) *cobra.Command {
 			defer stop()
 			out := s.Engine.Call(ctx, engine.Request{Tool: pos[0], Args: raw, Meta: callctx.Meta{UnitID: unit}})
 			switch {
-			case errors.Is(out.Err, engine.ErrUnknownTool):
+			case out.Kind == fault.UnknownTool:
 				return usageErr(fmt.Errorf("unknown tool %q; toolhost tools list shows the tools (--agent %s for this agent's)", pos[0], s.Agent.Name))
 			case out.IsError && out.Status == audit.StatusRejected:
 				return usageErr(fmt.Errorf("%s (%s/%s)", out.Message, out.Status, out.Kind))

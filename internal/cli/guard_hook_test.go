@@ -93,8 +93,11 @@ func TestHookPreToolUse(t *testing.T) {
 		flags    []string
 		deny     string // "" means allow; else part of the reason
 		exitCode bool
+		// rewritten: the allowed Bash command comes back confined
+		// (hook_confine_test.go checks the rewrite itself).
+		rewritten bool
 	}{
-		{name: "bash allowed", stdin: hookPayload(proj, "Bash", map[string]any{"command": "npm test -- --reporter=json > report.json", "description": "run tests"})},
+		{name: "bash allowed", stdin: hookPayload(proj, "Bash", map[string]any{"command": "npm test -- --reporter=json > report.json", "description": "run tests"}), rewritten: true},
 		{name: "bash inline json", stdin: hookPayload(proj, "Bash", map[string]any{"command": `curl -X POST -d '{"title":"x"}' http://localhost:3000/todos`}),
 			deny: `echo '{"title":"x"}' > /tmp/x.json && curl -X POST -d @/tmp/x.json http://localhost:3000/todos`},
 		{name: "bash inline json exit code mode", stdin: hookPayload(proj, "Bash", map[string]any{"command": `bash -c "http POST :3000 a:='[1]'"`}),
@@ -112,6 +115,8 @@ func TestHookPreToolUse(t *testing.T) {
 			deny: "units/todo-be/out is a symlink"},
 		{name: "dot directory", stdin: hookPayload(proj, "Write", map[string]any{"file_path": in("units/todo-be/.git/hooks/pre-commit"), "content": "x"}),
 			deny: "dot-directory .git", exitCode: true},
+		{name: "a store of toolhost's", stdin: hookPayload(proj, "Write", map[string]any{"file_path": in("integration/units.json"), "content": "{}"}),
+			flags: []string{"--agent", "devloop-integrator"}, deny: "integration/units.json is toolhost's own store"},
 		{name: "dotdot after a symlink", stdin: hookPayload(proj, "Write", map[string]any{"file_path": proj + "/units/todo-be/out/../src/x.ts", "content": "x"}),
 			deny: `".."`},
 		{name: "notebook path behind a file_path", stdin: hookPayload(proj, "NotebookEdit", map[string]any{"file_path": in("units/todo-be/src/a.ts"), "notebook_path": in("prd/n.ipynb"), "new_source": "x"}),
@@ -150,6 +155,10 @@ func TestHookPreToolUse(t *testing.T) {
 				t.Errorf("the decision was not logged on stderr: %q", stderr)
 			}
 			switch {
+			case tc.rewritten:
+				if code != 0 || !strings.Contains(stdout, `"updatedInput"`) || strings.Contains(stdout, "permissionDecision") {
+					t.Fatalf("allowed Bash: exit %d stdout %q stderr %q; want exit 0 and an updatedInput without a decision", code, stdout, stderr)
+				}
 			case tc.deny == "":
 				if code != 0 || stdout != "" {
 					t.Fatalf("allow: exit %d stdout %q stderr %q; want exit 0 and no output", code, stdout, stderr)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/bashguard"
+	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/sandbox"
 )
 
@@ -57,8 +58,11 @@ func newHookCmd(g *globals) *cobra.Command {
 		Long: "pretooluse reads the PreToolUse hook JSON on stdin. For Bash it runs the inline-JSON guard on\n" +
 			"tool_input.command; for Write, Edit, MultiEdit and NotebookEdit it checks tool_input.file_path\n" +
 			"(notebook_path) against the agent's write allow-list. To deny it prints a permissionDecision \"deny\"\n" +
-			"with the reason on stdout and exits 0 (with --exit-code: exits 2 with the reason on stderr). To allow it\n" +
-			"prints nothing, so the CLI's own permission rules still apply. Input it cannot read is denied.\n" +
+			"with the reason on stdout and exits 0 (with --exit-code: exits 2 with the reason on stderr). An allowed\n" +
+			"Bash command is rewritten (hookSpecificOutput.updatedInput) to run under `toolhost confine` for the agent,\n" +
+			"so the kernel confines it to the agent's allow-list; no permissionDecision is given, so the CLI's own\n" +
+			"permission mode and rules still decide whether it runs. Other allowed calls get no output.\n" +
+			"Input it cannot read is denied.\n" +
 			"Every decision is logged on stderr.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -79,7 +83,7 @@ func newHookCmd(g *globals) *cobra.Command {
 				Str("tool", in.ToolName).Str("session_id", in.SessionID).Str("decision", decision).
 				Str("reason", reason).Msg("pretooluse " + decision)
 			if reason == "" {
-				return nil
+				return allowPreToolUse(cmd.OutOrStdout(), f, in)
 			}
 			if f.exitCode {
 				return &exitError{code: 2, err: errors.New(reason)}
@@ -255,6 +259,10 @@ func checkHookWrite(f hookFlags, cwd, p string) string {
 		e := &sandbox.Error{Agent: ag.Name, Path: p, Allowed: ag.Sandbox.WriteAllowList, Detail: "the path is outside the project dir " + proj}
 		return e.Error()
 	}
+	if confine.IsStore(rel) {
+		e := &sandbox.Error{Agent: ag.Name, Path: p, Allowed: ag.Sandbox.WriteAllowList, Detail: rel + " is toolhost's own store; only toolhost's tools write it"}
+		return e.Error()
+	}
 	s, err := sandbox.New(proj, ag.Name, ag.Sandbox.WriteAllowList)
 	if err != nil {
 		return "toolhost hook: " + err.Error()
@@ -280,4 +288,112 @@ func projectRel(proj, abs string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// hookRewrite is the PreToolUse answer that replaces a Bash call's input.
+// It carries no permissionDecision: the CLI's own permission check still
+// decides whether the (rewritten) command runs.
+type hookRewrite struct {
+	HookSpecificOutput struct {
+		HookEventName string                     `json:"hookEventName"`
+		UpdatedInput  map[string]json.RawMessage `json:"updatedInput"`
+	} `json:"hookSpecificOutput"`
+}
+
+// allowPreToolUse prints the answer to an allowed call: nothing, except for
+// Bash, whose command is rewritten to run under `toolhost confine`. A Bash
+// command that cannot be confined where the agent requires it is denied.
+func allowPreToolUse(w io.Writer, f hookFlags, in hookInput) error {
+	if in.ToolName != "Bash" {
+		return nil
+	}
+	updated, reason := confinedBashInput(f, in)
+	if reason != "" {
+		var d hookDeny
+		d.HookSpecificOutput.HookEventName = "PreToolUse"
+		d.HookSpecificOutput.PermissionDecision = "deny"
+		d.HookSpecificOutput.PermissionDecisionReason = reason
+		if f.exitCode {
+			return &exitError{code: 2, err: errors.New(reason)}
+		}
+		return writeHookJSON(w, d)
+	}
+	if updated == nil {
+		return nil
+	}
+	var r hookRewrite
+	r.HookSpecificOutput.HookEventName = "PreToolUse"
+	r.HookSpecificOutput.UpdatedInput = updated
+	return writeHookJSON(w, r)
+}
+
+func writeHookJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// confinedBashInput is the Bash tool_input with its command wrapped in
+// `toolhost confine` for the agent, every other field as the CLI sent it
+// (updatedInput replaces the whole input). It is nil when the agent's
+// commands are not confined (sandbox.commands off), and a deny reason when
+// they must be and cannot.
+func confinedBashInput(f hookFlags, in hookInput) (map[string]json.RawMessage, string) {
+	set, err := agents.Load(f.agentsFile)
+	if err != nil {
+		return nil, "toolhost hook: " + err.Error()
+	}
+	if f.agent == "" {
+		return nil, fmt.Sprintf("toolhost hook: --agent is required to confine Bash commands (known: %s)", strings.Join(set.Names(), ", "))
+	}
+	ag, err := set.Find(f.agent)
+	if err != nil {
+		return nil, "toolhost hook: " + err.Error()
+	}
+	if ag.Sandbox.Commands == agents.CommandsOff {
+		return nil, ""
+	}
+	if f.projectDir == "" {
+		return nil, "toolhost hook: --project-dir is required to confine Bash commands"
+	}
+	proj, err := filepath.Abs(f.projectDir)
+	if err != nil {
+		return nil, "toolhost hook: " + err.Error()
+	}
+	// The same plan `toolhost confine` will build, made here only to refuse
+	// early, with the reason, a command that would not be run.
+	plan, err := confine.Prepare(confine.Request{Agent: ag.Name, Sandbox: ag.Sandbox, ProjectDir: proj})
+	if err != nil {
+		return nil, err.Error()
+	}
+	plan.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, "toolhost hook: cannot name its own binary for the confined command: " + err.Error()
+	}
+	ti, err := exactFields(in.ToolInput)
+	if err != nil {
+		return nil, "toolhost hook: Bash tool_input is not an object"
+	}
+	var command string
+	if err := json.Unmarshal(ti["command"], &command); err != nil {
+		return nil, "toolhost hook: Bash tool_input.command is not a string"
+	}
+	args := []string{exe, "confine", "--agent", ag.Name, "--project-dir", proj}
+	if f.agentsFile != "" {
+		abs, err := filepath.Abs(f.agentsFile)
+		if err != nil {
+			return nil, "toolhost hook: " + err.Error()
+		}
+		args = append(args, "--agents", abs)
+	}
+	args = append(args, "--", "bash", "-c", command)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(shellJoin(args)); err != nil {
+		return nil, "toolhost hook: " + err.Error()
+	}
+	ti["command"] = bytes.TrimSpace(b.Bytes())
+	return ti, ""
 }

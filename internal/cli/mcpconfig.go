@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/toolhost/toolhost/internal/agents"
+	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/registry"
+	"github.com/toolhost/toolhost/internal/tools/all"
 )
 
 // claudeConfig is what `toolhost mcp-config` derives for one agent.
@@ -54,25 +56,19 @@ func (c *claudeConfig) MCPConfig() map[string]any {
 }
 
 // AllowedTools is the --allowedTools list: every MCP tool of the agent's
-// toolPolicy as mcp__toolhost__<tool>, plus the CLI built-ins it names.
-func (c *claudeConfig) AllowedTools() []string {
+// toolPolicy that serve would offer it under the policy (policy.File.Access)
+// as mcp__toolhost__<tool>, plus the CLI built-ins it names. An entry that
+// names no built-in tool (an upstream tool or a glob) stays: the tool exists
+// only once serve discovers it, and serve asks Access then.
+func (c *claudeConfig) AllowedTools(reg *registry.Registry, f *policy.File) []string {
 	var out []string
 	for _, t := range c.agent.MCPTools() {
+		if e, ok := reg.Lookup(t); ok && !f.Access(c.agent, e.Spec).Visible() {
+			continue
+		}
 		out = append(out, "mcp__toolhost__"+t)
 	}
 	return append(out, c.agent.CLITools()...)
-}
-
-// DisallowedTools are the CLI built-ins the agent's toolPolicy does not name.
-func (c *claudeConfig) DisallowedTools() []string {
-	var out []string
-	for name := range agents.BuiltinCLITools {
-		if !c.agent.Allows(name) {
-			out = append(out, name)
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Settings is the .claude/settings.json fragment installing the
@@ -96,7 +92,7 @@ func (c *claudeConfig) extraConfigArgs() []string {
 }
 
 // ClaudeArgs is the full argument vector for one agent session.
-func (c *claudeConfig) ClaudeArgs() ([]string, error) {
+func (c *claudeConfig) ClaudeArgs(allowed []string) ([]string, error) {
 	mcp, err := json.Marshal(c.MCPConfig())
 	if err != nil {
 		return nil, err
@@ -105,16 +101,18 @@ func (c *claudeConfig) ClaudeArgs() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"claude",
+	// --tools names the built-in tools the CLI offers at all (exactly the
+	// agent's); a deny list would let every built-in a newer CLI adds
+	// through. MCP tools are not built-ins: --tools leaves them alone, and
+	// --allowedTools approves the agent's.
+	return []string{"claude",
 		"--model", c.agent.CLI.Model,
 		"--mcp-config", string(mcp),
 		"--strict-mcp-config",
-		"--allowedTools", strings.Join(c.AllowedTools(), ","),
-	}
-	if d := c.DisallowedTools(); len(d) > 0 {
-		args = append(args, "--disallowedTools", strings.Join(d, ","))
-	}
-	return append(args, "--settings", string(settings)), nil
+		"--tools", strings.Join(c.agent.CLITools(), ","),
+		"--allowedTools", strings.Join(allowed, ","),
+		"--settings", string(settings),
+	}, nil
 }
 
 // shellJoin quotes args for a POSIX shell.
@@ -132,7 +130,7 @@ func shellJoin(args []string) string {
 	return strings.Join(q, " ")
 }
 
-func newMCPConfigCmd(_ *globals) *cobra.Command {
+func newMCPConfigCmd(g *globals) *cobra.Command {
 	var c claudeConfig
 	var agentName string
 	var allowed, settings, claudeArgs, shell bool
@@ -170,14 +168,17 @@ func newMCPConfigCmd(_ *globals) *cobra.Command {
 				c.bin = resolved
 			}
 			w := cmd.OutOrStdout()
+			allowedTools := func() []string {
+				return c.AllowedTools(all.Registry(), policy.Load(c.policyFile, g.logger()).Current())
+			}
 			switch {
 			case allowed:
-				_, err = fmt.Fprintln(w, strings.Join(c.AllowedTools(), ","))
+				_, err = fmt.Fprintln(w, strings.Join(allowedTools(), ","))
 				return err
 			case settings:
 				return writeJSON(w, c.Settings())
 			case claudeArgs:
-				args, err := c.ClaudeArgs()
+				args, err := c.ClaudeArgs(allowedTools())
 				if err != nil {
 					return err
 				}

@@ -119,6 +119,8 @@ func NewRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		newUpstreamCmd(g),
 		newGuardCmd(g),
 		newHookCmd(g),
+		newConfineCmd(g),
+		newSandboxCmd(g),
 		newVersionCmd(),
 	)
 	return root

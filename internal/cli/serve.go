@@ -23,6 +23,8 @@ func newServeCmd(g *globals) *cobra.Command {
 	var grace time.Duration
 	var cpuProfile string
 	var httpAddr, authToken string
+	var allowOrigins []string
+	var bodyTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve one agent session over MCP on stdin/stdout",
@@ -79,7 +81,8 @@ func newServeCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				h := httpserve.New(s, httpserve.Options{AuthToken: authToken, Version: Version, Log: log, Grace: grace})
+				h := httpserve.New(s.Server, httpserve.Options{AuthToken: authToken, AllowedOrigins: allowOrigins,
+					BodyTimeout: bodyTimeout, MaxMessage: maxMessage, Log: log, Grace: grace})
 				log.Info().Str("event", "http_listening").Str("url", httpserve.URL(ln.Addr())).
 					Bool("auth", authToken != "").Msg("serving MCP over Streamable HTTP")
 				err = h.Serve(ctx, ln)
@@ -103,6 +106,8 @@ func newServeCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the session to this file (for performance work)")
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve MCP Streamable HTTP on HOST:PORT (path /mcp) instead of stdio")
 	cmd.Flags().StringVar(&authToken, "auth-token", "", "bearer token required on every HTTP request (env TOOLHOST_AUTH_TOKEN); needed for a non-loopback --http")
+	cmd.Flags().StringSliceVar(&allowOrigins, "allow-origin", nil, "with --http: a browser origin (e.g. http://localhost:3000) served besides the server's own loopback origin; repeatable")
+	cmd.Flags().DurationVar(&bodyTimeout, "http-body-timeout", httpserve.DefaultBodyTimeout, "with --http: how long a client may take to send a request's headers or body")
 	return cmd
 }
 

@@ -17,6 +17,17 @@ import (
 // Its ns/op and allocs/op are steadier than a two-process run on a busy
 // host, so it is the one to compare CPU-level changes with (benchstat).
 func BenchmarkServeInProcess(b *testing.B) {
+	serveInProcess(b, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"parse_placeholder","arguments":{"text":"ping {{var:x}}","vars":{"x":1}}}}`+"\n")
+}
+
+// BenchmarkServeInProcess2026 is the same load from a 2026-07-28 client:
+// the revision, client identity and capabilities in every request's _meta.
+func BenchmarkServeInProcess2026(b *testing.B) {
+	serveInProcess(b, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"parse_placeholder","arguments":{"text":"ping {{var:x}}","vars":{"x":1}},`+
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1.0.0"},"io.modelcontextprotocol/clientCapabilities":{}}}}`+"\n")
+}
+
+func serveInProcess(b *testing.B, call string) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	root := NewRoot(inR, outW, io.Discard)
@@ -26,7 +37,6 @@ func BenchmarkServeInProcess(b *testing.B) {
 	out := bufio.NewReaderSize(outR, 1<<16)
 
 	const inflight = 8
-	const call = `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"parse_placeholder","arguments":{"text":"ping {{var:x}}","vars":{"x":1}}}}` + "\n"
 	slots := make(chan struct{}, inflight)
 	done := make(chan error, 1)
 	b.ReportAllocs()

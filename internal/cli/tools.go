@@ -17,20 +17,31 @@ import (
 
 func newToolsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "tools", Short: "List tools and print their schemas"}
-	cmd.AddCommand(newToolsListCmd(g), newToolsSchemaCmd(), newToolsExportCmd())
+	cmd.AddCommand(newToolsListCmd(g), newToolsSchemaCmd(), newToolsExportCmd(g))
 	return cmd
 }
 
-// agentTools returns the registry entries an agent may see (all when agent is nil).
-func agentTools(reg *registry.Registry, ag *agents.Agent) []*registry.Entry {
-	var out []*registry.Entry
+// agentTools returns the registry entries agent ag sees under f, as serve's
+// tools/list would list them (all entries when ag is nil), and the entries
+// its toolPolicy names that f hides, with the reason.
+func agentTools(reg *registry.Registry, ag *agents.Agent, f *policy.File) (seen []*registry.Entry, hidden []hiddenTool) {
 	for _, e := range reg.List() {
-		if ag == nil || ag.Allows(e.Spec.Name) {
-			out = append(out, e)
+		if ag == nil {
+			seen = append(seen, e)
+			continue
+		}
+		switch a := f.Access(ag, e.Spec); {
+		case a.Visible():
+			seen = append(seen, e)
+		case ag.Allows(e.Spec.Name):
+			hidden = append(hidden, hiddenTool{e.Spec.Name, a.Reason})
 		}
 	}
-	return out
+	return seen, hidden
 }
+
+// hiddenTool is a tool the agent's toolPolicy names but the policy file hides.
+type hiddenTool struct{ name, reason string }
 
 // writeToolsList prints entries as a tools/list result: {"tools": [...]}.
 func writeToolsList(w io.Writer, entries []*registry.Entry) error {
@@ -69,7 +80,7 @@ func newToolsListCmd(g *globals) *cobra.Command {
 				return err
 			}
 			pol := policy.Load(policyFile, g.logger()).Current()
-			entries := agentTools(all.Registry(), ag)
+			entries, hidden := agentTools(all.Registry(), ag, pol)
 			if asJSON {
 				return writeToolsList(cmd.OutOrStdout(), entries)
 			}
@@ -80,10 +91,19 @@ func newToolsListCmd(g *globals) *cobra.Command {
 				desc := oneLine(e.Spec.Description, 70)
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", e.Spec.Name, d.Permission, d.Timeout, d.Confirm, desc)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if len(hidden) > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "\nnamed by %s's toolPolicy but not offered:\n", ag.Name)
+			}
+			for _, h := range hidden {
+				fmt.Fprintf(cmd.OutOrStdout(), "  %s: %s\n", h.name, h.reason)
+			}
+			return nil
 		},
 	}
-	cmd.Flags().StringVar(&agentName, "agent", "", "only the tools this agent's toolPolicy names")
+	cmd.Flags().StringVar(&agentName, "agent", "", "only the tools this agent sees (its toolPolicy and the policy file)")
 	cmd.Flags().StringVar(&agentsFile, "agents", "", "agents file (default: embedded)")
 	cmd.Flags().StringVar(&policyFile, "policy", "", "policy file (default: embedded)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print tools/list entries as JSON")
@@ -114,11 +134,11 @@ type anthropicTool struct {
 	InputSchema json.RawMessage `json:"input_schema"`
 }
 
-func newToolsExportCmd() *cobra.Command {
-	var agentName, agentsFile, format string
+func newToolsExportCmd(g *globals) *cobra.Command {
+	var agentName, agentsFile, policyFile, format string
 	cmd := &cobra.Command{
 		Use:   "export --agent X [--format mcp|anthropic]",
-		Short: "Print the tool definitions of an agent's policy, as MCP tools/list entries or Anthropic API tools",
+		Short: "Print the definitions of the tools an agent sees, as MCP tools/list entries or Anthropic API tools",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if agentName == "" {
@@ -128,7 +148,7 @@ func newToolsExportCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			entries := agentTools(all.Registry(), ag)
+			entries, _ := agentTools(all.Registry(), ag, policy.Load(policyFile, g.logger()).Current())
 			switch format {
 			case "mcp":
 				return writeToolsList(cmd.OutOrStdout(), entries)
@@ -142,8 +162,9 @@ func newToolsExportCmd() *cobra.Command {
 			return usageErr(fmt.Errorf("--format must be mcp or anthropic, not %q", format))
 		},
 	}
-	cmd.Flags().StringVar(&agentName, "agent", "", "agent whose toolPolicy selects the tools")
+	cmd.Flags().StringVar(&agentName, "agent", "", "agent whose tools to print (its toolPolicy and the policy file select them)")
 	cmd.Flags().StringVar(&agentsFile, "agents", "", "agents file (default: embedded)")
+	cmd.Flags().StringVar(&policyFile, "policy", "", "policy file (default: embedded)")
 	cmd.Flags().StringVar(&format, "format", "mcp", "mcp or anthropic")
 	return cmd
 }

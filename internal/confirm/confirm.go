@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/contract"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/sandbox"
 )
 
@@ -137,7 +138,14 @@ func ArgsHash(tool string, args json.RawMessage) (string, error) {
 // approval or denial exactly once, or returns the pending confirmation the
 // call waits on (creating it and superseding other pending ones of the same
 // tool in the session).
-func (s *Store) Check(c Call) (Result, error) {
+func (s *Store) Check(c Call) (Result, error) { return s.check(c, true) }
+
+// Take consumes a human's decision on this exact call when one waits
+// (Run or Deny); otherwise it returns Ask and creates nothing. A client that can ask its human first takes a decision made with
+// `toolhost approve` before asking again.
+func (s *Store) Take(c Call) (Result, error) { return s.check(c, false) }
+
+func (s *Store) check(c Call, create bool) (Result, error) {
 	h, err := ArgsHash(c.Tool, c.Args)
 	if err != nil {
 		return Result{}, err
@@ -177,6 +185,12 @@ func (s *Store) Check(c Call) (Result, error) {
 			}
 		}
 		if res.Entry != nil {
+			return nil
+		}
+		if !create {
+			if res.Expired == nil {
+				return sandbox.ErrUnchanged
+			}
 			return nil
 		}
 		for _, e := range f.Confirmations {
@@ -239,7 +253,7 @@ func (s *Store) List() ([]*Entry, error) {
 	}
 	var f File
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("%s is not valid JSON: %w", Path, err)
+		return nil, &fault.CorruptFile{Path: Path, Format: "JSON", Err: err}
 	}
 	return f.Confirmations, nil
 }

@@ -226,7 +226,7 @@ func (r *runner) session(ctx context.Context, agent, unit string, steps func(*ag
 		r.line(agent, "✗", "toolhost serve", err.Error())
 		return &StepError{Agent: agent, Step: "toolhost serve", Err: err}
 	}
-	r.line(agent, "✓", "toolhost serve", fmt.Sprintf("pid %d, --agent %s%s, initialized", s.c.Process().Process.Pid, agent, unitFlag(unit)))
+	r.line(agent, "✓", "toolhost serve", fmt.Sprintf("pid %d, --agent %s%s, initialized", s.c.Process().PID, agent, unitFlag(unit)))
 	defer func() {
 		if cerr := s.close(); cerr != nil && err == nil {
 			r.line(agent, "✗", "stop serve", cerr.Error())

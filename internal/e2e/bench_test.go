@@ -28,6 +28,12 @@ import (
 // policy, validation, ctx, timeout, audit row — runs per call.
 const benchCall = `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"parse_placeholder","arguments":{"text":"ping {{var:x}}","vars":{"x":1}}}}` + "\n"
 
+// benchCall2026 is the same call as a 2026-07-28 client sends it: the
+// revision, the client's identity and capabilities in every request's _meta
+// (no initialize); the answer carries resultType and the serverInfo _meta.
+const benchCall2026 = `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"parse_placeholder","arguments":{"text":"ping {{var:x}}","vars":{"x":1}},` +
+	`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1.0.0"},"io.modelcontextprotocol/clientCapabilities":{}}}}` + "\n"
+
 type loadServer struct {
 	cmd *exec.Cmd
 	in  io.WriteCloser
@@ -105,7 +111,10 @@ func report(b *testing.B, lat []time.Duration, elapsed time.Duration) {
 	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds()), "p99-µs")
 }
 
-func BenchmarkStdioSequential(b *testing.B) {
+func BenchmarkStdioSequential(b *testing.B)     { stdioSequential(b, benchCall) }
+func BenchmarkStdioSequential2026(b *testing.B) { stdioSequential(b, benchCall2026) }
+
+func stdioSequential(b *testing.B, call string) {
 	s := startLoadServer(b)
 	defer s.stop()
 	lat := make([]time.Duration, 0, b.N)
@@ -113,7 +122,7 @@ func BenchmarkStdioSequential(b *testing.B) {
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		fmt.Fprintf(s.in, benchCall, i+1)
+		fmt.Fprintf(s.in, call, i+1)
 		line, err := s.out.ReadBytes('\n')
 		if err != nil || !bytes.Contains(line, []byte(`"ok":true`)) {
 			b.Fatalf("call %d: %v %s", i, err, line)
@@ -125,7 +134,10 @@ func BenchmarkStdioSequential(b *testing.B) {
 	b.ReportMetric(float64(s.memKB("RssAnon"))/1024, "anon-RSS-MiB")
 }
 
-func BenchmarkStdioConcurrent8(b *testing.B) {
+func BenchmarkStdioConcurrent8(b *testing.B)      { stdioConcurrent8(b, benchCall) }
+func BenchmarkStdioConcurrent8_2026(b *testing.B) { stdioConcurrent8(b, benchCall2026) }
+
+func stdioConcurrent8(b *testing.B, call string) {
 	s := startLoadServer(b)
 	defer s.stop()
 	const inflight = 8
@@ -156,7 +168,7 @@ func BenchmarkStdioConcurrent8(b *testing.B) {
 	for i := 1; i <= b.N; i++ {
 		slots <- struct{}{}
 		sent[i] = time.Now()
-		fmt.Fprintf(w, benchCall, i)
+		fmt.Fprintf(w, call, i)
 		if len(slots) == inflight || i == b.N {
 			_ = w.Flush()
 		}
@@ -167,11 +179,21 @@ func BenchmarkStdioConcurrent8(b *testing.B) {
 	b.ReportMetric(float64(s.memKB("RssAnon"))/1024, "anon-RSS-MiB")
 }
 
-// BenchmarkColdStart measures spawn → initialize answered.
+// BenchmarkColdStart measures spawn → initialize answered (a 2025 client);
+// BenchmarkColdStart2026, spawn → server/discover answered (the probe a
+// 2026-07-28 client opens with).
 func BenchmarkColdStart(b *testing.B) {
+	coldStart(b, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}`, "protocolVersion")
+}
+
+func BenchmarkColdStart2026(b *testing.B) {
+	coldStart(b, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, "supportedVersions")
+}
+
+func coldStart(b *testing.B, request, want string) {
 	bin := testutil.Toolhost(b)
 	dir := b.TempDir()
-	init := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}` + "\n")
+	init := []byte(request + "\n")
 	var lat []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -184,8 +206,8 @@ func BenchmarkColdStart(b *testing.B) {
 		}
 		_, _ = in.Write(init)
 		line, err := bufio.NewReader(out).ReadBytes('\n')
-		if err != nil || !bytes.Contains(line, []byte("protocolVersion")) {
-			b.Fatalf("initialize: %v %s", err, line)
+		if err != nil || !bytes.Contains(line, []byte(want)) {
+			b.Fatalf("first answer: %v %s", err, line)
 		}
 		lat = append(lat, time.Since(t0))
 		_ = in.Close()

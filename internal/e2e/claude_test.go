@@ -16,6 +16,13 @@ import (
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
+// allowedTools is the --allowedTools list `mcp-config --allowed-tools`
+// prints for the agent.
+func allowedTools(t *testing.T, bin, agent, project string) []string {
+	t.Helper()
+	return strings.Split(strings.TrimSpace(string(run(t, bin, "mcp-config", "--agent", agent, "--project-dir", project, "--allowed-tools"))), ",")
+}
+
 func run(t *testing.T, bin string, args ...string) []byte {
 	t.Helper()
 	out, err := exec.Command(bin, args...).Output()
@@ -83,7 +90,7 @@ func TestMCPConfigStartsAServer(t *testing.T) {
 				}
 			}
 			// The allowed-tools list is the toolPolicy, MCP tools prefixed.
-			allowed := strings.Split(strings.TrimSpace(string(run(t, bin, "mcp-config", "--agent", ag.Name, "--project-dir", project, "--allowed-tools"))), ",")
+			allowed := allowedTools(t, bin, ag.Name, project)
 			want := map[string]bool{}
 			for _, p := range ag.CLI.ToolPolicy {
 				if agents.BuiltinCLITools[p] {

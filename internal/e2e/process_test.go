@@ -160,7 +160,7 @@ func TestKillDuringWrites(t *testing.T) {
 			}
 		}()
 		time.Sleep(time.Duration(150+round*70) * time.Millisecond)
-		_ = syscall.Kill(c.Process().Process.Pid, syscall.SIGKILL)
+		_ = syscall.Kill(c.Process().PID, syscall.SIGKILL)
 		close(stop)
 		_ = c.Close(5 * time.Second)
 		<-done

@@ -27,7 +27,7 @@ func TestRealClaudeMCPTool(t *testing.T) {
 	bin := testutil.Toolhost(t)
 	project := t.TempDir()
 	cfg, tap := claudecli.TapMCP(t, run(t, bin, "mcp-config", "--agent", "devloop-coder", "--project-dir", project))
-	allowed := strings.Split(strings.TrimSpace(string(run(t, bin, "mcp-config", "--agent", "devloop-coder", "--project-dir", project, "--allowed-tools"))), ",")
+	allowed := allowedTools(t, bin, "devloop-coder", project)
 	m := claudecli.NewModel(t, claudecli.Turn{
 		Text: "recording progress",
 		ToolUses: []claudecli.ToolUse{{ID: "toolu_timeline", Name: "mcp__toolhost__timeline_append",
@@ -130,7 +130,7 @@ func TestRealClaudeBashHook(t *testing.T) {
 				o.Settings = run(t, bin, "mcp-config", "--agent", "devloop-coder", "--project-dir", project, "--settings")
 			}
 			if tc.allowed {
-				o.AllowedTools = strings.Split(strings.TrimSpace(string(run(t, bin, "mcp-config", "--agent", "devloop-coder", "--project-dir", project, "--allowed-tools"))), ",")
+				o.AllowedTools = allowedTools(t, bin, "devloop-coder", project)
 			}
 			res := claudecli.Run(t, m, o)
 			if res.ExitCode != 0 {

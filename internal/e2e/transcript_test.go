@@ -3,11 +3,12 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,9 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/txtar"
+
+	"github.com/toolhost/toolhost/configs"
+	"github.com/toolhost/toolhost/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the output sections of the transcripts")
@@ -27,15 +31,26 @@ var update = flag.Bool("update", false, "rewrite the output sections of the tran
 // A transcript is a txtar archive:
 //
 //	-- args --    serve flags after --project-dir/--agents (one line)
+//	-- policy --  optional: JSON merged into the embedded tool policy
+//	              (entries of "tools" merged per tool, other keys replaced),
+//	              served with --policy
 //	-- input --   lines sent to the server; directives start with '#':
 //	              #wait ID [TIMEOUT]  block until the response to ID arrives
 //	              #sleep DURATION
 //	              #big BYTES          send a line of BYTES bytes (oversized input)
+//	              {{state:ID}} in a line is the requestState of the response
+//	              to ID ({{state:ID:tampered}}: the same with its signature
+//	              altered)
 //	-- output --  every message the server wrote, normalised, responses sorted
 //	              by id, then notifications in arrival order
+//	-- audit --   optional: the audit rows the calls left, one "tool status
+//	              kind" line each, sorted
 //
-// The server's stdin is closed after the last input line, and the test
-// waits for it to exit 0, so "EOF with a call in flight" is the default.
+// Every transcript runs over both transports from the same source: stdio
+// (one line each, stdin closed after the last, so "EOF with a call in
+// flight" is the default) and Streamable HTTP (one POST each, with the
+// headers a conforming client sends; SIGTERM after the last). The output
+// must be the same.
 func TestTranscripts(t *testing.T) {
 	files, _ := filepath.Glob("testdata/transcripts/*.txtar")
 	if len(files) == 0 {
@@ -44,10 +59,13 @@ func TestTranscripts(t *testing.T) {
 	bin := binary(t)
 	agents := agentsFile(t)
 	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {
-			t.Parallel()
-			runTranscript(t, bin, agents, file)
-		})
+		name := strings.TrimSuffix(filepath.Base(file), ".txtar")
+		for _, tr := range []string{"stdio", "http"} {
+			t.Run(name+"/"+tr, func(t *testing.T) {
+				t.Parallel()
+				runTranscript(t, bin, agents, file, tr)
+			})
+		}
 	}
 }
 
@@ -64,6 +82,12 @@ type received struct {
 	mu    sync.Mutex
 	lines []string
 	byID  map[string]chan struct{}
+	// states are the requestStates of the responses, by id.
+	states map[string]string
+}
+
+func newReceived() *received {
+	return &received{byID: map[string]chan struct{}{}, states: map[string]string{}}
 }
 
 func (r *received) waitFor(id string) chan struct{} {
@@ -77,61 +101,134 @@ func (r *received) waitFor(id string) chan struct{} {
 	return ch
 }
 
-func runTranscript(t *testing.T, bin, agents, file string) {
+// add records one message the server wrote.
+func (r *received) add(line string) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Result struct {
+			RequestState string `json:"requestState"`
+		} `json:"result"`
+	}
+	_ = json.Unmarshal([]byte(line), &m)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, line)
+	if len(m.ID) == 0 {
+		return
+	}
+	id := string(m.ID)
+	if m.Result.RequestState != "" {
+		r.states[id] = m.Result.RequestState
+	}
+	ch, ok := r.byID[id]
+	if !ok {
+		ch = make(chan struct{})
+		r.byID[id] = ch
+	}
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+var statePlaceholder = regexp.MustCompile(`\{\{state:([^}:]+)(:tampered)?\}\}`)
+
+// expand fills the {{state:ID}} placeholders of an input line.
+func (r *received) expand(t *testing.T, line string) string {
+	return statePlaceholder.ReplaceAllStringFunc(line, func(ph string) string {
+		m := statePlaceholder.FindStringSubmatch(ph)
+		r.mu.Lock()
+		st, ok := r.states[m[1]]
+		r.mu.Unlock()
+		if !ok {
+			t.Fatalf("%s: no requestState was answered to id %s (add #wait %s before)", ph, m[1], m[1])
+		}
+		if m[2] != "" {
+			// Alter one character of the signed part (the payload).
+			i := len(st) / 4
+			repl := byte('A')
+			if st[i] == 'A' {
+				repl = 'B'
+			}
+			st = st[:i] + string(repl) + st[i+1:]
+		}
+		return st
+	})
+}
+
+// transcriptTransport carries the input lines of a transcript to one
+// server and what it writes back to a received.
+type transcriptTransport interface {
+	send(t *testing.T, line string)
+	// finish ends the input (stdio: EOF; HTTP: SIGTERM) and waits for the
+	// server to exit 0, returning its stderr.
+	finish(t *testing.T) string
+	stderr() string
+}
+
+// policyFile writes the embedded tool policy with the transcript's
+// overrides merged in.
+func policyFile(t *testing.T, overrides string) string {
+	var base map[string]json.RawMessage
+	if err := json.Unmarshal(configs.ToolsJSON, &base); err != nil {
+		t.Fatal(err)
+	}
+	var over map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(overrides), &over); err != nil {
+		t.Fatalf("-- policy -- is not JSON: %v", err)
+	}
+	for k, v := range over {
+		if k != "tools" {
+			base[k] = v
+			continue
+		}
+		var tools, more map[string]map[string]any
+		_ = json.Unmarshal(base["tools"], &tools)
+		_ = json.Unmarshal(v, &more)
+		for name, rule := range more {
+			if tools[name] == nil {
+				tools[name] = map[string]any{}
+			}
+			for rk, rv := range rule {
+				tools[name][rk] = rv
+			}
+		}
+		base["tools"], _ = json.Marshal(tools)
+	}
+	b, _ := json.MarshalIndent(base, "", "  ")
+	p := filepath.Join(t.TempDir(), "tools.json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func runTranscript(t *testing.T, bin, agents, file, transport string) {
 	a, err := txtar.ParseFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	project := t.TempDir()
-	args := append([]string{"serve", "--project-dir", project, "--agents", agents, "--session", "sess-transcript"},
+	args := append([]string{"--project-dir", project, "--agents", agents, "--session", "sess-transcript"},
 		strings.Fields(section(a, "args"))...)
-	cmd := exec.Command(bin, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	if p := section(a, "policy"); strings.TrimSpace(p) != "" {
+		args = append(args, "--policy", policyFile(t, p))
 	}
-	got := &received{byID: map[string]chan struct{}{}}
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 1<<20), 16<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			var m struct {
-				ID json.RawMessage `json:"id"`
-			}
-			_ = json.Unmarshal([]byte(line), &m)
-			got.mu.Lock()
-			got.lines = append(got.lines, line)
-			if len(m.ID) > 0 {
-				id := string(m.ID)
-				ch, ok := got.byID[id]
-				if !ok {
-					ch = make(chan struct{})
-					got.byID[id] = ch
-				}
-				select {
-				case <-ch:
-				default:
-					close(ch)
-				}
-			}
-			got.mu.Unlock()
-		}
-	}()
+	got := newReceived()
+	var tr transcriptTransport
+	if transport == "http" {
+		tr = startHTTPTranscript(t, bin, args, got)
+	} else {
+		tr = startStdioTranscript(t, bin, args, got)
+	}
 	for n, line := range strings.Split(section(a, "input"), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" {
 			continue
 		}
 		if !strings.HasPrefix(line, "#") {
-			if _, err := io.WriteString(stdin, line+"\n"); err != nil {
-				t.Fatalf("input line %d: %v", n+1, err)
-			}
+			tr.send(t, got.expand(t, line))
 			continue
 		}
 		f := strings.Fields(line)
@@ -144,41 +241,44 @@ func runTranscript(t *testing.T, bin, agents, file string) {
 			select {
 			case <-got.waitFor(f[1]):
 			case <-time.After(timeout):
-				t.Fatalf("input line %d: no response to id %s within %v\nstderr:\n%s", n+1, f[1], timeout, stderr.String())
+				t.Fatalf("input line %d: no response to id %s within %v\nstderr:\n%s", n+1, f[1], timeout, tr.stderr())
 			}
 		case "#sleep":
 			d, _ := time.ParseDuration(f[1])
 			time.Sleep(d)
 		case "#big":
 			size, _ := strconv.Atoi(f[1])
-			big := `{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"debug_echo","arguments":{"text":"` +
-				strings.Repeat("x", size) + `"}}}` + "\n"
-			if _, err := io.WriteString(stdin, big); err != nil {
-				t.Fatalf("input line %d: %v", n+1, err)
-			}
+			tr.send(t, `{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"debug_echo","arguments":{"text":"`+
+				strings.Repeat("x", size)+`"}}}`)
 		default:
 			t.Fatalf("input line %d: unknown directive %s", n+1, f[0])
 		}
 	}
-	_ = stdin.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	waitErr := make(chan error, 1)
-	go func() { <-readDone; waitErr <- cmd.Wait() }()
-	select {
-	case err := <-waitErr:
-		if err != nil {
-			t.Fatalf("server exit: %v\nstderr:\n%s", err, stderr.String())
-		}
-	case <-ctx.Done():
-		_ = cmd.Process.Kill()
-		t.Fatalf("server did not exit after stdin closed\nstderr:\n%s", stderr.String())
+	stderr := tr.finish(t)
+	got.mu.Lock()
+	for i, l := range got.lines {
+		got.lines[i] = strings.ReplaceAll(l, project, "<PROJECT>")
 	}
 	actual := normalise(got.lines)
+	got.mu.Unlock()
+	hasAudit := false
+	for _, f := range a.Files {
+		hasAudit = hasAudit || f.Name == "audit"
+	}
+	auditText := ""
+	if hasAudit {
+		auditText = auditSummary(t, project)
+	}
 	if *update {
+		if transport != "stdio" {
+			return // the stdio run writes the file; this one must match it
+		}
 		for i := range a.Files {
-			if a.Files[i].Name == "output" {
+			switch a.Files[i].Name {
+			case "output":
 				a.Files[i].Data = []byte(actual)
+			case "audit":
+				a.Files[i].Data = []byte(auditText)
 			}
 		}
 		if err := os.WriteFile(file, txtar.Format(a), 0o644); err != nil {
@@ -187,8 +287,207 @@ func runTranscript(t *testing.T, bin, agents, file string) {
 		return
 	}
 	if want := section(a, "output"); want != actual {
-		t.Errorf("output mismatch (run with -update to accept)\n--- want\n%s--- got\n%s\nstderr:\n%s", want, actual, stderr.String())
+		t.Errorf("output mismatch over %s (run with -update to accept)\n--- want\n%s--- got\n%s\nstderr:\n%s", transport, want, actual, stderr)
 	}
+	if want := section(a, "audit"); hasAudit && want != auditText {
+		t.Errorf("audit mismatch over %s (run with -update to accept)\n--- want\n%s--- got\n%s", transport, want, auditText)
+	}
+}
+
+// auditSummary is one "tool status kind" line per audit row, sorted, with
+// the call id the client chose (not a generated ULID), the unit and the
+// trace context when the row has them.
+func auditSummary(t *testing.T, project string) string {
+	b, err := os.ReadFile(filepath.Join(project, ".toolhost", "audit.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var row struct {
+			Tool        string `json:"tool"`
+			Status      string `json:"status"`
+			ErrorKind   string `json:"error_kind"`
+			CallID      string `json:"call_id"`
+			UnitID      string `json:"unit_id"`
+			Traceparent string `json:"traceparent"`
+		}
+		if err := json.Unmarshal([]byte(l), &row); err != nil {
+			t.Fatalf("audit line %q: %v", l, err)
+		}
+		line := strings.TrimSpace(row.Tool + " " + row.Status + " " + row.ErrorKind)
+		if !volatile[0].re.MatchString(row.CallID) {
+			line += " call=" + row.CallID
+		}
+		if row.UnitID != "" {
+			line += " unit=" + row.UnitID
+		}
+		if row.Traceparent != "" {
+			line += " trace=" + row.Traceparent
+		}
+		lines = append(lines, line)
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n") + "\n"
+}
+
+type stdioTranscript struct {
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	errBuf   *testutil.SyncBuffer
+	readDone chan struct{}
+}
+
+func startStdioTranscript(t *testing.T, bin string, args []string, got *received) *stdioTranscript {
+	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
+	s := &stdioTranscript{cmd: cmd, errBuf: &testutil.SyncBuffer{}, readDone: make(chan struct{})}
+	cmd.Stderr = s.errBuf
+	s.stdin, _ = cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(s.readDone)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			got.add(sc.Text())
+		}
+	}()
+	return s
+}
+
+func (s *stdioTranscript) send(t *testing.T, line string) {
+	if _, err := io.WriteString(s.stdin, line+"\n"); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+}
+
+func (s *stdioTranscript) stderr() string { return s.errBuf.String() }
+
+func (s *stdioTranscript) finish(t *testing.T) string {
+	_ = s.stdin.Close()
+	waitErr := make(chan error, 1)
+	go func() { <-s.readDone; waitErr <- s.cmd.Wait() }()
+	select {
+	case err := <-waitErr:
+		if err != nil {
+			t.Fatalf("server exit: %v\nstderr:\n%s", err, s.stderr())
+		}
+	case <-time.After(20 * time.Second):
+		_ = s.cmd.Process.Kill()
+		t.Fatalf("server did not exit after stdin closed\nstderr:\n%s", s.stderr())
+	}
+	return s.stderr()
+}
+
+// httpTranscript POSTs each line as a conforming Streamable HTTP client
+// would: the 2026-07-28 request headers mirrored from the body, and the
+// session id of the latest legacy initialize on legacy requests.
+type httpTranscript struct {
+	srv     *testutil.HTTPServer
+	got     *received
+	client  *http.Client
+	mu      sync.Mutex
+	session string
+	posts   sync.WaitGroup
+}
+
+func startHTTPTranscript(t *testing.T, bin string, args []string, got *received) *httpTranscript {
+	return &httpTranscript{srv: testutil.ServeHTTP(t, bin, args...), got: got,
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+}
+
+func (h *httpTranscript) stderr() string { return h.srv.Log() }
+
+func (h *httpTranscript) send(t *testing.T, line string) {
+	req, err := http.NewRequest(http.MethodPost, h.srv.URL, strings.NewReader(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+			Meta struct {
+				Version string `json:"io.modelcontextprotocol/protocolVersion"`
+			} `json:"_meta"`
+		} `json:"params"`
+	}
+	_ = json.Unmarshal([]byte(line), &m)
+	if v := m.Params.Meta.Version; v != "" {
+		req.Header.Set("MCP-Protocol-Version", v)
+		req.Header.Set("Mcp-Method", m.Method)
+		if m.Method == "tools/call" {
+			req.Header.Set("Mcp-Name", m.Params.Name)
+		}
+	} else {
+		h.mu.Lock()
+		if h.session != "" && m.Method != "initialize" {
+			req.Header.Set("Mcp-Session-Id", h.session)
+		}
+		h.mu.Unlock()
+	}
+	h.posts.Add(1)
+	sent := make(chan struct{})
+	var once sync.Once
+	written := func() { once.Do(func() { close(sent) }) }
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { written() },
+	}))
+	go func() {
+		defer h.posts.Done()
+		resp, err := h.client.Do(req)
+		written()
+		if err != nil {
+			h.got.add("NOT JSON: POST failed: " + err.Error())
+			return
+		}
+		defer resp.Body.Close()
+		if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+			h.mu.Lock()
+			h.session = id
+			h.mu.Unlock()
+		}
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(make([]byte, 1<<20), 16<<20)
+			for sc.Scan() {
+				if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+					h.got.add(d)
+				}
+			}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if len(bytes.TrimSpace(b)) > 0 {
+			h.got.add(string(b))
+		}
+	}()
+	// Lines leave in order: the next is sent once this one is on the wire.
+	select {
+	case <-sent:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the POST of %.80s was not sent within 10 s", line)
+	}
+}
+
+// settle is how long the last POSTs get to be read by the server before
+// SIGTERM: stdio's EOF comes after the last line is in the pipe; a POST on
+// the wire may still wait for the server to read it, and a request read
+// after shutdown began is refused.
+const settle = time.Second
+
+func (h *httpTranscript) finish(t *testing.T) string {
+	time.Sleep(settle)
+	if err := h.srv.Stop(t); err != nil {
+		t.Fatalf("server exit: %v\nstderr:\n%s", err, h.srv.Log())
+	}
+	h.posts.Wait()
+	return h.srv.Log()
 }
 
 var volatile = []struct {
@@ -198,6 +497,7 @@ var volatile = []struct {
 	{regexp.MustCompile(`\b[0-9A-HJKMNP-TV-Z]{26}\b`), "<ULID>"},
 	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`), "<TS>"},
 	{regexp.MustCompile(`(\\?")(duration_ms|elapsed_ms|slept_ms)(\\?"):\s*[0-9.]+`), `${1}${2}${3}:0`},
+	{regexp.MustCompile(`"requestState":"[^"]*"`), `"requestState":"<STATE>"`},
 }
 
 // normalise canonicalises each message (sorted keys), masks volatile values
@@ -224,13 +524,18 @@ func normalise(lines []string) string {
 			notes = append(notes, msg{text: string(b)})
 		}
 	}
+	// Answers that share an id (null: the unreadable messages) are sorted
+	// by content: over HTTP they come back on separate connections.
 	sort.SliceStable(resp, func(i, j int) bool {
 		a, aerr := strconv.Atoi(resp[i].key)
 		b, berr := strconv.Atoi(resp[j].key)
-		if aerr == nil && berr == nil {
+		switch {
+		case aerr == nil && berr == nil && a != b:
 			return a < b
+		case resp[i].key != resp[j].key && (aerr != nil || berr != nil):
+			return resp[i].key < resp[j].key
 		}
-		return resp[i].key < resp[j].key
+		return resp[i].text < resp[j].text
 	})
 	var sb strings.Builder
 	for _, m := range append(resp, notes...) {

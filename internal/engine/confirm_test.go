@@ -11,6 +11,7 @@ import (
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/engine"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -43,11 +44,11 @@ func TestConfirmByElicitation(t *testing.T) {
 		{name: "accept with empty form runs", answer: engine.Elicitation{Action: "accept"},
 			args: `{"text":"go"}`, wantAsked: true, wantRun: true, wantStatus: audit.StatusOK},
 		{name: "accept with confirm unticked refuses", answer: engine.Elicitation{Action: "accept", Content: map[string]any{"confirm": false}},
-			args: `{"text":"go"}`, wantAsked: true, wantStatus: audit.StatusRejected, wantKind: "user_cancelled", wantMsg: "cancelled by user"},
+			args: `{"text":"go"}`, wantAsked: true, wantStatus: audit.StatusRejected, wantKind: "user_declined", wantMsg: "declined by user"},
 		{name: "decline refuses", answer: engine.Elicitation{Action: "decline"},
-			args: `{"text":"go"}`, wantAsked: true, wantStatus: audit.StatusRejected, wantKind: "user_cancelled", wantMsg: "cancelled by user"},
-		{name: "cancel refuses", answer: engine.Elicitation{Action: "cancel"},
-			args: `{"text":"go"}`, wantAsked: true, wantStatus: audit.StatusRejected, wantKind: "user_cancelled", wantMsg: "cancelled by user"},
+			args: `{"text":"go"}`, wantAsked: true, wantStatus: audit.StatusRejected, wantKind: "user_declined", wantMsg: "declined by user"},
+		{name: "cancel waits for toolhost approve", answer: engine.Elicitation{Action: "cancel"},
+			args: `{"text":"go"}`, wantAsked: true, wantStatus: audit.StatusRejected, wantKind: "needs_confirmation", wantMsg: "toolhost approve cf-"},
 		{name: "client error", err: errors.New("method not found"),
 			args: `{"text":"go"}`, wantAsked: true, wantStatus: audit.StatusRejected, wantKind: "confirmation_failed", wantMsg: "method not found"},
 		{name: "client panics", panics: true,
@@ -72,7 +73,7 @@ func TestConfirmByElicitation(t *testing.T) {
 			if (len(asked) == 1) != tc.wantAsked || (s.calls.Load() == 1) != tc.wantRun {
 				t.Fatalf("asked %d times, ran %d times; want asked=%t ran=%t", len(asked), s.calls.Load(), tc.wantAsked, tc.wantRun)
 			}
-			if out.Status != tc.wantStatus || out.Kind != tc.wantKind || !strings.Contains(out.Message, tc.wantMsg) {
+			if out.Status != tc.wantStatus || out.Kind.String() != tc.wantKind || !strings.Contains(out.Message, tc.wantMsg) {
 				t.Fatalf("got %s; want %s/%s %q", describe(out), tc.wantStatus, tc.wantKind, tc.wantMsg)
 			}
 			if tc.wantAsked && (!strings.Contains(asked[0], "guarded_write") || !strings.Contains(asked[0], `"text": "go"`) ||
@@ -89,7 +90,7 @@ func TestConfirmByElicitation(t *testing.T) {
 // confirmationID pulls the id out of a needs_confirmation message.
 func confirmationID(t *testing.T, out *engine.Outcome) string {
 	t.Helper()
-	if out.Kind != "needs_confirmation" || !out.IsError {
+	if out.Kind != fault.NeedsConfirmation || !out.IsError {
 		t.Fatalf("want needs_confirmation, got %s", describe(out))
 	}
 	i := strings.Index(out.Message, "{")
@@ -164,7 +165,7 @@ func TestConfirmByApproval(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := r.call(t, "guarded_write", `{"text":"a"}`)
-		if out.Kind != "user_denied" || !strings.Contains(out.Message, "denied by user") || s.calls.Load() != 0 {
+		if out.Kind != fault.UserDenied || !strings.Contains(out.Message, "denied by user") || s.calls.Load() != 0 {
 			t.Fatalf("got %s", describe(out))
 		}
 	})

@@ -20,6 +20,7 @@ import (
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confirm"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/gopool"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/registry"
@@ -27,17 +28,14 @@ import (
 	"github.com/toolhost/toolhost/internal/wirejson"
 )
 
-// ErrUnknownTool is a call to a name the registry does not hold; the server
-// answers it with -32602.
-var ErrUnknownTool = errors.New("unknown tool")
-
+// unknownToolError is a call to a name the registry does not hold; the
+// server answers its kind, fault.UnknownTool, with -32602.
 type unknownToolError struct{ name string }
 
 func (e *unknownToolError) Error() string {
 	return fmt.Sprintf("unknown tool %q; call tools/list for the available tools", e.name)
 }
-func (e *unknownToolError) RejectionKind() string { return "unknown_tool" }
-func (e *unknownToolError) Is(t error) bool       { return t == ErrUnknownTool }
+func (e *unknownToolError) RejectionKind() fault.Kind { return fault.UnknownTool }
 
 // Request is one tools/call as the server hands it over.
 type Request struct {
@@ -49,6 +47,9 @@ type Request struct {
 	// when the client did not declare the elicitation capability, in which
 	// case confirmations go through `toolhost approve`.
 	Elicit ElicitFunc
+	// RoundTrip is set for a 2026-07-28 request that can take (or answers)
+	// a confirmation as a multi-round-trip request.
+	RoundTrip *RoundTrip
 }
 
 // Outcome is the classified result of a call.
@@ -56,13 +57,17 @@ type Outcome struct {
 	Result  tool.Result
 	IsError bool
 	// Message is what the model reads when IsError is set.
-	Message  string
-	Status   string
-	Kind     string
+	Message string
+	Status  string
+	// Kind is why the call did not end in a result (fault.None when it did).
+	Kind     fault.Kind
 	ErrorID  string
 	Retries  int
 	Duration time.Duration
 	Err      error
+	// InputRequired is set when the call waits for a human's answer
+	// through the client (a 2026-07-28 InputRequiredResult).
+	InputRequired *InputRequired
 }
 
 // Call is the state that flows through the pipeline stages.
@@ -102,6 +107,9 @@ type Engine struct {
 	Guard func(command string) error
 	// Confirm keeps confirmations for clients without elicitation.
 	Confirm *confirm.Store
+	// States signs and redeems the request states of multi-round-trip
+	// confirmations.
+	States *confirm.States
 	// AuditTimeout bounds how long a call waits for its audit row
 	// (DefaultAuditTimeout if zero).
 	AuditTimeout time.Duration
@@ -141,7 +149,7 @@ func (e *Engine) Init() {
 		// becomes an isError outcome like a tool's, never a dead daemon.
 		e.recoverPanic,
 		e.lookup,
-		e.agentPolicy,
+		// The agent's toolPolicy, then the policy file's permission.
 		e.permission,
 		e.validate,
 		e.confirm,
@@ -194,32 +202,17 @@ func (e *Engine) lookup(next Handler) Handler {
 	}
 }
 
-func (e *Engine) agentPolicy(next Handler) Handler {
-	return func(ctx context.Context, c *Call) error {
-		if !e.Agent.Allows(c.Tool) {
-			return &tool.PermissionError{Tool: c.Tool, Agent: e.Agent.Name}
-		}
-		return next(ctx, c)
-	}
-}
-
+// permission refuses a tool the agent may not call, with the reason
+// policy.File.Access gives (the same answer that hides it from tools/list),
+// and fixes the call's Decision.
 func (e *Engine) permission(next Handler) Handler {
 	return func(ctx context.Context, c *Call) error {
-		f := e.Policy.Current()
-		c.Policy = f
-		c.Decision = f.Decide(c.Entry.Spec)
-		if !c.Decision.Allowed() {
-			var detail string
-			switch raw := f.Tools[c.Tool].Permission; {
-			case !c.Decision.Listed:
-				detail = fmt.Sprintf("tool %s is not listed in the tool policy, so it is denied", c.Tool)
-			case raw != policy.Deny:
-				detail = fmt.Sprintf("tool %s has permission %q in the tool policy, which is not read, write or deny, so it is denied", c.Tool, raw)
-			default:
-				detail = fmt.Sprintf("tool %s is denied by the tool policy (permission %q)", c.Tool, c.Decision.Permission)
-			}
-			return &tool.PermissionError{Tool: c.Tool, Agent: e.Agent.Name, Detail: detail}
+		c.Policy = e.Policy.Current()
+		a := c.Policy.Access(e.Agent, c.Entry.Spec)
+		if !a.Visible() {
+			return &tool.PermissionError{Tool: c.Tool, Reason: a.Reason}
 		}
+		c.Decision = a.Decision
 		return next(ctx, c)
 	}
 }
@@ -242,8 +235,9 @@ func (e *Engine) validate(next Handler) Handler {
 	}
 }
 
-// argsLoader hands gojsonschema the arguments decoded by wirejson (~1.5×
-// as fast as the library's own encoding/json decoder, same document).
+// argsLoader hands gojsonschema the arguments decoded by wirejson, which is
+// faster than the library's own encoding/json decoder and gives the same
+// document.
 type argsLoader []byte
 
 func (l argsLoader) JsonSource() any { return []byte(l) }
@@ -398,11 +392,15 @@ func execute(ctx context.Context, c *Call) error {
 // classify is the one place that turns a call's error into an outcome.
 func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
 	out := &Outcome{Result: c.Result, Retries: c.Retries, Err: err}
-	var rej tool.Rejection
+	var rej fault.Rejection
 	var pe *panicError
+	var ir *InputRequired
 	switch {
+	case errors.As(err, &ir):
+		out.InputRequired, out.Status, out.Kind = ir, audit.StatusRejected, ir.RejectionKind()
+		out.Message = "waiting for the human's answer: the client asks and calls again with it"
 	case err == nil && c.Result.UpstreamError:
-		out.Status, out.Kind = audit.StatusError, "upstream"
+		out.Status, out.Kind = audit.StatusError, fault.Upstream
 	case err == nil && c.Result.Failed:
 		out.Status = audit.StatusOKFalse
 	case err == nil:
@@ -410,20 +408,25 @@ func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
 	case errors.As(err, &rej):
 		out.IsError, out.Status, out.Kind, out.Message = true, audit.StatusRejected, rej.RejectionKind(), rej.Error()
 	case c.timedOut:
-		out.IsError, out.Status, out.Kind = true, audit.StatusTimeout, "timeout"
+		out.IsError, out.Status, out.Kind = true, audit.StatusTimeout, fault.Timeout
 		out.Message = fmt.Sprintf("%s timed out after %d ms; narrow the request or raise timeout_ms in the tool policy", c.Tool, c.Decision.Timeout.Milliseconds())
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
-		out.IsError, out.Status, out.Kind, out.Message = true, audit.StatusCancelled, "cancelled", "cancelled by the client"
+		out.IsError, out.Status, out.Kind, out.Message = true, audit.StatusCancelled, fault.Cancelled, "cancelled by the client"
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			// Cancelled by toolhost itself (shutdown), not by the client.
+			out.Kind = fault.Shutdown
+			out.Message = fmt.Sprintf("%s did not finish: %v; it may have done part of its work, so check before calling it again", c.Tool, cause)
+		}
 	case errors.As(err, &pe):
-		out.IsError, out.Status, out.Kind = true, audit.StatusError, "panic"
+		out.IsError, out.Status, out.Kind = true, audit.StatusError, fault.Panic
 		out.ErrorID = callctx.NewCallID()
 		out.Message = fmt.Sprintf("internal error in %s (error id %s); the daemon is still serving, report the id", c.Tool, out.ErrorID)
 		e.Log.Error().Str("event", "tool_panic").Str("tool", c.Tool).Str("error_id", out.ErrorID).
 			Str("panic", fmt.Sprint(pe.value)).Str("stack", string(pe.stack)).Msg("tool panicked")
 	default:
-		out.IsError, out.Status, out.Kind = true, audit.StatusError, "system"
+		out.IsError, out.Status, out.Kind = true, audit.StatusError, fault.System
 		out.ErrorID = callctx.NewCallID()
-		out.Message = fmt.Sprintf("%s failed: %v (error id %s)", c.Tool, err, out.ErrorID)
+		out.Message = fmt.Sprintf("%s failed: %s (error id %s)", c.Tool, fault.Explain(err), out.ErrorID)
 		e.Log.Error().Str("event", "tool_error").Str("tool", c.Tool).Str("error_id", out.ErrorID).Err(err).Msg("tool failed")
 	}
 	return out
@@ -433,10 +436,11 @@ func (e *Engine) record(c *Call, out *Outcome) {
 	row := &audit.Row{
 		TS: time.Now().UTC(), SessionID: e.Identity.SessionID, ProjectID: e.Identity.ProjectID,
 		Agent: e.Identity.Agent, UnitID: e.Identity.UnitID, Tool: c.Tool,
-		Arguments: audit.RedactArguments(c.Request.Args), Status: out.Status, ErrorKind: out.Kind, ErrorID: out.ErrorID,
+		Arguments: audit.RedactArguments(c.Request.Args), Status: out.Status, ErrorKind: out.Kind.String(), ErrorID: out.ErrorID,
 		RetryCount: out.Retries, DurationMS: float64(out.Duration.Microseconds()) / 1000,
+		Sandbox: c.Result.Sandbox,
 	}
-	if out.IsError {
+	if out.IsError || out.InputRequired != nil {
 		row.Error = out.Message
 	} else if c.Result.Failed || c.Result.UpstreamError {
 		row.Error = c.Result.Reason
@@ -445,6 +449,7 @@ func (e *Engine) record(c *Call, out *Outcome) {
 		row.Source = c.Entry.Spec.Source
 	}
 	row.CallID = c.Meta.CallID
+	row.Traceparent = c.Meta.Traceparent
 	if c.Ctx != nil {
 		row.UnitID = c.Ctx.UnitID
 	} else if c.Meta.UnitID != "" {

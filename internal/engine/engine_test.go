@@ -15,6 +15,7 @@ import (
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/engine"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -189,7 +190,7 @@ func TestAuditCompleteness(t *testing.T) {
 		callID := fmt.Sprintf("call-%02d", i)
 		out := r.eng.Call(ctx, engine.Request{Tool: tc.tool, Args: json.RawMessage(tc.args), Meta: callctx.Meta{CallID: callID, UnitID: "u1"}})
 		cancel()
-		if out.Status != tc.status || out.Kind != tc.kind {
+		if out.Status != tc.status || out.Kind.String() != tc.kind {
 			t.Errorf("%s %s: got %s; want %s/%s", tc.tool, tc.args, describe(out), tc.status, tc.kind)
 		}
 		if (tc.status == audit.StatusOK || tc.status == audit.StatusOKFalse) == out.IsError {
@@ -253,7 +254,7 @@ func TestAuditSinkFailureNeverFailsTheCall(t *testing.T) {
 			out := r.call(t, "echo", `{"text":"still answered","password":"hunter2"}`)
 			// The schema forbids "password": the call is rejected, and the
 			// rejection must still be answered and its row counted.
-			if out.Status != audit.StatusRejected || out.Kind != "validation" {
+			if out.Status != audit.StatusRejected || out.Kind != fault.Validation {
 				t.Fatalf("got %s", describe(out))
 			}
 			out = r.call(t, "echo", `{"text":"still answered"}`)
@@ -303,7 +304,7 @@ func TestReloadNeverAffectsARunningCall(t *testing.T) {
 	if err := os.Chtimes(path, later, later); err != nil {
 		t.Fatal(err)
 	}
-	if out := r.call(t, "blocker", `{"text":"second"}`); out.Kind != "policy" {
+	if out := r.call(t, "blocker", `{"text":"second"}`); out.Kind != fault.Policy {
 		t.Fatalf("new policy not in force for a new call: %s", describe(out))
 	}
 	close(release)

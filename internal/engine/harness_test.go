@@ -20,6 +20,7 @@ import (
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/engine"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/journal"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/registry"
@@ -97,8 +98,8 @@ func (m *memSink) all() []*audit.Row {
 
 type guardError struct{ cmd string }
 
-func (g *guardError) Error() string         { return "inline JSON in " + g.cmd + "; write it to a file" }
-func (g *guardError) RejectionKind() string { return "guard" }
+func (g *guardError) Error() string             { return "inline JSON in " + g.cmd + "; write it to a file" }
+func (g *guardError) RejectionKind() fault.Kind { return fault.Guard }
 
 // rig is an engine over a temp project with the given tools and policy.
 type rig struct {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -100,10 +101,12 @@ func TestElicitationThroughProtocol(t *testing.T) {
 		wantErr     string
 	}{
 		{"accepted entry", "accept", ""},
-		{"declined entry", "decline", "cancelled by user"},
-		{"cancelled entry", "cancel", "cancelled by user"},
+		{"declined entry", "decline", "declined by user"},
+		// Nobody decided: the call waits for toolhost approve instead.
+		{"cancelled entry", "cancel", "nobody decided in the client"},
 		{"", "", "message"}, // invalid: never shown to the human
 	}
+	var pending string
 	for _, tc := range cases {
 		res, err := c.CallTool(ctx, "timeline_append", map[string]any{"kind": "test.confirm", "message": tc.msg}, nil)
 		if err != nil {
@@ -112,6 +115,22 @@ func TestElicitationThroughProtocol(t *testing.T) {
 		if res.IsError != (tc.wantErr != "") || !strings.Contains(res.Text(), tc.wantErr) {
 			t.Fatalf("%q: isError=%t text=%q; want error %q", tc.msg, res.IsError, res.Text(), tc.wantErr)
 		}
+		if tc.answer == "cancel" {
+			m := regexp.MustCompile(`toolhost approve (cf-\S+)`).FindStringSubmatch(res.Text())
+			if m == nil {
+				t.Fatalf("a cancelled confirmation must name the toolhost approve command: %s", res.Text())
+			}
+			pending = m[1]
+		}
+	}
+	// The human approves out of band; the same call then runs without the
+	// client being asked again.
+	if out, err := exec.Command(testutil.Toolhost(t), "approve", pending, "--project-dir", dir).CombinedOutput(); err != nil {
+		t.Fatalf("toolhost approve: %v\n%s", err, out)
+	}
+	res, err := c.CallTool(ctx, "timeline_append", map[string]any{"kind": "test.confirm", "message": "cancelled entry"}, nil)
+	if err != nil || res.IsError {
+		t.Fatalf("the approved call: %v %s", err, res.Text())
 	}
 	mu.Lock()
 	if len(asked) != 3 {
@@ -127,14 +146,14 @@ func TestElicitationThroughProtocol(t *testing.T) {
 	}
 	mu.Unlock()
 	tl := timeline(t, dir)
-	if !strings.Contains(tl, "accepted entry") || strings.Contains(tl, "declined entry") || strings.Contains(tl, "cancelled entry") {
+	if !strings.Contains(tl, "accepted entry") || strings.Contains(tl, "declined entry") || strings.Count(tl, "cancelled entry") != 1 {
 		t.Fatalf("timeline: %s", tl)
 	}
 	var got []string
 	for _, r := range auditRows(t, dir) {
 		got = append(got, r.Status+"/"+r.ErrorKind)
 	}
-	if want := "ok/ rejected/user_cancelled rejected/user_cancelled rejected/validation"; strings.Join(got, " ") != want {
+	if want := "ok/ rejected/user_declined rejected/needs_confirmation rejected/validation ok/"; strings.Join(got, " ") != want {
 		t.Fatalf("audit %v, want %s", got, want)
 	}
 }

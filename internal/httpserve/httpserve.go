@@ -1,172 +1,152 @@
 package httpserve
 
 import (
+	"bytes"
 	"context"
-	"crypto/sha256"
+	"crypto/rand"
 	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
-	"github.com/toolhost/toolhost/internal/engine"
+	"github.com/toolhost/toolhost/internal/rpc"
 	"github.com/toolhost/toolhost/internal/server"
-	"github.com/toolhost/toolhost/internal/session"
+	"github.com/toolhost/toolhost/internal/upstream"
 )
 
 // Path is where the MCP endpoint is served.
 const Path = "/mcp"
+
+// Defaults of the transport's limits.
+const (
+	DefaultBodyTimeout = 10 * time.Second
+	// maxSessions bounds the legacy sessions kept at once; the idlest goes
+	// when a new one would pass it.
+	maxSessions = 256
+	// sessionIdle ends a legacy session nothing used for this long.
+	sessionIdle = time.Hour
+)
 
 // Options configure the HTTP transport.
 type Options struct {
 	// AuthToken, when set, must come as "Authorization: Bearer <token>" on
 	// every request.
 	AuthToken string
-	Version   string
-	Log       zerolog.Logger
+	// AllowedOrigins are browser origins (scheme://host[:port]) served
+	// besides the server's own loopback origin.
+	AllowedOrigins []string
+	// BodyTimeout bounds the time a client may take to send a request body
+	// (DefaultBodyTimeout if zero).
+	BodyTimeout time.Duration
+	// MaxMessage caps one message (rpc.DefaultMaxMessage if zero).
+	MaxMessage  int
+	MaxInFlight int
+	Log         zerolog.Logger
 	// Grace bounds how long in-flight requests may finish at shutdown.
 	Grace time.Duration
 }
 
-// Server is the go-sdk MCP server mirroring one session's visible tools.
+// Handler is the MCP method surface the transport frames requests into.
+type Handler interface {
+	rpc.Handler
+	// Forget drops a legacy session's peer when the session ends.
+	Forget(rpc.Peer)
+}
+
+// Server is the Streamable HTTP transport of one toolhost session.
 type Server struct {
-	sess *session.Session
-	mcp  *mcp.Server
+	h    Handler
 	opts Options
+	log  zerolog.Logger
+	// port is the listening port, for the server's own origin; loopback
+	// is set when the listener is on a loopback address.
+	port     string
+	loopback bool
 
-	mu      sync.Mutex
-	offered map[string][32]byte // tool name → hash of its tools/list entry
+	// stateless serves the 2026-07-28 requests: each POST is its own
+	// request, cancelled when its client goes away.
+	stateless *rpc.Conn
+	// anon serves legacy requests that arrive without a session.
+	anon *rpc.Conn
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	// stopping ends the GET streams, which would never go idle, at
+	// shutdown.
+	stopping context.Context
+	stop     context.CancelFunc
 }
 
-// New builds the MCP server for s and keeps its tool list in step with the
-// session's (upstream discovery, policy reloads).
-func New(s *session.Session, o Options) *Server {
-	h := &Server{sess: s, opts: o, offered: map[string][32]byte{}}
-	h.mcp = mcp.NewServer(&mcp.Implementation{Name: "toolhost", Version: o.Version}, &mcp.ServerOptions{
-		Instructions: "toolhost serves the devloop tools of one agent session. Every path argument is relative to the project dir. A result with isError explains what to change.",
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-	})
-	h.sync()
-	s.OnToolsChanged(h.sync)
-	return h
+// session is a legacy (2025-03-26 … 2025-11-25) session, begun by
+// initialize and named by the Mcp-Session-Id header.
+type session struct {
+	id     string
+	conn   *rpc.Conn
+	stream *streamSink
+	mu     sync.Mutex
+	last   time.Time
 }
 
-// sync makes the MCP server's tools match the session's visible tools; the
-// go-sdk sends notifications/tools/list_changed to connected clients.
-func (h *Server) sync() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	want := map[string]bool{}
-	for _, e := range h.sess.Engine.Registry.List() {
-		name := e.Spec.Name
-		if !h.sess.Visible(name) {
-			continue
-		}
-		want[name] = true
-		entry := server.ToolEntryOf(e.Spec)
-		b, err := json.Marshal(entry)
-		if err != nil {
-			h.opts.Log.Error().Err(err).Str("tool", name).Msg("encode tool entry")
-			continue
-		}
-		sum := sha256.Sum256(b)
-		if h.offered[name] == sum {
-			continue
-		}
-		h.mcp.AddTool(mcpTool(entry), h.handler(name))
-		h.offered[name] = sum
-	}
-	var gone []string
-	for name := range h.offered {
-		if !want[name] {
-			gone = append(gone, name)
-			delete(h.offered, name)
-		}
-	}
-	if len(gone) > 0 {
-		h.mcp.RemoveTools(gone...)
-	}
+func (s *session) touch() {
+	s.mu.Lock()
+	s.last = time.Now()
+	s.mu.Unlock()
 }
 
-func mcpTool(e server.ToolEntry) *mcp.Tool {
-	t := &mcp.Tool{Name: e.Name, Title: e.Title, Description: e.Description, InputSchema: e.InputSchema}
-	if len(e.OutputSchema) > 0 {
-		t.OutputSchema = e.OutputSchema
+// New returns the transport serving h.
+func New(h Handler, o Options) *Server {
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultBodyTimeout
 	}
-	a := e.Annotations
-	t.Annotations = &mcp.ToolAnnotations{Title: a.Title, ReadOnlyHint: a.ReadOnlyHint, IdempotentHint: a.IdempotentHint,
-		DestructiveHint: &a.DestructiveHint, OpenWorldHint: &a.OpenWorldHint}
-	return t
+	if o.MaxMessage <= 0 {
+		o.MaxMessage = rpc.DefaultMaxMessage
+	}
+	for i, origin := range o.AllowedOrigins {
+		o.AllowedOrigins[i] = normOrigin(origin)
+	}
+	s := &Server{h: h, opts: o, log: o.Log, sessions: map[string]*session{}}
+	s.stopping, s.stop = context.WithCancel(context.Background())
+	s.stateless = rpc.NewConn(h, s.connOptions(nil))
+	s.anon = rpc.NewConn(h, s.connOptions(nil))
+	return s
 }
 
-// handler runs a call through the session's engine, the one gate.
-func (h *Server) handler(name string) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		r := engine.Request{Tool: name, Args: req.Params.Arguments}
-		if req.Params.Meta != nil {
-			b, _ := json.Marshal(req.Params.Meta)
-			if err := json.Unmarshal(b, &r.Meta); err != nil {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: " + server.TypeError(`"_meta"`, err)}
-			}
-		}
-		if tok := req.Params.GetProgressToken(); tok != nil {
-			r.Progress = progress(ctx, req.Session, tok)
-		}
-		out := h.sess.Engine.Call(ctx, r)
-		return result(out)
-	}
+func (s *Server) connOptions(session rpc.Sink) rpc.ConnOptions {
+	return rpc.ConnOptions{MaxInFlight: s.opts.MaxInFlight, Grace: s.opts.Grace, Log: s.log, Session: session}
 }
 
-// progress sends notifications/progress for tok (callctx passes it
-// increasing values only).
-func progress(ctx context.Context, ss *mcp.ServerSession, tok any) func(float64, float64, string) {
-	return func(p, total float64, msg string) {
-		_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: p, Total: total, Message: msg})
-	}
-}
-
-// result maps an outcome to a CallToolResult exactly as the stdio server
-// does: an unknown tool is a protocol error, a rejection or failure is
-// isError with the engine's message, an upstream result passes through.
-func result(out *engine.Outcome) (*mcp.CallToolResult, error) {
-	if out.Kind == "unknown_tool" {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: out.Message}
-	}
-	if out.IsError {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out.Message}}, IsError: true}, nil
-	}
-	if len(out.Result.Raw) > 0 {
-		var r mcp.CallToolResult
-		if err := json.Unmarshal(out.Result.Raw, &r); err != nil {
-			return nil, err
-		}
-		return &r, nil
-	}
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: string(out.Result.Structured)}},
-		StructuredContent: json.RawMessage(out.Result.Structured),
-	}, nil
-}
-
-// Handler is the HTTP handler: the MCP endpoint at Path behind the bearer
-// check.
-func (h *Server) Handler() http.Handler {
+// Handler is the HTTP handler: the MCP endpoint at Path behind the Origin
+// check and the bearer check.
+func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(Path, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.mcp }, nil))
-	if h.opts.AuthToken == "" {
-		return mux
-	}
-	want := []byte("Bearer " + h.opts.AuthToken)
+	mux.HandleFunc(Path, s.endpoint)
+	want := []byte("Bearer " + s.opts.AuthToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
+		if s.loopback && !upstream.IsLoopbackHost(hostOnly(r.Host)) {
+			// A page on a rebound DNS name reaches a loopback server with
+			// its own name in Host.
+			refuse(w, http.StatusForbidden, rpc.NewError(rpc.CodeInvalidRequest,
+				fmt.Sprintf("Host %q is not this loopback server's (DNS rebinding protection); use http://127.0.0.1:%s%s", r.Host, s.port, Path)))
+			return
+		}
+		if !s.originAllowed(r.Header.Get("Origin")) {
+			refuse(w, http.StatusForbidden, rpc.NewError(rpc.CodeInvalidRequest,
+				fmt.Sprintf("origin %q may not use this server (DNS rebinding protection); serve it with --allow-origin %s to allow it", r.Header.Get("Origin"), r.Header.Get("Origin"))))
+			return
+		}
+		if s.opts.AuthToken != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolhost"`)
 			http.Error(w, "missing or wrong bearer token: send Authorization: Bearer <the --auth-token value>", http.StatusUnauthorized)
 			return
@@ -175,22 +155,390 @@ func (h *Server) Handler() http.Handler {
 	})
 }
 
-// Serve serves on ln until ctx is done, then shuts down: in-flight calls
-// may finish within the grace period, while open SSE streams (GET), which
-// would never go idle, are ended at once.
-func (h *Server) Serve(ctx context.Context, ln net.Listener) error {
-	stopping, stop := context.WithCancel(context.Background())
-	defer stop()
-	inner := h.Handler()
-	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			rctx, cancel := context.WithCancel(r.Context())
-			defer cancel()
-			defer context.AfterFunc(stopping, cancel)()
-			r = r.WithContext(rctx)
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.Trim(hostport, "[]")
+}
+
+func normOrigin(o string) string {
+	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(o)), "/")
+}
+
+// originAllowed: a request without Origin is not from a browser page and
+// is served; one with Origin only when that is the server's own loopback
+// origin (http://127.0.0.1:PORT, http://localhost:PORT, http://[::1]:PORT)
+// or one allowed by flag. A page on any other origin — the DNS rebinding
+// attack — is refused.
+func (s *Server) originAllowed(origin string) bool {
+	if origin == "" {
+		return true
+	}
+	o := normOrigin(origin)
+	if slices.Contains(s.opts.AllowedOrigins, o) {
+		return true
+	}
+	u, err := url.Parse(o)
+	if err != nil || u.Scheme != "http" || u.Path != "" || u.User != nil {
+		return false
+	}
+	return s.port != "" && u.Port() == s.port && upstream.IsLoopbackHost(u.Hostname())
+}
+
+// refuse answers a request that is not served with an error body without id.
+func refuse(w http.ResponseWriter, status int, e *rpc.Error) {
+	writeJSON(w, status, rpc.EncodeError(nil, e))
+}
+
+func (s *Server) endpoint(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodPost:
+		s.post(w, r)
+	case http.MethodGet:
+		s.get(w, r)
+	case http.MethodDelete:
+		s.delete(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "the MCP endpoint takes POST (and GET or DELETE within a 2025 session)", http.StatusMethodNotAllowed)
+	}
+}
+
+// readBody reads a request body within the body timeout and the size cap;
+// the read deadline is lifted before the call runs, so only the upload is
+// bounded, never the work.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, *rpc.Error) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
+	body, err := io.ReadAll(io.LimitReader(r.Body, int64(s.opts.MaxMessage)+1))
+	if err != nil || len(body) > s.opts.MaxMessage {
+		// net/http would read what is left of the body to keep the
+		// connection: with the deadline passed, closing the body gives
+		// that up at once, and the connection ends after the answer.
+		_ = rc.SetReadDeadline(time.Now())
+		_ = r.Body.Close()
+		w.Header().Set("Connection", "close")
+	} else {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		return nil, http.StatusRequestTimeout, rpc.NewError(rpc.CodeInvalidRequest,
+			fmt.Sprintf("the request body did not arrive within %s; send the whole message at once", s.opts.BodyTimeout))
+	case err != nil:
+		return nil, http.StatusBadRequest, rpc.NewError(rpc.CodeInvalidRequest, "reading the request body: "+err.Error())
+	case len(bytes.TrimRight(body, "\r\n")) > s.opts.MaxMessage:
+		e := rpc.NewError(rpc.CodeInvalidRequest, fmt.Sprintf("message exceeds the %d-byte limit; send smaller arguments (large content belongs in a file referenced by path)", s.opts.MaxMessage))
+		return body[:min(len(body), 4<<10)], http.StatusRequestEntityTooLarge, e
+	}
+	return body, 0, nil
+}
+
+func (s *Server) post(w http.ResponseWriter, r *http.Request) {
+	body, status, e := s.readBody(w, r)
+	if e != nil {
+		var id json.RawMessage
+		if status == http.StatusRequestEntityTooLarge {
+			id = rpc.LeadingID(body)
 		}
-		inner.ServeHTTP(w, r)
-	})}
+		writeJSON(w, status, rpc.EncodeError(id, e))
+		return
+	}
+	var m rpc.Message
+	if id, e := rpc.Decode(body, &m); e != nil {
+		writeJSON(w, http.StatusBadRequest, rpc.EncodeError(id, e))
+		return
+	}
+	sid := r.Header.Get("Mcp-Session-Id")
+	if m.Method == nil || len(m.ID) == 0 {
+		// A response to one of our requests, or a notification: accepted,
+		// with no body.
+		conn := s.anon
+		if sid != "" {
+			sess := s.session(sid)
+			if sess == nil {
+				refuse(w, http.StatusNotFound, rpc.NewError(rpc.CodeInvalidRequest, "no such session: initialize again (or send 2026-07-28 requests, which need none)"))
+				return
+			}
+			conn = sess.conn
+		}
+		sink := newPostSink(w, r)
+		conn.Dispatch(&m, sink)
+		if !sink.answered && sink.replied == nil {
+			w.WriteHeader(http.StatusAccepted)
+		}
+		return
+	}
+	version := server.ProtocolVersionOf(m.Params)
+	sink := newPostSink(w, r)
+	switch {
+	case version != "" && !isLegacy(version):
+		if e := modernHeaders(r, &m, version); e != nil {
+			writeJSON(w, http.StatusBadRequest, rpc.EncodeError(m.ID, e))
+			return
+		}
+		// Stateless: no session is minted or read, and the request ends
+		// (cancelled) when its client goes away.
+		s.stateless.Serve(r.Context(), &m, sink)
+		return
+	case server.IsModern(r.Header.Get("MCP-Protocol-Version")):
+		writeJSON(w, http.StatusBadRequest, rpc.EncodeError(m.ID, headerMismatch(fmt.Sprintf(
+			"MCP-Protocol-Version header value %q does not match the body, whose _meta names no %q", server.Modern, server.MetaProtocolVersion))))
+		return
+	}
+	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !isLegacy(v) {
+		writeJSON(w, http.StatusBadRequest, rpc.EncodeError(m.ID, rpc.NewError(rpc.CodeInvalidRequest,
+			fmt.Sprintf("unsupported MCP-Protocol-Version %q: this server speaks %s", v, strings.Join(server.SupportedVersions, ", ")))))
+		return
+	}
+	conn := s.anon
+	switch {
+	case sid != "":
+		sess := s.session(sid)
+		if sess == nil {
+			refuse(w, http.StatusNotFound, rpc.NewError(rpc.CodeInvalidRequest, "no such session (it ended or the server restarted): initialize again"))
+			return
+		}
+		conn = sess.conn
+	case *m.Method == "initialize":
+		sess, e := s.newSession()
+		if e != nil {
+			writeJSON(w, http.StatusServiceUnavailable, rpc.EncodeError(m.ID, e))
+			return
+		}
+		w.Header().Set("Mcp-Session-Id", sess.id)
+		conn = sess.conn
+		defer func() {
+			if sink.replied != nil {
+				s.endSession(sess)
+			}
+		}()
+	}
+	conn.Dispatch(&m, sink)
+	select {
+	case <-sink.done:
+	case <-r.Context().Done():
+		// A legacy client that drops the connection has not cancelled
+		// (2025-11-25: it sends notifications/cancelled for that); the call
+		// runs on, and its answer, which nothing can carry, is dropped.
+		sink.abandon()
+	}
+}
+
+func isLegacy(v string) bool {
+	return v != "" && !server.IsModern(v) && slices.Contains(server.SupportedVersions, v)
+}
+
+func headerMismatch(msg string) *rpc.Error {
+	return &rpc.Error{Code: server.CodeHeaderMismatch, Message: "Header mismatch: " + msg, Status: http.StatusBadRequest}
+}
+
+// modernHeaders checks the request headers a 2026-07-28 POST must carry
+// against its body: MCP-Protocol-Version, Mcp-Method and, for the methods
+// that name something, Mcp-Name.
+func modernHeaders(r *http.Request, m *rpc.Message, version string) *rpc.Error {
+	if !server.IsModern(version) {
+		return nil // unsupported: the method surface answers with the list
+	}
+	if got := r.Header.Get("MCP-Protocol-Version"); got != version {
+		return headerMismatch(fmt.Sprintf("MCP-Protocol-Version header value %q does not match body value %q", got, version))
+	}
+	if got := r.Header.Get("Mcp-Method"); got != *m.Method {
+		return headerMismatch(fmt.Sprintf("Mcp-Method header value %q does not match body value %q", got, *m.Method))
+	}
+	field := ""
+	switch *m.Method {
+	case "tools/call", "prompts/get":
+		field = "name"
+	case "resources/read":
+		field = "uri"
+	default:
+		return nil
+	}
+	var p map[string]json.RawMessage
+	_ = json.Unmarshal(m.Params, &p)
+	var want string
+	_ = json.Unmarshal(p[field], &want)
+	raw := r.Header.Get("Mcp-Name")
+	got, ok := decodeHeaderValue(raw)
+	if raw == "" || !ok {
+		return headerMismatch(fmt.Sprintf("the Mcp-Name header is missing or malformed; it must carry params.%s (%q)", field, want))
+	}
+	if got != want {
+		return headerMismatch(fmt.Sprintf("Mcp-Name header value %q does not match body value %q", got, want))
+	}
+	return nil
+}
+
+// decodeHeaderValue undoes the Base64 sentinel encoding (=?base64?…?=) of
+// a header value that is not plain ASCII.
+func decodeHeaderValue(v string) (string, bool) {
+	inner, ok := strings.CutPrefix(v, "=?base64?")
+	if !ok {
+		return v, true
+	}
+	inner, ok = strings.CutSuffix(inner, "?=")
+	if !ok {
+		return "", false
+	}
+	b, err := base64.StdEncoding.DecodeString(inner)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+func acceptsSSE(r *http.Request) bool {
+	for _, a := range r.Header.Values("Accept") {
+		if strings.Contains(a, "text/event-stream") || strings.Contains(a, "*/*") {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) session(id string) *session {
+	s.mu.Lock()
+	sess := s.sessions[id]
+	s.mu.Unlock()
+	if sess != nil {
+		sess.touch()
+	}
+	return sess
+}
+
+func (s *Server) newSession() (*session, *rpc.Error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return nil, rpc.NewError(rpc.CodeInternalError, "session id: "+err.Error())
+	}
+	sess := &session{id: hex.EncodeToString(b), stream: &streamSink{}, last: time.Now()}
+	sess.conn = rpc.NewConn(s.h, s.connOptions(sess.stream))
+	var gone []*session
+	s.mu.Lock()
+	if s.stopping.Err() != nil {
+		s.mu.Unlock()
+		return nil, rpc.NewError(rpc.CodeShuttingDown, "server is shutting down")
+	}
+	for id, old := range s.sessions {
+		old.mu.Lock()
+		idle := time.Since(old.last) > sessionIdle
+		old.mu.Unlock()
+		if idle {
+			gone = append(gone, old)
+			delete(s.sessions, id)
+		}
+	}
+	if len(s.sessions) >= maxSessions {
+		var oldest *session
+		for _, old := range s.sessions {
+			if oldest == nil || old.last.Before(oldest.last) {
+				oldest = old
+			}
+		}
+		gone = append(gone, oldest)
+		delete(s.sessions, oldest.id)
+	}
+	s.sessions[sess.id] = sess
+	s.mu.Unlock()
+	for _, old := range gone {
+		s.closeSession(old)
+	}
+	return sess, nil
+}
+
+func (s *Server) endSession(sess *session) {
+	s.mu.Lock()
+	delete(s.sessions, sess.id)
+	s.mu.Unlock()
+	s.closeSession(sess)
+}
+
+func (s *Server) closeSession(sess *session) {
+	s.h.Forget(sess.conn.SessionPeer())
+	sess.stream.close()
+	go func() {
+		sess.conn.Drain()
+		sess.conn.Close()
+	}()
+}
+
+// get opens a legacy session's stream of messages that relate to no
+// request. 2026-07-28 has none (subscriptions/listen replaces it): 405.
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "no GET stream without a 2025 session; a 2026-07-28 client opens subscriptions/listen with a POST", http.StatusMethodNotAllowed)
+		return
+	}
+	sess := s.session(sid)
+	if sess == nil {
+		http.Error(w, "no such session: initialize again", http.StatusNotFound)
+		return
+	}
+	if !acceptsSSE(r) {
+		http.Error(w, "the GET stream is text/event-stream; send Accept: text/event-stream", http.StatusNotAcceptable)
+		return
+	}
+	g := &getStream{w: w, rc: http.NewResponseController(w), done: make(chan struct{})}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	// Attached before the client sees the stream open, so nothing it does
+	// next (a DELETE) can miss it.
+	sess.stream.attach(g)
+	defer sess.stream.detach(g)
+	sess.stream.mu.Lock()
+	w.WriteHeader(http.StatusOK)
+	_ = g.rc.Flush()
+	sess.stream.mu.Unlock()
+	t := time.NewTicker(keepAlive)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.stopping.Done():
+			return
+		case <-g.done:
+			return
+		case <-t.C:
+			sess.stream.comment(g)
+		}
+	}
+}
+
+// delete ends a legacy session.
+func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "DELETE ends a 2025 session; send its Mcp-Session-Id", http.StatusMethodNotAllowed)
+		return
+	}
+	sess := s.session(sid)
+	if sess == nil {
+		http.Error(w, "no such session", http.StatusNotFound)
+		return
+	}
+	s.endSession(sess)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// Serve serves on ln until ctx is done, then shuts down: no new request is
+// taken, in-flight calls may finish within the grace period (those still
+// running then are cancelled and answered saying so), open streams end.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if host, port, err := net.SplitHostPort(ln.Addr().String()); err == nil {
+		s.port = port
+		ip := net.ParseIP(host)
+		s.loopback = ip != nil && ip.IsLoopback()
+	}
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: s.opts.BodyTimeout, IdleTimeout: 2 * time.Minute}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -198,16 +546,27 @@ func (h *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	grace := h.opts.Grace
-	if grace <= 0 {
-		grace = 10 * time.Second
+	s.mu.Lock()
+	s.stop()
+	conns := []*rpc.Conn{s.stateless, s.anon}
+	for _, sess := range s.sessions {
+		conns = append(conns, sess.conn)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Drain() }()
+	}
+	wg.Wait()
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	stop()
 	err := hs.Shutdown(sctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = hs.Close()
+	}
+	for _, c := range conns {
+		c.Close()
 	}
 	if e := <-errc; !errors.Is(e, http.ErrServerClosed) && err == nil {
 		err = e

@@ -1,17 +1,14 @@
 package httpserve_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,62 +21,18 @@ import (
 
 // served is `toolhost serve --http` running for one test.
 type served struct {
-	URL    string
-	cmd    *exec.Cmd
-	stderr testutil.SyncBuffer
+	URL string
+	srv *testutil.HTTPServer
 }
 
-func (s *served) log() string { return s.stderr.String() }
+func (s *served) log() string { return s.srv.Log() }
 
 // serveHTTP starts the real binary with --http and waits for its URL.
 func serveHTTP(t *testing.T, project string, extra ...string) *served {
 	t.Helper()
-	args := append([]string{"serve", "--agent", "pm", "--project-dir", project, "--grace", "2s"}, extra...)
-	cmd := exec.Command(testutil.Toolhost(t), args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	errPipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &served{cmd: cmd}
-	urlCh := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(errPipe)
-		for sc.Scan() {
-			fmt.Fprintln(&s.stderr, sc.Text())
-			var e struct{ Event, URL string }
-			if json.Unmarshal(sc.Bytes(), &e) == nil && e.Event == "http_listening" {
-				urlCh <- e.URL
-			}
-		}
-		close(urlCh)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-			t.Errorf("toolhost --http did not stop on SIGTERM\n%s", s.log())
-		}
-	})
-	select {
-	case u, ok := <-urlCh:
-		if !ok {
-			_ = cmd.Wait()
-			t.Fatalf("toolhost exited before listening\n%s", s.log())
-		}
-		s.URL = u
-	case <-time.After(20 * time.Second):
-		t.Fatalf("no http_listening event\n%s", s.log())
-	}
-	return s
+	args := append([]string{"--agent", "pm", "--project-dir", project, "--grace", "2s"}, extra...)
+	srv := testutil.ServeHTTP(t, testutil.Toolhost(t), args...)
+	return &served{URL: srv.URL, srv: srv}
 }
 
 type bearer struct {
@@ -95,6 +48,13 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func connect(t *testing.T, url string, hc *http.Client, onChange func()) *mcp.ClientSession {
 	t.Helper()
+	return connectVersion(t, url, hc, onChange, "")
+}
+
+// connectVersion connects the go-sdk client asking for version ("" = the
+// SDK's latest, 2026-07-28) and checks it settled on that.
+func connectVersion(t *testing.T, url string, hc *http.Client, onChange func(), version string) *mcp.ClientSession {
+	t.Helper()
 	opts := &mcp.ClientOptions{}
 	if onChange != nil {
 		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { onChange() }
@@ -102,11 +62,18 @@ func connect(t *testing.T, url string, hc *http.Client, onChange func()) *mcp.Cl
 	c := mcp.NewClient(&mcp.Implementation{Name: "httpserve-test", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect %s: %v", url, err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
+	want := version
+	if want == "" {
+		want = "2026-07-28"
+	}
+	if got := cs.InitializeResult().ProtocolVersion; got != want {
+		t.Fatalf("the client settled on %s, want %s", got, want)
+	}
 	return cs
 }
 
@@ -268,16 +235,26 @@ func TestHTTPWithInspectorCLI(t *testing.T) {
 
 // TestHTTPUpstreamToolsAndListChanged: upstream tools are served over HTTP
 // through the same gate, and a policy change reaches an HTTP client as
-// notifications/tools/list_changed.
+// notifications/tools/list_changed: on its subscriptions/listen stream
+// (2026-07-28) or its session's GET stream (2025-11-25).
 func TestHTTPUpstreamToolsAndListChanged(t *testing.T) {
 	t.Parallel()
+	for _, v := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			upstreamToolsAndListChanged(t, v)
+		})
+	}
+}
+
+func upstreamToolsAndListChanged(t *testing.T, version string) {
 	dir := t.TempDir()
 	up := policy.Upstream{Name: "fake", Transport: "stdio", Command: upstreamtest.FakeMCP(t), DiscoveryTimeoutMS: 10000}
 	rules := map[string]policy.Rule{"fake__echo": {Permission: policy.Read}, "fake__fail": {Permission: policy.Write}}
 	agentsFile, policyFile := upstreamtest.WriteConfigs(t, dir, rules, up)
 	s := serveHTTP(t, filepath.Join(dir, "project"), "--http", "127.0.0.1:0", "--agents", agentsFile, "--policy", policyFile)
 	changed := make(chan struct{}, 16)
-	cs := connect(t, s.URL, nil, func() { changed <- struct{}{} })
+	cs := connectVersion(t, s.URL, nil, func() { changed <- struct{}{} }, version)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 

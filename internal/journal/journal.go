@@ -9,6 +9,7 @@ import (
 	"math"
 
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/fault"
 )
 
 // Paths of the shared logs, relative to the project dir.
@@ -97,7 +98,7 @@ func (t Timeline) lastSeq() (seq int64, torn bool, err error) {
 			break
 		}
 	}
-	return 0, false, fmt.Errorf("%s has no readable entry; repair or move the file", TimelinePath)
+	return 0, false, &fault.CorruptFile{Path: TimelinePath, Format: "NDJSON"}
 }
 
 // lastSeqIn finds the seq of the last parseable line of b, walking back

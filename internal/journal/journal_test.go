@@ -2,12 +2,14 @@ package journal
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/sandbox"
 )
 
@@ -63,8 +65,9 @@ func TestTimelineUnreadable(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, TimelinePath), []byte("garbage\nmore garbage\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (Timeline{Door: d}).Append(callctx.TimelineEntry{Kind: "x"}); err == nil || !strings.Contains(err.Error(), "no readable entry") {
-		t.Fatalf("want a clear error for an unreadable timeline, got %v", err)
+	var corrupt *fault.CorruptFile
+	if _, err := (Timeline{Door: d}).Append(callctx.TimelineEntry{Kind: "x"}); !errors.As(err, &corrupt) || corrupt.Path != TimelinePath {
+		t.Fatalf("want a corrupt-file error naming %s for an unreadable timeline, got %v", TimelinePath, err)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, TimelinePath))
 	if string(b) != "garbage\nmore garbage\n" {

@@ -6,28 +6,42 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/sys/unix"
 )
 
+// Process names one process for its whole life: pid and start time.
+type Process struct {
+	PID        int
+	StartTicks uint64
+}
+
 // Owner is what a tool sees of the session's process owner (callctx
-// Services.Procs): start, find and stop the units this session started.
+// Services.Procs): every child a tool starts, and the units.
 type Owner interface {
+	// Spawn starts a one-off child (the bash tool's command); the caller
+	// waits for it and stops it.
+	Spawn(spec Spec) (*Child, error)
 	// Start launches a unit; it fails if this owner already runs the unit.
-	Start(spec Spec) (*Proc, error)
+	Start(spec UnitSpec) (*Proc, error)
 	// Get returns the unit this owner started last, running or exited.
 	Get(unit string) (*Proc, bool)
 	// Stop stops the unit's whole process group and waits until its exit
 	// has been handled (OnExit returned).
 	Stop(ctx context.Context, unit string) (StopReport, error)
-	// OwnerPID is the pid of the process that owns the units (toolhost).
-	OwnerPID() int
+	// StopGroup stops a group another process started, after confirming
+	// its leader's identity.
+	StopGroup(ctx context.Context, g Group, grace time.Duration) (StopReport, error)
+	// Alive reports whether the process is still running (not a zombie,
+	// not a reused pid).
+	Alive(p Process) bool
+	// GroupAlive reports whether the group's leader or any member runs.
+	GroupAlive(g Group) (bool, error)
+	// Self is the process that owns the children (toolhost).
+	Self() Process
 }
 
 // Log is one output stream of a unit.
@@ -41,8 +55,8 @@ type Log struct {
 	Backup func(content []byte) error
 }
 
-// Spec is a unit to start.
-type Spec struct {
+// UnitSpec is a unit to start.
+type UnitSpec struct {
 	Unit string
 	// Argv is the command; Argv[0] is a path (absolute or relative to Dir).
 	Argv []string
@@ -51,6 +65,9 @@ type Spec struct {
 	// Env is the complete environment of the child.
 	Env            []string
 	Stdout, Stderr Log
+	// Confine and Detached are as in Spec.
+	Confine  func() error
+	Detached bool
 	// OnExit runs once after the leader has been reaped, before Done is
 	// closed; Stopped tells a requested stop from an exit of its own.
 	OnExit func(p *Proc)
@@ -62,20 +79,29 @@ const DefaultGrace = 3 * time.Second
 
 // Options configure a Manager.
 type Options struct {
-	// Grace is how long a group has between SIGTERM and SIGKILL
+	// Grace is how long a unit's group has between SIGTERM and SIGKILL
 	// (DefaultGrace if 0).
 	Grace time.Duration
 	// RotateEvery is how often log sizes are checked (1 s if 0).
 	RotateEvery time.Duration
-	Log         zerolog.Logger
+	// Warden starts the warden process with the first child, so that
+	// children die with toolhost even when it is killed by SIGKILL. Only
+	// a binary that links this package can be its own warden (toolhost,
+	// a test binary).
+	Warden bool
+	Log    zerolog.Logger
 }
 
-// Manager owns the units one session started. Close stops them all.
+// Manager owns every child one session starts. Close stops them all.
 type Manager struct {
 	opts   Options
-	mu     sync.Mutex
-	procs  map[string]*Proc
-	closed bool
+	self   Process
+	warden warden
+
+	mu       sync.Mutex
+	procs    map[string]*Proc
+	children map[*Child]bool
+	closed   bool
 }
 
 // NewManager returns an empty manager.
@@ -86,11 +112,82 @@ func NewManager(o Options) *Manager {
 	if o.RotateEvery <= 0 {
 		o.RotateEvery = time.Second
 	}
-	return &Manager{opts: o, procs: map[string]*Proc{}}
+	m := &Manager{opts: o, procs: map[string]*Proc{}, children: map[*Child]bool{}}
+	m.self.PID = os.Getpid()
+	if st, err := ReadStat(m.self.PID); err == nil {
+		m.self.StartTicks = st.StartTicks
+	}
+	return m
 }
 
-// ErrClosed is returned by Start after Close.
+// ErrClosed is returned by Start and Spawn after Close.
 var ErrClosed = errors.New("process owner is closed")
+
+// Self implements Owner.
+func (m *Manager) Self() Process { return m.self }
+
+// Alive implements Owner.
+func (m *Manager) Alive(p Process) bool { return Alive(p.PID, p.StartTicks) }
+
+// GroupAlive implements Owner.
+func (m *Manager) GroupAlive(g Group) (bool, error) {
+	if Alive(g.LeaderPID, g.LeaderTicks) {
+		return true, nil
+	}
+	members, err := GroupMembers(g.PGID)
+	return len(members) > 0, err
+}
+
+// StopGroup implements Owner.
+func (m *Manager) StopGroup(ctx context.Context, g Group, grace time.Duration) (StopReport, error) {
+	return StopGroup(ctx, g, grace)
+}
+
+// WardenPID is the pid of the session's warden (0 while none runs).
+func (m *Manager) WardenPID() int { return m.warden.PID() }
+
+// Spawn implements Owner: the child is tracked until it is done, stopped by
+// Close, and registered with the warden unless detached.
+func (m *Manager) Spawn(spec Spec) (*Child, error) {
+	// Forks run in parallel; only the bookkeeping is serialised.
+	c, err := Spawn(spec)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		_, _ = c.Stop(context.Background())
+		return nil, ErrClosed
+	}
+	m.trackLocked(c)
+	return c, nil
+}
+
+// trackLocked keeps c until nothing of its group is left: Close stops what
+// is still running, and the warden knows its group meanwhile. m.mu is held.
+func (m *Manager) trackLocked(c *Child) {
+	m.children[c] = true
+	if !c.Detached && m.opts.Warden {
+		m.warden.add(c.Group())
+	}
+	if !c.keepGroup {
+		go func() {
+			<-c.Done()
+			m.forget(c)
+		}()
+	}
+}
+
+// forget stops tracking c once nothing of its group is left to stop.
+func (m *Manager) forget(c *Child) {
+	m.mu.Lock()
+	delete(m.children, c)
+	m.mu.Unlock()
+	if !c.Detached && m.opts.Warden {
+		m.warden.remove(c.Group())
+	}
+}
 
 // Proc is a started unit.
 type Proc struct {
@@ -101,10 +198,11 @@ type Proc struct {
 	StartedAt  time.Time
 	Argv       []string
 	Dir        string
+	Detached   bool
 
-	cmd  *exec.Cmd
-	spec Spec
-	done chan struct{}
+	child *Child
+	spec  UnitSpec
+	done  chan struct{}
 
 	mu       sync.Mutex
 	exited   bool
@@ -117,9 +215,7 @@ type Proc struct {
 func (p *Proc) Done() <-chan struct{} { return p.done }
 
 // Group is the unit's process group.
-func (p *Proc) Group() Group {
-	return Group{PGID: p.PGID, LeaderPID: p.PID, LeaderTicks: p.StartTicks}
-}
+func (p *Proc) Group() Group { return p.child.Group() }
 
 // Exit reports whether the leader exited, its exit code (-1 when killed by
 // a signal) and the signal's name.
@@ -137,11 +233,8 @@ func (p *Proc) Stopped() bool {
 	return p.stopped
 }
 
-// OwnerPID implements Owner.
-func (m *Manager) OwnerPID() int { return os.Getpid() }
-
 // Start implements Owner.
-func (m *Manager) Start(spec Spec) (*Proc, error) {
+func (m *Manager) Start(spec UnitSpec) (*Proc, error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("empty argv")
 	}
@@ -162,67 +255,45 @@ func (m *Manager) Start(spec Spec) (*Proc, error) {
 			return nil, err
 		}
 	}
-	cmd := &exec.Cmd{
-		Path:        spec.Argv[0],
-		Args:        spec.Argv,
-		Dir:         spec.Dir,
-		Env:         spec.Env,
-		Stdout:      spec.Stdout.File,
-		Stderr:      spec.Stderr.File,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-	}
-	if err := cmd.Start(); err != nil {
+	c, err := Spawn(Spec{
+		Name: "unit " + spec.Unit, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env,
+		Stdout: spec.Stdout.File, Stderr: spec.Stderr.File,
+		Confine: spec.Confine, Detached: spec.Detached, KeepGroup: true, Grace: m.opts.Grace,
+	})
+	if err != nil {
 		return nil, err
 	}
-	pid := cmd.Process.Pid
 	p := &Proc{
-		Unit: spec.Unit, PID: pid, PGID: pid, StartedAt: time.Now().UTC(),
-		Argv: append([]string(nil), spec.Argv...), Dir: spec.Dir,
-		cmd: cmd, spec: spec, done: make(chan struct{}),
-	}
-	// The child cannot be reaped before Wait below, so its stat entry is
-	// there even if it already exited.
-	if st, err := ReadStat(pid); err == nil {
-		p.StartTicks = st.StartTicks
-	} else {
-		m.opts.Log.Warn().Err(err).Int("pid", pid).Msg("read start time of unit")
+		Unit: spec.Unit, PID: c.PID, PGID: c.PGID, StartTicks: c.StartTicks, StartedAt: c.StartedAt,
+		Argv: append([]string(nil), spec.Argv...), Dir: spec.Dir, Detached: spec.Detached,
+		child: c, spec: spec, done: make(chan struct{}),
 	}
 	m.procs[spec.Unit] = p
+	m.trackLocked(c)
 	go m.watch(p)
 	return p, nil
 }
 
-// watch reaps the leader, rotates the logs while it runs and finishes the
-// unit's bookkeeping.
+// watch rotates the unit's logs while it runs and finishes its bookkeeping
+// when the leader has been reaped.
 func (m *Manager) watch(p *Proc) {
-	waited := make(chan error, 1)
-	go func() { waited <- p.cmd.Wait() }()
 	tick := time.NewTicker(m.opts.RotateEvery)
 	defer tick.Stop()
-	var err error
 loop:
 	for {
 		select {
-		case err = <-waited:
+		case <-p.child.Done():
 			break loop
 		case <-tick.C:
 			for _, l := range []Log{p.spec.Stdout, p.spec.Stderr} {
-				if rerr := rotate(l); rerr != nil {
-					m.opts.Log.Warn().Err(rerr).Str("unit", p.Unit).Msg("rotate unit log")
+				if err := rotate(l); err != nil {
+					m.opts.Log.Warn().Err(err).Str("unit", p.Unit).Msg("rotate unit log")
 				}
 			}
 		}
 	}
-	code, sig := -1, ""
-	if st := p.cmd.ProcessState; st != nil {
-		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			if sig = unix.SignalName(ws.Signal()); sig == "" {
-				sig = ws.Signal().String()
-			}
-		} else {
-			code = st.ExitCode()
-		}
-	} else if err != nil {
+	code, sig, err := p.child.Exit()
+	if err != nil {
 		m.opts.Log.Warn().Err(err).Str("unit", p.Unit).Msg("wait for unit")
 	}
 	p.mu.Lock()
@@ -287,34 +358,46 @@ func (m *Manager) stop(ctx context.Context, p *Proc) (StopReport, error) {
 		p.stopped = true
 	}
 	p.mu.Unlock()
-	rep, err := StopGroup(ctx, p.Group(), m.opts.Grace)
+	rep, err := p.child.Stop(ctx)
+	if err == nil {
+		err = awaitStopped(p.done, "unit "+p.Unit, p.PID)
+	}
 	if err != nil {
 		return rep, err
 	}
-	select {
-	case <-p.done:
-	case <-time.After(killWait):
-		return rep, fmt.Errorf("unit %s: leader %d not reaped after stop", p.Unit, p.PID)
-	}
+	m.forget(p.child)
 	return rep, nil
 }
 
-// Close stops every unit this manager started that still has a process in
-// its group, in parallel, and waits for them. Safe to call more than once.
+// Close stops every child this manager started that still has a process
+// in its group (detached units excepted), in parallel, waits for them and
+// ends the warden. Safe to call more than once.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	m.closed = true
 	procs := slices.Collect(maps.Values(m.procs))
+	units := map[*Child]bool{}
+	for _, p := range procs {
+		units[p.child] = true
+	}
+	var others []*Child
+	for c := range m.children {
+		if !units[c] && !c.Detached {
+			others = append(others, c)
+		}
+	}
 	m.mu.Unlock()
-	errs := make([]error, len(procs))
+	errs := make([]error, len(procs)+len(others))
 	var wg sync.WaitGroup
 	for i, p := range procs {
+		if p.Detached {
+			continue
+		}
 		wg.Go(func() {
-			if !Alive(p.PID, p.StartTicks) {
-				if members, _ := GroupMembers(p.PGID); len(members) == 0 {
-					<-p.done
-					return
-				}
+			if alive, _ := m.GroupAlive(p.Group()); !alive {
+				<-p.done
+				m.forget(p.child)
+				return
 			}
 			rep, err := m.stop(context.Background(), p)
 			if err != nil {
@@ -325,6 +408,14 @@ func (m *Manager) Close() error {
 				Str("signal", rep.Signal).Ints("killed", rep.Killed).Msg("stopped unit at exit")
 		})
 	}
+	for i, c := range others {
+		wg.Go(func() {
+			if _, err := c.Stop(context.Background()); err != nil {
+				errs[len(procs)+i] = fmt.Errorf("stop %s: %w", c.Name, err)
+			}
+		})
+	}
 	wg.Wait()
+	m.warden.close()
 	return errors.Join(errs...)
 }

@@ -27,10 +27,10 @@ func logs(t *testing.T, dir, unit string) (Log, Log) {
 	return open(unit + ".out.log"), open(unit + ".err.log")
 }
 
-func shSpec(t *testing.T, dir, unit, script string) Spec {
+func shSpec(t *testing.T, dir, unit, script string) UnitSpec {
 	t.Helper()
 	out, errl := logs(t, dir, unit)
-	return Spec{Unit: unit, Argv: []string{"/bin/sh", "-c", script}, Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH")}, Stdout: out, Stderr: errl}
+	return UnitSpec{Unit: unit, Argv: []string{"/bin/sh", "-c", script}, Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH")}, Stdout: out, Stderr: errl}
 }
 
 // waitMembers waits until the group has at least n live processes.
@@ -293,7 +293,7 @@ func BenchmarkStartStop(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := m.Start(Spec{Unit: "u", Argv: []string{"/bin/sleep", "1000"}, Dir: dir, Stdout: Log{File: f}, Stderr: Log{File: g}}); err != nil {
+		if _, err := m.Start(UnitSpec{Unit: "u", Argv: []string{"/bin/sleep", "1000"}, Dir: dir, Stdout: Log{File: f}, Stderr: Log{File: g}}); err != nil {
 			b.Fatal(err)
 		}
 		rep, err := m.Stop(context.Background(), "u")

@@ -29,7 +29,8 @@ func newHandler() *testHandler {
 	return &testHandler{started: make(chan string, 100), release: make(chan struct{})}
 }
 
-func (h *testHandler) Handle(ctx context.Context, _ Peer, method string, params json.RawMessage) (any, error) {
+func (h *testHandler) Handle(ctx context.Context, _ Peer, req Request) (any, error) {
+	method, params := req.Method, req.Params
 	h.mu.Lock()
 	h.calls = append(h.calls, method)
 	h.mu.Unlock()
@@ -42,7 +43,7 @@ func (h *testHandler) Handle(ctx context.Context, _ Peer, method string, params 
 		case <-h.release:
 			return map[string]string{"released": string(params)}, nil
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, context.Cause(ctx)
 		}
 	case "fail":
 		return nil, NewError(CodeInvalidParams, "bad params")
@@ -189,22 +190,99 @@ func TestMalformedInputKeepsServing(t *testing.T) {
 	}
 }
 
+// TestOversizedLineIsDiscardedWhole: a message over the cap is answered
+// with the id read from its start (null when that cannot be read) and
+// skipped whole; the next line is served.
 func TestOversizedLineIsDiscardedWhole(t *testing.T) {
 	t.Parallel()
-	big := `{"jsonrpc":"2.0","id":9,"method":"echo","params":{"x":"` + strings.Repeat("a", 1<<20) + `"}}`
-	in := big + "\n" + `{"jsonrpc":"2.0","id":1,"method":"echo"}` + "\n" + big // the last without newline
+	pad := strings.Repeat("a", 1<<20)
+	big := `{"jsonrpc":"2.0","id":9,"method":"echo","params":{"x":"` + pad + `"}}`
+	late := `{"jsonrpc":"2.0","params":{"x":"` + pad + `"},"id":10,"method":"echo"}`
+	in := big + "\n" + `{"jsonrpc":"2.0","id":1,"method":"echo"}` + "\n" + late + "\n" + big // the last without newline
 	msgs := decodeLines(t, serve(t, in, newHandler(), Options{MaxMessage: 1 << 10}))
-	if len(msgs) != 3 {
-		t.Fatalf("want 3 messages, got %+v", msgs)
+	if len(msgs) != 4 {
+		t.Fatalf("want 4 messages, got %+v", msgs)
 	}
-	n := 0
+	var ids []string
 	for _, m := range msgs {
-		if m.Error != nil && m.Error.Code == CodeInvalidRequest && string(m.ID) == "null" {
-			n++
+		if m.Error != nil && m.Error.Code == CodeInvalidRequest && strings.Contains(m.Error.Message, "1024-byte limit") {
+			ids = append(ids, string(m.ID))
 		}
 	}
-	if n != 2 || string(byID(msgs)["1"].Result) != "null" {
-		t.Fatalf("want two size errors and id 1 answered, got %+v", msgs)
+	if strings.Join(ids, ",") != "9,null,9" || string(byID(msgs)["1"].Result) != "null" {
+		t.Fatalf("want size errors for ids 9, null (id after the params), 9 and id 1 answered, got %v %+v", ids, msgs)
+	}
+}
+
+// TestCapIsExact: a message of exactly the cap is served, one byte more is
+// refused, whatever the line ending and the framing.
+func TestCapIsExact(t *testing.T) {
+	t.Parallel()
+	const limit = 200
+	msg := func(n int) string {
+		m := `{"jsonrpc":"2.0","id":1,"method":"echo","params":"`
+		m += strings.Repeat("x", n-len(m)-2) + `"}`
+		if len(m) != n {
+			t.Fatalf("built %d bytes, want %d", len(m), n)
+		}
+		return m
+	}
+	for _, c := range []struct {
+		name  string
+		input func(m string) string
+		lsp   bool
+	}{
+		{"ndjson LF", func(m string) string { return m + "\n" }, false},
+		{"ndjson CRLF", func(m string) string { return m + "\r\n" }, false},
+		{"ndjson at EOF", func(m string) string { return m }, false},
+		{"lsp", func(m string) string { return "Content-Length: " + itoa(len(m)) + "\r\n\r\n" + m }, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			decode := decodeLines
+			if c.lsp {
+				decode = lspOut
+			}
+			ok := decode(t, serve(t, c.input(msg(limit)), newHandler(), Options{MaxMessage: limit, LSP: c.lsp}))
+			if len(ok) != 1 || ok[0].Error != nil {
+				t.Errorf("a message of exactly %d bytes must be served: %+v", limit, ok)
+			}
+			over := decode(t, serve(t, c.input(msg(limit+1)), newHandler(), Options{MaxMessage: limit, LSP: c.lsp}))
+			if len(over) != 1 || over[0].Error == nil || over[0].Error.Code != CodeInvalidRequest || string(over[0].ID) != "1" {
+				t.Errorf("a message of %d bytes must be refused with its id: %+v", limit+1, over)
+			}
+		})
+	}
+}
+
+// TestVersionIsReadFromTheEnvelope: "jsonrpc":"2.0" anywhere but at the top
+// level does not make a message JSON-RPC 2.0.
+func TestVersionIsReadFromTheEnvelope(t *testing.T) {
+	t.Parallel()
+	h := newHandler()
+	msgs := decodeLines(t, serve(t, `{"id":1,"method":"echo","params":{"jsonrpc":"2.0"}}`+"\n", h, Options{}))
+	if len(msgs) != 1 || msgs[0].Error == nil || msgs[0].Error.Code != CodeInvalidRequest || string(msgs[0].ID) != "1" {
+		t.Fatalf("want -32600 for id 1, got %+v", msgs)
+	}
+	if c := h.called(); len(c) != 0 {
+		t.Fatalf("the request ran: %v", c)
+	}
+}
+
+func TestLeadingID(t *testing.T) {
+	t.Parallel()
+	for prefix, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"x":"aaa`: `7`,
+		`{"id":"abc","params":{`:              `"abc"`,
+		`{"jsonrpc":"2.0","params":{"x":"aaa`: ``,
+		`{"id":-1,"params":`:                  ``,
+		`{"id":null,"x":`:                     ``,
+		`{"method":"x","id":{"a":1},"p":`:     ``,
+		`[{"id":1}`:                           ``,
+		`{"id":12`:                            ``,
+	} {
+		if got := string(LeadingID([]byte(prefix))); got != want {
+			t.Errorf("LeadingID(%q) = %q, want %q", prefix, got, want)
+		}
 	}
 }
 
@@ -425,7 +503,8 @@ func TestDrainOnEOF(t *testing.T) {
 }
 
 // TestDrainGraceCancels: calls still running after the grace period are
-// cancelled, and answered (not dropped as client cancellations).
+// cancelled with ErrShutdown as the cause, and answered (not dropped as
+// client cancellations).
 func TestDrainGraceCancels(t *testing.T) {
 	t.Parallel()
 	h := newHandler()
@@ -433,8 +512,8 @@ func TestDrainGraceCancels(t *testing.T) {
 	s.send(`{"jsonrpc":"2.0","id":1,"method":"block"}`)
 	<-h.started
 	rest := s.finish()
-	if len(rest) != 1 || rest[0].Error == nil || rest[0].Error.Code != CodeInternalError {
-		t.Fatalf("want the cancelled call answered with an error, got %+v", rest)
+	if len(rest) != 1 || rest[0].Error == nil || rest[0].Error.Code != CodeInternalError || rest[0].Error.Message != ErrShutdown.Error() {
+		t.Fatalf("want the cancelled call answered with the shutdown cause, got %+v", rest)
 	}
 }
 

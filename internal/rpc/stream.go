@@ -10,19 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/toolhost/toolhost/internal/wirejson"
-)
-
-// JSON-RPC error codes used on the wire.
-const (
-	CodeParseError     = -32700
-	CodeInvalidRequest = -32600
-	CodeMethodNotFound = -32601
-	CodeInvalidParams  = -32602
-	CodeInternalError  = -32603
-	CodeShuttingDown   = -32000
-	CodeOverloaded     = -32001
 )
 
 // DefaultMaxInFlight is the default cap on requests running at once.
@@ -31,7 +18,9 @@ const DefaultMaxInFlight = 10000
 // DefaultMaxMessage is the largest message accepted (4 MiB).
 const DefaultMaxMessage = 4 << 20
 
-var errTooLarge = errors.New("message too large")
+// leadKeep is how much of an oversized message is kept to read its id
+// from: the members before "id" (jsonrpc, method) are short.
+const leadKeep = 4 << 10
 
 // stream reads and writes framed messages. It never returns an error for a
 // bad message: it answers it and reads on, so a malformed line cannot end
@@ -87,36 +76,31 @@ func (s *stream) writeRaw(b []byte) error {
 // writeError writes a JSON-RPC error response; a message that is not served
 // at all (malformed, oversized…) is answered with a null id.
 func (s *stream) writeError(id json.RawMessage, e *Error) error {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
-	eb, err := json.Marshal(e)
-	if err != nil {
-		return err
-	}
-	return s.writeResponse(id, `,"error":`, eb)
+	return s.writeRaw(EncodeError(id, e))
 }
 
-// writeResponse writes {"jsonrpc":"2.0","id":ID<member>BODY}, member being
-// `,"result":` or `,"error":`: the one envelope every response leaves in.
-func (s *stream) writeResponse(id json.RawMessage, member string, body []byte) error {
-	b := make([]byte, 0, len(body)+len(id)+40)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, member...)
-	b = append(b, body...)
-	b = append(b, '}')
+// Send implements Sink: the stream carries every message of the session.
+func (s *stream) Send(b []byte) error { return s.writeRaw(b) }
+
+// Reply implements Sink; a request that ends without an answer (cancelled
+// by the client) writes nothing.
+func (s *stream) Reply(b []byte, _ *Error) error {
+	if b == nil {
+		return nil
+	}
 	return s.writeRaw(b)
 }
 
-// ReadObject reads the next well-formed message into v; at the end of input
-// it runs onEOF (the drain) and returns io.EOF.
-func (s *stream) ReadObject(v any) error {
+// ReadObject reads the next well-formed message into m, answering the
+// malformed ones itself; at the end of input it runs onEOF (the drain) and
+// returns io.EOF.
+func (s *stream) ReadObject(m *Message) error {
 	for {
 		msg, err := s.next()
+		var tl *tooLargeError
 		switch {
-		case errors.Is(err, errTooLarge):
-			_ = s.writeError(nil, NewError(CodeInvalidRequest, fmt.Sprintf("message exceeds the %d-byte limit; send smaller arguments (large content belongs in a file referenced by path)", s.max)))
+		case errors.As(err, &tl):
+			_ = s.writeError(LeadingID(tl.lead), NewError(CodeInvalidRequest, fmt.Sprintf("message exceeds the %d-byte limit; send smaller arguments (large content belongs in a file referenced by path)", s.max)))
 			continue
 		case err == io.EOF:
 			if s.onEOF != nil {
@@ -134,160 +118,73 @@ func (s *stream) ReadObject(v any) error {
 			}
 			return err
 		}
-		msg = bytes.TrimSpace(msg)
-		if len(msg) == 0 {
+		if len(bytes.TrimSpace(msg)) == 0 {
 			continue
 		}
-		if msg[0] == '[' {
-			_ = s.writeError(nil, NewError(CodeInvalidRequest, "JSON-RPC batches are not supported (removed in MCP 2025-06-18); send one message per line"))
-			continue
-		}
-		var probe struct {
-			ID      json.RawMessage `json:"id"`
-			JSONRPC string          `json:"jsonrpc"`
-		}
-		// Well-formed messages carry "jsonrpc":"2.0" literally; only the
-		// others pay for a second decode that finds out what is wrong.
-		if !bytes.Contains(msg, []byte(`"jsonrpc":"2.0"`)) && !bytes.Contains(msg, []byte(`"jsonrpc": "2.0"`)) {
-			if err := json.Unmarshal(msg, &probe); err != nil {
-				if !json.Valid(msg) {
-					_ = s.writeError(nil, NewError(CodeParseError, "parse error: the message is not valid JSON"))
-				} else {
-					_ = s.writeError(nil, NewError(CodeInvalidRequest, "invalid request: a JSON-RPC message must be an object"))
-				}
-				continue
-			}
-			if probe.JSONRPC != "2.0" {
-				_ = s.writeError(probe.ID, NewError(CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`))
-				continue
-			}
-		}
-		if suspectID(msg) {
-			if id, reason := badRequestID(msg); reason != "" {
-				_ = s.writeError(id, NewError(CodeInvalidRequest, "invalid request: "+reason))
-				continue
-			}
-		}
-		if err := wirejson.Unmarshal(msg, v); err != nil {
-			if !json.Valid(msg) {
-				_ = s.writeError(nil, NewError(CodeParseError, "parse error: the message is not valid JSON"))
-				continue
-			}
-			_ = json.Unmarshal(msg, &probe)
-			_ = s.writeError(probe.ID, NewError(CodeInvalidRequest, "invalid request: "+err.Error()))
+		*m = Message{}
+		if id, e := Decode(msg, m); e != nil {
+			_ = s.writeError(id, e)
 			continue
 		}
 		return nil
 	}
 }
 
-// suspectID is a cheap scan: false when msg has no \u escape and every
-// "id" key in it is followed by a string or by a short run of digits (the
-// ids that are plainly valid), so well-formed messages skip the decode
-// of badRequestID.
-func suspectID(msg []byte) bool {
-	if bytes.Contains(msg, []byte(`\u`)) {
-		return true // a key may spell "id" with escapes
-	}
-	for rest := msg; ; {
-		i := bytes.Index(rest, []byte(`"id"`))
-		if i < 0 {
-			return false
-		}
-		rest = bytes.TrimLeft(rest[i+4:], " \t\r\n")
-		if len(rest) == 0 || rest[0] != ':' {
-			continue
-		}
-		rest = bytes.TrimLeft(rest[1:], " \t\r\n")
-		if len(rest) == 0 {
-			return true
-		}
-		switch c := rest[0]; {
-		case c == '"':
-			continue
-		case c >= '0' && c <= '9':
-			n := 0
-			for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
-				n++
-			}
-			if n >= 19 || (n < len(rest) && (rest[n] == '.' || rest[n] == 'e' || rest[n] == 'E')) {
-				return true
-			}
-		default:
-			return true
-		}
-	}
-}
-
-// badRequestID returns why a request's id is refused (MCP ids are strings or
-// integers and never null; toolhost takes strings and non-negative integers: a negative id would be
-// answered as a huge positive one, and a null id taken for a notification
-// and run without an answer, which MCP forbids), and the id to put in the
-// error: the id itself when it is a number, else null. Messages without a
-// method (responses) are left to the dispatcher.
-func badRequestID(msg []byte) (json.RawMessage, string) {
-	var p struct {
-		ID     json.RawMessage `json:"id"`
-		Method json.RawMessage `json:"method"`
-	}
-	if json.Unmarshal(msg, &p) != nil || len(p.Method) == 0 || len(p.ID) == 0 {
-		return nil, ""
-	}
-	const want = `"id" must be a string or a non-negative integer`
-	switch c := p.ID[0]; {
-	case c == '"':
-		return nil, ""
-	case c == '-' || (c >= '0' && c <= '9'):
-		if n, err := strconv.ParseInt(string(p.ID), 10, 64); err == nil && n >= 0 {
-			return nil, ""
-		}
-		return p.ID, want
-	case c == 'n':
-		return nil, `"id" must not be null (send a notification without an id instead)`
-	}
-	return nil, want
-}
-
 type frameError struct{ msg string }
 
 func (e *frameError) Error() string { return e.msg }
 
-// next returns the next raw message, discarding oversized ones whole.
+// tooLargeError is a message over the cap, discarded whole; lead is its
+// start, to answer it with its id.
+type tooLargeError struct{ lead []byte }
+
+func (e *tooLargeError) Error() string { return "message too large" }
+
+// next returns the next raw message, discarding oversized ones whole. The
+// cap counts the message itself, not the line ending after it.
 func (s *stream) next() ([]byte, error) {
 	if s.lsp {
 		return s.nextLSP()
 	}
-	var buf []byte
+	var buf, lead []byte
 	tooLarge := false
 	for {
 		chunk, err := s.r.ReadSlice('\n')
 		if !tooLarge {
-			if len(buf)+len(chunk) > s.max+2 {
-				tooLarge, buf = true, nil
+			if len(buf)+len(chunk) > s.max+len("\r\n") {
+				tooLarge = true
+				lead = append(buf, chunk[:min(len(chunk), max(0, leadKeep-len(buf)))]...)
+				if len(lead) > leadKeep {
+					lead = lead[:leadKeep]
+				}
+				buf = nil
 			} else {
 				buf = append(buf, chunk...)
 			}
 		}
 		switch {
-		case err == nil:
+		case err == nil, err == io.EOF && (tooLarge || len(bytes.TrimSpace(buf)) > 0):
+			if !tooLarge && len(trimEOL(buf)) > s.max {
+				tooLarge, lead = true, buf[:min(len(buf), leadKeep)]
+			}
 			if tooLarge {
-				return nil, errTooLarge
+				return nil, &tooLargeError{lead: lead}
 			}
 			return buf, nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		case err == io.EOF:
-			if tooLarge {
-				return nil, errTooLarge
-			}
-			if len(bytes.TrimSpace(buf)) > 0 {
-				return buf, nil
-			}
 			return nil, io.EOF
 		default:
 			return nil, err
 		}
 	}
+}
+
+// trimEOL drops the line ending ("\n" or "\r\n") from a framed line.
+func trimEOL(line []byte) []byte {
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	return bytes.TrimSuffix(line, []byte("\r"))
 }
 
 // maxHeaderLine bounds one LSP header line.
@@ -385,10 +282,14 @@ func (s *stream) frameLSP() ([]byte, error) {
 		return nil, &frameError{msg: "parse error: missing Content-Length header"}
 	}
 	if length > s.max {
-		if _, err := io.CopyN(io.Discard, s.r, int64(length)); err != nil {
+		lead := make([]byte, min(length, leadKeep))
+		if _, err := io.ReadFull(s.r, lead); err != nil {
 			return nil, err
 		}
-		return nil, errTooLarge
+		if _, err := io.CopyN(io.Discard, s.r, int64(length-len(lead))); err != nil {
+			return nil, err
+		}
+		return nil, &tooLargeError{lead: lead}
 	}
 	body := make([]byte, length)
 	if _, err := io.ReadFull(s.r, body); err != nil {

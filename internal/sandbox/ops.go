@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/toolhost/toolhost/internal/fault"
 	"golang.org/x/sys/unix"
 )
 
@@ -89,11 +90,11 @@ const MaxReadSize = 256 << 20
 // naming p.
 func readWhole(f *os.File, size int64, p string) ([]byte, error) {
 	if size > MaxReadSize {
-		return nil, fmt.Errorf("%s is %d bytes, over the %d-byte limit for files tools read whole", p, size, int64(MaxReadSize))
+		return nil, fault.Safef("%s is %d bytes, over the %d-byte limit for files tools read whole", p, size, int64(MaxReadSize))
 	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxReadSize+1))
 	if err == nil && len(b) > MaxReadSize {
-		return nil, fmt.Errorf("%s grew over the %d-byte limit for files tools read whole", p, int64(MaxReadSize))
+		return nil, fault.Safef("%s grew over the %d-byte limit for files tools read whole", p, int64(MaxReadSize))
 	}
 	return b, err
 }
@@ -280,7 +281,7 @@ func (s *Sandbox) openAppend(dir *os.Root, t target, access int) (*os.File, erro
 		}
 		return f, nil
 	}
-	return nil, fmt.Errorf("append %s: the file keeps changing; retry", t.rel)
+	return nil, fault.Safef("append %s: the file keeps changing; retry", t.rel)
 }
 
 // sameLeaf verifies that f is the regular, single-link file now at the leaf.
@@ -397,7 +398,7 @@ func (s *Sandbox) Lock(name string) (func(), error) {
 	}
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("lock %s: %s/%s is not a regular file", name, LocksDir, safe)
+		return nil, fault.Safef("lock %s: %s/%s is not a regular file; remove it", name, LocksDir, safe)
 	}
 	for {
 		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/toolhost/toolhost/internal/fault"
 )
 
 // ErrEscape is matched with errors.Is by every sandbox violation.
@@ -49,8 +51,8 @@ func (e *Error) Error() string {
 	return msg
 }
 
-// RejectionKind makes the error a tool.Rejection.
-func (e *Error) RejectionKind() string { return "sandbox" }
+// RejectionKind makes the error a fault.Rejection.
+func (e *Error) RejectionKind() fault.Kind { return fault.Sandbox }
 
 // Is makes errors.Is(err, ErrEscape) true.
 func (e *Error) Is(target error) bool { return target == ErrEscape }
@@ -315,7 +317,7 @@ func UpdateJSON[T any](f interface {
 		var v T
 		if old != nil {
 			if err := json.Unmarshal(old, &v); err != nil {
-				return nil, fmt.Errorf("%s is not valid JSON: %w", p, err)
+				return nil, &fault.CorruptFile{Path: p, Format: "JSON", Err: err}
 			}
 		}
 		if err := fn(&v, old != nil); err != nil {

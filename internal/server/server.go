@@ -13,24 +13,31 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/rs/zerolog"
 
-	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/rpc"
 	"github.com/toolhost/toolhost/internal/tool"
-	"github.com/toolhost/toolhost/internal/wirejson"
 )
-
-// SupportedVersions are the MCP protocol revisions served, newest first.
-var SupportedVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 
 // DefaultPageSize is the number of tools per tools/list page.
 const DefaultPageSize = 100
 
-// Server is the MCP method surface of one session.
+// Cache hints of the 2026-07-28 list results: a tool list stays fresh a
+// minute (list_changed on a subscription invalidates it sooner); it is
+// private because it is filtered for the agent this server serves.
+const (
+	listTTLMS      = 60_000
+	discoverTTLMS  = 60_000
+	listCacheScope = "private"
+)
+
+// Instructions is what the server tells a client's model about itself.
+const Instructions = "toolhost serves the devloop tools of one agent session. Every path argument is relative to the project dir. A result with isError explains what to change."
+
+// Server is the MCP method surface of one session, served to every
+// transport and every protocol revision.
 type Server struct {
 	Engine   *engine.Engine
 	Name     string
@@ -40,15 +47,35 @@ type Server struct {
 	// Visible reports whether a tool is listed for this session (the agent's
 	// toolPolicy and the policy permission decide).
 	Visible func(name string) bool
+	// ToolsReady blocks, bounded, until the tools still being discovered
+	// (upstream servers) are registered: tools/list waits for it, nothing
+	// else does (initialize and built-in calls never wait for discovery).
+	ToolsReady func(ctx context.Context)
 
-	mu        sync.Mutex
-	peer      rpc.Peer
 	listMu    sync.Mutex
 	listCache atomic.Pointer[listing]
-	logLevel  atomic.Int32
-	// formElicit is set by initialize when the client can answer form-mode
-	// elicitation/create; tools/call reads it on every call.
+	// logLevel is the level legacy logging/setLevel chose (index into
+	// logLevels, plus one; zero sends no log notifications).
+	logLevel atomic.Int32
+	// formElicit is set by a legacy initialize when the client can answer
+	// form-mode elicitation/create; tools/call reads it on every call.
 	formElicit atomic.Bool
+
+	once sync.Once
+	// serverInfo is the Implementation object, encoded once; modernTail
+	// closes a 2026-07-28 result: resultType and the serverInfo _meta.
+	serverInfo json.RawMessage
+	modernTail []byte
+
+	subs subscriptions
+}
+
+func (s *Server) init() {
+	s.once.Do(func() {
+		s.serverInfo, _ = json.Marshal(map[string]string{"name": s.Name, "version": s.Version})
+		s.modernTail = fmt.Appendf(nil, `,"resultType":"complete","_meta":{%q:%s}}`, MetaServerInfo, s.serverInfo)
+		s.subs.init()
+	})
 }
 
 type listing struct {
@@ -60,9 +87,10 @@ type listing struct {
 
 // ToolsChanged recomputes the visible tools after the registry or the
 // policy changed and, when the list differs from the one served before,
-// sends notifications/tools/list_changed to the client (once it is
-// initialized or has listed tools).
+// sends notifications/tools/list_changed to the legacy clients that know
+// the list and to every subscriptions/listen stream that asked for it.
 func (s *Server) ToolsChanged() {
+	s.init()
 	s.listMu.Lock()
 	old := s.listCache.Load()
 	l := s.build()
@@ -71,24 +99,7 @@ func (s *Server) ToolsChanged() {
 	if old != nil && old.sum == l.sum {
 		return
 	}
-	s.mu.Lock()
-	p := s.peer
-	s.mu.Unlock()
-	if p == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := p.Notify(ctx, "notifications/tools/list_changed", nil); err != nil {
-		s.Log.Debug().Err(err).Msg("tools/list_changed not delivered")
-	}
-}
-
-// rememberPeer keeps the connection to notify it of list changes later.
-func (s *Server) rememberPeer(p rpc.Peer) {
-	s.mu.Lock()
-	s.peer = p
-	s.mu.Unlock()
+	s.subs.toolsChanged(s.Log)
 }
 
 func (s *Server) tools() *listing {
@@ -147,34 +158,99 @@ func ToolEntryOf(s *tool.Spec) ToolEntry {
 		OutputSchema: s.OutputSchema, Annotations: s.Annotations()}
 }
 
-// Handle implements rpc.Handler.
-func (s *Server) Handle(ctx context.Context, peer rpc.Peer, method string, params json.RawMessage) (any, error) {
-	switch method {
-	case "initialize":
-		return s.initialize(params)
-	case "ping":
-		return struct{}{}, nil
-	case "tools/list":
-		// A client that skips initialize still gets list_changed once it
-		// has seen a list.
-		s.rememberPeer(peer)
-		return s.listTools(params)
+// Handle implements rpc.Handler: every MCP method, for every revision.
+func (s *Server) Handle(ctx context.Context, peer rpc.Peer, req rpc.Request) (any, error) {
+	s.init()
+	switch req.Method {
 	case "tools/call":
-		return s.callTool(ctx, peer, params)
-	case "logging/setLevel":
-		return s.setLevel(params)
-	case "resources/list":
-		return map[string]any{"resources": []any{}}, nil
-	case "prompts/list":
-		return map[string]any{"prompts": []any{}}, nil
+		// The hot path decodes its params and _meta in one pass.
+		return s.callTool(ctx, peer, req.Params)
+	case "initialize":
+		// initialize selects the legacy rules, whatever its _meta says.
+		return s.initialize(req.Params)
 	}
-	return nil, rpc.NewError(rpc.CodeMethodNotFound, fmt.Sprintf("method %q not found", method))
+	meta, err := metaOnly(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	ri, err := era(meta)
+	if err != nil {
+		return nil, err
+	}
+	switch req.Method {
+	case "server/discover":
+		if !ri.modern {
+			return nil, missingMeta(fmt.Sprintf("server/discover is a %s request: send _meta %q (e.g. %q) and %q", Modern, MetaProtocolVersion, Modern, MetaClientCapabilities))
+		}
+		return s.discover(), nil
+	case "tools/list":
+		if !ri.modern {
+			// A legacy client that skips initialize still gets list_changed
+			// once it has seen a list.
+			s.subs.addLegacy(peer.Session())
+		}
+		return s.listTools(ctx, ri, req.Params)
+	case "resources/list":
+		return s.emptyList(ri, "resources"), nil
+	case "prompts/list":
+		return s.emptyList(ri, "prompts"), nil
+	case "subscriptions/listen":
+		if ri.modern {
+			return s.listen(ctx, peer, req.ID, req.Params)
+		}
+	case "ping":
+		if !ri.modern {
+			return struct{}{}, nil
+		}
+	case "logging/setLevel":
+		if !ri.modern {
+			return s.setLevel(req.Params)
+		}
+	}
+	return nil, notFound(req.Method, ri.modern)
+}
+
+// notFound is -32601; a modern request gets it with HTTP 404, as the
+// Streamable HTTP binding says.
+func notFound(method string, modern bool) error {
+	e := rpc.NewError(rpc.CodeMethodNotFound, fmt.Sprintf("method %q not found", method))
+	if modern {
+		e.Status = 404
+		switch method {
+		case "ping":
+			e.Message += fmt.Sprintf(" in protocol revision %s (removed there: every request stands alone, no connection to keep alive)", Modern)
+		case "logging/setLevel":
+			e.Message += fmt.Sprintf(" in protocol revision %s (removed there: a log level goes in each request's _meta %q)", Modern, MetaLogLevel)
+		}
+	}
+	return e
 }
 
 // Notification implements rpc.Handler.
 func (s *Server) Notification(_ context.Context, peer rpc.Peer, method string, _ json.RawMessage) {
 	if method == "notifications/initialized" {
-		s.rememberPeer(peer)
+		s.init()
+		s.subs.addLegacy(peer.Session())
+	}
+}
+
+// Forget drops a legacy session's peer (its HTTP session ended).
+func (s *Server) Forget(p rpc.Peer) {
+	s.init()
+	s.subs.removeLegacy(p)
+}
+
+// Draining implements rpc.Drainer: open subscriptions end gracefully when
+// shutdown starts instead of holding the drain for its whole grace.
+func (s *Server) Draining() {
+	s.init()
+	s.subs.close()
+}
+
+func (s *Server) capabilities() map[string]any {
+	return map[string]any{
+		"tools":   map[string]any{"listChanged": true},
+		"logging": map[string]any{},
 	}
 }
 
@@ -192,8 +268,8 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 	if err := json.Unmarshal(orEmpty(params), &p); err != nil {
 		return nil, rpc.NewError(rpc.CodeInvalidParams, "initialize: "+err.Error())
 	}
-	version := SupportedVersions[0]
-	if slices.Contains(SupportedVersions, p.ProtocolVersion) {
+	version := legacyVersions[0]
+	if slices.Contains(legacyVersions, p.ProtocolVersion) {
 		version = p.ProtocolVersion
 	}
 	s.formElicit.Store(formElicitation(p.Capabilities.Elicitation))
@@ -201,13 +277,24 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 		Str("requested", p.ProtocolVersion).Str("negotiated", version).Msg("client initialized")
 	return map[string]any{
 		"protocolVersion": version,
-		"capabilities": map[string]any{
-			"tools":   map[string]any{"listChanged": true},
-			"logging": map[string]any{},
-		},
-		"serverInfo":   map[string]any{"name": s.Name, "version": s.Version},
-		"instructions": "toolhost serves the devloop tools of one agent session. Every path argument is relative to the project dir. A result with isError explains what to change.",
+		"capabilities":    s.capabilities(),
+		"serverInfo":      s.serverInfo,
+		"instructions":    Instructions,
 	}, nil
+}
+
+// discover answers server/discover: the revisions, capabilities, identity
+// and instructions, with its cache hints.
+func (s *Server) discover() any {
+	return map[string]any{
+		"resultType":        "complete",
+		"supportedVersions": SupportedVersions,
+		"capabilities":      s.capabilities(),
+		"instructions":      Instructions,
+		"_meta":             map[string]any{MetaServerInfo: s.serverInfo},
+		"ttlMs":             discoverTTLMS,
+		"cacheScope":        listCacheScope,
+	}
 }
 
 func orEmpty(p json.RawMessage) json.RawMessage {
@@ -217,12 +304,41 @@ func orEmpty(p json.RawMessage) json.RawMessage {
 	return p
 }
 
-func (s *Server) listTools(params json.RawMessage) (any, error) {
+func (s *Server) emptyList(ri reqInfo, key string) any {
+	r := map[string]any{key: []any{}}
+	if ri.modern {
+		s.modernize(r)
+		r["ttlMs"], r["cacheScope"] = listTTLMS, listCacheScope
+	}
+	return r
+}
+
+// modernize adds what every 2026-07-28 result carries.
+func (s *Server) modernize(r map[string]any) {
+	r["resultType"] = "complete"
+	r["_meta"] = map[string]any{MetaServerInfo: s.serverInfo}
+}
+
+// listPage is one tools/list page; the 2026-07-28 fields are left out of
+// a legacy answer.
+type listPage struct {
+	Tools      []json.RawMessage `json:"tools"`
+	NextCursor string            `json:"nextCursor,omitempty"`
+	ResultType string            `json:"resultType,omitempty"`
+	TTLMS      *int              `json:"ttlMs,omitempty"`
+	CacheScope string            `json:"cacheScope,omitempty"`
+	Meta       map[string]any    `json:"_meta,omitempty"`
+}
+
+func (s *Server) listTools(ctx context.Context, ri reqInfo, params json.RawMessage) (any, error) {
 	var p struct {
 		Cursor *string `json:"cursor"`
 	}
 	if err := json.Unmarshal(orEmpty(params), &p); err != nil {
 		return nil, rpc.NewError(rpc.CodeInvalidParams, "tools/list: "+err.Error())
+	}
+	if s.ToolsReady != nil && p.Cursor == nil {
+		s.ToolsReady(ctx)
 	}
 	l := s.tools()
 	size := s.PageSize
@@ -238,15 +354,17 @@ func (s *Server) listTools(params json.RawMessage) (any, error) {
 		start = n
 	}
 	end := min(start+size, len(l.entries))
-	res := struct {
-		Tools      []json.RawMessage `json:"tools"`
-		NextCursor string            `json:"nextCursor,omitempty"`
-	}{Tools: l.entries[start:end]}
+	res := listPage{Tools: l.entries[start:end]}
 	if res.Tools == nil {
 		res.Tools = []json.RawMessage{}
 	}
 	if end < len(l.entries) {
 		res.NextCursor = encodeCursor(end, l.gen)
+	}
+	if ri.modern {
+		ttl := listTTLMS
+		res.ResultType, res.TTLMS, res.CacheScope = "complete", &ttl, listCacheScope
+		res.Meta = map[string]any{MetaServerInfo: s.serverInfo}
 	}
 	return res, nil
 }
@@ -269,36 +387,6 @@ func decodeCursor(c, gen string) (int, error) {
 		return 0, fmt.Errorf("bad offset")
 	}
 	return n, nil
-}
-
-type callParams struct {
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-	Meta      json.RawMessage `json:"_meta"`
-}
-
-func (s *Server) callTool(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p callParams
-	if err := wirejson.Unmarshal(orEmpty(params), &p); err != nil {
-		return nil, rpc.NewError(rpc.CodeInvalidParams, "tools/call: "+TypeError("params", err))
-	}
-	if p.Name == "" {
-		return nil, rpc.NewError(rpc.CodeInvalidParams, "tools/call: missing tool name")
-	}
-	req := engine.Request{Tool: p.Name, Args: p.Arguments}
-	if len(p.Meta) > 0 {
-		if err := json.Unmarshal(p.Meta, &req.Meta); err != nil {
-			return nil, rpc.NewError(rpc.CodeInvalidParams, "tools/call: "+TypeError(`"_meta"`, err))
-		}
-	}
-	if tok := req.Meta.ProgressToken; len(tok) > 0 && string(tok) != "null" {
-		req.Progress = progressSender(ctx, peer, tok)
-	}
-	if s.formElicit.Load() {
-		req.Elicit = elicitor(peer)
-	}
-	out := s.Engine.Call(ctx, req)
-	return s.result(ctx, peer, out)
 }
 
 // TypeError says which field of the params had which JSON type where
@@ -343,77 +431,7 @@ func article(t string) string {
 	return "a " + t
 }
 
-// formElicitation reports whether the elicitation capability a client
-// declared lets it answer form-mode elicitation/create: an empty object
-// (every revision) or one naming "form" (2025-11-25, where a client may
-// offer only "url"). An absent capability (or null) does not.
-func formElicitation(elicitation json.RawMessage) bool {
-	var modes map[string]json.RawMessage
-	if json.Unmarshal(elicitation, &modes) != nil || modes == nil {
-		return false
-	}
-	_, form := modes["form"]
-	return len(modes) == 0 || form
-}
-
-// elicitor asks the client's human through elicitation/create.
-func elicitor(peer rpc.Peer) engine.ElicitFunc {
-	return func(ctx context.Context, message string, schema any) (engine.Elicitation, error) {
-		var ans engine.Elicitation
-		err := peer.Call(ctx, "elicitation/create", map[string]any{"message": message, "requestedSchema": schema}, &ans)
-		return ans, err
-	}
-}
-
-// progressSender returns the ProgressFunc that sends notifications/progress
-// for token (callctx passes it increasing values only).
-func progressSender(ctx context.Context, peer rpc.Peer, token json.RawMessage) func(float64, float64, string) {
-	return func(progress, total float64, message string) {
-		n := map[string]any{"progressToken": token, "progress": progress}
-		if total > 0 {
-			n["total"] = total
-		}
-		if message != "" {
-			n["message"] = message
-		}
-		_ = peer.Notify(ctx, "notifications/progress", n)
-	}
-}
-
-// result maps an outcome to the wire: the one place that decides between a
-// protocol error and an isError result.
-func (s *Server) result(ctx context.Context, peer rpc.Peer, out *engine.Outcome) (any, error) {
-	if out.Kind == "unknown_tool" {
-		return nil, rpc.NewError(rpc.CodeInvalidParams, out.Message)
-	}
-	if out.IsError {
-		s.clientLog(ctx, peer, out)
-		return map[string]any{
-			"content": []any{map[string]any{"type": "text", "text": out.Message}},
-			"isError": true,
-		}, nil
-	}
-	if len(out.Result.Raw) > 0 {
-		return out.Result.Raw, nil
-	}
-	return successResult(out.Result.Structured), nil
-}
-
-// successResult encodes {content:[{type:text,text:S}], structuredContent:S,
-// isError:false} for the structured JSON S directly: this runs on every call,
-// and S is already valid compact JSON.
-func successResult(structured json.RawMessage) json.RawMessage {
-	text, _ := json.Marshal(string(structured))
-	b := make([]byte, 0, 2*len(structured)+80)
-	b = append(b, `{"content":[{"type":"text","text":`...)
-	b = append(b, text...)
-	b = append(b, `}],"structuredContent":`...)
-	b = append(b, structured...)
-	b = append(b, `,"isError":false}`...)
-	return b
-}
-
-// Log levels of MCP logging/setLevel, in order.
+// Log levels of MCP logging, in order.
 var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
 func (s *Server) setLevel(params json.RawMessage) (any, error) {
@@ -427,24 +445,4 @@ func (s *Server) setLevel(params json.RawMessage) (any, error) {
 	}
 	s.logLevel.Store(int32(i) + 1)
 	return struct{}{}, nil
-}
-
-// clientLog sends a notifications/message about a failed call when the
-// client asked for logs at that level.
-func (s *Server) clientLog(ctx context.Context, peer rpc.Peer, out *engine.Outcome) {
-	set := s.logLevel.Load()
-	if set == 0 {
-		return
-	}
-	level := "warning"
-	if out.Status == audit.StatusError {
-		level = "error"
-	}
-	if int32(slices.Index(logLevels, level))+1 < set {
-		return
-	}
-	_ = peer.Notify(ctx, "notifications/message", map[string]any{
-		"level": level, "logger": "toolhost",
-		"data": map[string]any{"status": out.Status, "kind": out.Kind, "message": out.Message},
-	})
 }

@@ -29,6 +29,8 @@ func (p *fakePeer) Notify(_ context.Context, method string, _ any) error {
 
 func (p *fakePeer) Call(context.Context, string, any, any) error { return nil }
 
+func (p *fakePeer) Session() rpc.Peer { return p }
+
 func (p *fakePeer) count() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -64,7 +66,7 @@ func TestToolsChangedNotifiesOnlyRealChanges(t *testing.T) {
 		t.Fatal("notified a peer that is not known yet")
 	}
 	s.Notification(context.Background(), p, "notifications/initialized", nil)
-	if _, err := s.listTools(nil); err != nil {
+	if _, err := s.listTools(context.Background(), reqInfo{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	steps := []struct {
@@ -86,7 +88,7 @@ func TestToolsChangedNotifiesOnlyRealChanges(t *testing.T) {
 			t.Fatalf("%s: %d notification(s), want %d", st.name, got, st.want)
 		}
 	}
-	res, err := s.listTools(nil)
+	res, err := s.listTools(context.Background(), reqInfo{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +111,7 @@ func TestCallParamErrors(t *testing.T) {
 		`{"name":"x","_meta":[1]}`: `"_meta" is an array, want an object`,
 	}
 	for params, want := range cases {
-		_, err := s.Handle(context.Background(), &fakePeer{}, "tools/call", json.RawMessage(params))
+		_, err := s.Handle(context.Background(), &fakePeer{}, rpc.Request{ID: json.RawMessage("1"), Method: "tools/call", Params: json.RawMessage(params)})
 		var re *rpc.Error
 		if !errors.As(err, &re) || re.Code != rpc.CodeInvalidParams {
 			t.Errorf("%s: want -32602, got %v", params, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/bashguard"
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/journal"
@@ -47,10 +48,10 @@ type Session struct {
 	Files    *sandbox.Sandbox
 	Shared   *sandbox.Sandbox
 	Upstream *upstream.Manager
-	closers  []func() error
+	// Procs owns every child process of the session.
+	Procs   *procs.Manager
+	closers []func() error
 
-	mu        sync.Mutex
-	listeners []func()
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -109,7 +110,12 @@ func Open(o Options) (*Session, error) {
 	if reg == nil {
 		reg = all.Registry()
 	}
-	units := procs.NewManager(procs.Options{Grace: procs.DefaultGrace, Log: o.Log})
+	// Private temp dirs of commands whose toolhost died (SIGKILL during a
+	// command) are removed by whichever session starts next, beside the
+	// start (reading the temp dir must not delay initialize).
+	swept := make(chan struct{})
+	go func() { confine.RemoveStaleTempDirs(); close(swept) }()
+	units := procs.NewManager(procs.Options{Grace: procs.DefaultGrace, Log: o.Log, Warden: true})
 	svc := callctx.Services{
 		Files:    files,
 		Shared:   shared,
@@ -122,69 +128,58 @@ func Open(o Options) (*Session, error) {
 	settings := callctx.Settings{
 		Cwd:            filepath.Join(abs, filepath.FromSlash(ag.Cwd(id.Company, id.ProjectID, id.UnitID))),
 		WriteAllowList: ag.Sandbox.WriteAllowList,
+		Sandbox:        ag.Sandbox,
 	}
 	eng := &engine.Engine{
 		Registry: reg, Agent: ag, Policy: pol, Audit: sink,
 		Identity: id, Services: svc, Settings: settings, Log: o.Log,
 		Confirm: &confirm.Store{Door: shared, Clock: svc.Clock},
+		States:  &confirm.States{Door: shared, Clock: svc.Clock},
 		Guard:   bashguard.Check,
 	}
 	eng.Init()
 	srv := &server.Server{Engine: eng, Name: "toolhost", Version: o.Version, PageSize: o.PageSize, Log: o.Log}
-	s := &Session{Agent: ag, Agents: set, Policy: pol, Engine: eng, Server: srv, Files: files, Shared: shared}
+	s := &Session{Agent: ag, Agents: set, Policy: pol, Engine: eng, Server: srv, Files: files, Shared: shared, Procs: units}
 	srv.Visible = s.Visible
 	// Closers run last-first: upstreams and units stop (units record their
 	// exits through the sandbox) before the audit sink and the sandboxes close.
-	s.closers = append(s.closers, files.Close, shared.Close, sink.Close, units.Close)
+	s.closers = append(s.closers, files.Close, shared.Close, sink.Close, units.Close, func() error { <-swept; return nil })
 	s.startUpstreams(o)
 	return s, nil
 }
 
-// Visible reports whether a tool is listed for this session: registered,
-// named by the agent's toolPolicy and allowed by the policy in force.
+// Visible reports whether a tool is listed for this session: registered and
+// visible to the agent under the policy in force (policy.File.Access, which
+// the engine asks again for every call).
 func (s *Session) Visible(name string) bool {
 	e, ok := s.Engine.Registry.Lookup(name)
-	return ok && s.Agent.Allows(name) && s.Policy.Current().Decide(e.Spec).Allowed()
+	return ok && s.Policy.Current().Access(s.Agent, e.Spec).Visible()
 }
 
-// OnToolsChanged registers fn to run after the visible tool set may have
-// changed (upstream discovery, policy reload), e.g. to resync another
-// transport's tool list.
-func (s *Session) OnToolsChanged(fn func()) {
-	s.mu.Lock()
-	s.listeners = append(s.listeners, fn)
-	s.mu.Unlock()
-}
-
-func (s *Session) toolsChanged() {
-	s.Server.ToolsChanged()
-	s.mu.Lock()
-	ls := append([]func(){}, s.listeners...)
-	s.mu.Unlock()
-	for _, fn := range ls {
-		fn()
-	}
-}
+func (s *Session) toolsChanged() { s.Server.ToolsChanged() }
 
 // policyPoll is how often a policy file is checked for changes, which
 // re-applies the upstreams and re-announces the tool list.
 const policyPoll = time.Second
 
-// startUpstreams starts discovery of the policy's upstream MCP servers and
-// waits (at most the longest discovery timeout, the servers being tried in
-// parallel) for the first attempts, so the first tools/list already holds
-// every upstream that answered. A policy file is then watched: a change
-// re-applies the upstreams and re-announces the tool list.
+// startUpstreams starts discovery of the policy's upstream MCP servers
+// without waiting for it: initialize and built-in calls are answered at
+// once. Only tools/list waits (at most the longest discovery timeout, the
+// servers being tried in parallel) for the first attempts, so the first
+// list already holds every upstream that answered; an upstream that comes
+// later is announced with notifications/tools/list_changed. A policy file
+// is then watched: a change re-applies the upstreams and re-announces the
+// tool list.
 func (s *Session) startUpstreams(o Options) {
 	s.Upstream = upstream.NewManager(upstream.Options{
-		Log: o.Log, Registry: s.Engine.Registry, Version: o.Version, OnChange: s.toolsChanged,
+		Log: o.Log, Registry: s.Engine.Registry, Version: o.Version, OnChange: s.toolsChanged, Procs: s.Procs,
 	})
 	cur := s.Policy.Current()
 	s.Upstream.Apply(cur)
-	if len(cur.Upstream) > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), upstream.MaxDiscoveryTimeout(cur)+time.Second)
+	s.Server.ToolsReady = func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, upstream.MaxDiscoveryTimeout(s.Policy.Current())+time.Second)
+		defer cancel()
 		s.Upstream.WaitReady(ctx)
-		cancel()
 	}
 	stop := make(chan struct{})
 	done := make(chan struct{})

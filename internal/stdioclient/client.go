@@ -9,10 +9,13 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/toolhost/toolhost/internal/procs"
 )
 
 // RPCError is a JSON-RPC error response.
@@ -38,9 +41,11 @@ type RequestHandler func(method string, params json.RawMessage) (any, *RPCError)
 
 // Client talks to one server process.
 type Client struct {
-	cmd    *exec.Cmd
+	child  *procs.Child
 	stdin  io.WriteCloser
 	stderr bytes.Buffer
+	// stderrDone is closed when the server's stderr has been read to EOF.
+	stderrDone chan struct{}
 
 	wmu     sync.Mutex
 	mu      sync.Mutex
@@ -53,26 +58,30 @@ type Client struct {
 	readDone bool
 }
 
-// Start launches bin with args and speaks MCP to it over its stdio.
+// Start launches bin with args (in its own process group, through procs,
+// so it dies with this process) and speaks MCP to it over its stdio.
 func Start(bin string, args []string, env []string) (*Client, error) {
-	cmd := exec.Command(bin, args...)
-	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	c := &Client{cmd: cmd, pending: map[string]chan Message{}, noteCh: make(chan Message, 1024), done: make(chan struct{})}
-	cmd.Stderr = &lockedWriter{w: &c.stderr, mu: &c.mu}
-	in, err := cmd.StdinPipe()
+	path, err := exec.LookPath(bin)
 	if err != nil {
 		return nil, err
 	}
-	out, err := cmd.StdoutPipe()
+	child, p, err := procs.SpawnPiped(procs.Spawn, procs.Spec{
+		Name: filepath.Base(path) + " " + strings.Join(args, " "), Argv: append([]string{path}, args...), Env: env,
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	c.stdin = in
-	go c.read(out)
+	c := &Client{child: child, stdin: p.Stdin, stderrDone: make(chan struct{}),
+		pending: map[string]chan Message{}, noteCh: make(chan Message, 1024), done: make(chan struct{})}
+	go func() {
+		_, _ = io.Copy(&lockedWriter{w: &c.stderr, mu: &c.mu}, p.Stderr)
+		p.Stderr.Close()
+		close(c.stderrDone)
+	}()
+	go func() {
+		c.read(p.Stdout)
+		p.Stdout.Close()
+	}()
 	return c, nil
 }
 
@@ -88,7 +97,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 }
 
 // Process returns the server process.
-func (c *Client) Process() *exec.Cmd { return c.cmd }
+func (c *Client) Process() *procs.Child { return c.child }
 
 // Stderr returns what the server logged so far.
 func (c *Client) Stderr() string {
@@ -289,19 +298,28 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, meta map[s
 	return &r, nil
 }
 
-// Close closes stdin and waits for the server to exit (killing its process
-// group after timeout).
+// Close closes stdin and waits for the server to exit (stopping its process
+// group after timeout). A server that exits with a non-zero status or by a
+// signal is an error.
 func (c *Client) Close(timeout time.Duration) error {
 	_ = c.stdin.Close()
-	waitErr := make(chan error, 1)
-	go func() { waitErr <- c.cmd.Wait() }()
 	select {
-	case err := <-waitErr:
-		<-c.done
-		return err
+	case <-c.child.Done():
 	case <-time.After(timeout):
-		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
-		<-waitErr
-		return errors.New("server did not exit in time; killed")
+		_, _ = c.child.Stop(context.Background())
+		<-c.done
+		<-c.stderrDone
+		return errors.New("server did not exit in time; stopped")
 	}
+	<-c.done
+	<-c.stderrDone
+	switch code, sig, err := c.child.Exit(); {
+	case err != nil:
+		return err
+	case sig != "":
+		return fmt.Errorf("server ended by %s", sig)
+	case code != 0:
+		return fmt.Errorf("server exit status %d", code)
+	}
+	return nil
 }

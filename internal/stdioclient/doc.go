@@ -1,5 +1,6 @@
 // Package stdioclient is a small MCP client that drives a toolhost serve
-// subprocess over newline-delimited JSON-RPC on pipes. phase0-verify, the
+// subprocess (started through procs, so it dies with its parent) over
+// newline-delimited JSON-RPC on pipes. phase0-verify, the
 // demo, the stdio benchmark and the protocol tests use it, so the protocol is
 // always exercised through the real binary.
 //

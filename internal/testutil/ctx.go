@@ -82,7 +82,8 @@ type CtxOptions struct {
 	// in-memory recorder).
 	Events   callctx.Events
 	Timeline callctx.Timeline
-	// Procs and Progress are handed to the context as they are.
+	// Procs owns the context's child processes; nil means a new manager
+	// that is closed when the test ends. Progress is handed over as it is.
 	Procs    procs.Owner
 	Progress callctx.ProgressFunc
 }
@@ -127,13 +128,20 @@ func NewCtx(t testing.TB, o CtxOptions) *callctx.Ctx {
 	if svc.Clock == nil {
 		svc.Clock = NewFakeClock(FakeEpoch, time.Second)
 	}
+	if svc.Procs == nil {
+		m := procs.NewManager(procs.Options{})
+		t.Cleanup(func() { _ = m.Close() })
+		svc.Procs = m
+	}
 	if o.Events != nil {
 		svc.Events = o.Events
 	}
 	if o.Timeline != nil {
 		svc.Timeline = o.Timeline
 	}
-	settings := callctx.Settings{WriteAllowList: allow, EnvAllowList: o.EnvAllowList}
+	sb := ag.Sandbox
+	sb.WriteAllowList = allow
+	settings := callctx.Settings{WriteAllowList: allow, EnvAllowList: o.EnvAllowList, Sandbox: sb}
 	if o.Cwd != "" {
 		settings.Cwd = filepath.Join(files.ProjectDir(), o.Cwd)
 	}

@@ -92,19 +92,19 @@ func NeedTool(t testing.TB, name, envVar, install string) string {
 	return ""
 }
 
-// NeedDep returns the absolute path of rel under the project's .deps/, where
-// scripts/deps/ install what tests drive (e.g. "vitest3/node_modules/.bin/vitest").
-// When it is missing, the test fails under CI (CI=true) and is skipped
-// elsewhere with the command that installs it.
-func NeedDep(t testing.TB, rel, install string) string {
+// NeedDeps returns the absolute path of rel, something a scripts/deps
+// script installs under the repository (e.g. ".deps/mcp-clients"). When it
+// is missing the test fails under CI (CI=true) and is skipped elsewhere
+// with the command that installs it.
+func NeedDeps(t testing.TB, rel, install string) string {
 	t.Helper()
-	p := filepath.Join(RepoRoot(t), ".deps", filepath.FromSlash(rel))
+	p := filepath.Join(RepoRoot(t), filepath.FromSlash(rel))
 	if _, err := os.Stat(p); err == nil {
 		return p
 	}
 	if os.Getenv("CI") != "" {
-		t.Fatalf(".deps/%s is required in CI but missing; %s", rel, install)
+		t.Fatalf("%s is required in CI but missing; %s", rel, install)
 	}
-	t.Skipf(".deps/%s not installed; run: %s", rel, install)
+	t.Skipf("%s not installed; run: %s", rel, install)
 	return ""
 }

@@ -9,9 +9,11 @@
 //   - an expected failure is a normal result whose Status has OK=false and a
 //     Reason (return Out with Status.OK=false, or the error from Fail);
 //   - a rejection (validation, sandbox, guard, policy) is an error implementing
-//     Rejection, shown to the model as isError with its message;
-//   - anything else is a system failure: the model sees a short message and an
-//     error id, the log keeps the detail.
+//     fault.Rejection, shown to the model as isError with its message;
+//   - anything else is a system failure: the model reads what fault.Explain
+//     makes of it (a fault.Safe message its author wrote for the model, a
+//     fault.CorruptFile, an OS error in our words) and an error id; the log
+//     keeps the whole error.
 //
 // This package must never import the engine, the registry, the server or rpc:
 // tools depend on the contract, not on the machinery that runs them.

@@ -1,20 +1,11 @@
 package tool
 
 import (
-	"errors"
 	"fmt"
 	"strings"
-)
 
-// Rejection is an error that stops a call before or while it runs because
-// the call itself is not acceptable (as opposed to a system failure). Its
-// message is shown to the model as is.
-type Rejection interface {
-	error
-	// RejectionKind is the audit error kind: validation, sandbox, guard,
-	// policy, confirmation, unknown_tool.
-	RejectionKind() string
-}
+	"github.com/toolhost/toolhost/internal/fault"
+)
 
 // ValidationError is an input that does not match the tool's schema or rules.
 type ValidationError struct {
@@ -29,32 +20,21 @@ func (e *ValidationError) Error() string {
 	return fmt.Sprintf("%s: %s", e.Field, e.Reason)
 }
 
-// RejectionKind implements Rejection.
-func (e *ValidationError) RejectionKind() string { return "validation" }
-
-// ErrDenied is matched with errors.Is for every policy denial.
-var ErrDenied = errors.New("denied by policy")
+// RejectionKind makes the error a fault.Rejection.
+func (e *ValidationError) RejectionKind() fault.Kind { return fault.Validation }
 
 // PermissionError is a call the agent's toolPolicy or the policy file does
 // not permit.
 type PermissionError struct {
-	Tool   string
-	Agent  string
-	Detail string
+	Tool string
+	// Reason names the rule that refused the call (policy.Access.Reason).
+	Reason string
 }
 
-func (e *PermissionError) Error() string {
-	if e.Detail != "" {
-		return e.Detail
-	}
-	return fmt.Sprintf("tool %s is not allowed for agent %s", e.Tool, e.Agent)
-}
+func (e *PermissionError) Error() string { return e.Reason }
 
-// RejectionKind implements Rejection.
-func (e *PermissionError) RejectionKind() string { return "policy" }
-
-// Is makes errors.Is(err, ErrDenied) true.
-func (e *PermissionError) Is(target error) bool { return target == ErrDenied }
+// RejectionKind makes the error a fault.Rejection.
+func (e *PermissionError) RejectionKind() fault.Kind { return fault.Policy }
 
 // TransientError marks a fault worth retrying for read tools: a timed-out
 // attempt, a refused or reset connection, an upstream 502/503/504.

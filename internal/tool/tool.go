@@ -102,6 +102,15 @@ type Result struct {
 	// the upstream server and it reported a failure. It is audited as an
 	// error while the result itself still goes to the client unchanged.
 	UpstreamError bool
+	// Sandbox says how the commands the call started were confined (the
+	// audit row's "sandbox"); empty when it started none.
+	Sandbox string
+}
+
+// Confined is implemented by the output of a tool that starts commands:
+// how they were confined, for the audit row.
+type Confined interface {
+	AuditSandbox() string
 }
 
 // Status is embedded in every output struct: ok, and the reason when not ok.
@@ -204,6 +213,9 @@ func (t *typed[In, Out]) Call(ctx context.Context, c *callctx.Ctx, args json.Raw
 		return Result{}, fmt.Errorf("encode %s result: %w", t.spec.Name, err)
 	}
 	r := Result{Structured: b}
+	if cf, ok := any(out).(Confined); ok {
+		r.Sandbox = cf.AuditSandbox()
+	}
 	if o, ok := any(out).(outcomer); ok {
 		if okay, reason := o.outcome(); !okay {
 			r.Failed, r.Reason = true, reason

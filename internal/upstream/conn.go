@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -14,20 +15,27 @@ import (
 	"os/exec"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
 // stopGrace is how long a stdio upstream may take to exit after its stdin
-// is closed before its process group is killed.
+// is closed before its process group is stopped (SIGTERM, the same grace
+// again, SIGKILL).
 const stopGrace = 2 * time.Second
+
+// Spawner starts child processes: the session's process owner (procs).
+type Spawner interface {
+	Spawn(spec procs.Spec) (*procs.Child, error)
+}
 
 // conn is the client side of one upstream: one live MCP session at a time,
 // made on demand and made again after it broke.
@@ -35,21 +43,22 @@ type conn struct {
 	cfg     policy.Upstream
 	log     zerolog.Logger
 	version string
+	procs   Spawner
 	// onListChanged runs (in its own goroutine) when the upstream says its
 	// tool list changed.
 	onListChanged func()
 
 	mu     sync.Mutex
 	sess   *mcp.ClientSession
-	pgid   int // process group of a stdio upstream; 0 when none runs
+	child  *procs.Child // the process of a stdio upstream; nil when none runs
 	closed bool
 }
 
 // errClosed is a call that arrived after toolhost stopped the upstream.
 var errClosed = errors.New("upstream stopped")
 
-func newConn(cfg policy.Upstream, log zerolog.Logger, version string, onListChanged func()) *conn {
-	return &conn{cfg: cfg, log: log.With().Str("upstream", cfg.Name).Logger(), version: version, onListChanged: onListChanged}
+func newConn(cfg policy.Upstream, log zerolog.Logger, version string, sp Spawner, onListChanged func()) *conn {
+	return &conn{cfg: cfg, log: log.With().Str("upstream", cfg.Name).Logger(), version: version, procs: sp, onListChanged: onListChanged}
 }
 
 // session returns the live session, connecting (and for stdio starting the
@@ -70,11 +79,13 @@ func (c *conn) session(ctx context.Context) (*mcp.ClientSession, error) {
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { go c.onListChanged() },
 	})
 	var t mcp.Transport
-	var cmd *exec.Cmd
+	var child *procs.Child
 	switch c.cfg.Transport {
 	case "stdio":
-		cmd = c.command()
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: stopGrace}
+		var err error
+		if child, t, err = c.start(); err != nil {
+			return nil, err
+		}
 	default:
 		hc, err := httpClient(c.cfg)
 		if err != nil {
@@ -87,63 +98,66 @@ func (c *conn) session(ctx context.Context) (*mcp.ClientSession, error) {
 	}
 	sess, err := client.Connect(ctx, t, nil)
 	if err != nil {
-		if cmd != nil && cmd.Process != nil {
-			killGroup(cmd.Process.Pid)
-			_ = cmd.Wait()
+		if child != nil {
+			_, _ = child.Stop(context.Background())
 		}
 		return nil, err
 	}
-	c.sess = sess
-	if cmd != nil {
-		c.pgid = cmd.Process.Pid
-		c.log.Info().Str("event", "upstream_started").Int("pid", c.pgid).Str("command", c.cfg.Command).Msg("upstream process started")
+	c.sess, c.child = sess, child
+	if child != nil {
+		c.log.Info().Str("event", "upstream_started").Int("pid", child.PID).Str("command", c.cfg.Command).Msg("upstream process started")
 	}
-	go c.watch(sess, cmd)
+	go c.watch(sess, child)
 	return sess, nil
 }
 
 // watch notices a session that ended on its own (the process exited, the
 // connection dropped) so the next call starts a new one.
-func (c *conn) watch(sess *mcp.ClientSession, cmd *exec.Cmd) {
+func (c *conn) watch(sess *mcp.ClientSession, child *procs.Child) {
 	err := sess.Wait()
 	c.mu.Lock()
 	mine := c.sess == sess
 	if mine {
-		c.sess = nil
-	}
-	pgid := c.pgid
-	if mine && cmd != nil {
-		c.pgid = 0
+		c.sess, c.child = nil, nil
 	}
 	c.mu.Unlock()
 	if !mine {
 		return
 	}
-	if cmd != nil {
-		// The leader is gone; anything it left in its group goes too.
-		killGroup(pgid)
-		c.log.Warn().Str("event", "upstream_exited").Int("pid", pgid).AnErr("wait", err).
+	if child != nil {
+		// The session ends when the process closes its stdout; procs stops
+		// what the leader left in its group once the leader exits.
+		closeSession(sess, child)
+		c.log.Warn().Str("event", "upstream_exited").Int("pid", child.PID).AnErr("wait", err).
 			Msg("upstream process exited; it is started again on the next call")
 		return
 	}
 	c.log.Warn().Str("event", "upstream_disconnected").AnErr("wait", err).Msg("upstream session ended; reconnecting on the next call")
 }
 
-func (c *conn) command() *exec.Cmd {
-	cmd := exec.Command(c.cfg.Command, c.cfg.Args...)
+// start runs a stdio upstream through the process owner (its own process
+// group, stopped with toolhost even after SIGKILL) and returns the
+// transport over its stdin and stdout. Its stderr goes to the log.
+func (c *conn) start() (*procs.Child, mcp.Transport, error) {
+	path, err := exec.LookPath(c.cfg.Command)
+	if err != nil {
+		return nil, nil, fmt.Errorf("upstream %s: command %q: %w", c.cfg.Name, c.cfg.Command, err)
+	}
 	env := os.Environ()
-	keys := slices.Sorted(maps.Keys(c.cfg.Env))
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(c.cfg.Env)) {
 		env = append(env, k+"="+c.cfg.Env[k])
 	}
-	cmd.Env = env
-	// Its own process group, so stopping it stops what it started too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Stderr = &lineLog{log: c.log}
-	// A grandchild holding stderr open must not keep Wait (and Close) from
-	// returning once the upstream itself has exited.
-	cmd.WaitDelay = time.Second
-	return cmd
+	child, p, err := procs.SpawnPiped(c.procs.Spawn, procs.Spec{
+		Name: "upstream " + c.cfg.Name, Argv: append([]string{path}, c.cfg.Args...), Env: env, Grace: stopGrace,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	go func() {
+		_, _ = io.Copy(&lineLog{log: c.log}, p.Stderr)
+		p.Stderr.Close()
+	}()
+	return child, &mcp.IOTransport{Reader: p.Stdout, Writer: p.Stdin}, nil
 }
 
 // listTools returns every tool the upstream offers (all pages).
@@ -172,7 +186,7 @@ func (c *conn) call(ctx context.Context, remote string, args json.RawMessage) (*
 		if ctx.Err() != nil {
 			return nil, err
 		}
-		return nil, tool.Transient(fmt.Errorf("upstream %s is not reachable: %w", c.cfg.Name, err))
+		return nil, tool.Transient(fault.Wrap(err, "upstream %s is not reachable", c.cfg.Name))
 	}
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
@@ -187,16 +201,17 @@ func (c *conn) call(ctx context.Context, remote string, args json.RawMessage) (*
 		return nil, err
 	case errors.As(err, &wire) && wire.Code == codeRejected:
 		// An HTTP 5xx/429 or a refused request: the session itself is fine.
-		return nil, tool.Transient(fmt.Errorf("upstream %s could not serve tools/call %s: %w", c.cfg.Name, remote, err))
+		return nil, tool.Transient(fault.Wrap(err, "upstream %s could not serve tools/call %s: it rejected the request (an HTTP error status such as 503 or 429) or it could not be delivered; call again later", c.cfg.Name, remote))
 	case errors.As(err, &wire):
-		return nil, fmt.Errorf("upstream %s refused tools/call %s: %s (code %d)", c.cfg.Name, remote, wire.Message, wire.Code)
+		// The upstream wrote its error message for its client, the model.
+		return nil, fault.Safef("upstream %s refused tools/call %s: %s (code %d)", c.cfg.Name, remote, wire.Message, wire.Code)
 	}
 	c.drop(sess)
 	next := "toolhost reconnects on the next call"
 	if c.cfg.Transport == "stdio" {
 		next = "its process is started again on the next call"
 	}
-	return nil, tool.Transient(fmt.Errorf("upstream %s failed during tools/call %s: the connection was lost (%w); %s", c.cfg.Name, remote, err, next))
+	return nil, tool.Transient(fault.Wrap(err, "upstream %s failed during tools/call %s: the connection was lost; %s", c.cfg.Name, remote, next))
 }
 
 // codeRejected is the go-sdk's "rejected by transport" (an HTTP error
@@ -211,11 +226,10 @@ func (c *conn) drop(sess *mcp.ClientSession) {
 		c.mu.Unlock()
 		return
 	}
-	c.sess = nil
-	pgid := c.pgid
-	c.pgid = 0
+	child := c.child
+	c.sess, c.child = nil, nil
 	c.mu.Unlock()
-	closeSession(sess, pgid)
+	closeSession(sess, child)
 }
 
 // close ends the session and, for stdio, stops the whole process group;
@@ -223,13 +237,13 @@ func (c *conn) drop(sess *mcp.ClientSession) {
 func (c *conn) close(final bool) {
 	c.mu.Lock()
 	c.closed = c.closed || final
-	sess, pgid := c.sess, c.pgid
-	c.sess, c.pgid = nil, 0
+	sess, child := c.sess, c.child
+	c.sess, c.child = nil, nil
 	c.mu.Unlock()
 	if sess != nil {
-		closeSession(sess, pgid)
-		if pgid != 0 {
-			c.log.Info().Str("event", "upstream_stopped").Int("pid", pgid).Msg("upstream process group stopped")
+		closeSession(sess, child)
+		if child != nil {
+			c.log.Info().Str("event", "upstream_stopped").Int("pid", child.PID).Msg("upstream process group stopped")
 		}
 	}
 }
@@ -238,26 +252,29 @@ func (c *conn) close(final bool) {
 func (c *conn) pid() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.pgid
+	if c.child == nil {
+		return 0
+	}
+	return c.child.PID
 }
 
-func closeSession(sess *mcp.ClientSession, pgid int) {
+// closeSession ends a session; for a stdio upstream, closing the session
+// closes its stdin (MCP's shutdown), and a process that has not exited
+// within stopGrace is stopped with its whole group.
+func closeSession(sess *mcp.ClientSession, child *procs.Child) {
 	done := make(chan struct{})
 	go func() { _ = sess.Close(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(3 * stopGrace):
+	case <-time.After(stopGrace):
 	}
-	if pgid != 0 {
-		killGroup(pgid)
+	if child == nil {
+		return
 	}
-}
-
-// killGroup kills every process left in the group (children the upstream
-// started included).
-func killGroup(pgid int) {
-	if pgid > 0 {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	select {
+	case <-child.Done():
+	case <-time.After(stopGrace):
+		_, _ = child.Stop(context.Background())
 	}
 }
 

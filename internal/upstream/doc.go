@@ -9,9 +9,11 @@
 // toolPolicy, policy permission (an unlisted upstream tool is denied),
 // validation against the upstream's own input schema, timeout, audit.
 //
-// It owns the processes of stdio upstreams: each runs in its own process
-// group with its stderr in the log, the whole group is stopped on Close, and
-// a process that died is started again on the next call.
+// The processes of stdio upstreams are started through the session's process
+// owner (procs): each runs in its own process group with its stderr in the
+// log and dies with toolhost; closing a session closes its stdin, and a
+// server that does not exit within the grace is stopped with its group. A
+// process that died is started again on the next call.
 //
 // This package must never decide permissions or trust an upstream's
 // annotations for them (the effect of a tool comes from the policy), never

@@ -271,6 +271,7 @@ func TestServeExitStopsUpstreamGroup(t *testing.T) {
 		policy.Upstream{Name: "fake", Transport: "stdio", Command: fakeMCP(t), DiscoveryTimeoutMS: 10000,
 			Env: map[string]string{"FAKEMCP_STDERR": "fake says hello on stderr"}})
 	c := startServe(t, filepath.Join(dir, "project"), agentsFile, policyFile)
+	listNames(t, c) // a client lists before it calls; the list waits for discovery
 	pidOfResult := func(r *stdioclient.ToolResult) int {
 		var v struct{ PID int }
 		if r.IsError || json.Unmarshal(r.StructuredContent, &v) != nil || v.PID == 0 {
@@ -310,11 +311,12 @@ func TestServe503(t *testing.T) {
 	}
 	agentsFile, policyFile := writeConfigs(t, dir, rules, policy.Upstream{Name: "web", Transport: "http", URL: web.URL})
 	c := startServe(t, project, agentsFile, policyFile)
+	listNames(t, c) // a client lists before it calls; the list waits for discovery
 
 	before := web.Calls.Load()
 	web.FailNext.Store(1)
 	r := testutil.CallTool(t, c, "web__update", map[string]any{"key": "k", "value": "v"})
-	if !r.IsError || !strings.Contains(r.Text(), "Service Unavailable") {
+	if !r.IsError || !strings.Contains(r.Text(), "upstream web could not serve tools/call update: it rejected the request") || strings.Contains(r.Text(), "Service Unavailable") {
 		t.Fatalf("web__update on 503: %+v", r)
 	}
 	if n := web.Calls.Load() - before; n != 1 {

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -64,6 +65,9 @@ type Options struct {
 	Backoff Backoff
 	// NoRetry makes a failed discovery final (one-shot listings).
 	NoRetry bool
+	// Procs starts the processes of stdio upstreams (the session's process
+	// owner); nil starts them with procs.Spawn, owned by no session.
+	Procs Spawner
 }
 
 // Manager runs the upstreams of the policy in force.
@@ -139,7 +143,7 @@ func (m *Manager) Apply(f *policy.File) {
 			continue
 		}
 		s := &server{cfg: u, rank: i, first: make(chan struct{}), state: StateDiscovering}
-		s.conn = newConn(u, m.opts.Log, m.opts.Version, func() { m.relist(s) })
+		s.conn = newConn(u, m.opts.Log, m.opts.Version, m.spawner(), func() { m.relist(s) })
 		s.ctx, s.cancel = context.WithCancel(context.Background())
 		m.servers[u.Name] = s
 		started = append(started, s)
@@ -406,3 +410,15 @@ func (m *Manager) Status() []Status {
 	}
 	return out
 }
+
+// spawner is the owner of the upstreams' processes.
+func (m *Manager) spawner() Spawner {
+	if m.opts.Procs != nil {
+		return m.opts.Procs
+	}
+	return spawnFunc(procs.Spawn)
+}
+
+type spawnFunc func(procs.Spec) (*procs.Child, error)
+
+func (f spawnFunc) Spawn(s procs.Spec) (*procs.Child, error) { return f(s) }

@@ -1,7 +1,7 @@
 // Package vitesttest runs a real Vitest suite at test time, for the tests of
 // the tools that read Vitest reports: it writes a small TypeScript unit with
 // every kind of failure real suites produce, runs one of the Vitest versions
-// scripts/deps/50-vitest.sh installs, and returns the JSON report and what
+// scripts/deps/60-vitest.sh installs, and returns the JSON report and what
 // Vitest printed. Nothing here is a fixture: each report is made by Vitest
 // in the test that reads it.
 //
@@ -29,13 +29,13 @@ import (
 // Versions are the Vitest major versions the tests run.
 var Versions = []int{1, 3, 4}
 
-const install = "make deps (or bash scripts/deps/50-vitest.sh)"
+const install = "make deps (or bash scripts/deps/60-vitest.sh)"
 
 // NodeModules returns .deps/vitest<major>/node_modules, skipping the test
 // (failing it under CI) when that Vitest is not installed.
 func NodeModules(t testing.TB, major int) string {
 	t.Helper()
-	bin := testutil.NeedDep(t, fmt.Sprintf("vitest%d/node_modules/.bin/vitest", major), install)
+	bin := testutil.NeedDeps(t, fmt.Sprintf(".deps/vitest%d/node_modules/.bin/vitest", major), install)
 	return filepath.Dir(filepath.Dir(bin))
 }
 

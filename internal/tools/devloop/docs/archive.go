@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -79,7 +80,7 @@ func readVersions(files callctx.Files, rel string) (*Versions, error) {
 		return nil, err
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, fmt.Errorf("%s is not valid JSON: %w", versionsPath(rel), err)
+		return nil, &fault.CorruptFile{Path: versionsPath(rel), Format: "JSON", Err: err}
 	}
 	return &v, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
@@ -68,7 +69,7 @@ func TestHostileDocPaths(t *testing.T) {
 	for _, bad := range []string{"../outside.html", "/etc/passwd", "prd/../../x.html", "prd/\x00.html", ".."} {
 		for _, tl := range tools {
 			_, _, err := run[struct{}](t, c, tl, map[string]any{"path": bad})
-			var rej tool.Rejection
+			var rej fault.Rejection
 			if !errors.As(err, &rej) || !strings.Contains(err.Error(), "path") {
 				t.Errorf("%s path=%q: err = %v, want a rejection naming path", tl.Spec().Name, bad, err)
 			}

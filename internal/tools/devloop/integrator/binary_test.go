@@ -206,7 +206,7 @@ func TestBinarySIGTERMStopsUnits(t *testing.T) {
 	}}, "", &started)
 	pgid := started.Units[0].PGID
 	waitGroupSize(t, pgid, 2)
-	if err := s.Process().Process.Signal(syscall.SIGTERM); err != nil {
+	if err := syscall.Kill(s.Process().PID, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	waitGroupGone(t, pgid)

@@ -9,10 +9,15 @@
 // agent's sandbox door; shared records are updated under a cross-process
 // lock so several toolhost processes agree on ports and units.
 //
+// Units run confined by the kernel to the integrator's allow-list
+// (internal/confine), binding only their own port by default; a unit
+// recorded as running whose toolhost is gone is stopped by the next
+// spawn_units call, unless it was started detached.
+//
 // These tools must never run a shell, never send a request to anything but
 // a loopback address, never let an HTTP request go through a proxy taken
 // from the environment, never expand an environment variable that is not on
-// the policy's env allow-list, and never start or signal a process except
-// through the session's process owner (callctx Services.Procs) or, for a
-// unit another toolhost started, after confirming its pid and start time.
+// the policy's env allow-list, and never start, signal or look up a process
+// except through the session's process owner (callctx Services.Procs), which
+// confirms a process's pid and start time before it signals it.
 package integrator

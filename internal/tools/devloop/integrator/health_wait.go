@@ -89,7 +89,7 @@ func watchUnit(c *callctx.Ctx, id string, uf UnitsFile) (*unitWatch, string) {
 		return nil, fmt.Sprintf("unit %s is not in %s; start it with spawn_units or leave unit out", id, UnitsPath)
 	}
 	return &unitWatch{exited: func() (bool, *int, string) {
-		if procs.Alive(rec.PID, rec.StartTicks) {
+		if c.Procs.Alive(procs.Process{PID: rec.PID, StartTicks: rec.StartTicks}) {
 			return false, nil, ""
 		}
 		if fresh, err := loadUnits(c); err == nil && fresh.Units[id] != nil && fresh.Units[id].PID == rec.PID {

@@ -49,12 +49,12 @@ func portPicker(_ context.Context, c *callctx.Ctx, in PortPickerInput) (PortPick
 		}
 		taken := map[int]bool{}
 		for _, r := range pf.Reservations {
-			if r.held(now) {
+			if r.held(c, now) {
 				taken[r.Port] = true
 			}
 		}
 		for _, u := range in.Units {
-			if r, ok := pf.Reservations[u]; ok && r.held(now) {
+			if r, ok := pf.Reservations[u]; ok && r.held(c, now) {
 				r.ReservedAt = now
 				pf.Reservations[u] = r
 				ports[u] = r.Port
@@ -126,9 +126,9 @@ func bindPort(c *callctx.Ctx, unit string, port, pid int, ticks uint64) error {
 
 // holder returns the unit (other than unit) whose live reservation holds
 // port, or "".
-func (pf PortsFile) holder(unit string, port int, now time.Time) string {
+func (pf PortsFile) holder(c *callctx.Ctx, unit string, port int, now time.Time) string {
 	for other, r := range pf.Reservations {
-		if other != unit && r.Port == port && r.held(now) {
+		if other != unit && r.Port == port && r.held(c, now) {
 			return other
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/procs"
+	"github.com/toolhost/toolhost/internal/testutil"
 )
 
 func TestPortPickerReservesAndKeepsPorts(t *testing.T) {
@@ -110,6 +111,7 @@ func TestReservationHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
+	c := testutil.NewCtx(t, testutil.CtxOptions{Agent: "integrator"})
 	tests := []struct {
 		name string
 		r    Reservation
@@ -123,7 +125,7 @@ func TestReservationHeld(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if got := tt.r.held(now); got != tt.want {
+			if got := tt.r.held(c, now); got != tt.want {
 				t.Fatalf("held = %v, want %v", got, tt.want)
 			}
 		})

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/sandbox"
@@ -23,11 +24,12 @@ import (
 
 // UnitInput is one unit of a spawn_units call.
 type UnitInput struct {
-	ID   string            `json:"id" jsonschema:"pattern=^[A-Za-z0-9][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"unit id: names units/<id>/, the logs integration/logs/<id>.*.log and the record in integration/units.json"`
-	Argv []string          `json:"argv,omitempty" jsonschema:"minItems=1,maxItems=256" jsonschema_description:"start only (required there): the program and its arguments, run directly without a shell; argv[0] is a program on PATH or a path relative to the unit's cwd"`
-	Cwd  string            `json:"cwd,omitempty" jsonschema:"maxLength=1024" jsonschema_description:"start only: working directory relative to the project dir (default units/<id>); it must exist and stay inside the project"`
-	Env  map[string]string `json:"env,omitempty" jsonschema_description:"start only: extra environment variables; the unit gets only PATH, HOME, LANG and TZ from toolhost, these, and PORT"`
-	Port int               `json:"port,omitempty" jsonschema:"minimum=1,maximum=65535" jsonschema_description:"start only: port passed as PORT (default: the unit's reservation from port_picker; PORT in env is used only when neither exists)"`
+	ID       string            `json:"id" jsonschema:"pattern=^[A-Za-z0-9][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"unit id: names units/<id>/, the logs integration/logs/<id>.*.log and the record in integration/units.json"`
+	Argv     []string          `json:"argv,omitempty" jsonschema:"minItems=1,maxItems=256" jsonschema_description:"start only (required there): the program and its arguments, run directly without a shell; argv[0] is a program on PATH or a path relative to the unit's cwd"`
+	Cwd      string            `json:"cwd,omitempty" jsonschema:"maxLength=1024" jsonschema_description:"start only: working directory relative to the project dir (default units/<id>); it must exist and stay inside the project"`
+	Env      map[string]string `json:"env,omitempty" jsonschema_description:"start only: extra environment variables; the unit gets only PATH, HOME, LANG and TZ from toolhost, these, and PORT"`
+	Port     int               `json:"port,omitempty" jsonschema:"minimum=1,maximum=65535" jsonschema_description:"start only: port passed as PORT (default: the unit's reservation from port_picker; PORT in env is used only when neither exists); by default the unit may listen on this port only"`
+	Detached bool              `json:"detached,omitempty" jsonschema_description:"start only: let the unit outlive this toolhost session (it is not stopped when toolhost exits or dies); stop it with spawn_units stop"`
 }
 
 // SpawnUnitsInput is the spawn_units request.
@@ -48,10 +50,12 @@ type UnitStatus struct {
 	Signal    string            `json:"signal,omitempty" jsonschema_description:"signal that ended the leader, if any"`
 	Port      int               `json:"port,omitempty" jsonschema_description:"the PORT the unit was given"`
 	Foreign   bool              `json:"foreign,omitempty" jsonschema_description:"true when another toolhost process started the unit"`
+	Detached  bool              `json:"detached,omitempty" jsonschema_description:"true when the unit was started to outlive the session that started it"`
 	OwnerPID  int               `json:"owner_pid,omitempty" jsonschema_description:"pid of the toolhost process that started the unit"`
 	StdoutLog string            `json:"stdout_log,omitempty" jsonschema_description:"project-relative stdout log"`
 	StderrLog string            `json:"stderr_log,omitempty" jsonschema_description:"project-relative stderr log"`
 	Stop      *procs.StopReport `json:"stop,omitempty" jsonschema_description:"how the group was stopped: the strongest signal sent, the member pids, the pids that needed SIGKILL"`
+	Sandbox   *confine.Report   `json:"sandbox,omitempty" jsonschema_description:"how the kernel confines the unit: where it may write (the integrator's allow-list), which ports it may bind"`
 	Note      string            `json:"note,omitempty" jsonschema_description:"extra facts, e.g. why an exit code is unknown"`
 	Error     string            `json:"error,omitempty" jsonschema_description:"what went wrong for this unit and what to change"`
 }
@@ -60,7 +64,14 @@ type UnitStatus struct {
 type SpawnUnitsOutput struct {
 	tool.Status
 	Units []UnitStatus `json:"units" jsonschema_description:"one entry per unit, in request order"`
+	// Orphans are found on every call, whatever the action.
+	Orphans []UnitStatus `json:"orphans,omitempty" jsonschema_description:"units recorded as running whose toolhost (not detached) is gone: this call stopped what was left of them"`
+	// sandbox is how the started units are confined, for the audit row.
+	sandbox string
 }
+
+// AuditSandbox implements tool.Confined.
+func (o SpawnUnitsOutput) AuditSandbox() string { return o.sandbox }
 
 // SpawnUnits is the spawn_units tool.
 func SpawnUnits() tool.Tool {
@@ -71,7 +82,9 @@ func SpawnUnits() tool.Tool {
 			"environment plus env and PORT; stdout/stderr are appended to integration/logs/<id>.out.log|.err.log and the pid, " +
 			"process group and start time are recorded in integration/units.json. stop: SIGTERM the whole group, wait 3 s, " +
 			"SIGKILL what is left; no process of the group survives. status: running or exited with exit code, also for units " +
-			"another toolhost process started. Units this session started are stopped when toolhost exits.",
+			"another toolhost process started. The kernel (Landlock) confines every unit: it writes only where the integrator's allow-list allows " +
+			"(never toolhost's own stores) and in its private $TMPDIR, listens only on its own port, and cannot signal processes outside itself. " +
+			"Units are stopped when toolhost exits or dies, unless started with detached: true; units whose toolhost died are stopped by the next call and listed under orphans.",
 		Effect: tool.Destructive,
 	}, spawnUnits)
 }
@@ -80,8 +93,11 @@ func spawnUnits(ctx context.Context, c *callctx.Ctx, in SpawnUnitsInput) (SpawnU
 	if c.Procs == nil {
 		return SpawnUnitsOutput{}, errors.New("this session has no process owner")
 	}
+	orphans, err := sweepOrphans(ctx, c)
+	if err != nil {
+		return SpawnUnitsOutput{}, err
+	}
 	var out SpawnUnitsOutput
-	var err error
 	switch in.Action {
 	case "start":
 		out, err = startUnits(ctx, c, in.Units)
@@ -102,6 +118,7 @@ func spawnUnits(ctx context.Context, c *callctx.Ctx, in SpawnUnitsInput) (SpawnU
 	if out.Units == nil {
 		out.Units = []UnitStatus{}
 	}
+	out.Orphans = orphans
 	out.OK = len(failed) == 0
 	if !out.OK {
 		out.Reason = strings.Join(failed, "; ")
@@ -132,6 +149,9 @@ func startUnits(ctx context.Context, c *callctx.Ctx, units []UnitInput) (SpawnUn
 			return out, err
 		}
 		out.Units = append(out.Units, st)
+		if st.Sandbox != nil {
+			out.sandbox = strings.TrimPrefix(out.sandbox+"; ", "; ") + "unit " + u.ID + ": " + st.Sandbox.String()
+		}
 		msg := fmt.Sprintf("unit %s: %s", u.ID, st.State)
 		if st.PID != 0 {
 			msg += fmt.Sprintf(" (pid %d)", st.PID)
@@ -186,39 +206,39 @@ func startUnit(c *callctx.Ctx, i int, u UnitInput) (UnitStatus, error) {
 
 // prepareStart checks a start request and builds the process spec (without
 // log files).
-func prepareStart(c *callctx.Ctx, i int, u UnitInput) (procs.Spec, string, int, error) {
+func prepareStart(c *callctx.Ctx, i int, u UnitInput) (procs.UnitSpec, string, int, error) {
 	field := fmt.Sprintf("units[%d]", i)
 	if len(u.Argv) == 0 {
-		return procs.Spec{}, "", 0, failStart("%s.argv is required for start: give the program and its arguments, e.g. [\"node\", \"server.js\"]", field)
+		return procs.UnitSpec{}, "", 0, failStart("%s.argv is required for start: give the program and its arguments, e.g. [\"node\", \"server.js\"]", field)
 	}
 	dir, rel, err := unitCwd(c, u)
 	if err != nil {
-		return procs.Spec{}, "", 0, err
+		return procs.UnitSpec{}, "", 0, err
 	}
 	env, err := unitEnv(field, u)
 	if err != nil {
-		return procs.Spec{}, "", 0, err
+		return procs.UnitSpec{}, "", 0, err
 	}
 	pf, err := loadPorts(c)
 	if err != nil {
-		return procs.Spec{}, "", 0, err
+		return procs.UnitSpec{}, "", 0, err
 	}
 	port := u.Port
 	if port == 0 {
 		port = pf.Reservations[u.ID].Port
 	}
 	if port != 0 {
-		if holder := pf.holder(u.ID, port, c.Clock.Now()); holder != "" {
-			return procs.Spec{}, "", 0, failStart("port %d is reserved by unit %s; call port_picker for %s or pass another port", port, holder, u.ID)
+		if holder := pf.holder(c, u.ID, port, c.Clock.Now()); holder != "" {
+			return procs.UnitSpec{}, "", 0, failStart("port %d is reserved by unit %s; call port_picker for %s or pass another port", port, holder, u.ID)
 		}
 		env = setEnv(env, "PORT", strconv.Itoa(port))
 	}
 	prog, err := lookProgram(u.Argv[0], dir, envValue(env, "PATH"))
 	if err != nil {
-		return procs.Spec{}, "", 0, failStart("%s.argv[0]: %v", field, err)
+		return procs.UnitSpec{}, "", 0, failStart("%s.argv[0]: %v", field, err)
 	}
 	argv := append([]string{prog}, u.Argv[1:]...)
-	return procs.Spec{Unit: u.ID, Argv: argv, Dir: dir, Env: env}, rel, port, nil
+	return procs.UnitSpec{Unit: u.ID, Argv: argv, Dir: dir, Env: env, Detached: u.Detached}, rel, port, nil
 }
 
 // unitCwd resolves the unit's working directory inside the project.
@@ -341,7 +361,7 @@ type appendOpener interface {
 
 // launch starts the unit under the units.json lock, so two toolhost
 // processes never start the same unit twice, and records it.
-func launch(c *callctx.Ctx, u UnitInput, spec procs.Spec, rel string, port int) (*UnitRecord, error) {
+func launch(c *callctx.Ctx, u UnitInput, spec procs.UnitSpec, rel string, port int) (*UnitRecord, error) {
 	opener, ok := c.Files.(appendOpener)
 	if !ok {
 		return nil, errors.New("the session's file door cannot open log files for a child process")
@@ -351,7 +371,7 @@ func launch(c *callctx.Ctx, u UnitInput, spec procs.Spec, rel string, port int) 
 		if uf.Units == nil {
 			uf.Units = map[string]*UnitRecord{}
 		}
-		if old := uf.Units[u.ID]; old != nil && procs.Alive(old.PID, old.StartTicks) {
+		if old := uf.Units[u.ID]; old != nil && c.Procs.Alive(procs.Process{PID: old.PID, StartTicks: old.StartTicks}) {
 			return failStart("unit %s is already running (pid %d, started by toolhost pid %d); stop it first", u.ID, old.PID, old.OwnerPID)
 		}
 		now := c.Clock.Now()
@@ -364,16 +384,32 @@ func launch(c *callctx.Ctx, u UnitInput, spec procs.Spec, rel string, port int) 
 			_ = spec.Stdout.File.Close()
 			return err
 		}
-		spec.OnExit = func(p *procs.Proc) { recordExit(c, p) }
+		plan, err := confineUnit(c, u, port)
+		if err != nil {
+			_ = spec.Stdout.File.Close()
+			_ = spec.Stderr.File.Close()
+			return err
+		}
+		defer plan.Close()
+		spec.Env = plan.Env(spec.Env)
+		spec.Confine = plan.Restrict
+		spec.OnExit = func(p *procs.Proc) {
+			recordExit(c, p)
+			plan.RemoveTempDir()
+		}
 		p, err := c.Procs.Start(spec)
 		if err != nil {
 			_ = spec.Stdout.File.Close()
 			_ = spec.Stderr.File.Close()
+			plan.RemoveTempDir()
 			return failStart("could not start %s: %v", u.Argv[0], err)
 		}
+		self := c.Procs.Self()
+		report := plan.Report()
 		rec = &UnitRecord{
 			ID: u.ID, Argv: u.Argv, Cwd: rel, PID: p.PID, PGID: p.PGID, StartTicks: p.StartTicks,
-			StartedAt: p.StartedAt, Port: port, OwnerPID: c.Procs.OwnerPID(), SessionID: c.SessionID,
+			StartedAt: p.StartedAt, Port: port, OwnerPID: self.PID, OwnerStartTicks: self.StartTicks, SessionID: c.SessionID,
+			Detached: u.Detached, Sandbox: &report, TempDir: plan.TempDir,
 			State: "running", StdoutLog: OutLog(u.ID), StderrLog: ErrLog(u.ID),
 		}
 		uf.Units[u.ID] = rec
@@ -434,8 +470,8 @@ func recordStatus(rec *UnitRecord, foreign bool) UnitStatus {
 	started := rec.StartedAt
 	return UnitStatus{
 		ID: rec.ID, State: rec.State, PID: rec.PID, PGID: rec.PGID, StartedAt: &started, ExitCode: rec.ExitCode,
-		Signal: rec.Signal, Port: rec.Port, Foreign: foreign, OwnerPID: rec.OwnerPID,
-		StdoutLog: rec.StdoutLog, StderrLog: rec.StderrLog,
+		Signal: rec.Signal, Port: rec.Port, Foreign: foreign, Detached: rec.Detached, OwnerPID: rec.OwnerPID,
+		StdoutLog: rec.StdoutLog, StderrLog: rec.StderrLog, Sandbox: rec.Sandbox,
 	}
 }
 
@@ -444,14 +480,14 @@ func recordStatus(rec *UnitRecord, foreign bool) UnitStatus {
 // pid and start time.
 func liveStatus(c *callctx.Ctx, id string, rec *UnitRecord) UnitStatus {
 	if p, ok := c.Procs.Get(id); ok && (rec == nil || rec.PID == p.PID) {
-		st := UnitStatus{ID: id, State: "running", PID: p.PID, PGID: p.PGID, OwnerPID: c.Procs.OwnerPID(),
-			StdoutLog: OutLog(id), StderrLog: ErrLog(id)}
+		st := UnitStatus{ID: id, State: "running", PID: p.PID, PGID: p.PGID, OwnerPID: c.Procs.Self().PID,
+			Detached: p.Detached, StdoutLog: OutLog(id), StderrLog: ErrLog(id)}
 		started := p.StartedAt
 		st.StartedAt = &started
 		if rec != nil {
-			st.Port = rec.Port
+			st.Port, st.Sandbox = rec.Port, rec.Sandbox
 		}
-		if !procs.Alive(p.PID, p.StartTicks) {
+		if !c.Procs.Alive(procs.Process{PID: p.PID, StartTicks: p.StartTicks}) {
 			// Dead but not reaped yet (e.g. stopped by another process):
 			// the exit status is a moment away.
 			select {
@@ -472,7 +508,7 @@ func liveStatus(c *callctx.Ctx, id string, rec *UnitRecord) UnitStatus {
 	}
 	st := recordStatus(rec, true)
 	switch {
-	case procs.Alive(rec.PID, rec.StartTicks):
+	case c.Procs.Alive(procs.Process{PID: rec.PID, StartTicks: rec.StartTicks}):
 		st.State, st.ExitCode, st.Signal = "running", nil, ""
 	case rec.State == "running":
 		st.State = "exited"
@@ -538,16 +574,16 @@ func stopUnit(ctx context.Context, c *callctx.Ctx, id string, rec *UnitRecord) (
 	if rec == nil {
 		return UnitStatus{ID: id, State: "not_started", Error: fmt.Sprintf("unit %s has no record in %s; check the id (spawn_units status lists the units)", id, UnitsPath)}, nil
 	}
-	members, err := procs.GroupMembers(rec.PGID)
+	alive, err := c.Procs.GroupAlive(rec.group())
 	if err != nil {
 		return UnitStatus{}, err
 	}
-	if !procs.Alive(rec.PID, rec.StartTicks) && len(members) == 0 {
+	if !alive {
 		return liveStatus(c, id, rec), nil
 	}
 	// Started by another toolhost process: stop its group after confirming
 	// the leader's identity (StopGroup refuses a reused group id).
-	rep, err := procs.StopGroup(ctx, rec.group(), procs.DefaultGrace)
+	rep, err := c.Procs.StopGroup(ctx, rec.group(), procs.DefaultGrace)
 	if errors.Is(err, procs.ErrForeignGroup) {
 		st := liveStatus(c, id, rec)
 		st.Note = strings.TrimPrefix(st.Note+"; ", "; ") + "nothing stopped: " + err.Error()
@@ -573,5 +609,81 @@ func stopUnit(ctx context.Context, c *callctx.Ctx, id string, rec *UnitRecord) (
 	if err == nil {
 		err = releasePort(c, id, rec.PID)
 	}
+	confine.RemoveTempDir(rec.TempDir)
 	return st, err
+}
+
+// confineUnit prepares a unit's confinement: the session agent's sandbox,
+// binding only its own port by default, and a private temp dir. A refusal
+// is the unit's start error.
+func confineUnit(c *callctx.Ctx, u UnitInput, port int) (*confine.Plan, error) {
+	owner := c.Procs.Self()
+	if u.Detached {
+		owner = procs.Process{}
+	}
+	plan, err := confine.Prepare(confine.Request{
+		Agent: c.AgentName, Sandbox: c.Settings.Sandbox, ProjectDir: c.ProjectDir,
+		Unit: u.ID, Port: port, TempFor: &owner, Mkdir: c.Files.MkdirAll,
+	})
+	var ue *confine.UnavailableError
+	if errors.As(err, &ue) {
+		return nil, failStart("%v", ue)
+	}
+	return plan, err
+}
+
+// sweepOrphans stops the units recorded as running whose toolhost is gone
+// (not detached ones, which are meant to outlive it) and records it, so no
+// unit stays foreign forever; it returns what it found.
+func sweepOrphans(ctx context.Context, c *callctx.Ctx) ([]UnitStatus, error) {
+	uf, err := loadUnits(c)
+	if err != nil {
+		return nil, err
+	}
+	self := c.Procs.Self()
+	var found []UnitStatus
+	for _, id := range slices.Sorted(maps.Keys(uf.Units)) {
+		rec := uf.Units[id]
+		owner := procs.Process{PID: rec.OwnerPID, StartTicks: rec.OwnerStartTicks}
+		if rec.State != "running" || rec.Detached || rec.OwnerStartTicks == 0 || owner == self || c.Procs.Alive(owner) {
+			continue
+		}
+		st := recordStatus(rec, true)
+		alive, err := c.Procs.GroupAlive(rec.group())
+		if err != nil {
+			return nil, err
+		}
+		state := "exited"
+		st.Note = fmt.Sprintf("toolhost pid %d, which started the unit, is gone, and so is the unit (stopped when its owner died); exit code unknown", rec.OwnerPID)
+		if alive {
+			rep, err := c.Procs.StopGroup(ctx, rec.group(), procs.DefaultGrace)
+			st.Stop = &rep
+			if err != nil && !errors.Is(err, procs.ErrForeignGroup) {
+				st.State, st.Error = "failed", err.Error()
+				found = append(found, st)
+				continue
+			}
+			state = "stopped"
+			st.Note = fmt.Sprintf("orphan: toolhost pid %d, which started the unit, is gone; this call stopped what was left of it", rec.OwnerPID)
+		}
+		st.State, st.ExitCode, st.Signal = state, nil, ""
+		now := c.Clock.Now()
+		err = sandbox.UpdateJSON(c.Files, UnitsPath, func(uf *UnitsFile, _ bool) error {
+			r := uf.Units[id]
+			if r == nil || r.PID != rec.PID || r.StartTicks != rec.StartTicks || r.State != "running" {
+				return sandbox.ErrUnchanged
+			}
+			r.State, r.ExitedAt = state, &now
+			return nil
+		})
+		if err == nil {
+			err = releasePort(c, id, rec.PID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		confine.RemoveTempDir(rec.TempDir)
+		found = append(found, st)
+	}
+	return found, nil
 }

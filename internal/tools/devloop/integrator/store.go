@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -55,8 +56,8 @@ type Reservation struct {
 }
 
 // held reports whether the reservation still keeps its port from others.
-func (r Reservation) held(now time.Time) bool {
-	if r.UnitPID > 0 && procs.Alive(r.UnitPID, r.UnitStartTicks) {
+func (r Reservation) held(c *callctx.Ctx, now time.Time) bool {
+	if r.UnitPID > 0 && c.Procs.Alive(procs.Process{PID: r.UnitPID, StartTicks: r.UnitStartTicks}) {
 		return true
 	}
 	return now.Sub(r.ReservedAt) < ReservationTTL
@@ -77,8 +78,18 @@ type UnitRecord struct {
 	StartTicks uint64    `json:"start_ticks"`
 	StartedAt  time.Time `json:"started_at"`
 	Port       int       `json:"port,omitempty"`
-	OwnerPID   int       `json:"owner_pid"`
-	SessionID  string    `json:"session_id,omitempty"`
+	// OwnerPID and OwnerStartTicks name the toolhost process that started
+	// the unit; a unit whose owner is gone and that is not Detached is an
+	// orphan the next spawn_units call stops.
+	OwnerPID        int    `json:"owner_pid"`
+	OwnerStartTicks uint64 `json:"owner_start_ticks,omitempty"`
+	SessionID       string `json:"session_id,omitempty"`
+	// Detached units outlive the session that started them.
+	Detached bool `json:"detached,omitempty"`
+	// Sandbox is how the unit is confined.
+	Sandbox *confine.Report `json:"sandbox,omitempty"`
+	// TempDir is the unit's private $TMPDIR, removed when it is gone.
+	TempDir string `json:"temp_dir,omitempty"`
 	// State is running, exited (by itself) or stopped (on request).
 	State     string     `json:"state"`
 	ExitCode  *int       `json:"exit_code,omitempty"`

@@ -110,28 +110,37 @@ func waitGone(t *testing.T, pid int) {
 
 // TestBashKillsGroup proves that children never outlive the call: on
 // timeout, on cancel and after a normal exit that left a background job.
+// The command publishes the job's pid by renaming a complete file into
+// place, so the test never reads a half-written pid.
 func TestBashKillsGroup(t *testing.T) {
 	t.Parallel()
+	const publish = "sleep 60 & echo $! > child.tmp && mv child.tmp child.pid"
 	cases := []struct {
 		name    string
 		command string
 		timeout int
 		cancel  bool
 	}{
-		{name: "timeout", command: "sleep 60 & echo $! > child.pid; wait", timeout: 500},
-		{name: "cancel", command: "sleep 60 & echo $! > child.pid; wait", cancel: true},
-		{name: "background job after exit", command: "sleep 60 & echo $! > child.pid"},
+		{name: "timeout", command: publish + "; wait", timeout: 500},
+		{name: "cancel", command: publish + "; wait", cancel: true},
+		{name: "background job after exit", command: publish},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c, dir := newCtx(t, "")
+			c, proj := newCtx(t, "units/a")
+			dir := filepath.Join(proj, "units/a")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			if tc.cancel {
 				go func() {
 					for {
-						if _, err := os.Stat(filepath.Join(dir, "child.pid")); err == nil {
+						// The redirect creates the file before echo writes
+						// the pid: cancel only once the whole line is there.
+						if b, err := os.ReadFile(filepath.Join(dir, "child.pid")); err == nil && strings.HasSuffix(string(b), "\n") {
 							cancel()
 							return
 						}

@@ -191,7 +191,7 @@ func status(t *testing.T, method, url string) int {
 func TestDiffOnRealApps(t *testing.T) {
 	t.Parallel()
 	node := testutil.NeedTool(t, "node", "", "apt-get install nodejs")
-	express := testutil.NeedDep(t, "express/node_modules/express/package.json", "make deps (or bash scripts/deps/60-express.sh)")
+	express := testutil.NeedDeps(t, ".deps/express/node_modules/express/package.json", "make deps (or bash scripts/deps/70-express.sh)")
 	goBin := testutil.NeedTool(t, "go", "", "install Go")
 	cases := []struct {
 		name, unit, contractFile, contractDoc string

@@ -1,0 +1,211 @@
+package confine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The three Landlock system calls, called directly. go-landlock's syscall
+// package links libpsx (with cgo it wraps pthread_create for the whole
+// program) for the all-threads enforcement toolhost must never use, and its
+// rules open paths by name, following symlinks; what toolhost needs is
+// three syscalls on descriptors it opened itself.
+
+func abiVersion() (int, error) {
+	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(v), nil
+}
+
+func createRuleset(attr *unix.LandlockRulesetAttr) (int, error) {
+	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(attr)), unsafe.Sizeof(*attr), 0)
+	if errno != 0 {
+		return -1, errno
+	}
+	return int(fd), nil
+}
+
+// ruleNetPort and netPortAttr are struct landlock_net_port_attr (ABI 4),
+// which x/sys does not define.
+const ruleNetPort = 2
+
+type netPortAttr struct {
+	allowedAccess uint64
+	port          uint64
+}
+
+func addRule(ruleset, kind int, attr unsafe.Pointer) error {
+	_, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), uintptr(kind), uintptr(attr), 0, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+func restrictSelf(ruleset int, flags uint32) error {
+	_, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(ruleset), uintptr(flags), 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// ABIEnv caps the Landlock ABI toolhost uses (0: as if the kernel had no
+// Landlock). It can only lower what the kernel offers.
+const ABIEnv = "TOOLHOST_LANDLOCK_ABI"
+
+// Kernel is the Landlock the running kernel offers, as toolhost will use it.
+type Kernel struct {
+	// ABI is the Landlock ABI version in use (0: none).
+	ABI int `json:"abi"`
+	// KernelABI is what the kernel reports (0: none).
+	KernelABI int `json:"kernel_abi"`
+	// Reason says why ABI is 0 or lower than KernelABI.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Detect asks the kernel for its Landlock ABI and applies ABIEnv.
+func Detect() Kernel {
+	var k Kernel
+	v, err := abiVersion()
+	switch {
+	case err == nil:
+		k.KernelABI = v
+	case errors.Is(err, unix.ENOSYS):
+		k.Reason = "this kernel has no Landlock (it needs Linux 5.13 or later built with CONFIG_SECURITY_LANDLOCK)"
+	case errors.Is(err, unix.EOPNOTSUPP):
+		k.Reason = "Landlock is built into this kernel but not enabled (add landlock to the lsm= boot parameter)"
+	case errors.Is(err, unix.EPERM):
+		k.Reason = "a seccomp filter refuses the Landlock system calls (a container runtime's default profile does this)"
+	default:
+		k.Reason = "the kernel refused the Landlock version query: " + err.Error()
+	}
+	k.ABI = k.KernelABI
+	if s, ok := os.LookupEnv(ABIEnv); ok {
+		n, err := strconv.Atoi(s)
+		if err == nil && n >= 0 && n < k.ABI {
+			k.ABI = n
+			k.Reason = fmt.Sprintf("%s=%s caps the Landlock ABI at %d (the kernel offers %d)", ABIEnv, s, n, k.KernelABI)
+			if n == 0 {
+				k.Reason = fmt.Sprintf("%s=0 disables Landlock (the kernel offers ABI %d)", ABIEnv, k.KernelABI)
+			}
+		}
+	}
+	return k
+}
+
+// Access rights, by what they are for.
+const (
+	readRights = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR
+	// fileWrite are the rights a rule on a regular file or a device can hold.
+	fileWrite = unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	// dirWrite is everything a command may do beneath a write root. Device
+	// nodes (make_char, make_block) are left out: nothing a command needs.
+	// fileRights are all a rule on something that is not a directory may
+	// hold (the kernel refuses directory rights there).
+	fileRights = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_READ_FILE | fileWrite | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	dirWrite   = fileWrite | unix.LANDLOCK_ACCESS_FS_REMOVE_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_FILE | unix.LANDLOCK_ACCESS_FS_MAKE_DIR |
+		unix.LANDLOCK_ACCESS_FS_MAKE_REG | unix.LANDLOCK_ACCESS_FS_MAKE_SYM | unix.LANDLOCK_ACCESS_FS_MAKE_FIFO | unix.LANDLOCK_ACCESS_FS_MAKE_SOCK | unix.LANDLOCK_ACCESS_FS_REFER
+)
+
+// fsRights are the file-system rights ABI v understands.
+func fsRights(v int) uint64 {
+	var a uint64
+	if v >= 1 {
+		a = 1<<13 - 1 // execute … make_sym
+	}
+	if v >= 2 {
+		a |= unix.LANDLOCK_ACCESS_FS_REFER
+	}
+	if v >= 3 {
+		a |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	}
+	if v >= 5 {
+		a |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	}
+	if v >= 9 {
+		a |= unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX
+	}
+	return a
+}
+
+// Feature levels.
+const (
+	abiNet    = 4 // TCP bind and connect
+	abiScoped = 6 // signals and abstract unix sockets
+	abiLogs   = 7 // audit logging of denials after exec
+)
+
+// ruleset builds a Landlock ruleset holding the plan's rules and returns
+// its descriptor (close-on-exec).
+func (p *Plan) ruleset() (int, error) {
+	attr := unix.LandlockRulesetAttr{Handled_access_fs: p.handledFS, Handled_access_net: p.handledNet, Scoped: p.scoped}
+	fd, err := createRuleset(&attr)
+	if err != nil {
+		return -1, fmt.Errorf("landlock_create_ruleset: %w", err)
+	}
+	for _, r := range p.rules {
+		access := r.access & p.handledFS
+		if !r.dir {
+			access &= fileRights
+		}
+		if access == 0 {
+			continue
+		}
+		a := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(r.fd)}
+		if err := addRule(fd, unix.LANDLOCK_RULE_PATH_BENEATH, unsafe.Pointer(&a)); err != nil {
+			unix.Close(fd)
+			return -1, fmt.Errorf("landlock_add_rule %s: %w", r.name, err)
+		}
+	}
+	for _, r := range p.ports {
+		a := netPortAttr{allowedAccess: r.access, port: uint64(r.port)}
+		if err := addRule(fd, ruleNetPort, unsafe.Pointer(&a)); err != nil {
+			unix.Close(fd)
+			return -1, fmt.Errorf("landlock_add_rule port %d: %w", r.port, err)
+		}
+	}
+	return fd, nil
+}
+
+// Restrict confines the calling OS thread to the plan: no_new_privs, then
+// landlock_restrict_self without TSYNC, so only this thread (and what it
+// forks or execs from now on) is confined. The caller must hold
+// runtime.LockOSThread and never unlock it, so that the Go runtime discards
+// the thread instead of running other goroutines on it. A plan that runs
+// unconfined does nothing.
+func (p *Plan) Restrict() error {
+	if p.ruleFD < 0 {
+		return nil
+	}
+	// Without no_new_privs only CAP_SYS_ADMIN may restrict itself; set it
+	// always, so root and everyone else get the same behaviour.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	if p.mptcpArch != 0 {
+		if err := refuseMPTCP(p.mptcpArch); err != nil {
+			return err
+		}
+	}
+	var flags uint32
+	if p.ABI >= abiLogs {
+		// Denials of the command (a new program after exec) reach the
+		// kernel's audit log, where an administrator can see them.
+		flags |= unix.LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON
+	}
+	if err := restrictSelf(p.ruleFD, flags); err != nil {
+		if errors.Is(err, unix.E2BIG) {
+			return fmt.Errorf("landlock_restrict_self: this process is already inside 16 nested Landlock domains: %w", err)
+		}
+		return fmt.Errorf("landlock_restrict_self: %w", err)
+	}
+	return nil
+}

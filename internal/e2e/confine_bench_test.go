@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/toolhost/toolhost/internal/stdioclient"
+	"github.com/toolhost/toolhost/internal/testutil"
+)
+
+// BenchmarkBashConfinement is what confinement adds to a command: the bash
+// tool running `true` through the real binary, in a tester session that
+// confines it (Landlock ruleset, private $TMPDIR) and in one whose agent
+// has sandbox.commands off, calls alternating so both see the same
+// machine. It reports the median of each and their difference:
+//
+//	go test -run '^$' -bench BashConfinement -benchtime 300x ./internal/e2e
+func BenchmarkBashConfinement(b *testing.B) {
+	off := writeAgents(b, func(a map[string]any) { a["sandbox"].(map[string]any)["commands"] = "off" })
+	start := func(args ...string) *stdioclient.Client {
+		dir := b.TempDir()
+		if err := os.MkdirAll(filepath.Join(dir, "units/a/tests"), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		return testutil.Serve(b, append([]string{"--project-dir", dir, "--agent", "tester", "--log-level", "warn"}, args...)...)
+	}
+	confined, plain := start(), start("--agents", off)
+	call := func(c *stdioclient.Client) time.Duration {
+		t0 := time.Now()
+		r, err := c.CallTool(context.Background(), "bash", map[string]any{"command": "true"}, nil)
+		d := time.Since(t0)
+		if err != nil || r.IsError {
+			b.Fatalf("bash: %v %+v", err, r)
+		}
+		return d
+	}
+	// Warm both (the first command also starts the session's warden).
+	call(confined)
+	call(plain)
+	var on, offs []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		if i%2 == 0 {
+			on = append(on, call(confined))
+			offs = append(offs, call(plain))
+		} else {
+			offs = append(offs, call(plain))
+			on = append(on, call(confined))
+		}
+	}
+	b.StopTimer()
+	m1, m0 := median(on), median(offs)
+	b.ReportMetric(ms(m1), "confined-p50-ms")
+	b.ReportMetric(ms(m0), "off-p50-ms")
+	b.ReportMetric(ms(m1-m0), "added-p50-ms")
+}
+
+// BenchmarkConfineReexec is the other way to confine a command, measured
+// for the design note: `toolhost confine -- true` (a whole Go start of
+// toolhost, then exec) against `true` run directly, alternating.
+//
+//	go test -run '^$' -bench ConfineReexec -benchtime 200x ./internal/e2e
+func BenchmarkConfineReexec(b *testing.B) {
+	bin := testutil.Toolhost(b)
+	dir := b.TempDir()
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		b.Fatal(err)
+	}
+	run := func(name string, args ...string) time.Duration {
+		t0 := time.Now()
+		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+			b.Fatalf("%s: %v %s", name, err, out)
+		}
+		return time.Since(t0)
+	}
+	var via, direct []time.Duration
+	for range b.N {
+		via = append(via, run(bin, "confine", "--agent", "tester", "--project-dir", dir, "--", truePath))
+		direct = append(direct, run(truePath))
+	}
+	b.ReportMetric(ms(median(via)), "confine-p50-ms")
+	b.ReportMetric(ms(median(direct)), "direct-p50-ms")
+	b.ReportMetric(ms(median(via)-median(direct)), "added-p50-ms")
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,43 @@
+package policy
+
+import (
+	"fmt"
+
+	"github.com/toolhost/toolhost/internal/agents"
+	"github.com/toolhost/toolhost/internal/tool"
+)
+
+// Access is what one agent may do with one tool under a policy file.
+type Access struct {
+	// Decision is the file's answer for the tool (permission, timeout,
+	// retries, confirmation); it applies when the tool is visible.
+	Decision
+	// Reason is empty when the agent sees the tool and may call it;
+	// otherwise it says, to the model, which rule hides the tool.
+	Reason string
+}
+
+// Visible reports whether the agent sees the tool and may call it.
+func (a Access) Visible() bool { return a.Reason == "" }
+
+// Access is the one answer to "does agent ag see tool s under f, and if
+// not, why": tools/list (both transports), `tools list --agent`, `tools
+// export`, `mcp-config --allowed-tools` and the engine's permission stage
+// all ask it, so what an agent is offered and what it may call never
+// differ. The agent's toolPolicy is asked first, then the file.
+func (f *File) Access(ag *agents.Agent, s *tool.Spec) Access {
+	d := f.Decide(s)
+	a := Access{Decision: d}
+	switch raw := f.Tools[s.Name].Permission; {
+	case !ag.Allows(s.Name):
+		a.Reason = fmt.Sprintf("tool %s is not allowed for agent %s", s.Name, ag.Name)
+	case d.Allowed():
+	case !d.Listed:
+		a.Reason = fmt.Sprintf("tool %s is not listed in the tool policy, so it is denied", s.Name)
+	case raw != Deny:
+		a.Reason = fmt.Sprintf("tool %s has permission %q in the tool policy, which is not read, write or deny, so it is denied", s.Name, raw)
+	default:
+		a.Reason = fmt.Sprintf("tool %s is denied by the tool policy (permission %q)", s.Name, d.Permission)
+	}
+	return a
+}

@@ -1,0 +1,60 @@
+package policy_test
+
+import (
+	"testing"
+
+	"github.com/toolhost/toolhost/internal/agents"
+	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/tool"
+)
+
+func TestAccess(t *testing.T) {
+	t.Parallel()
+	f, err := policy.Parse([]byte(`{"tools":{
+		"listed_read":  {"permission":"read","timeout_ms":1500},
+		"listed_deny":  {"permission":"deny"},
+		"odd":          {"permission":"admin"},
+		"gh__search":   {"permission":"read"}
+	}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag := &agents.Agent{Name: "devloop-coder"}
+	ag.CLI.ToolPolicy = []string{"listed_read", "listed_deny", "odd", "unlisted_write", "gh__*", "Bash"}
+	builtin := func(name string, e tool.Effect) *tool.Spec {
+		return &tool.Spec{Name: name, Effect: e, Source: "builtin"}
+	}
+	upstream := func(name string) *tool.Spec { return &tool.Spec{Name: name, Source: "mcp:gh"} }
+	cases := []struct {
+		name       string
+		spec       *tool.Spec
+		permission string
+		reason     string
+	}{
+		{"listed read", builtin("listed_read", tool.ReadOnly), policy.Read, ""},
+		{"unlisted built-in takes its effect's default", builtin("unlisted_write", tool.Additive), policy.Write, ""},
+		{"upstream tool listed and matched by a glob", upstream("gh__search"), policy.Read, ""},
+		{"not in the agent's toolPolicy", builtin("bootstrap_prd_site", tool.Additive), policy.Write,
+			"tool bootstrap_prd_site is not allowed for agent devloop-coder"},
+		{"toolPolicy first, even when the file denies too", upstream("other__x"), policy.Deny,
+			"tool other__x is not allowed for agent devloop-coder"},
+		{"denied by the file", builtin("listed_deny", tool.ReadOnly), policy.Deny,
+			`tool listed_deny is denied by the tool policy (permission "deny")`},
+		{"permission the file does not know", builtin("odd", tool.ReadOnly), policy.Deny,
+			`tool odd has permission "admin" in the tool policy, which is not read, write or deny, so it is denied`},
+		{"upstream tool the file does not list", upstream("gh__delete_repo"), policy.Deny,
+			"tool gh__delete_repo is not listed in the tool policy, so it is denied"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a := f.Access(ag, tc.spec)
+			if a.Reason != tc.reason || a.Visible() != (tc.reason == "") || a.Permission != tc.permission {
+				t.Fatalf("Access(%s) = %+v; want permission %s, reason %q", tc.spec.Name, a, tc.permission, tc.reason)
+			}
+			if a.Decision != f.Decide(tc.spec) {
+				t.Fatalf("Access carries %+v, Decide says %+v", a.Decision, f.Decide(tc.spec))
+			}
+		})
+	}
+}

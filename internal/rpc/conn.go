@@ -1,0 +1,418 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/toolhost/toolhost/internal/gopool"
+)
+
+// Peer lets a method handler talk back to the client during a call.
+type Peer interface {
+	// Notify sends a notification that relates to the request.
+	Notify(ctx context.Context, method string, params any) error
+	// Call sends a request to the client and waits for its result.
+	Call(ctx context.Context, method string, params, result any) error
+	// Session is the peer for messages that relate to no request (a
+	// legacy session's notifications/tools/list_changed): the stdio
+	// stream, or an HTTP session's GET stream.
+	Session() Peer
+}
+
+// Handler serves the methods of one connection.
+type Handler interface {
+	// Handle answers a request; a returned *Error (possibly wrapped) keeps
+	// its code, any other error becomes -32603.
+	Handle(ctx context.Context, peer Peer, req Request) (any, error)
+	// Notification receives a client notification (other than
+	// notifications/cancelled, which the connection handles itself).
+	Notification(ctx context.Context, peer Peer, method string, params json.RawMessage)
+}
+
+// Drainer is implemented by a Handler that holds requests open until it is
+// told to stop (subscriptions/listen): Draining runs when shutdown starts,
+// before in-flight requests are waited for.
+type Drainer interface {
+	Draining()
+}
+
+// Sink carries the messages of a request to the client: on stdio the one
+// stream of the session, on HTTP the response of the POST that carried the
+// request.
+type Sink interface {
+	// Send writes a notification or a request of ours that relates to the
+	// request.
+	Send(msg []byte) error
+	// Reply writes the final response (e set when it is an error); nil
+	// msg means the request ends without one (cancelled by the client).
+	Reply(msg []byte, e *Error) error
+}
+
+// ErrShutdown is the cause given to calls still running when a shutdown's
+// grace period ends.
+var ErrShutdown = errors.New("toolhost was shutting down and the call did not finish within the grace period (--grace)")
+
+// ConnOptions configure a Conn.
+type ConnOptions struct {
+	// MaxInFlight caps the requests running or waiting to write their
+	// response (DefaultMaxInFlight if zero); one more is refused with
+	// CodeOverloaded.
+	MaxInFlight int
+	// Grace bounds how long in-flight calls may run after shutdown starts
+	// (default 10 s).
+	Grace time.Duration
+	Log   zerolog.Logger
+	// Session carries the messages that relate to no request; nil drops
+	// them.
+	Session Sink
+}
+
+// Conn is the JSON-RPC state of one connection, whatever carries it: the
+// requests in flight by id (to refuse a duplicate and to cancel one),
+// our requests to the client waiting for their answers, and the drain at
+// shutdown. Both transports frame messages into a Conn.
+type Conn struct {
+	h    Handler
+	opts ConnOptions
+	log  zerolog.Logger
+	// workers runs requests on goroutines whose stacks are already grown.
+	workers *gopool.Pool
+
+	base   context.Context
+	cancel context.CancelCauseFunc
+	mu     sync.Mutex
+	// cancels holds the calls in flight by raw id; a cancelled call leaves
+	// it at once, so its id may be used again.
+	cancels  map[string]*context.CancelFunc
+	inflight sync.WaitGroup
+	running  int
+	draining bool
+
+	// session is the peer of Conn-wide messages; a request whose sink is
+	// the session sink uses it as its own peer (no allocation per call).
+	session *peer
+
+	// pending are our requests to the client (elicitation) by id.
+	nextID  atomic.Int64
+	pmu     sync.Mutex
+	pending map[string]chan response
+	closed  bool
+}
+
+// response is what the client sent back for one of our requests.
+type response struct {
+	result json.RawMessage
+	err    *Error
+}
+
+// NewConn returns a connection serving h.
+func NewConn(h Handler, opts ConnOptions) *Conn {
+	if opts.Grace <= 0 {
+		opts.Grace = 10 * time.Second
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	base, cancel := context.WithCancelCause(context.Background())
+	c := &Conn{h: h, opts: opts, log: opts.Log, base: base, cancel: cancel,
+		cancels: map[string]*context.CancelFunc{}, pending: map[string]chan response{},
+		workers: gopool.New(10 * time.Second)}
+	c.session = &peer{c: c, sink: opts.Session}
+	return c
+}
+
+// SessionPeer is the peer of the messages that relate to no request.
+func (c *Conn) SessionPeer() Peer { return c.session }
+
+// Dispatch serves one decoded message that arrived on sink: a request runs
+// on a worker (a slow call never blocks ping or another call) and answers
+// through sink; a notification or a response to one of our requests is
+// handled at once.
+func (c *Conn) Dispatch(m *Message, sink Sink) {
+	switch {
+	case m.Method != nil && (len(m.Result) > 0 || m.Error != nil):
+		c.refuse(sink, m.ID, NewError(CodeInvalidRequest, "invalid request: a message is either a request (method) or a response (result or error), not both"))
+	case m.Method != nil && len(m.ID) == 0:
+		c.notification(*m.Method, m.Params, sink)
+	case m.Method != nil:
+		c.request(m, sink)
+	case len(m.ID) > 0 && (len(m.Result) > 0 || m.Error != nil):
+		c.clientResponse(m)
+	default:
+		c.refuse(sink, m.ID, NewError(CodeInvalidRequest, "invalid request: a message needs a method (request, notification) or a result or error (response)"))
+	}
+}
+
+func (c *Conn) refuse(sink Sink, id json.RawMessage, e *Error) {
+	_ = sink.Reply(EncodeError(id, e), e)
+}
+
+func (c *Conn) peerFor(sink Sink) *peer {
+	if sink == c.opts.Session {
+		return c.session
+	}
+	return &peer{c: c, sink: sink}
+}
+
+func (c *Conn) notification(method string, params json.RawMessage, sink Sink) {
+	if method == "notifications/cancelled" {
+		c.cancelRequest(params)
+		return
+	}
+	c.h.Notification(c.base, c.peerFor(sink), method, params)
+}
+
+// admit registers a request (under key in the cancel map when key is
+// set), or returns the error to refuse it with.
+func (c *Conn) admit(key string, entry *context.CancelFunc) *Error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.draining {
+		return NewError(CodeShuttingDown, "server is shutting down")
+	}
+	if _, dup := c.cancels[key]; entry != nil && dup {
+		return NewError(CodeInvalidRequest, "invalid request: a call with this id is still in flight; use a new id for each request")
+	}
+	if c.running >= c.opts.MaxInFlight {
+		return NewError(CodeOverloaded, fmt.Sprintf("server overloaded: %d requests already in flight; retry when some have been answered", c.opts.MaxInFlight))
+	}
+	c.running++
+	c.inflight.Add(1)
+	if entry != nil {
+		c.cancels[key] = entry
+	}
+	return nil
+}
+
+func (c *Conn) request(m *Message, sink Sink) {
+	key := string(m.ID)
+	ctx, cancel := context.WithCancel(c.base)
+	entry := &cancel
+	if e := c.admit(key, entry); e != nil {
+		cancel()
+		c.refuse(sink, m.ID, e)
+		return
+	}
+	req := Request{ID: m.ID, Method: *m.Method, Params: m.Params}
+	p := c.peerFor(sink)
+	c.workers.Go(func() {
+		defer cancel()
+		c.run(ctx, p, req, sink, func() {
+			if c.cancels[key] == entry {
+				delete(c.cancels, key)
+			}
+		})
+	})
+}
+
+// Serve runs one request on the caller's goroutine, in ctx (cancelled
+// when the client goes away) and the connection's lifetime. It is for
+// transports where each request has a context of its own and nothing
+// refers to it by id (a stateless HTTP POST): no duplicate check, no
+// cancellation by notifications/cancelled.
+func (c *Conn) Serve(ctx context.Context, m *Message, sink Sink) {
+	if e := c.admit("", nil); e != nil {
+		c.refuse(sink, m.ID, e)
+		return
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(c.base, func() { cancel(context.Cause(c.base)) })
+	defer stop()
+	c.run(ctx, c.peerFor(sink), Request{ID: m.ID, Method: *m.Method, Params: m.Params}, sink, nil)
+}
+
+// run calls the handler and answers; unregister runs under c.mu once the
+// handler returned.
+func (c *Conn) run(ctx context.Context, p *peer, req Request, sink Sink, unregister func()) {
+	defer c.inflight.Done()
+	// A request counts as running until its answer is written, so a client
+	// that sends without reading stalls at the cap.
+	defer func() {
+		c.mu.Lock()
+		c.running--
+		c.mu.Unlock()
+	}()
+	result, err := c.h.Handle(ctx, p, req)
+	if unregister != nil {
+		c.mu.Lock()
+		unregister()
+		c.mu.Unlock()
+	}
+	if ctx.Err() != nil && c.base.Err() == nil {
+		// Cancelled by the client: MCP says no response is sent.
+		_ = sink.Reply(nil, nil)
+		return
+	}
+	if err != nil {
+		e := ToWire(err)
+		_ = sink.Reply(EncodeError(req.ID, e), e)
+		return
+	}
+	b, e := EncodeResult(req.ID, result)
+	if e != nil {
+		_ = sink.Reply(EncodeError(req.ID, e), e)
+		return
+	}
+	if err := sink.Reply(b, nil); err != nil {
+		c.log.Error().Err(err).Str("method", req.Method).Msg("write response")
+	}
+}
+
+func (c *Conn) cancelRequest(params json.RawMessage) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil || len(p.RequestID) == 0 {
+		return
+	}
+	c.mu.Lock()
+	cancel := c.cancels[string(p.RequestID)]
+	delete(c.cancels, string(p.RequestID))
+	c.mu.Unlock()
+	if cancel != nil {
+		(*cancel)()
+	}
+}
+
+// errClosed is returned to a Call still waiting when the connection ends.
+var errClosed = errors.New("the session ended before the client answered")
+
+// peer is the Peer of the requests that arrived on one sink.
+type peer struct {
+	c    *Conn
+	sink Sink
+}
+
+// Notify implements Peer.
+func (p *peer) Notify(_ context.Context, method string, params any) error {
+	if p.sink == nil {
+		return nil
+	}
+	b, err := EncodeNotification(method, params)
+	if err != nil {
+		return err
+	}
+	return p.sink.Send(b)
+}
+
+// Session implements Peer.
+func (p *peer) Session() Peer { return p.c.session }
+
+// Call implements Peer: a request to the client, answered through Dispatch.
+func (p *peer) Call(ctx context.Context, method string, params, result any) error {
+	c := p.c
+	if p.sink == nil {
+		return errors.New("no stream to the client is open")
+	}
+	id := strconv.FormatInt(c.nextID.Add(1), 10)
+	ch := make(chan response, 1)
+	c.pmu.Lock()
+	if c.closed {
+		c.pmu.Unlock()
+		return errClosed
+	}
+	c.pending[id] = ch
+	c.pmu.Unlock()
+	defer func() {
+		c.pmu.Lock()
+		delete(c.pending, id)
+		c.pmu.Unlock()
+	}()
+	b, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  any             `json:"params,omitempty"`
+	}{"2.0", json.RawMessage(id), method, params})
+	if err != nil {
+		return err
+	}
+	if err := p.sink.Send(b); err != nil {
+		return err
+	}
+	select {
+	case r, ok := <-ch:
+		if !ok {
+			return errClosed
+		}
+		if r.err != nil {
+			return r.err
+		}
+		if result == nil {
+			return nil
+		}
+		return json.Unmarshal(r.result, result)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// clientResponse hands the client's answer to the Call waiting for it.
+func (c *Conn) clientResponse(m *Message) {
+	c.pmu.Lock()
+	ch := c.pending[string(m.ID)]
+	delete(c.pending, string(m.ID))
+	c.pmu.Unlock()
+	if ch == nil {
+		c.log.Debug().RawJSON("id", m.ID).Msg("ignoring a response with no corresponding request")
+		return
+	}
+	ch <- response{result: m.Result, err: m.Error}
+}
+
+// Close fails the Calls still waiting (nobody will answer them) and
+// cancels what still runs.
+func (c *Conn) Close() {
+	c.pmu.Lock()
+	c.closed = true
+	for id, ch := range c.pending {
+		close(ch)
+		delete(c.pending, id)
+	}
+	c.pmu.Unlock()
+	c.cancel(ErrShutdown)
+}
+
+// Abort cancels every call at once (nobody can receive an answer any
+// more) and waits, bounded, for them to end.
+func (c *Conn) Abort(cause error) {
+	c.mu.Lock()
+	c.draining = true
+	c.mu.Unlock()
+	c.cancel(cause)
+	c.Drain()
+}
+
+// Drain stops new requests and waits (bounded by the grace period) for the
+// ones in flight; those still running then are cancelled with ErrShutdown
+// as the cause, and answered.
+func (c *Conn) Drain() {
+	c.mu.Lock()
+	first := !c.draining
+	c.draining = true
+	c.mu.Unlock()
+	if d, ok := c.h.(Drainer); ok && first {
+		d.Draining()
+	}
+	done := make(chan struct{})
+	go func() { c.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(c.opts.Grace):
+		c.log.Warn().Str("event", "drain_timeout").Msg("in-flight calls still running after the grace period; cancelling them")
+		c.cancel(ErrShutdown)
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+		}
+	}
+}
