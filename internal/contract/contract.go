@@ -182,13 +182,7 @@ func toJSON(n *yaml.Node) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+	return encode(v)
 }
 
 // maxDepth bounds nesting (and alias expansion) of a contract.

@@ -24,6 +24,11 @@ func Canonical(data []byte) ([]byte, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("not valid JSON: trailing data after the document")
 	}
+	return encode(v)
+}
+
+// encode writes v as compact JSON without HTML escaping or a newline.
+func encode(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

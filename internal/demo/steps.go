@@ -50,6 +50,30 @@ type (
 		Level   string `json:"level"`
 		Message string `json:"message"`
 	}
+	// evidenceResult and classifyResult are what the Triager's steps read
+	// of extract_evidence and category_classifier.
+	evidenceResult struct {
+		Path           string `json:"path"`
+		EvidenceStatus string `json:"evidence_status"`
+		Verified       []struct {
+			Kind    string `json:"kind"`
+			Path    string `json:"path"`
+			Excerpt string `json:"excerpt"`
+		} `json:"verified"`
+		Missing []struct {
+			Cited  string `json:"cited"`
+			Reason string `json:"reason"`
+		} `json:"missing"`
+	}
+	classifyResult struct {
+		Category   string  `json:"category"`
+		Confidence float64 `json:"confidence"`
+		Signals    []struct {
+			Rule    string `json:"rule"`
+			Where   string `json:"where"`
+			Excerpt string `json:"excerpt"`
+		} `json:"signals"`
+	}
 	bugOpened struct {
 		ID        string `json:"id"`
 		Path      string `json:"path"`
@@ -809,18 +833,7 @@ func (r *runner) runCase(s *agentSession) (string, error) {
 func (r *runner) triagerSteps(s *agentSession) []step {
 	return []step{
 		{"extract_evidence", func() (string, error) {
-			var out struct {
-				Path           string `json:"path"`
-				EvidenceStatus string `json:"evidence_status"`
-				Verified       []struct {
-					Kind string `json:"kind"`
-					Path string `json:"path"`
-				} `json:"verified"`
-				Missing []struct {
-					Cited  string `json:"cited"`
-					Reason string `json:"reason"`
-				} `json:"missing"`
-			}
+			var out evidenceResult
 			if err := s.call("extract_evidence", map[string]any{"bug_id": r.deleteBug}, &out); err != nil {
 				return "", err
 			}
@@ -835,14 +848,7 @@ func (r *runner) triagerSteps(s *agentSession) []step {
 			return fmt.Sprintf("%s: verified (%s) → %s", r.deleteBug, strings.Join(kinds, ", "), out.Path), nil
 		}},
 		{"category_classifier", func() (string, error) {
-			var out struct {
-				Category   string  `json:"category"`
-				Confidence float64 `json:"confidence"`
-				Signals    []struct {
-					Rule  string `json:"rule"`
-					Where string `json:"where"`
-				} `json:"signals"`
-			}
+			var out classifyResult
 			if err := s.call("category_classifier", map[string]any{"bug_id": r.deleteBug}, &out); err != nil {
 				return "", err
 			}
@@ -856,16 +862,7 @@ func (r *runner) triagerSteps(s *agentSession) []step {
 			return fmt.Sprintf("%s, confidence %.2f (%s)", out.Category, out.Confidence, clip(strings.Join(rules, ", "), 80)), nil
 		}},
 		{"extract_evidence hook", func() (string, error) {
-			var out struct {
-				EvidenceStatus string `json:"evidence_status"`
-				Verified       []struct {
-					Kind    string `json:"kind"`
-					Excerpt string `json:"excerpt"`
-				} `json:"verified"`
-				Missing []struct {
-					Reason string `json:"reason"`
-				} `json:"missing"`
-			}
+			var out evidenceResult
 			if err := s.call("extract_evidence", map[string]any{"bug_id": r.hookBug}, &out); err != nil {
 				return "", err
 			}
@@ -875,15 +872,7 @@ func (r *runner) triagerSteps(s *agentSession) []step {
 			return fmt.Sprintf("%s: verified, the failing beforeAll of %s in %s", r.hookBug, path.Base(r.hookFailure.File), reportPath), nil
 		}},
 		{"category_classifier hook", func() (string, error) {
-			var out struct {
-				Category   string  `json:"category"`
-				Confidence float64 `json:"confidence"`
-				Signals    []struct {
-					Rule    string `json:"rule"`
-					Where   string `json:"where"`
-					Excerpt string `json:"excerpt"`
-				} `json:"signals"`
-			}
+			var out classifyResult
 			if err := s.call("category_classifier", map[string]any{"bug_id": r.hookBug}, &out); err != nil {
 				return "", err
 			}
