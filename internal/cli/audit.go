@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -101,7 +103,8 @@ func newAuditCmd() *cobra.Command {
 			fmt.Fprintln(tw, "TIME\tAGENT\tTOOL\tSTATUS\tKIND\tRETRIES\tMS\tCALL_ID\tERROR")
 			for _, r := range rows {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%s\n", r.TS.UTC().Format("2006-01-02T15:04:05.000Z"),
-					r.Agent, r.Tool, r.Status, dash(r.ErrorKind), r.RetryCount, r.DurationMS, r.CallID, oneLine(r.Error, 80))
+					cell(r.Agent, maxCell), cell(r.Tool, maxCell), cell(r.Status, maxCell), cell(dash(r.ErrorKind), maxCell),
+					r.RetryCount, r.DurationMS, cell(r.CallID, maxCell), oneLine(r.Error, 80))
 			}
 			return tw.Flush()
 		},
@@ -132,7 +135,7 @@ func newAuditCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TOOL\tCOUNT\tOK\tOK_FALSE\tREJECTED\tFAILED\tP50_MS\tP99_MS")
 			for _, s := range stats {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\n", s.Tool, s.Count, s.OK, s.OKFalse, s.Rejected, s.Failed, s.P50MS, s.P99MS)
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\n", cell(s.Tool, maxCell), s.Count, s.OK, s.OKFalse, s.Rejected, s.Failed, s.P50MS, s.P99MS)
 			}
 			return tw.Flush()
 		},
@@ -147,13 +150,45 @@ func dash(s string) string {
 	return s
 }
 
-// oneLine keeps a table row on one line and at most n runes.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
+// oneLine keeps a message on one line of a table: its lines joined with
+// single spaces, rendered by cell.
+func oneLine(s string, n int) string { return cell(strings.Join(strings.Fields(s), " "), n) }
+
+// maxCell is the most runes a table cell shows of a field.
+const maxCell = 64
+
+// cell renders a field for a table: audit rows and confirmations hold what
+// callers sent (a call id, a tool name, arguments), so control characters,
+// bidi and other invisible format characters and invalid UTF-8 are escaped
+// (\n, \t, \x1b, \u202e, \xff) and the cell is cut to n runes, so that no
+// field can break the table, recolour the terminal or pass for another row.
+func cell(s string, n int) string {
+	var b strings.Builder
+	count := 0
+	for i, r := range s {
+		if count == n-1 && utf8.RuneCountInString(s[i:]) > 1 {
+			b.WriteString("…")
+			break
+		}
+		count++
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == 0x2028 || r == 0x2029:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
 	}
-	return s
+	return b.String()
 }
 
 // writeJSONLine writes v as one compact JSON line (audit rows, stats and

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/redact"
 	"github.com/toolhost/toolhost/internal/session"
 )
 
@@ -41,9 +42,11 @@ func (g *globals) logger() zerolog.Logger {
 	if err != nil || g.logLevel == "" {
 		level = zerolog.InfoLevel
 	}
-	var w io.Writer = g.stderr
+	// Every log line passes the one redactor: a reason quoting a command
+	// line, an error quoting a header keeps no credential.
+	w := redact.Writer(g.stderr)
 	if g.logFormat == "console" {
-		w = zerolog.ConsoleWriter{Out: g.stderr, TimeFormat: "15:04:05.000"}
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Logger()
 }

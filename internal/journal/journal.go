@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/fault"
+	"github.com/toolhost/toolhost/internal/redact"
 )
 
 // Paths of the shared logs, relative to the project dir.
@@ -34,7 +35,7 @@ type Events struct{ Door Door }
 
 // Emit implements callctx.Events.
 func (e Events) Emit(ev callctx.Event) error {
-	b, err := json.Marshal(ev)
+	b, err := redact.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("encode event %s: %w", ev.Kind, err)
 	}
@@ -63,7 +64,8 @@ func (t Timeline) Append(e callctx.TimelineEntry) (int64, error) {
 		return 0, err
 	}
 	e.Seq = last + 1
-	line, err := json.Marshal(e)
+	// What an agent or a tool writes to the timeline keeps no credential.
+	line, err := redact.Marshal(e)
 	if err != nil {
 		return 0, fmt.Errorf("encode timeline entry: %w", err)
 	}

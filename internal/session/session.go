@@ -22,6 +22,7 @@ import (
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/server"
+	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/tools/all"
 	"github.com/toolhost/toolhost/internal/upstream"
 )
@@ -135,7 +136,7 @@ func Open(o Options) (*Session, error) {
 		Identity: id, Services: svc, Settings: settings, Log: o.Log,
 		Confirm: &confirm.Store{Door: shared, Clock: svc.Clock},
 		States:  &confirm.States{Door: shared, Clock: svc.Clock},
-		Guard:   bashguard.Check,
+		Guard:   guardCommand,
 	}
 	eng.Init()
 	srv := &server.Server{Engine: eng, Name: "toolhost", Version: o.Version, PageSize: o.PageSize, Log: o.Log}
@@ -222,4 +223,12 @@ func (s *Session) Close() error {
 		}
 	})
 	return s.closeErr
+}
+
+// guardCommand runs the Bash guard on a command a tool would start.
+func guardCommand(c tool.Command) error {
+	if c.Argv != nil {
+		return bashguard.CheckArgv(c.Argv, c.Env)
+	}
+	return bashguard.Check(c.Script)
 }
