@@ -74,7 +74,7 @@ func TestFileSinkConcurrentAppends(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer door.Close()
-	sink := audit.NewFileSink(door, 5*time.Millisecond)
+	sink := audit.NewFileSink(door, audit.Options{SyncEvery: 5 * time.Millisecond})
 	const writers, each = 8, 50
 	pad := strings.Repeat("y", 20000)
 	var wg sync.WaitGroup
@@ -172,7 +172,7 @@ func TestFileSinkFollowsRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer door.Close()
-	sink := audit.NewFileSink(door, 5*time.Millisecond)
+	sink := audit.NewFileSink(door, audit.Options{SyncEvery: 5 * time.Millisecond})
 	defer sink.Close()
 	if err := sink.Write(&audit.Row{Tool: "before", Status: audit.StatusOK}); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,8 @@ package sandbox
 import (
 	"fmt"
 	"os"
+
+	"golang.org/x/sys/unix"
 )
 
 // File is one file of a WriteFiles batch.
@@ -11,11 +13,14 @@ type File struct {
 	Data []byte
 }
 
-// staged is a batch file whose content sits in a temp file next to its leaf.
+// staged is a batch file whose content sits in a temp file next to its
+// leaf; unlock releases the shared lock of its directory, held while the
+// temp file exists so RemoveStaleTemps never takes it for a dead write's.
 type staged struct {
-	t   target
-	dir *os.Root
-	tmp string
+	t      target
+	dir    *os.Root
+	tmp    string
+	unlock func()
 }
 
 // WriteFiles writes several files as one decision: every path is checked
@@ -72,6 +77,7 @@ func (s *Sandbox) WriteFiles(files []File) error {
 			if st.tmp != "" {
 				_ = st.dir.Remove(st.tmp)
 			}
+			st.unlock()
 			st.dir.Close()
 		}
 	}
@@ -81,8 +87,14 @@ func (s *Sandbox) WriteFiles(files []File) error {
 			cleanup()
 			return err
 		}
-		tmp, err := writeTemp(dir, files[i].Data)
-		done = append(done, staged{t: t, dir: dir, tmp: tmp})
+		unlock, err := s.lock(dirLockName(t.dir), unix.LOCK_SH)
+		if err != nil {
+			dir.Close()
+			cleanup()
+			return err
+		}
+		tmp, err := s.writeTemp(dir, files[i].Data)
+		done = append(done, staged{t: t, dir: dir, tmp: tmp, unlock: unlock})
 		if err != nil {
 			cleanup()
 			return err
@@ -110,9 +122,9 @@ func (s *Sandbox) WriteFiles(files []File) error {
 }
 
 // writeTemp writes data to a new fsynced temp file in dir and returns its
-// name; on error nothing is left behind.
-func writeTemp(dir *os.Root, data []byte) (string, error) {
-	tmp, f, err := createTemp(dir)
+// name; on error nothing is left behind. The caller holds dir's shared lock.
+func (s *Sandbox) writeTemp(dir *os.Root, data []byte) (string, error) {
+	tmp, f, err := s.createTemp(dir)
 	if err != nil {
 		return "", err
 	}
