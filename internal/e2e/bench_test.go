@@ -40,9 +40,9 @@ type loadServer struct {
 	out *bufio.Reader
 }
 
-func startLoadServer(b *testing.B) *loadServer {
+func startLoadServer(b *testing.B, extra ...string) *loadServer {
 	b.Helper()
-	return startProcess(b, []string{testutil.Toolhost(b), "serve", "--agent", "integrator", "--project-dir", b.TempDir(), "--log-level", "warn"})
+	return startProcess(b, append([]string{testutil.Toolhost(b), "serve", "--agent", "integrator", "--project-dir", b.TempDir(), "--log-level", "warn"}, extra...))
 }
 
 // startProcess spawns a server with its stdio piped to the load client.

@@ -91,7 +91,7 @@ func TestOfficialGoSDKClient(t *testing.T) {
 			if err != nil {
 				t.Fatalf("call with bad args: %v", err)
 			}
-			if text := bad.Content[0].(*mcp.TextContent).Text; !bad.IsError || !strings.Contains(text, "kind: invalid type") || !strings.Contains(text, "message") {
+			if text := bad.Content[0].(*mcp.TextContent).Text; !bad.IsError || !strings.Contains(text, "kind: must be string") || !strings.Contains(text, "message") {
 				t.Errorf("validation message should name the fields and rules: %v %q", bad.IsError, text)
 			}
 			for _, want := range []struct {
