@@ -123,7 +123,7 @@ func ParseWith(data []byte, o rules.Options) (*File, error) {
 	}
 	seen := map[string]bool{}
 	for i, u := range f.Upstream {
-		if !tool.NamePattern().MatchString(u.Name) || seen[u.Name] {
+		if !tool.ValidName(u.Name) || seen[u.Name] {
 			return nil, fmt.Errorf("policy file: upstream[%d]: name %q must be unique and match %s", i, u.Name, tool.NamePattern())
 		}
 		seen[u.Name] = true

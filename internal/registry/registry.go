@@ -178,7 +178,7 @@ func (r *Registry) AddAll(tools []tool.Tool) {
 }
 
 func checkName(name string) error {
-	if !tool.NamePattern().MatchString(name) {
+	if !tool.ValidName(name) {
 		return fmt.Errorf("tool name %q does not match %s", name, tool.NamePattern())
 	}
 	return nil

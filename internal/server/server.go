@@ -89,10 +89,16 @@ type listing struct {
 // policy changed and, when the list differs from the one served before,
 // sends notifications/tools/list_changed to the legacy clients that know
 // the list and to every subscriptions/listen stream that asked for it.
+// Before any list was served there is nothing to compare with and no one
+// to tell: the first tools/list builds it (start-up does not pay for it).
 func (s *Server) ToolsChanged() {
 	s.init()
 	s.listMu.Lock()
 	old := s.listCache.Load()
+	if old == nil {
+		s.listMu.Unlock()
+		return
+	}
 	l := s.build()
 	s.listCache.Store(l)
 	s.listMu.Unlock()

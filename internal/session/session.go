@@ -129,10 +129,12 @@ func Open(o Options) (*Session, error) {
 	}
 	pol := policy.LoadWith(o.PolicyFile, o.Log, RuleOptions(reg, abs))
 	// Private temp dirs of commands whose toolhost died (SIGKILL during a
-	// command) are removed by whichever session starts next, beside the
-	// start (reading the temp dir must not delay initialize).
-	swept := make(chan struct{})
-	go func() { confine.RemoveStaleTempDirs(); close(swept) }()
+	// command) are removed by whichever session starts next: sweepDelay
+	// after the start (reading a busy temp dir costs milliseconds of CPU
+	// that must not compete with answering initialize), or at close if the
+	// session ends sooner.
+	sweep := sync.OnceFunc(confine.RemoveStaleTempDirs)
+	sweepTimer := time.AfterFunc(sweepDelay, sweep)
 	units := procs.NewManager(procs.Options{Grace: procs.DefaultGrace, Log: o.Log, Warden: true})
 	svc := callctx.Services{
 		Files:    files,
@@ -162,7 +164,7 @@ func Open(o Options) (*Session, error) {
 	srv.Visible = s.Visible
 	// Closers run last-first: upstreams and units stop (units record their
 	// exits through the sandbox) before the audit sink and the sandboxes close.
-	s.closers = append(s.closers, files.Close, shared.Close, sink.Close, units.Close, func() error { <-swept; return nil }, s.removeStaleTemps(o.Log))
+	s.closers = append(s.closers, files.Close, shared.Close, sink.Close, units.Close, func() error { sweepTimer.Stop(); sweep(); return nil }, s.removeStaleTemps(o.Log))
 	s.startUpstreams(o)
 	return s, nil
 }
@@ -211,6 +213,10 @@ func (s *Session) toolsChanged() { s.Server.ToolsChanged() }
 // policyPoll is how often a policy file is checked for changes, which
 // re-applies the upstreams and re-announces the tool list.
 const policyPoll = time.Second
+
+// sweepDelay is how long after the start a session removes the stale
+// private temp dirs of dead commands.
+const sweepDelay = 2 * time.Second
 
 // startUpstreams starts discovery of the policy's upstream MCP servers
 // without waiting for it: initialize and built-in calls are answered at

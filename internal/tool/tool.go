@@ -37,8 +37,25 @@ func (e Effect) String() string {
 	return "write"
 }
 
-// NamePattern is the rule every tool name follows (MCP and Anthropic API).
+// NamePattern is the rule every tool name follows (MCP and Anthropic API),
+// as the messages that refuse a name spell it; ValidName checks it.
 var NamePattern = lazyre.New(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// ValidName reports whether name matches NamePattern. It is written out
+// because the registry checks every built-in tool's name at start, where
+// compiling the regexp would cost more than all the checks together.
+func ValidName(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // Spec describes a tool to clients and to the engine.
 type Spec struct {

@@ -173,7 +173,10 @@ func TestErrors(t *testing.T) {
 	if err := Transient(inner); !errors.As(err, &te) || !errors.Is(err, inner) || err.Error() != "connection refused" {
 		t.Errorf("Transient = %v", err)
 	}
-	if !NamePattern().MatchString("mcp_tool-1") || NamePattern().MatchString("a.b") || NamePattern().MatchString(strings.Repeat("x", 65)) {
-		t.Error("NamePattern accepts or refuses the wrong names")
+	for _, name := range []string{"mcp_tool-1", "A", "x9", strings.Repeat("x", 64), "", "a.b", "a b", "é", "a/b", strings.Repeat("x", 65), "tool\n"} {
+		want := name != "" && len(name) <= 64 && strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == ""
+		if NamePattern().MatchString(name) != want || ValidName(name) != want {
+			t.Errorf("%q: NamePattern %t, ValidName %t, want %t", name, NamePattern().MatchString(name), ValidName(name), want)
+		}
 	}
 }

@@ -19,7 +19,7 @@ const maxName = 64
 // reports whether the plain form could not be used.
 func ToolName(server, remote string) (name string, renamed bool) {
 	full := server + "__" + remote
-	if tool.NamePattern().MatchString(full) {
+	if tool.ValidName(full) {
 		return full, false
 	}
 	sum := sha256.Sum256([]byte(full))
