@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -30,7 +31,9 @@ import (
 // targets of issue 24 as the metric names say — calls/s sequential and 8 in
 // flight against mcp-go, cold start (best 3 spawns), peak RSS, private
 // (anonymous) memory and PSS per session with six sessions against go-sdk —
-// and logs every round's absolute figures:
+// — and the server's CPU per call over both loads (cpu-µs, from
+// /proc/PID/stat: less disturbed by a busy machine than calls/s), and logs
+// every round's absolute figures:
 //
 //	go test -run '^$' -bench Peers -benchtime 1x ./internal/e2e
 //
@@ -67,10 +70,12 @@ func BenchmarkPeers(b *testing.B) {
 			}
 			for _, p := range order {
 				s := p.start(b)
+				cpu0 := s.cpuNS()
 				lat, el := sequentialLoad(b, s, p.call, seqCalls)
 				add(p.name, "seq", float64(len(lat))/el.Seconds())
 				lat, el = concurrentLoad(b, s, p.call, c8Calls, 8)
 				add(p.name, "c8", float64(len(lat))/el.Seconds())
+				add(p.name, "cpu-µs", float64(s.cpuNS()-cpu0)/1e3/(seqCalls+c8Calls))
 				add(p.name, "peak-MiB", float64(s.memKB("VmHWM"))/1024)
 				add(p.name, "anon-MiB", float64(s.memKB("RssAnon"))/1024)
 				s.stop()
@@ -96,12 +101,13 @@ func BenchmarkPeers(b *testing.B) {
 		}
 		b.ReportMetric(ratio("toolhost", "mcp-go", "seq", false), "seq-x-mcpgo(≥1.6)")
 		b.ReportMetric(ratio("toolhost", "mcp-go", "c8", false), "c8-x-mcpgo(≥2.0)")
+		b.ReportMetric(ratio("toolhost", "mcp-go", "cpu-µs", false), "cpuPerCall-x-mcpgo")
 		b.ReportMetric(ratio("toolhost", "go-sdk", "cold-ms", true), "cold-x-gosdk(≤1.0)")
 		b.ReportMetric(ratio("toolhost", "go-sdk", "peak-MiB", false), "peakRSS-x-gosdk(≤1.25)")
 		b.ReportMetric(ratio("toolhost", "go-sdk", "anon-MiB", false), "anon-x-gosdk(≤1.0)")
 		b.ReportMetric(ratio("toolhost", "go-sdk", "pss6-MiB", false), "PSS6-x-gosdk(≤1.25)")
 		if fig["toolhost-base"] != nil {
-			for _, w := range []string{"seq", "c8", "peak-MiB", "anon-MiB", "pss6-MiB"} {
+			for _, w := range []string{"seq", "c8", "cpu-µs", "peak-MiB", "anon-MiB", "pss6-MiB"} {
 				b.ReportMetric(ratio("toolhost", "toolhost-base", w, false), w+"-x-base")
 			}
 			b.ReportMetric(ratio("toolhost", "toolhost-base", "cold-ms", true), "cold-x-base")
@@ -252,7 +258,7 @@ func rotate(ps []*peer, r int) []*peer {
 }
 
 func logPeerFigures(b *testing.B, servers []*peer, fig map[string]map[string][]float64) {
-	whats := []string{"seq", "c8", "cold-ms", "peak-MiB", "anon-MiB", "pss6-MiB"}
+	whats := []string{"seq", "c8", "cpu-µs", "cold-ms", "peak-MiB", "anon-MiB", "pss6-MiB"}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%-13s", "")
 	for _, w := range whats {
@@ -301,4 +307,70 @@ func mean(v []float64) float64 {
 		t += x
 	}
 	return t / float64(len(v))
+}
+
+// BenchmarkValidateSite8 keeps 8 validate_prd_site calls in flight on a
+// 200-chapter site (CPU-heavy: every page parsed and checked), the check
+// that such tools still run in parallel however the per-call path is
+// arranged. With TOOLHOST_BENCH_BASE it runs that binary in the same
+// rounds, on the same site:
+//
+//	go test -run '^$' -bench ValidateSite8 -benchtime 1x ./internal/e2e
+func BenchmarkValidateSite8(b *testing.B) {
+	const rounds, calls = 3, 32
+	dir := b.TempDir()
+	bins := map[string]string{"toolhost": testutil.Toolhost(b)}
+	names := []string{"toolhost"}
+	if base := os.Getenv("TOOLHOST_BENCH_BASE"); base != "" {
+		bins["toolhost-base"] = base
+		names = append(names, "toolhost-base")
+	}
+	serve := func(name string) *loadServer {
+		return startProcess(b, []string{bins[name], "serve", "--agent", "pm", "--project-dir", dir, "--log-level", "warn"})
+	}
+	s := serve("toolhost")
+	var chs []string
+	for i := range 200 {
+		chs = append(chs, fmt.Sprintf(`{"id":"ch-%03d","title":"Chapter %d"}`, i, i))
+	}
+	id := 0
+	callOK := func(name, args string) {
+		id++
+		fmt.Fprintf(s.in, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`+"\n", id, name, args)
+		line, err := s.out.ReadBytes('\n')
+		if err != nil || !bytes.Contains(line, []byte(`"ok":true`)) {
+			b.Fatalf("%s: %v %s", name, err, line)
+		}
+	}
+	callOK("bootstrap_prd_site", `{"title":"Big PRD","chapters":[`+strings.Join(chs, ",")+`]}`)
+	for i := range 200 {
+		var body strings.Builder
+		for u := range 5 {
+			fmt.Fprintf(&body, `<section><h2>Requirement %d.%d</h2><p>The system shall do thing %d of chapter %d, see <a href="ch-%03d.html">the next chapter</a>.</p><ul><li>detail one</li><li>detail two</li></ul></section>`, i, u, u, i, (i+1)%200)
+		}
+		html, _ := json.Marshal(body.String())
+		callOK("write_chapter", fmt.Sprintf(`{"site":"prd","chapter_id":"ch-%03d","html":%s}`, i, html))
+	}
+	callOK("update_search_index", `{"site":"prd"}`)
+	s.stop()
+	validate := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"validate_prd_site","arguments":{}}}` + "\n"
+	for n := 0; n < b.N; n++ {
+		perSec := map[string][]float64{}
+		for r := range rounds {
+			for i := range names {
+				name := names[(i+r)%len(names)]
+				s := serve(name)
+				lat, el := concurrentLoad(b, s, validate, calls, 8)
+				s.stop()
+				perSec[name] = append(perSec[name], float64(len(lat))/el.Seconds())
+			}
+		}
+		for _, name := range names {
+			b.Logf("%s validate_prd_site calls/s, 8 in flight: %s", name, ranges(perSec[name]))
+		}
+		b.ReportMetric(medianF(perSec["toolhost"]), "calls/s")
+		if len(names) > 1 {
+			b.ReportMetric(medianF(perSec["toolhost"])/medianF(perSec["toolhost-base"]), "x-base")
+		}
+	}
 }

@@ -8,4 +8,17 @@
 // permission, validation or sandbox check. Classify is the one place that
 // turns an error into an outcome (status, kind, message) that the server maps
 // to the wire.
+//
+// Validation is JSON Schema 2020-12 — the dialect MCP 2025-11-25 made the
+// default for tool schemas — or the earlier draft a schema's $schema names
+// (internal/schema, santhosh-tekuri/jsonschema v6, checked against the
+// official test suite). gojsonschema, the design card's choice, stopped at
+// draft-07 and silently ignored newer keywords in upstream tools' schemas.
+//
+// A call's tool runs on a worker goroutine under its deadline; when the
+// attempt ends in a way no retry follows, the worker also classifies and
+// audits it, so the caller's goroutine wakes once per call. The caller
+// still answers at the deadline if the tool ignores its context, and a
+// stalled audit sink still costs at most AuditTimeout and a bounded number
+// of goroutines.
 package engine

@@ -88,6 +88,9 @@ type Call struct {
 	// timedOut is set by the timeout stage when the last attempt's deadline
 	// fired.
 	timedOut bool
+	// final is the outcome when the attempt's goroutine classified and
+	// audited the call itself (timeout stage).
+	final *Outcome
 }
 
 // Handler is a pipeline stage's continuation.
@@ -122,8 +125,9 @@ type Engine struct {
 	RetryBase, RetryCap time.Duration
 
 	handler Handler
-	// workers runs attempts and audit writes on goroutines whose stacks are
-	// already grown (see gopool).
+	// workers runs attempts (which audit the calls they finish, see
+	// finish) and the audit writes of calls that end without one, on
+	// goroutines whose stacks are already grown (see gopool).
 	workers *gopool.Pool
 
 	auditFailures atomic.Int64
@@ -192,9 +196,12 @@ func (e *Engine) Call(ctx context.Context, req Request) *Outcome {
 		c.Meta.CallID = callctx.NewCallID()
 	}
 	err := e.handler(ctx, c)
+	if c.final != nil {
+		return c.final
+	}
 	out := e.classify(ctx, c, err)
 	out.Duration = time.Since(c.Start)
-	e.record(c, out)
+	e.writeRow(e.row(c, out))
 	return out
 }
 
@@ -340,29 +347,123 @@ func (e *whereRejection) RejectionKind() fault.Kind {
 // timeout runs one attempt under the tool's deadline. The attempt works on
 // a copy of the call, so a tool that ignores its context and finishes late
 // can never touch the call after the pipeline moved on.
+//
+// An attempt that ends in a way no retry follows (a result, or an error
+// that is neither transient nor the deadline's) is finished on its own
+// goroutine: classified and audited there (finish), so the caller's
+// goroutine wakes once, for the outcome, instead of once for the result and
+// again for the audit write. The caller still answers at the deadline
+// whatever the tool does: whoever of the two claims the attempt first (the
+// state CAS) owns its outcome, and a late tool's result is discarded.
 func (e *Engine) timeout(next Handler) Handler {
 	return func(ctx context.Context, c *Call) error {
 		c.timedOut = false
 		tctx, cancel := context.WithTimeoutCause(ctx, c.Decision.Timeout, errToolTimeout)
 		defer cancel()
-		attempt := *c
-		done := make(chan error, 1)
-		e.workers.Go(func() { done <- next(tctx, &attempt) })
+		a := &attempt{call: *c, done: make(chan attemptEnd, 1)}
+		e.workers.Go(func() {
+			err := next(tctx, &a.call)
+			if err == nil || !(Transient(err) || context.Cause(tctx) == errToolTimeout) {
+				if a.state.CompareAndSwap(attemptRunning, attemptFinishing) {
+					e.finish(ctx, a, err)
+					return
+				}
+			}
+			a.done <- attemptEnd{err: err}
+		})
 		select {
-		case err := <-done:
-			c.Result = attempt.Result
-			if err != nil && context.Cause(tctx) == errToolTimeout && ctx.Err() == nil {
-				c.timedOut = true
-			}
-			return err
+		case end := <-a.done:
+			return e.ended(c, a, end, tctx, ctx)
 		case <-tctx.Done():
-			if ctx.Err() != nil {
-				return ctx.Err()
+			if a.state.CompareAndSwap(attemptRunning, attemptAbandoned) {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				c.timedOut = true
+				return context.DeadlineExceeded
 			}
-			c.timedOut = true
-			return context.DeadlineExceeded
+			// The attempt ended in time and is being finished: its outcome
+			// comes within the audit bound (finish).
+			return e.ended(c, a, <-a.done, tctx, ctx)
 		}
 	}
+}
+
+// ended takes what an attempt sent: the outcome finish produced, or the
+// attempt's error for the stages above (retry) to decide on.
+func (e *Engine) ended(c *Call, a *attempt, end attemptEnd, tctx, ctx context.Context) error {
+	c.Result = a.call.Result
+	if end.out != nil {
+		c.final = end.out
+		return errFinished
+	}
+	if end.err != nil && context.Cause(tctx) == errToolTimeout && ctx.Err() == nil {
+		c.timedOut = true
+	}
+	return end.err
+}
+
+// attempt is one run of the tool on a worker goroutine.
+type attempt struct {
+	call  Call
+	state atomic.Int32
+	done  chan attemptEnd
+	// sent is claimed by whichever of finish and its audit bound sends the
+	// outcome, so exactly one does.
+	sent atomic.Bool
+}
+
+type attemptEnd struct {
+	err error
+	out *Outcome
+}
+
+const (
+	attemptRunning int32 = iota
+	attemptFinishing
+	attemptAbandoned
+)
+
+// errFinished tells the stages above the timeout that the attempt's
+// goroutine classified and audited the call (Call.final).
+var errFinished = errors.New("call finished by its attempt")
+
+// finish classifies and audits a call on its attempt's goroutine. A sink
+// that does not answer within AuditTimeout costs the caller no more than
+// that: a timer sends the outcome and counts the row as failed, and the
+// late write is left to land (bounded by maxAuditInflight like any other).
+func (e *Engine) finish(ctx context.Context, a *attempt, err error) {
+	c := &a.call
+	out := e.classify(ctx, c, err)
+	out.Duration = time.Since(c.Start)
+	send := func() {
+		if a.sent.CompareAndSwap(false, true) {
+			a.done <- attemptEnd{out: out}
+		}
+	}
+	row := e.row(c, out)
+	if e.Audit == nil {
+		send()
+		return
+	}
+	if e.auditInflight.Load() >= maxAuditInflight {
+		e.auditFailed(row, fmt.Errorf("audit sink stalled: %d writes still pending", maxAuditInflight))
+		send()
+		return
+	}
+	e.auditInflight.Add(1)
+	bound := time.AfterFunc(e.AuditTimeout, func() {
+		if a.sent.CompareAndSwap(false, true) {
+			e.auditFailed(row, fmt.Errorf("audit sink did not answer within %s (the row may still land late)", e.AuditTimeout))
+			a.done <- attemptEnd{out: out}
+		}
+	})
+	werr := e.Audit.Write(row)
+	e.auditInflight.Add(-1)
+	if bound.Stop() && werr != nil {
+		e.auditFailed(row, werr)
+	}
+	send()
 }
 
 var errToolTimeout = errors.New("tool timeout")
@@ -437,7 +538,8 @@ func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
 	return out
 }
 
-func (e *Engine) record(c *Call, out *Outcome) {
+// row is the audit row of a call and its outcome.
+func (e *Engine) row(c *Call, out *Outcome) *audit.Row {
 	row := &audit.Row{
 		TS: time.Now().UTC(), SessionID: e.Identity.SessionID, ProjectID: e.Identity.ProjectID,
 		Agent: e.Identity.Agent, UnitID: e.Identity.UnitID, Tool: c.Tool,
@@ -461,7 +563,7 @@ func (e *Engine) record(c *Call, out *Outcome) {
 	} else if c.Meta.UnitID != "" {
 		row.UnitID = c.Meta.UnitID
 	}
-	e.writeRow(row)
+	return row
 }
 
 // AuditEvent stores a row that is not a call of the session (an upstream
@@ -478,8 +580,10 @@ func (e *Engine) AuditEvent(row *audit.Row) {
 	e.writeRow(row)
 }
 
-// writeRow stores a row, waiting at most AuditTimeout: a failing or slow
-// sink never fails or stalls the call. A row that did not make it goes to
+// writeRow stores a row of a call that ended before its attempt or
+// without one (a rejection, a timeout, a retried fault) or of an event,
+// waiting at most AuditTimeout: a failing or slow sink never fails or
+// stalls the call. A row that did not make it goes to
 // the log whole, so it is not lost, and is counted.
 func (e *Engine) writeRow(row *audit.Row) {
 	if e.Audit == nil {
