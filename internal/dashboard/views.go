@@ -190,12 +190,12 @@ type Stats struct {
 	Since time.Time `json:"since"`
 	// Capped is set when the window holds more calls than are kept, so the
 	// figures cover only the newest of them.
-	Capped bool                  `json:"capped,omitempty"`
-	Tools  []audit.ToolStats     `json:"tools"`
-	Agents map[string]AgentStats `json:"agents"`
-	Calls  int                   `json:"calls"`
-	Refusals int                 `json:"refusals"`
-	Failures int                 `json:"failures"`
+	Capped   bool                  `json:"capped,omitempty"`
+	Tools    []audit.ToolStats     `json:"tools"`
+	Agents   map[string]AgentStats `json:"agents"`
+	Calls    int                   `json:"calls"`
+	Refusals int                   `json:"refusals"`
+	Failures int                   `json:"failures"`
 }
 
 // AgentStats are one agent's calls in the window.
