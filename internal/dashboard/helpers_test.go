@@ -2,7 +2,6 @@ package dashboard_test
 
 import (
 	"bufio"
-	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -239,10 +238,4 @@ func confirmPolicy(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-func ctxTimeout(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
 }

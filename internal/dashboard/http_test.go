@@ -2,7 +2,6 @@ package dashboard_test
 
 import (
 	"bufio"
-	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -271,13 +270,5 @@ func TestNonLoopbackNeedsToken(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "needs --auth-token") {
 		t.Fatalf("dashboard --addr 0.0.0.0:0 without a token: %v\n%s", err, out)
-	}
-}
-
-// decode is a helper for JSON bodies.
-func decode(t *testing.T, body string, v any) {
-	t.Helper()
-	if err := json.Unmarshal([]byte(body), v); err != nil {
-		t.Fatalf("%v: %s", err, body)
 	}
 }

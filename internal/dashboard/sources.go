@@ -24,8 +24,11 @@ import (
 // show, the last hour's calls for the figures (at most windowCalls), and
 // each agent's last call if it is among them.
 const (
-	maxStartRows   = windowCalls + auditShown
-	maxStartEvents = 500_000
+	maxStartRows = windowCalls + auditShown
+	// maxLastCallRows bounds the search for the last call of an agent
+	// that has none among the rows above.
+	maxLastCallRows = 20_000
+	maxStartEvents  = 500_000
 	// batchEvery gathers the calls and timeline entries of this long into
 	// one message, and is how often changed cards are sent: a project
 	// making thousands of calls a second must not flood the pages.
@@ -155,7 +158,7 @@ func (d *Dashboard) loadAudit() ndjson.Cursor {
 			c.LastCall = &LastCall{TS: r.TS, Tool: r.Tool, Status: r.Status, ErrorKind: r.ErrorKind, DurationMS: r.DurationMS}
 			missing--
 		}
-		more := len(shown) < auditShown || recent && len(calls) < windowCalls || missing > 0
+		more := len(shown) < auditShown || recent && len(calls) < windowCalls || missing > 0 && scanned < maxLastCallRows
 		return more && scanned < maxStartRows
 	})
 	if err != nil {
