@@ -31,16 +31,17 @@ type dashboardFlags struct {
 }
 
 // register adds the flags; the address flag is addrFlag (demo, whose other
-// flags are the demo's, calls it --dashboard-addr).
+// flags are the demo's, calls it --dashboard-addr, and always opens the
+// browser).
 func (f *dashboardFlags) register(cmd *cobra.Command, addrFlag string, withProject bool) {
 	fl := cmd.Flags()
 	if withProject {
 		fl.StringVar(&f.projectDir, "project-dir", "", "project directory (env TOOLHOST_PROJECT_DIR)")
 		fl.StringVar(&f.agentsFile, "agents", "", "agents file the project's servers use (default: the embedded configs/agents.json)")
 		fl.StringVar(&f.policyFile, "policy", "", "tool policy file the project's servers use (default: the embedded configs/tools.json)")
+		fl.BoolVar(&f.open, "open", false, "open the dashboard in the browser, when there is one")
 	}
 	fl.StringVar(&f.addr, addrFlag, "127.0.0.1:0", "address the dashboard listens on (HOST:PORT; port 0 picks a free one)")
-	fl.BoolVar(&f.open, "open", false, "open the dashboard in the browser, when there is one")
 	fl.StringVar(&f.authToken, "auth-token", "", "token every request must carry (env TOOLHOST_AUTH_TOKEN); needed for a non-loopback address")
 }
 

@@ -28,8 +28,8 @@ func newDemoCmd(g *globals) *cobra.Command {
 			"three calls are refused on purpose (sandbox, toolPolicy, Bash guard). It prints one line per step and a\n" +
 			"summary, and exits non-zero naming the step that did not do what it should.\n" +
 			"Without --project-dir the project is built in a temp dir, removed at the end unless --keep.\n" +
-			"--dashboard serves `toolhost dashboard` on the project while the demo runs (--open opens it in the browser)\n" +
-			"and keeps it, and the project, until Ctrl-C.",
+			"--dashboard serves `toolhost dashboard` on the project while the demo runs, opens it in the browser when\n" +
+			"there is one, and keeps it, and the project, until Ctrl-C.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -42,7 +42,7 @@ func newDemoCmd(g *globals) *cobra.Command {
 			if withDashboard {
 				o.Keep = true
 				o.Started = func(dir string) error {
-					df.projectDir, df.agentsFile = dir, o.AgentsFile
+					df.projectDir, df.agentsFile, df.open = dir, o.AgentsFile, true
 					run, err := startDashboard(ctx, df, o.Out, g.logger())
 					serve = run
 					return err

@@ -245,5 +245,22 @@ func TestBrowser(t *testing.T) {
 	b.waitFor(t, "the killed server shown as gone", `!!document.querySelector('.card[data-agent="pm"] .dot.gone')`, 15*time.Second)
 	b.screenshot(t, "final")
 	b.waitFor(t, "six agent cards", `document.querySelectorAll(".card").length === 6`, time.Second)
+
+	// The PRD site, opened from the dashboard's link, runs its own search
+	// in its sandbox.
+	pm2 := testutil.Serve(t, "--project-dir", dir, "--agent", "pm", "--session", "sess-browser-pm2")
+	testutil.ResultOK(t, "bootstrap_prd_site", testutil.CallTool(t, pm2, "bootstrap_prd_site", map[string]any{
+		"title": "Todo", "chapters": []map[string]any{{"id": "goals", "title": "Goals"}}}), nil)
+	testutil.ResultOK(t, "write_chapter", testutil.CallTool(t, pm2, "write_chapter", map[string]any{
+		"site": "prd", "chapter_id": "goals", "html": "<section><h2>Offline</h2><p>Works without a network.</p></section>"}), nil)
+	testutil.ResultOK(t, "update_search_index", testutil.CallTool(t, pm2, "update_search_index", map[string]any{"site": "prd"}), nil)
+	b.waitFor(t, "the PRD link", `!!document.querySelector('#doc-list a[href$="prd/index.html"]')`, 15*time.Second)
+	href, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector('#doc-list a[href$="prd/index.html"]').href`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.run(t, chromedp.Navigate(href+"?q=network"))
+	b.waitFor(t, "the PRD site's search", `(document.getElementById("result-count") || {}).textContent === "1 result"`, 15*time.Second)
+	b.screenshot(t, "prd")
 	b.noErrors(t)
 }

@@ -115,10 +115,15 @@ func do(t *testing.T, method, url string, hdr map[string]string, body string) (i
 }
 
 // pageToken reads the per-page token out of the page, as its script does.
-func (d *dash) pageToken(t *testing.T) string {
+func (d *dash) pageToken(t *testing.T) string { return d.meta(t, "toolhost-token") }
+
+// docsBase is the path under which the page links the documents.
+func (d *dash) docsBase(t *testing.T) string { return d.meta(t, "toolhost-docs") }
+
+func (d *dash) meta(t *testing.T, name string) string {
 	t.Helper()
 	status, page := d.get(t, "/", nil)
-	const marker = `name="toolhost-token" content="`
+	marker := `name="` + name + `" content="`
 	i := strings.Index(page, marker)
 	if status != http.StatusOK || i < 0 {
 		t.Fatalf("GET / = %d, no token in %.300s", status, page)

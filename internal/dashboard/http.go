@@ -50,7 +50,7 @@ func (d *Dashboard) Handler() http.Handler {
 	mux.HandleFunc("GET /api/audit", d.auditQuery)
 	mux.HandleFunc("GET /api/bugs/{id}", d.bug)
 	mux.HandleFunc("GET /api/file", d.file)
-	mux.HandleFunc("GET /doc/{path...}", d.doc)
+	mux.HandleFunc("GET /doc/{key}/{path...}", d.doc)
 	mux.HandleFunc("POST /api/confirmations/{id}/{decision}", d.decideHandler)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -65,12 +65,13 @@ func (d *Dashboard) Handler() http.Handler {
 			http.Error(w, fmt.Sprintf("origin %q may not use this dashboard: only its own pages may", o), http.StatusForbidden)
 			return
 		}
-		if r.Header.Get("Sec-Fetch-Site") == "cross-site" && !(r.Method == http.MethodGet && r.URL.Path == "/" && r.Header.Get("Sec-Fetch-Mode") == "navigate") {
+		docs := d.docRequest(r)
+		if r.Header.Get("Sec-Fetch-Site") == "cross-site" && !docs && !(r.Method == http.MethodGet && r.URL.Path == "/" && r.Header.Get("Sec-Fetch-Mode") == "navigate") {
 			// A page of another site may link to the dashboard, nothing more.
 			http.Error(w, "a page of another site may not use this dashboard", http.StatusForbidden)
 			return
 		}
-		if d.o.AuthToken != "" && !d.authorized(w, r) {
+		if d.o.AuthToken != "" && !docs && !d.authorized(w, r) {
 			return
 		}
 		mux.ServeHTTP(w, r)
@@ -112,6 +113,29 @@ func (d *Dashboard) authorized(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
+// docKey is the capability in the path of every document URL
+// (/doc/KEY/prd/index.html). A document is served in a sandbox, an origin
+// of its own, so the requests for its scripts and styles come cross-site
+// and without the dashboard's cookie; the key, which only a page of the
+// dashboard knows, is what lets them through — a page of another site
+// cannot load the project's documents (their search index is a script).
+// It grants reading documents, nothing else.
+func (d *Dashboard) docKey() string {
+	m := hmac.New(sha256.New, d.key)
+	m.Write([]byte("toolhost dashboard documents"))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:18])
+}
+
+// docRequest reports whether r reads a document with the right key.
+func (d *Dashboard) docRequest(r *http.Request) bool {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/doc/")
+	if !ok || r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	key, _, _ := strings.Cut(rest, "/")
+	return subtle.ConstantTimeCompare([]byte(key), []byte(d.docKey())) == 1
+}
+
 // pageToken is a new token for one page: a random nonce and its HMAC under
 // the process's key, so any number of pages need no server state.
 func (d *Dashboard) pageToken() string {
@@ -144,7 +168,7 @@ func (d *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 		"frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 	h.Set("X-Frame-Options", "DENY")
 	var b bytes.Buffer
-	if err := pageTemplate.Execute(&b, map[string]string{"Token": d.pageToken(), "Project": d.dir}); err != nil {
+	if err := pageTemplate.Execute(&b, map[string]string{"Token": d.pageToken(), "Docs": "/doc/" + d.docKey() + "/", "Project": d.dir}); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
@@ -389,10 +413,15 @@ func (d *Dashboard) file(w http.ResponseWriter, r *http.Request) {
 }
 
 // doc serves a document of the sites or a contract as it is, read-only, in
-// a sandbox of its own origin: a page an agent wrote can run its scripts
-// (the sites' search) but cannot reach the dashboard's API or read its
-// pages' tokens.
+// a sandbox (an opaque origin of its own): a page an agent wrote can run
+// its scripts (the sites' search) but cannot read the dashboard's pages or
+// its API (its requests come from origin "null", which is refused), nor
+// keep anything in the dashboard's storage.
 func (d *Dashboard) doc(w http.ResponseWriter, r *http.Request) {
+	if !d.docRequest(r) {
+		http.Error(w, "this document link is not from a page of this dashboard; open the document from the dashboard", http.StatusForbidden)
+		return
+	}
 	rel := r.PathValue("path")
 	top, _, _ := strings.Cut(rel, "/")
 	allowed := false

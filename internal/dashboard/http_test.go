@@ -221,9 +221,10 @@ func TestRefusedOverHTTP(t *testing.T) {
 	if status, _ := do(t, http.MethodGet, d.URL+"api/state", map[string]string{"Origin": "http://evil.example"}, ""); status != 403 {
 		t.Errorf("GET /api/state from another origin = %d, want 403", status)
 	}
+	docs := d.docsBase(t)
 	for _, p := range []string{
-		"/doc/prd/out.html", "/doc/prd/outdir/secret.txt", "/doc/prd/../../" + outside + "/secret.txt", "/doc/units/api/out.txt",
-		"/doc/.toolhost/audit.ndjson", "/doc/prd/%2e%2e/%2e%2e/etc/passwd",
+		docs + "prd/out.html", docs + "prd/outdir/secret.txt", docs + "prd/../../" + outside + "/secret.txt", docs + "units/api/out.txt",
+		docs + ".toolhost/audit.ndjson", docs + "prd/%2e%2e/%2e%2e/etc/passwd", "/doc/wrong-key/prd/index.html", "/doc/prd/index.html",
 		"/api/file?path=units/api/out.txt", "/api/file?path=../" + filepath.Base(outside) + "/secret.txt",
 		"/api/file?path=" + filepath.Join(outside, "secret.txt"), "/api/file?path=prd/outdir/secret.txt",
 		"/api/file?path=.toolhost/confirmations.json", "/api/file?path=prd/./index.html",
@@ -233,8 +234,16 @@ func TestRefusedOverHTTP(t *testing.T) {
 			t.Errorf("GET %s = %d %.200s: a path outside the project (or a dot-file) was served", p, status, body)
 		}
 	}
-	if status, body := d.get(t, "/doc/prd/index.html", nil); status != 200 || !strings.Contains(body, "the prd") {
-		t.Errorf("GET /doc/prd/index.html = %d %s", status, body)
+	// A document is served in a sandbox of its own origin, so its scripts
+	// come cross-site: the key in its path lets them, and only them, pass.
+	for _, c := range []struct {
+		path string
+		want int
+	}{{docs + "prd/index.html", 200}, {"/doc/wrong-key/prd/index.html", 403}, {"/api/state", 403}} {
+		status, body := d.get(t, c.path, map[string]string{"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Dest": "script"})
+		if status != c.want || c.want == 200 && !strings.Contains(body, "the prd") {
+			t.Errorf("cross-site GET %s = %d %.100s, want %d", c.path, status, body, c.want)
+		}
 	}
 	if status, body := d.get(t, "/api/file?path=prd/index.html", nil); status != 200 || !strings.Contains(body, "the prd") {
 		t.Errorf("GET /api/file?path=prd/index.html = %d %s", status, body)
@@ -244,7 +253,7 @@ func TestRefusedOverHTTP(t *testing.T) {
 			t.Errorf("%s /api/state = %d, want 405", m, status)
 		}
 	}
-	for _, p := range []string{"/", "/api/state", "/api/audit?status=rejected", "/api/bugs/BUG-0001", "/assets/app.js", "/doc/prd/index.html"} {
+	for _, p := range []string{"/", "/api/state", "/api/audit?status=rejected", "/api/bugs/BUG-0001", "/assets/app.js", docs + "prd/index.html"} {
 		d.get(t, p, nil)
 	}
 	if after := treeHash(t, dir); after != before {

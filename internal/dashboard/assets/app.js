@@ -9,6 +9,7 @@
 
   var MAX_ROWS = 500, MAX_TIMELINE = 300;
   var token = document.querySelector('meta[name="toolhost-token"]').content;
+  var docsBase = document.querySelector('meta[name="toolhost-docs"]').content;
   var S = {
     agents: [], byShort: {}, audit: [], timeline: [], stats: null, approvals: { pending: [], recent: [] },
     bugs: { columns: [], total: 0 }, docs: [], filter: { agent: "", tool: "", status: "" }, filtered: null,
@@ -291,12 +292,12 @@
     $("bugs-count").textContent = S.bugs.total ? "(" + S.bugs.total + ")" : "";
     if (S.bugs.problem) b.appendChild(el("div", "problem", S.bugs.problem));
     (S.bugs.columns || []).forEach(function (col) {
-      var c = add(el("div", "column"), el("h3", "", col.status + " · " + col.count));
+      var c = add(el("div", "column" + (col.count ? "" : " none")), el("h3", "", col.status + " · " + col.count));
       c.dataset.status = col.status;
       col.bugs.forEach(function (bug) {
         var card = el("div", "bug " + (bug.severity || ""));
         card.dataset.bug = bug.id;
-        add(card, add(el("div", ""), el("span", "bid", bug.id + " "), el("span", "cat", bug.severity || "")), el("div", "", bug.title || bug.unreadable));
+        add(card, add(el("div", ""), el("span", "bid", bug.id + " "), el("span", "cat", bug.severity || "")), el("div", "title", bug.title || bug.unreadable));
         var meta = [];
         if (bug.unit_id) meta.push(bug.unit_id);
         if (bug.category) meta.push(bug.category + (bug.confidence ? " " + Math.round(bug.confidence * 100) + "%" : ""));
@@ -369,7 +370,7 @@
     if (!S.docs.length) ul.appendChild(el("li", "empty", "no PRD, SDD or contract yet"));
     S.docs.forEach(function (d) {
       var a = el("a", "", d.title);
-      a.href = "/doc/" + d.path.split("/").map(encodeURIComponent).join("/");
+      a.href = docsBase + d.path.split("/").map(encodeURIComponent).join("/");
       a.target = "_blank"; a.rel = "noopener noreferrer";
       add(ul, add(el("li", ""), a, el("span", "kind", d.kind === "site" ? d.path : "contract")));
     });
