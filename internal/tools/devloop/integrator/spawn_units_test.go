@@ -2,7 +2,6 @@ package integrator
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,10 +56,10 @@ func TestTwoUnitsOnPickedPortsAnswerHealth(t *testing.T) {
 	if e.progress.count() != 2 {
 		t.Fatalf("start reported progress %d times, want once per unit", e.progress.count())
 	}
-	hw, err := healthWait(context.Background(), e.c, HealthWaitInput{Targets: []HealthTarget{
-		{Unit: "api", URL: fmt.Sprintf("http://127.0.0.1:%d/health", ports.Ports["api"])},
-		{Unit: "web", URL: fmt.Sprintf("http://localhost:%d/health", ports.Ports["web"])},
-	}, TimeoutMS: 20000, IntervalMS: 50})
+	// The ports port_picker reserved, through the placeholders.
+	hw, err := wait(t, context.Background(), e, map[string]any{"targets": []any{
+		target("api", "http://127.0.0.1:{{port:api}}/health"), target("web", "http://localhost:{{port:web}}/health"),
+	}, "timeout_ms": 20000, "interval_ms": 50})
 	if err != nil || !hw.OK {
 		t.Fatalf("health_wait = %+v, %v", hw, err)
 	}
