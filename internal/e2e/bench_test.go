@@ -40,10 +40,10 @@ type loadServer struct {
 	out *bufio.Reader
 }
 
-func startLoadServer(b *testing.B) *loadServer {
+func startLoadServer(b *testing.B, extra ...string) *loadServer {
 	b.Helper()
 	bin := testutil.Toolhost(b)
-	cmd := exec.Command(bin, "serve", "--agent", "integrator", "--project-dir", b.TempDir(), "--log-level", "warn")
+	cmd := exec.Command(bin, append([]string{"serve", "--agent", "integrator", "--project-dir", b.TempDir(), "--log-level", "warn"}, extra...)...)
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
