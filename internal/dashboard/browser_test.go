@@ -210,6 +210,14 @@ func TestBrowser(t *testing.T) {
 	}
 	b.waitFor(t, "the confirmations decided", `document.querySelectorAll(".approval").length === 0 && document.getElementById("recent-list").children.length >= 2`, 15*time.Second)
 
+	// A refusal by a policy rule stands out with its rule and reason.
+	if r := testutil.CallToolMeta(t, pm, "record_memory", map[string]any{"key": "draft-1", "content": "x"}, map[string]any{"call_id": "call-rule-1"}); !r.IsError {
+		t.Fatalf("the rule did not refuse: %s", r.Text())
+	}
+	b.waitFor(t, "the refusal with its rule", `(() => { const r = document.querySelector('#audit-body tr.rejected[data-call="call-rule-1"]');
+		return !!r && r.querySelector(".detail .rule").textContent === "rule no-draft-memory" &&
+			r.querySelector(".detail").textContent.includes("drafts are not kept in memory"); })()`, 15*time.Second)
+
 	// Filters.
 	setFilter := func(sel, v string) {
 		b.run(t, chromedp.SetValue(chromedp.CSS(sel), v), chromedp.Evaluate[chromedp.Void](js(`document.querySelector('%s').dispatchEvent(new Event("change"))`, sel)))
@@ -223,7 +231,7 @@ func TestBrowser(t *testing.T) {
 	b.waitFor(t, "only timeline_append shown", `(() => { const rows = [...document.querySelectorAll("#audit-body tr[data-call]")];
 		return rows.length === 1 && rows[0].dataset.call === "call-live-1"; })()`, 15*time.Second)
 	b.run(t, chromedp.Click(chromedp.CSS("#f-clear")))
-	b.waitFor(t, "every row again", `document.querySelectorAll("#audit-body tr[data-call]").length === 5`, 15*time.Second)
+	b.waitFor(t, "every row again", `document.querySelectorAll("#audit-body tr[data-call]").length === 6`, 15*time.Second)
 
 	// A bug opened by bug_open, on the board and opened.
 	tester := testutil.Serve(t, "--project-dir", dir, "--agent", "tester", "--unit", "api", "--session", "sess-browser-tester")

@@ -21,6 +21,7 @@ import (
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/session"
 	"github.com/toolhost/toolhost/internal/tools/all"
 	"github.com/toolhost/toolhost/internal/webguard"
 )
@@ -113,7 +114,7 @@ func New(o Options) (*Dashboard, error) {
 	d := &Dashboard{
 		o: o, dir: abs, root: root, read: read, door: door, agents: set, reg: reg,
 		decide:  &confirm.Store{Door: door, Clock: callctx.SystemClock{}},
-		policy:  policy.Load(o.PolicyFile, o.Log),
+		policy:  policy.LoadWith(o.PolicyFile, o.Log, session.RuleOptions(reg, abs)),
 		guard:   webguard.New(nil),
 		key:     key,
 		hub:     newHub(hex.EncodeToString(epoch)),

@@ -225,7 +225,8 @@ func treeHash(t *testing.T, dir string) string {
 }
 
 // confirmPolicy is a policy file in dir under which record_memory needs a
-// human's confirmation: the embedded default with that one change.
+// human's confirmation, and a rule refuses the keys that start with
+// "draft": the embedded default with those two changes.
 func confirmPolicy(t *testing.T, dir string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "configs", "tools.json"))
@@ -237,6 +238,8 @@ func confirmPolicy(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	doc["tools"].(map[string]any)["record_memory"].(map[string]any)["confirm"] = true
+	doc["rules"] = []map[string]any{{"id": "no-draft-memory", "tool": "record_memory", "when": "args.key.startsWith('draft')",
+		"effect": "deny", "reason": "drafts are not kept in memory"}}
 	out, _ := json.MarshalIndent(doc, "", "  ")
 	p := filepath.Join(dir, "tools.json")
 	if err := os.WriteFile(p, out, 0o644); err != nil {

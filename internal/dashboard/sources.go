@@ -154,7 +154,7 @@ func (d *Dashboard) loadAudit() ndjson.Cursor {
 		if recent && len(calls) < windowCalls {
 			calls = append(calls, call{ts: r.TS, agent: shortAgent(r.Agent), tool: r.Tool, status: r.Status, duration: r.DurationMS})
 		}
-		if c := d.st.byShort[shortAgent(r.Agent)]; c != nil && c.LastCall == nil {
+		if c := d.st.byShort[shortAgent(r.Agent)]; c != nil && c.LastCall == nil && !notACall(r.Status) {
 			c.LastCall = &LastCall{TS: r.TS, Tool: r.Tool, Status: r.Status, ErrorKind: r.ErrorKind, DurationMS: r.DurationMS}
 			missing--
 		}

@@ -118,7 +118,7 @@ func (s *state) addCall(r AuditRow, newest bool) {
 		s.audit.push(r)
 		s.calls.push(call{ts: r.TS, agent: r.Agent, tool: r.Tool, status: r.Status, duration: r.DurationMS})
 	}
-	if c := s.byShort[r.Agent]; c != nil && (c.LastCall == nil || !r.TS.Before(c.LastCall.TS)) {
+	if c := s.byShort[r.Agent]; c != nil && !notACall(r.Status) && (c.LastCall == nil || !r.TS.Before(c.LastCall.TS)) {
 		c.LastCall = &LastCall{TS: r.TS, Tool: r.Tool, Status: r.Status, ErrorKind: r.ErrorKind, DurationMS: r.DurationMS}
 	}
 	s.dirty = true
@@ -135,7 +135,7 @@ func (s *state) computeStats(now time.Time) Stats {
 			return false
 		}
 		n++
-		if c.status == audit.StatusSuperseded {
+		if notACall(c.status) {
 			return true
 		}
 		b.Add(c.tool, c.status, c.duration)

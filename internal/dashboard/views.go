@@ -23,29 +23,40 @@ const (
 
 // AuditRow is one call as the audit stream shows it.
 type AuditRow struct {
-	TS         time.Time `json:"ts"`
-	CallID     string    `json:"call_id"`
-	SessionID  string    `json:"session_id,omitempty"`
-	Agent      string    `json:"agent"`
-	UnitID     string    `json:"unit_id,omitempty"`
-	Tool       string    `json:"tool"`
-	Source     string    `json:"source,omitempty"`
-	Status     string    `json:"status"`
-	ErrorKind  string    `json:"error_kind,omitempty"`
-	Error      string    `json:"error,omitempty"`
-	RetryCount int       `json:"retry_count,omitempty"`
-	DurationMS float64   `json:"duration_ms"`
-	Args       string    `json:"args,omitempty"`
-	Sandbox    string    `json:"sandbox,omitempty"`
+	TS        time.Time `json:"ts"`
+	CallID    string    `json:"call_id"`
+	SessionID string    `json:"session_id,omitempty"`
+	Agent     string    `json:"agent"`
+	UnitID    string    `json:"unit_id,omitempty"`
+	Tool      string    `json:"tool"`
+	Source    string    `json:"source,omitempty"`
+	Status    string    `json:"status"`
+	ErrorKind string    `json:"error_kind,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	// Rule is the policy rule that decided the call (a refusal's reason).
+	Rule       string  `json:"rule,omitempty"`
+	RetryCount int     `json:"retry_count,omitempty"`
+	DurationMS float64 `json:"duration_ms"`
+	Args       string  `json:"args,omitempty"`
+	Sandbox    string  `json:"sandbox,omitempty"`
+	// Pin is set on a row about an upstream tool's pinned definition.
+	Pin *audit.PinNote `json:"pin,omitempty"`
 }
 
 func auditRow(r *audit.Row) AuditRow {
 	return AuditRow{
 		TS: r.TS, CallID: r.CallID, SessionID: r.SessionID, Agent: shortAgent(r.Agent), UnitID: r.UnitID, Tool: r.Tool,
 		Source: r.Source, Status: r.Status, ErrorKind: r.ErrorKind, Error: clip(redact.String(r.Error), maxErrorShown),
-		RetryCount: r.RetryCount, DurationMS: r.DurationMS, Args: clip(compactArgs(r.Arguments), maxArgsShown),
-		Sandbox: clip(redact.String(r.Sandbox), 300),
+		Rule: clip(r.Rule, 200), RetryCount: r.RetryCount, DurationMS: r.DurationMS, Args: clip(compactArgs(r.Arguments), maxArgsShown),
+		Sandbox: clip(redact.String(r.Sandbox), 300), Pin: r.Pin,
 	}
+}
+
+// notACall reports whether a row records something other than a call
+// (a superseded confirmation, an upstream pin): the figures and an agent's
+// last call pass it over, as audit.StatsBuilder does.
+func notACall(status string) bool {
+	return status == audit.StatusSuperseded || status == audit.StatusPin
 }
 
 // shortAgent maps a template name an older row may carry to the short one.

@@ -386,8 +386,12 @@
     var tr = el("tr", r.status + (fresh ? " fresh" : ""));
     tr.dataset.call = r.call_id;
     var detail = r.status === "ok" || r.status === "ok_false" ? r.args : (r.error_kind ? "[" + r.error_kind + "] " : "") + (r.error || r.args);
-    var td = el("td", "detail", detail);
-    td.title = (r.error ? r.error + "\n\n" : "") + "arguments: " + r.args + "\ncall " + r.call_id + (r.unit_id ? " · unit " + r.unit_id : "") +
+    if (r.pin) detail = "definition " + r.pin.action + (r.pin.change ? " (" + r.pin.change + ")" : "") + " " + r.pin.hash;
+    var td = el("td", "detail");
+    // The rule that decided a refusal (or a confirmation) is its reason.
+    if (r.rule) add(td, el("span", "rule", "rule " + r.rule), document.createTextNode(" "));
+    td.appendChild(document.createTextNode(detail));
+    td.title = (r.rule ? "decided by policy rule " + r.rule + "\n" : "") + (r.error ? r.error + "\n\n" : "") + "arguments: " + r.args + "\ncall " + r.call_id + (r.unit_id ? " · unit " + r.unit_id : "") +
       (r.session_id ? " · session " + r.session_id : "") + (r.sandbox ? "\nsandbox: " + r.sandbox : "");
     add(tr, el("td", "t", clock(r.ts)), el("td", "", r.agent), el("td", "", r.tool),
       el("td", "status " + r.status, r.status + (r.error_kind && r.status !== "ok" ? "/" + r.error_kind : "")), el("td", "ms", ms(r.duration_ms)), td);
