@@ -38,28 +38,34 @@ func newDemoCmd(g *globals) *cobra.Command {
 			if f, ok := o.Out.(*os.File); ok {
 				o.Progress = isatty.IsTerminal(f.Fd())
 			}
-			var serve func() error
+			// The dashboard serves from the moment the project exists, so
+			// the demo is watched as it runs, and until Ctrl-C after it.
+			var served chan error
 			if withDashboard {
 				o.Keep = true
 				o.Started = func(dir string) error {
 					df.projectDir, df.agentsFile, df.open = dir, o.AgentsFile, true
 					run, err := startDashboard(ctx, df, o.Out, g.logger())
-					serve = run
-					return err
+					if err != nil {
+						return err
+					}
+					served = make(chan error, 1)
+					go func() { served <- run() }()
+					return nil
 				}
 			}
 			_, err := demo.Run(ctx, o)
 			if errors.Is(err, demo.ErrProjectDir) {
 				return usageErr(err)
 			}
-			if serve == nil {
+			if served == nil {
 				return err
 			}
 			if err != nil {
 				fmt.Fprintf(o.Out, "\n%v\n", err)
 			}
 			fmt.Fprintln(o.Out, "\nthe dashboard keeps running on the project; Ctrl-C stops it")
-			if serr := serve(); serr != nil && err == nil {
+			if serr := <-served; serr != nil && err == nil {
 				err = serr
 			}
 			return err
