@@ -61,7 +61,7 @@ func TestBigTrail(t *testing.T) {
 // audit.DefaultMaxBytes (one file's rows made once and written again under
 // each name, so a gigabyte takes seconds), then 100 rows of this minute in
 // the live file. It returns how many rows.
-func writeTrail(t *testing.T, dir string, size int64) int {
+func writeTrail(t testing.TB, dir string, size int64) int {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, ".toolhost"), 0o755); err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ type dash struct {
 // runDashboard starts the real binary as `toolhost dashboard args...` on
 // a free loopback port and waits for the URL it prints; it is stopped when
 // the test ends.
-func runDashboard(t *testing.T, args ...string) *dash {
+func runDashboard(t testing.TB, args ...string) *dash {
 	t.Helper()
 	all := append([]string{"dashboard", "--addr", "127.0.0.1:0"}, args...)
 	cmd := exec.Command(testutil.Toolhost(t), all...)
@@ -67,7 +67,7 @@ func runDashboard(t *testing.T, args ...string) *dash {
 	return d
 }
 
-func (d *dash) stop(t *testing.T) {
+func (d *dash) stop(t testing.TB) {
 	select {
 	case <-d.exited:
 		return
@@ -85,12 +85,12 @@ func (d *dash) stop(t *testing.T) {
 
 // get fetches path from the dashboard with headers; it returns the status
 // and the body.
-func (d *dash) get(t *testing.T, path string, hdr map[string]string) (int, string) {
+func (d *dash) get(t testing.TB, path string, hdr map[string]string) (int, string) {
 	t.Helper()
 	return do(t, http.MethodGet, strings.TrimSuffix(d.URL, "/")+path, hdr, "")
 }
 
-func do(t *testing.T, method, url string, hdr map[string]string, body string) (int, string) {
+func do(t testing.TB, method, url string, hdr map[string]string, body string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
@@ -133,7 +133,7 @@ func (d *dash) meta(t *testing.T, name string) string {
 }
 
 // state is GET /api/state.
-func (d *dash) state(t *testing.T) snapshot {
+func (d *dash) state(t testing.TB) snapshot {
 	t.Helper()
 	status, body := d.get(t, "/api/state", nil)
 	if status != http.StatusOK {

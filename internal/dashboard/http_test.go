@@ -67,7 +67,7 @@ type sse struct {
 
 type event struct{ id, name, data string }
 
-func openSSE(t *testing.T, url, lastID string) *sse {
+func openSSE(t testing.TB, url, lastID string) *sse {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	if lastID != "" {
@@ -86,7 +86,7 @@ func openSSE(t *testing.T, url, lastID string) *sse {
 
 // next returns the next event whose name is in names (others are passed
 // over).
-func (s *sse) next(t *testing.T, names ...string) event {
+func (s *sse) next(t testing.TB, names ...string) event {
 	t.Helper()
 	var ev event
 	for {
