@@ -40,9 +40,11 @@ func newBrowser(t *testing.T) *browser {
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancel(); cancelAlloc() })
+	// The screenshots are kept after the run (git-ignored), as the docs
+	// package keeps its browser test's.
 	b := &browser{ctx: ctx, artifacts: os.Getenv("TOOLHOST_TEST_ARTIFACTS")}
 	if b.artifacts == "" {
-		b.artifacts = t.TempDir()
+		b.artifacts = filepath.Join("testdata", "artifacts")
 	}
 	if err := os.MkdirAll(b.artifacts, 0o755); err != nil {
 		t.Fatal(err)
