@@ -68,6 +68,7 @@ func newServeCmd(g *globals) *cobra.Command {
 			}
 			o := sf.options(g)
 			o.PageSize = pageSize
+			o.Announce = true
 			s, err := openSession(o)
 			if err != nil {
 				return err

@@ -231,6 +231,21 @@ func TestSpawnStartRejectsBadUnits(t *testing.T) {
 			}
 		})
 	}
+	for _, tt := range []struct {
+		name  string
+		units []UnitInput
+		want  string
+	}{
+		{"no units", nil, "units is empty"},
+		{"a unit listed twice", []UnitInput{{ID: "ok", Argv: []string{bin}}, {ID: "ok", Argv: []string{bin}}}, "listed twice"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out := start(t, e, tt.units...)
+			if out.OK || !strings.Contains(out.Reason, tt.want) || len(out.Units) != 0 {
+				t.Fatalf("start = %+v, want ok:false with %q and no units", out, tt.want)
+			}
+		})
+	}
 	if _, err := os.Stat(filepath.Join(e.dir, UnitsPath)); !os.IsNotExist(err) {
 		t.Fatalf("failed starts wrote %s (%v)", UnitsPath, err)
 	}
