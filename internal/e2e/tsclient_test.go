@@ -85,7 +85,7 @@ func TestTypeScriptSDKClients(t *testing.T) {
 			if !contains(got.Tools, "bug_list") || !contains(got.Tools, "timeline_append") || contains(got.Tools, "write_chapter") {
 				t.Errorf("tools over all pages: %v", got.Tools)
 			}
-			if got.List.IsError || !got.Bad.IsError || !strings.Contains(got.Bad.Text, "kind: invalid type") {
+			if got.List.IsError || !got.Bad.IsError || !strings.Contains(got.Bad.Text, "kind: must be string") {
 				t.Errorf("calls: list %+v, bad %+v", got.List, got.Bad)
 			}
 			want := []struct {
