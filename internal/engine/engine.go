@@ -25,6 +25,7 @@ import (
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/trace"
 	"github.com/toolhost/toolhost/internal/wirejson"
 )
 
@@ -85,6 +86,8 @@ type Call struct {
 	// timedOut is set by the timeout stage when the last attempt's deadline
 	// fired.
 	timedOut bool
+	// span is the call's span; nil when the session exports nothing.
+	span *trace.Call
 }
 
 // Handler is a pipeline stage's continuation.
@@ -116,6 +119,9 @@ type Engine struct {
 	// RetryBase and RetryCap shape the backoff between attempts of a read
 	// tool (DefaultRetryBase, DefaultRetryCap if zero).
 	RetryBase, RetryCap time.Duration
+	// Trace is the session's telemetry; nil exports nothing (a caller's
+	// traceparent still reaches upstreams and commands).
+	Trace *trace.Session
 
 	handler Handler
 	// workers runs attempts and audit writes on goroutines whose stacks are
@@ -151,11 +157,16 @@ func (e *Engine) Init() {
 		e.lookup,
 		// The agent's toolPolicy, then the policy file's permission.
 		e.permission,
-		e.validate,
-		e.confirm,
+		// Validation and a human's confirmation have spans of their own
+		// when the call is traced.
+		traceStage(trace.Validate, nil, e.validate),
+		traceStage(trace.Confirm, func(c *Call) bool { return c.Decision.Confirm }, e.confirm),
 		e.inject,
 		e.guard,
 		e.retry,
+		// A span per attempt (the upstream call, the commands spawned
+		// below it), and the trace context handed to both.
+		e.traceAttempt,
 		e.timeout,
 		// Innermost, on the attempt's goroutine, which the outer one
 		// cannot see.
@@ -184,10 +195,16 @@ func (e *Engine) Call(ctx context.Context, req Request) *Outcome {
 	if c.Meta.CallID == "" {
 		c.Meta.CallID = callctx.NewCallID()
 	}
+	if e.Trace != nil || c.Meta.Traceparent != "" {
+		ctx, c.span = e.Trace.Call(ctx, c.Tool, c.Meta.CallID, trace.Parent{Traceparent: c.Meta.Traceparent, Tracestate: c.Meta.Tracestate})
+	}
 	err := e.handler(ctx, c)
 	out := e.classify(ctx, c, err)
 	out.Duration = time.Since(c.Start)
-	e.record(c, out)
+	row := e.record(c, out)
+	if c.span != nil {
+		c.span.End(e.traceOutcome(c, out, row))
+	}
 	return out
 }
 
@@ -432,7 +449,7 @@ func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
 	return out
 }
 
-func (e *Engine) record(c *Call, out *Outcome) {
+func (e *Engine) record(c *Call, out *Outcome) *audit.Row {
 	row := &audit.Row{
 		TS: time.Now().UTC(), SessionID: e.Identity.SessionID, ProjectID: e.Identity.ProjectID,
 		Agent: e.Identity.Agent, UnitID: e.Identity.UnitID, Tool: c.Tool,
@@ -456,6 +473,7 @@ func (e *Engine) record(c *Call, out *Outcome) {
 		row.UnitID = c.Meta.UnitID
 	}
 	e.writeRow(row)
+	return row
 }
 
 // writeRow stores a row, waiting at most AuditTimeout: a failing or slow
@@ -489,6 +507,7 @@ func (e *Engine) writeRow(row *audit.Row) {
 
 func (e *Engine) auditFailed(row *audit.Row, err error) {
 	n := e.auditFailures.Add(1)
+	e.Trace.AuditFailed()
 	b, _ := json.Marshal(row)
 	e.Log.Error().Str("event", "audit_write_failed").Str("tool", row.Tool).Str("call_id", row.CallID).
 		Int64("audit_write_failures", n).RawJSON("row", b).Err(err).Msg("audit row not stored in the sink")

@@ -23,6 +23,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/rpc"
 	"github.com/toolhost/toolhost/internal/server"
+	"github.com/toolhost/toolhost/internal/trace"
 	"github.com/toolhost/toolhost/internal/upstream"
 )
 
@@ -118,13 +119,16 @@ func New(h Handler, o Options) *Server {
 	}
 	s := &Server{h: h, opts: o, log: o.Log, sessions: map[string]*session{}}
 	s.stopping, s.stop = context.WithCancel(context.Background())
-	s.stateless = rpc.NewConn(h, s.connOptions(nil))
-	s.anon = rpc.NewConn(h, s.connOptions(nil))
+	s.stateless = rpc.NewConn(h, s.connOptions(nil, ""))
+	s.anon = rpc.NewConn(h, s.connOptions(nil, ""))
 	return s
 }
 
-func (s *Server) connOptions(session rpc.Sink) rpc.ConnOptions {
-	return rpc.ConnOptions{MaxInFlight: s.opts.MaxInFlight, Grace: s.opts.Grace, Log: s.log, Session: session}
+// connOptions are the options of a connection: a 2025 session's (named
+// by its Mcp-Session-Id) or, with id "", the stateless requests'.
+func (s *Server) connOptions(session rpc.Sink, id string) rpc.ConnOptions {
+	t := trace.WithTransport(context.Background(), trace.Transport{Network: "tcp", Protocol: "http", Version: "1.1", SessionID: id})
+	return rpc.ConnOptions{MaxInFlight: s.opts.MaxInFlight, Grace: s.opts.Grace, Log: s.log, Session: session, Values: t}
 }
 
 // Handler is the HTTP handler: the MCP endpoint at Path behind the Origin
@@ -415,7 +419,7 @@ func (s *Server) newSession() (*session, *rpc.Error) {
 		return nil, rpc.NewError(rpc.CodeInternalError, "session id: "+err.Error())
 	}
 	sess := &session{id: hex.EncodeToString(b), stream: &streamSink{}, last: time.Now()}
-	sess.conn = rpc.NewConn(s.h, s.connOptions(sess.stream))
+	sess.conn = rpc.NewConn(s.h, s.connOptions(sess.stream, sess.id))
 	var gone []*session
 	s.mu.Lock()
 	if s.stopping.Err() != nil {

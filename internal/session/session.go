@@ -23,6 +23,7 @@ import (
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/server"
 	"github.com/toolhost/toolhost/internal/tools/all"
+	"github.com/toolhost/toolhost/internal/trace"
 	"github.com/toolhost/toolhost/internal/upstream"
 )
 
@@ -36,6 +37,9 @@ type Options struct {
 	Log        zerolog.Logger
 	// Registry overrides the built-in tool set (tests).
 	Registry *registry.Registry
+	// Trace exports the session's spans and metrics (nil: nothing is
+	// exported).
+	Trace *trace.Provider
 }
 
 // Session is one wired agent session.
@@ -137,13 +141,15 @@ func Open(o Options) (*Session, error) {
 		States:  &confirm.States{Door: shared, Clock: svc.Clock},
 		Guard:   bashguard.Check,
 	}
+	ts := o.Trace.Session(trace.Identity{SessionID: id.SessionID, Agent: id.Agent, ProjectID: id.ProjectID, Unit: id.UnitID})
+	eng.Trace = ts
 	eng.Init()
-	srv := &server.Server{Engine: eng, Name: "toolhost", Version: o.Version, PageSize: o.PageSize, Log: o.Log}
+	srv := &server.Server{Engine: eng, Name: "toolhost", Version: o.Version, PageSize: o.PageSize, Log: o.Log, Trace: ts}
 	s := &Session{Agent: ag, Agents: set, Policy: pol, Engine: eng, Server: srv, Files: files, Shared: shared, Procs: units}
 	srv.Visible = s.Visible
 	// Closers run last-first: upstreams and units stop (units record their
 	// exits through the sandbox) before the audit sink and the sandboxes close.
-	s.closers = append(s.closers, files.Close, shared.Close, sink.Close, units.Close, func() error { <-swept; return nil })
+	s.closers = append(s.closers, func() error { ts.End(); return nil }, files.Close, shared.Close, sink.Close, units.Close, func() error { <-swept; return nil })
 	s.startUpstreams(o)
 	return s, nil
 }

@@ -54,7 +54,10 @@ type Spec struct {
 	// engine runs the Bash guard on it before the tool executes.
 	ShellCommandField string
 	// Source is "builtin" or "mcp:<server>".
-	Source       string
+	Source string
+	// Remote is an upstream tool's name at its server (the served Name is
+	// "<server>__<tool>"); empty for a built-in.
+	Remote       string
 	InputSchema  json.RawMessage
 	OutputSchema json.RawMessage
 }

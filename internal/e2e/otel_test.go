@@ -1,0 +1,359 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/stdioclient"
+	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/internal/testutil/otelcol"
+	"github.com/toolhost/toolhost/internal/upstream/upstreamtest"
+)
+
+// The caller's trace context the tests send in _meta, and the one they put
+// in toolhost's environment.
+const (
+	callerTrace  = "4bf92f3577b34da6a3ce929d0e0e4736"
+	callerSpan   = "00f067aa0ba902b7"
+	callerParent = "00-" + callerTrace + "-" + callerSpan + "-01"
+	envTrace     = "0af7651916cd43dd8448eb211c80319c"
+	envSpan      = "b7ad6b7169203331"
+	envParent    = "00-" + envTrace + "-" + envSpan + "-01"
+)
+
+// withoutTelemetry is environ without OTEL_* and TRACEPARENT/TRACESTATE, so
+// a developer's own settings cannot change what a test sees.
+func withoutTelemetry(environ []string) []string {
+	return slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
+		return strings.HasPrefix(kv, "OTEL_") || strings.HasPrefix(kv, "TRACEPARENT=") || strings.HasPrefix(kv, "TRACESTATE=")
+	})
+}
+
+// TestOTelSpans runs a session over stdio against a real collector, once per
+// OTLP protocol, and reads back what it received: a span per request named
+// and attributed as the MCP conventions say, parented on the caller's
+// _meta.traceparent, with the stages below it, error spans for a refused
+// and a failed call, and the trace continued into an upstream MCP server's
+// call and a bash command's environment. The gRPC run also has TRACEPARENT
+// in toolhost's environment (the parent of what names no parent) and
+// --trace-args (redacted arguments on the spans); the HTTP run neither.
+func TestOTelSpans(t *testing.T) {
+	t.Parallel()
+	for _, proto := range []string{"http/protobuf", "grpc"} {
+		t.Run(strings.ReplaceAll(proto, "/", "_"), func(t *testing.T) {
+			t.Parallel()
+			otelSession(t, proto, proto == "grpc")
+		})
+	}
+}
+
+func otelSession(t *testing.T, proto string, extras bool) {
+	col := otelcol.Start(t)
+	endpoint := col.HTTP
+	if proto == "grpc" {
+		endpoint = col.GRPC
+	}
+	dir := t.TempDir()
+	project := filepath.Join(dir, "project")
+	agentsFile, policyFile := upstreamtest.WriteConfigsFor(t, dir, "integrator", map[string]policy.Rule{
+		"fake__traceparent": {Permission: policy.Read}, "fake__fail": {Permission: policy.Write},
+		"bug_list": {Permission: policy.Read, Confirm: true},
+	}, policy.Upstream{Name: "fake", Transport: "stdio", Command: upstreamtest.FakeMCP(t), DiscoveryTimeoutMS: 20000})
+	env := append(withoutTelemetry(os.Environ()),
+		"OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL="+proto,
+		"OTEL_SERVICE_NAME=toolhost-e2e", "OTEL_BSP_SCHEDULE_DELAY=50")
+	args := []string{"--agent", "integrator", "--project-dir", project, "--agents", agentsFile, "--policy", policyFile, "--grace", "5s"}
+	if extras {
+		env = append(env, "TRACEPARENT="+envParent)
+		args = append(args, "--trace-args")
+	}
+	c := testutil.ServeEnv(t, env, args...)
+	if _, ok := testutil.ListTools(t, c)["fake__traceparent"]; !ok {
+		t.Fatalf("fake__traceparent not listed\n%s", c.Stderr())
+	}
+	meta := func(callID string) map[string]any {
+		return map[string]any{"call_id": callID, "traceparent": callerParent, "tracestate": "rojo=00f067aa0ba902b7"}
+	}
+	call := func(name string, args any, callID string) *stdioclient.ToolResult {
+		return testutil.CallToolMeta(t, c, name, args, meta(callID))
+	}
+
+	if r := call("parse_placeholder", map[string]any{"text": "ping {{var:x}}", "vars": map[string]any{"x": 1, "api_key": "sk-live-7d1e"}}, "c-ok"); r.IsError {
+		t.Fatalf("parse_placeholder: %s", r.Text())
+	}
+	if r := call("parse_placeholder", map[string]any{"text": 42}, "c-refused"); !r.IsError {
+		t.Fatalf("a text that is a number must be refused: %s", r.Text())
+	}
+	if r := call("fake__fail", map[string]any{}, "c-failed"); !r.IsError {
+		t.Fatalf("fake__fail: %s", r.Text())
+	}
+	up := call("fake__traceparent", map[string]any{}, "c-upstream")
+	var got struct{ Traceparent string }
+	testutil.DecodeResult(t, "fake__traceparent", up, &got)
+	var sh bashResult
+	testutil.DecodeResult(t, "bash", call("bash", map[string]any{"command": "echo $TRACEPARENT"}, "c-bash"), &sh)
+	// A call that names no parent: the session's trace.
+	if r := testutil.CallToolMeta(t, c, "parse_placeholder", map[string]any{"text": "plain"}, map[string]any{"call_id": "c-plain"}); r.IsError {
+		t.Fatalf("parse_placeholder: %s", r.Text())
+	}
+	// A confirmation: asked (no elicitation here), approved, then run.
+	first := call("bug_list", map[string]any{}, "c-confirm-1")
+	id := regexp.MustCompile(`toolhost approve (cf-[0-9A-Z]+)`).FindStringSubmatch(first.Text())
+	if id == nil {
+		t.Fatalf("bug_list must wait for a confirmation: %s", first.Text())
+	}
+	if out, err := exec.Command(testutil.Toolhost(t), "approve", id[1], "--project-dir", project).CombinedOutput(); err != nil {
+		t.Fatalf("approve: %v\n%s", err, out)
+	}
+	if r := call("bug_list", map[string]any{}, "c-confirm-2"); r.IsError {
+		t.Fatalf("bug_list after approval: %s", r.Text())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var rpcErr *stdioclient.RPCError
+	if _, err := c.CallTool(ctx, "no_such_tool", map[string]any{}, meta("c-unknown")); !asRPCError(err, &rpcErr) || rpcErr.Code != -32602 {
+		t.Fatalf("an unknown tool is -32602, got %v", err)
+	}
+	// The spans still queued are flushed when the session ends.
+	if err := c.Close(20 * time.Second); err != nil {
+		t.Fatalf("close: %v\n%s", err, c.Stderr())
+	}
+	spans := col.WaitSpans(t, func(s []otelcol.Span) bool { return len(named(s, "toolhost session")) == 1 })
+	all := otelcol.Names(spans)
+
+	sess := named(spans, "toolhost session")[0]
+	if sess.Resource["service.name"] != "toolhost-e2e" || sess.Attrs["toolhost.agent"] != "integrator" {
+		t.Errorf("session span: resource %v attrs %v", sess.Resource, sess.Attrs)
+	}
+	if extras {
+		if sess.TraceID != envTrace || sess.ParentSpanID != envSpan {
+			t.Errorf("with TRACEPARENT in its environment the session span continues it: trace %s parent %s", sess.TraceID, sess.ParentSpanID)
+		}
+	} else if sess.ParentSpanID != "" {
+		t.Errorf("without a parent the session span starts a trace: parent %s", sess.ParentSpanID)
+	}
+	init := only(t, named(spans, "initialize"), all)
+	wantAttrs(t, init, map[string]any{"mcp.method.name": "initialize", "jsonrpc.request.id": "1", "mcp.protocol.version": "2025-06-18", "network.transport": "pipe"})
+	if init.Kind != 2 || init.TraceID != sess.TraceID || init.ParentSpanID != sess.SpanID {
+		t.Errorf("initialize names no parent: a SERVER span below the session's; kind %d trace %s parent %s", init.Kind, init.TraceID, init.ParentSpanID)
+	}
+
+	// One span per call, each the caller's child, linked to the session.
+	calls := map[string]otelcol.Span{}
+	for _, id := range []string{"c-ok", "c-refused", "c-failed", "c-upstream", "c-bash", "c-plain", "c-confirm-1", "c-confirm-2"} {
+		var mine []otelcol.Span
+		for _, s := range spans {
+			if s.Attrs["gen_ai.tool.call.id"] == id {
+				mine = append(mine, s)
+			}
+		}
+		s := only(t, mine, all)
+		calls[id] = s
+		tool := s.Attrs["gen_ai.tool.name"]
+		if s.Name != "tools/call "+tool.(string) || s.Kind != 2 {
+			t.Errorf("%s: span %q kind %d; want \"tools/call %s\", SERVER", id, s.Name, s.Kind, tool)
+		}
+		wantAttrs(t, s, map[string]any{"mcp.method.name": "tools/call", "gen_ai.operation.name": "execute_tool",
+			"mcp.protocol.version": "2025-06-18", "network.transport": "pipe", "toolhost.agent": "integrator"})
+		if _, ok := s.Attrs["jsonrpc.request.id"]; !ok {
+			t.Errorf("%s: no jsonrpc.request.id: %v", id, s.Attrs)
+		}
+		if id == "c-plain" {
+			if s.TraceID != sess.TraceID || s.ParentSpanID != sess.SpanID {
+				t.Errorf("a call without traceparent belongs to the session's trace: trace %s parent %s", s.TraceID, s.ParentSpanID)
+			}
+			continue
+		}
+		if s.TraceID != callerTrace || s.ParentSpanID != callerSpan {
+			t.Errorf("%s: trace %s parent %s; want the caller's %s / %s", id, s.TraceID, s.ParentSpanID, callerTrace, callerSpan)
+		}
+		if len(s.Links) != 1 || s.Links[0].SpanID != sess.SpanID {
+			t.Errorf("%s: links %v; want the session span %s", id, s.Links, sess.SpanID)
+		}
+	}
+	children := func(parent otelcol.Span, name string) []otelcol.Span {
+		var out []otelcol.Span
+		for _, s := range spans {
+			if s.ParentSpanID == parent.SpanID && s.Name == name {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+
+	ok := calls["c-ok"]
+	wantAttrs(t, ok, map[string]any{"toolhost.status": "ok", "toolhost.policy.permission": "read", "toolhost.retries": int64(0)})
+	if _, bad := ok.Attrs["error.type"]; bad || ok.Status.Code == 2 {
+		t.Errorf("a successful call has no error: %v %v", ok.Attrs, ok.Status)
+	}
+	only(t, children(ok, "validate"), all)
+	wantAttrs(t, only(t, children(ok, "attempt"), all), map[string]any{"toolhost.attempt": int64(1)})
+
+	refused := calls["c-refused"]
+	wantAttrs(t, refused, map[string]any{"error.type": "tool_error", "toolhost.status": "rejected", "toolhost.rejection.kind": "validation"})
+	if refused.Status.Code != 2 {
+		t.Errorf("a refused call's span has status ERROR: %v", refused.Status)
+	}
+	wantAttrs(t, only(t, children(refused, "validate"), all), map[string]any{"error.type": "validation"})
+	if n := len(children(refused, "attempt")); n != 0 {
+		t.Errorf("a refused call never runs: %d attempts", n)
+	}
+
+	failed := calls["c-failed"]
+	wantAttrs(t, failed, map[string]any{"error.type": "tool_error", "toolhost.status": "error", "toolhost.rejection.kind": "upstream", "toolhost.policy.permission": "write"})
+	client := only(t, children(only(t, children(failed, "attempt"), all), "tools/call fail"), all)
+	wantAttrs(t, client, map[string]any{"mcp.method.name": "tools/call", "gen_ai.tool.name": "fail", "error.type": "tool_error", "toolhost.upstream": "fake"})
+	if client.Kind != 3 || client.Status.Code != 2 {
+		t.Errorf("the upstream call is a CLIENT span with status ERROR: kind %d status %v", client.Kind, client.Status)
+	}
+
+	// The upstream server got the context of toolhost's client span.
+	upClient := only(t, children(only(t, children(calls["c-upstream"], "attempt"), all), "tools/call traceparent"), all)
+	if want := "00-" + callerTrace + "-" + upClient.SpanID + "-01"; got.Traceparent != want {
+		t.Errorf("the upstream received traceparent %q; want %q (toolhost's client span)", got.Traceparent, want)
+	}
+
+	// The bash command's environment names its own span.
+	spawn := only(t, children(only(t, children(calls["c-bash"], "attempt"), all), "spawn bash"), all)
+	if want := "00-" + callerTrace + "-" + spawn.SpanID + "-01"; strings.TrimSpace(sh.Stdout) != want {
+		t.Errorf("bash saw TRACEPARENT=%q; want %q (its spawn span)", sh.Stdout, want)
+	}
+	wantAttrs(t, spawn, map[string]any{"process.executable.name": "bash", "process.exit.code": int64(0)})
+	if pid, _ := spawn.Attrs["process.pid"].(int64); pid <= 0 {
+		t.Errorf("spawn bash: no process.pid: %v", spawn.Attrs)
+	}
+	if _, ok := calls["c-bash"].Attrs["toolhost.sandbox"]; !ok {
+		t.Errorf("the bash call names its confinement: %v", calls["c-bash"].Attrs)
+	}
+
+	// The confirmation: a span of its own each time; the first call ended
+	// there, the second went through.
+	wantAttrs(t, calls["c-confirm-1"], map[string]any{"toolhost.status": "rejected", "toolhost.rejection.kind": "needs_confirmation", "toolhost.policy.confirm": true})
+	only(t, children(calls["c-confirm-1"], "confirm"), all)
+	wantAttrs(t, only(t, children(calls["c-confirm-2"], "confirm"), all), map[string]any{"toolhost.confirmation": "confirmed"})
+	wantAttrs(t, calls["c-confirm-2"], map[string]any{"toolhost.status": "ok"})
+
+	unknown := only(t, named(spans, "tools/call no_such_tool"), all)
+	wantAttrs(t, unknown, map[string]any{"error.type": "-32602", "rpc.response.status_code": "-32602"})
+	if unknown.Status.Code != 2 || unknown.Status.Message == "" {
+		t.Errorf("a JSON-RPC error's span has status ERROR with its message: %v", unknown.Status)
+	}
+
+	// Arguments only with --trace-args, and then redacted as in the audit.
+	argSpans := 0
+	for _, s := range spans {
+		if a, ok := s.Attrs["gen_ai.tool.call.arguments"]; ok {
+			argSpans++
+			if strings.Contains(a.(string), "sk-live-7d1e") {
+				t.Errorf("%s carries the secret: %s", s.Name, a)
+			}
+		}
+	}
+	if a, _ := ok.Attrs["gen_ai.tool.call.arguments"].(string); extras != strings.Contains(a, `"api_key":"[REDACTED]"`) {
+		t.Errorf("--trace-args %v: arguments on the span %q", extras, a)
+	}
+	if !extras && argSpans > 0 {
+		t.Errorf("without --trace-args no span carries arguments; %d do", argSpans)
+	}
+
+	otelMetrics(t, col)
+}
+
+// otelMetrics checks the metrics the session exported at its end.
+func otelMetrics(t *testing.T, col *otelcol.Collector) {
+	last := map[string]otelcol.Metric{}
+	deadline := time.Now().Add(time.Minute)
+	for _, ok := last["toolhost.confirmations"]; !ok; _, ok = last["toolhost.confirmations"] {
+		for _, m := range col.Metrics(t) {
+			last[m.Name] = m
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics received: %v\n%s", last, col.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	value := func(name string, attrs map[string]any) float64 {
+		m, ok := last[name]
+		if !ok {
+			t.Errorf("no metric %s", name)
+			return 0
+		}
+	points:
+		for _, p := range m.Points {
+			for k, v := range attrs {
+				if p.Attrs[k] != v {
+					continue points
+				}
+			}
+			return p.Value
+		}
+		return 0
+	}
+	if n := value("mcp.server.operation.duration", map[string]any{"mcp.method.name": "tools/call", "gen_ai.tool.name": "parse_placeholder", "error.type": "tool_error"}); n != 1 {
+		t.Errorf("mcp.server.operation.duration of refused parse_placeholder calls: count %v, want 1", n)
+	}
+	if last["mcp.server.operation.duration"].Unit != "s" {
+		t.Errorf("mcp.server.operation.duration is in seconds: %q", last["mcp.server.operation.duration"].Unit)
+	}
+	if n := value("toolhost.tool.calls", map[string]any{"gen_ai.tool.name": "parse_placeholder", "toolhost.status": "ok"}); n != 2 {
+		t.Errorf("toolhost.tool.calls parse_placeholder ok = %v, want 2", n)
+	}
+	if n := value("toolhost.tool.rejections", map[string]any{"toolhost.rejection.kind": "validation"}); n != 1 {
+		t.Errorf("toolhost.tool.rejections validation = %v, want 1", n)
+	}
+	if n := value("toolhost.confirmations", map[string]any{"toolhost.confirmation": "needs_confirmation"}); n != 1 {
+		t.Errorf("toolhost.confirmations needs_confirmation = %v, want 1", n)
+	}
+	if n := value("toolhost.confirmations", map[string]any{"toolhost.confirmation": "confirmed"}); n != 1 {
+		t.Errorf("toolhost.confirmations confirmed = %v, want 1", n)
+	}
+}
+
+func asRPCError(err error, target **stdioclient.RPCError) bool {
+	e, ok := err.(*stdioclient.RPCError)
+	*target = e
+	return ok
+}
+
+func named(spans []otelcol.Span, name string) []otelcol.Span {
+	var out []otelcol.Span
+	for _, s := range spans {
+		if s.Name == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// only is the one span of spans, failing the test when there is not
+// exactly one.
+func only(t *testing.T, spans []otelcol.Span, all string) otelcol.Span {
+	t.Helper()
+	if len(spans) != 1 {
+		names := make([]string, len(spans))
+		for i, s := range spans {
+			names[i] = s.Name
+		}
+		t.Fatalf("want exactly one span, got %d %v; all spans:\n%s", len(spans), names, all)
+	}
+	return spans[0]
+}
+
+func wantAttrs(t *testing.T, s otelcol.Span, want map[string]any) {
+	t.Helper()
+	for k, v := range want {
+		if got, ok := s.Attrs[k]; !ok || got != v {
+			b, _ := json.Marshal(s.Attrs)
+			t.Errorf("span %q: %s = %v (%T), want %v (%T); attrs %s", s.Name, k, got, got, v, v, b)
+		}
+	}
+}
