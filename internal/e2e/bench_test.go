@@ -40,10 +40,19 @@ type loadServer struct {
 	out *bufio.Reader
 }
 
+// startLoadServer starts the binary under test with no OTEL_* variable
+// (tracing off).
 func startLoadServer(b *testing.B) *loadServer {
 	b.Helper()
-	bin := testutil.Toolhost(b)
-	cmd := exec.Command(bin, "serve", "--agent", "integrator", "--project-dir", b.TempDir(), "--log-level", "warn")
+	return startServer(b, testutil.Toolhost(b), withoutTelemetry(os.Environ()))
+}
+
+// startServer starts bin as an Integrator session with env as its whole
+// environment and args after the usual ones.
+func startServer(b *testing.B, bin string, env []string, args ...string) *loadServer {
+	b.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--agent", "integrator", "--project-dir", b.TempDir(), "--log-level", "warn"}, args...)...)
+	cmd.Env = env
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
@@ -199,6 +208,7 @@ func coldStart(b *testing.B, request, want string) {
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
 		cmd := exec.Command(bin, "serve", "--agent", "integrator", "--project-dir", dir, "--log-level", "warn")
+		cmd.Env = withoutTelemetry(os.Environ())
 		in, _ := cmd.StdinPipe()
 		out, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {

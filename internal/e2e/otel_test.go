@@ -64,10 +64,13 @@ func otelSession(t *testing.T, proto string, extras bool) {
 	}
 	dir := t.TempDir()
 	project := filepath.Join(dir, "project")
+	web := upstreamtest.StartHTTPFake(t, "127.0.0.1:0")
 	agentsFile, policyFile := upstreamtest.WriteConfigsFor(t, dir, "integrator", map[string]policy.Rule{
 		"fake__traceparent": {Permission: policy.Read}, "fake__fail": {Permission: policy.Write},
-		"bug_list": {Permission: policy.Read, Confirm: true},
-	}, policy.Upstream{Name: "fake", Transport: "stdio", Command: upstreamtest.FakeMCP(t), DiscoveryTimeoutMS: 20000})
+		"web__lookup": {Permission: policy.Read, MaxRetries: 2},
+		"bug_list":    {Permission: policy.Read, Confirm: true},
+	}, policy.Upstream{Name: "fake", Transport: "stdio", Command: upstreamtest.FakeMCP(t), DiscoveryTimeoutMS: 20000},
+		policy.Upstream{Name: "web", Transport: "http", URL: web.URL, DiscoveryTimeoutMS: 20000})
 	env := append(withoutTelemetry(os.Environ()),
 		"OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL="+proto,
 		"OTEL_SERVICE_NAME=toolhost-e2e", "OTEL_BSP_SCHEDULE_DELAY=50")
@@ -77,8 +80,11 @@ func otelSession(t *testing.T, proto string, extras bool) {
 		args = append(args, "--trace-args")
 	}
 	c := testutil.ServeEnv(t, env, args...)
-	if _, ok := testutil.ListTools(t, c)["fake__traceparent"]; !ok {
-		t.Fatalf("fake__traceparent not listed\n%s", c.Stderr())
+	listed := testutil.ListTools(t, c)
+	for _, name := range []string{"fake__traceparent", "web__lookup"} {
+		if _, ok := listed[name]; !ok {
+			t.Fatalf("%s not listed\n%s", name, c.Stderr())
+		}
 	}
 	meta := func(callID string) map[string]any {
 		return map[string]any{"call_id": callID, "traceparent": callerParent, "tracestate": "rojo=00f067aa0ba902b7"}
@@ -101,15 +107,22 @@ func otelSession(t *testing.T, proto string, extras bool) {
 	testutil.DecodeResult(t, "fake__traceparent", up, &got)
 	var sh bashResult
 	testutil.DecodeResult(t, "bash", call("bash", map[string]any{"command": "echo $TRACEPARENT"}, "c-bash"), &sh)
+	// The HTTP upstream answers the first attempt 503: the read tool is
+	// retried.
+	web.FailNext.Store(1)
+	if r := call("web__lookup", map[string]any{"key": "k"}, "c-retried"); r.IsError {
+		t.Fatalf("web__lookup must succeed on its second attempt: %s", r.Text())
+	}
+	webHeader, _ := web.Traceparent.Load().(string)
 	// A call that names no parent: the session's trace.
 	if r := testutil.CallToolMeta(t, c, "parse_placeholder", map[string]any{"text": "plain"}, map[string]any{"call_id": "c-plain"}); r.IsError {
 		t.Fatalf("parse_placeholder: %s", r.Text())
 	}
 	// A confirmation: asked (no elicitation here), approved, then run.
-	first := call("bug_list", map[string]any{}, "c-confirm-1")
-	id := regexp.MustCompile(`toolhost approve (cf-[0-9A-Z]+)`).FindStringSubmatch(first.Text())
+	asked := call("bug_list", map[string]any{}, "c-confirm-1")
+	id := regexp.MustCompile(`toolhost approve (cf-[0-9A-Z]+)`).FindStringSubmatch(asked.Text())
 	if id == nil {
-		t.Fatalf("bug_list must wait for a confirmation: %s", first.Text())
+		t.Fatalf("bug_list must wait for a confirmation: %s", asked.Text())
 	}
 	if out, err := exec.Command(testutil.Toolhost(t), "approve", id[1], "--project-dir", project).CombinedOutput(); err != nil {
 		t.Fatalf("approve: %v\n%s", err, out)
@@ -131,7 +144,9 @@ func otelSession(t *testing.T, proto string, extras bool) {
 	all := otelcol.Names(spans)
 
 	sess := named(spans, "toolhost session")[0]
-	if sess.Resource["service.name"] != "toolhost-e2e" || sess.Attrs["toolhost.agent"] != "integrator" {
+	// The session is toolhost's resource: sent once per batch, not per span.
+	if sess.Resource["service.name"] != "toolhost-e2e" || sess.Resource["toolhost.agent"] != "integrator" ||
+		sess.Resource["service.instance.id"] != sess.Attrs["toolhost.session.id"] || sess.Attrs["toolhost.session.id"] == nil {
 		t.Errorf("session span: resource %v attrs %v", sess.Resource, sess.Attrs)
 	}
 	if extras {
@@ -149,7 +164,7 @@ func otelSession(t *testing.T, proto string, extras bool) {
 
 	// One span per call, each the caller's child, linked to the session.
 	calls := map[string]otelcol.Span{}
-	for _, id := range []string{"c-ok", "c-refused", "c-failed", "c-upstream", "c-bash", "c-plain", "c-confirm-1", "c-confirm-2"} {
+	for _, id := range []string{"c-ok", "c-refused", "c-failed", "c-upstream", "c-bash", "c-retried", "c-plain", "c-confirm-1", "c-confirm-2"} {
 		var mine []otelcol.Span
 		for _, s := range spans {
 			if s.Attrs["gen_ai.tool.call.id"] == id {
@@ -163,7 +178,7 @@ func otelSession(t *testing.T, proto string, extras bool) {
 			t.Errorf("%s: span %q kind %d; want \"tools/call %s\", SERVER", id, s.Name, s.Kind, tool)
 		}
 		wantAttrs(t, s, map[string]any{"mcp.method.name": "tools/call", "gen_ai.operation.name": "execute_tool",
-			"mcp.protocol.version": "2025-06-18", "network.transport": "pipe", "toolhost.agent": "integrator"})
+			"mcp.protocol.version": "2025-06-18", "network.transport": "pipe"})
 		if _, ok := s.Attrs["jsonrpc.request.id"]; !ok {
 			t.Errorf("%s: no jsonrpc.request.id: %v", id, s.Attrs)
 		}
@@ -191,12 +206,14 @@ func otelSession(t *testing.T, proto string, extras bool) {
 	}
 
 	ok := calls["c-ok"]
-	wantAttrs(t, ok, map[string]any{"toolhost.status": "ok", "toolhost.policy.permission": "read", "toolhost.retries": int64(0)})
+	wantAttrs(t, ok, map[string]any{"toolhost.status": "ok", "toolhost.policy.permission": "read"})
 	if _, bad := ok.Attrs["error.type"]; bad || ok.Status.Code == 2 {
 		t.Errorf("a successful call has no error: %v %v", ok.Attrs, ok.Status)
 	}
 	only(t, children(ok, "validate"), all)
-	wantAttrs(t, only(t, children(ok, "attempt"), all), map[string]any{"toolhost.attempt": int64(1)})
+	if n := len(children(ok, "attempt")); n != 0 {
+		t.Errorf("a call that ran once is its one attempt; it has %d attempt spans", n)
+	}
 
 	refused := calls["c-refused"]
 	wantAttrs(t, refused, map[string]any{"error.type": "tool_error", "toolhost.status": "rejected", "toolhost.rejection.kind": "validation"})
@@ -210,20 +227,20 @@ func otelSession(t *testing.T, proto string, extras bool) {
 
 	failed := calls["c-failed"]
 	wantAttrs(t, failed, map[string]any{"error.type": "tool_error", "toolhost.status": "error", "toolhost.rejection.kind": "upstream", "toolhost.policy.permission": "write"})
-	client := only(t, children(only(t, children(failed, "attempt"), all), "tools/call fail"), all)
+	client := only(t, children(failed, "tools/call fail"), all)
 	wantAttrs(t, client, map[string]any{"mcp.method.name": "tools/call", "gen_ai.tool.name": "fail", "error.type": "tool_error", "toolhost.upstream": "fake"})
 	if client.Kind != 3 || client.Status.Code != 2 {
 		t.Errorf("the upstream call is a CLIENT span with status ERROR: kind %d status %v", client.Kind, client.Status)
 	}
 
 	// The upstream server got the context of toolhost's client span.
-	upClient := only(t, children(only(t, children(calls["c-upstream"], "attempt"), all), "tools/call traceparent"), all)
+	upClient := only(t, children(calls["c-upstream"], "tools/call traceparent"), all)
 	if want := "00-" + callerTrace + "-" + upClient.SpanID + "-01"; got.Traceparent != want {
 		t.Errorf("the upstream received traceparent %q; want %q (toolhost's client span)", got.Traceparent, want)
 	}
 
 	// The bash command's environment names its own span.
-	spawn := only(t, children(only(t, children(calls["c-bash"], "attempt"), all), "spawn bash"), all)
+	spawn := only(t, children(calls["c-bash"], "spawn bash"), all)
 	if want := "00-" + callerTrace + "-" + spawn.SpanID + "-01"; strings.TrimSpace(sh.Stdout) != want {
 		t.Errorf("bash saw TRACEPARENT=%q; want %q (its spawn span)", sh.Stdout, want)
 	}
@@ -233,6 +250,33 @@ func otelSession(t *testing.T, proto string, extras bool) {
 	}
 	if _, ok := calls["c-bash"].Attrs["toolhost.sandbox"]; !ok {
 		t.Errorf("the bash call names its confinement: %v", calls["c-bash"].Attrs)
+	}
+
+	// A retried call: a span per attempt, the first with its error; the
+	// first attempt's upstream call hangs below the call (it was the call
+	// until the retry), the second's below its attempt, and its HTTP
+	// request carried that span's context.
+	retried := calls["c-retried"]
+	wantAttrs(t, retried, map[string]any{"toolhost.status": "ok", "toolhost.retries": int64(1)})
+	var first, second otelcol.Span
+	for _, a := range children(retried, "attempt") {
+		switch a.Attrs["toolhost.attempt"] {
+		case int64(1):
+			first = a
+		case int64(2):
+			second = a
+		}
+	}
+	if first.SpanID == "" || second.SpanID == "" || len(children(retried, "attempt")) != 2 {
+		t.Fatalf("a call retried once has attempt spans 1 and 2:\n%s", all)
+	}
+	if first.Status.Code != 2 || second.Status.Code == 2 {
+		t.Errorf("attempt 1 failed (status ERROR), attempt 2 did not: %v / %v", first.Status, second.Status)
+	}
+	wantAttrs(t, only(t, children(retried, "tools/call lookup"), all), map[string]any{"toolhost.upstream": "web"})
+	webClient := only(t, children(second, "tools/call lookup"), all)
+	if want := "00-" + callerTrace + "-" + webClient.SpanID + "-01"; webHeader != want {
+		t.Errorf("the HTTP upstream got the traceparent header %q; want %q (the second attempt's client span)", webHeader, want)
 	}
 
 	// The confirmation: a span of its own each time; the first call ended
@@ -303,6 +347,9 @@ func otelMetrics(t *testing.T, col *otelcol.Collector) {
 	}
 	if last["mcp.server.operation.duration"].Unit != "s" {
 		t.Errorf("mcp.server.operation.duration is in seconds: %q", last["mcp.server.operation.duration"].Unit)
+	}
+	if n := value("toolhost.tool.calls", map[string]any{"gen_ai.tool.name": "_OTHER", "toolhost.status": "rejected"}); n != 1 {
+		t.Errorf("toolhost.tool.calls of an unknown tool are _OTHER: %v, want 1", n)
 	}
 	if n := value("toolhost.tool.calls", map[string]any{"gen_ai.tool.name": "parse_placeholder", "toolhost.status": "ok"}); n != 2 {
 		t.Errorf("toolhost.tool.calls parse_placeholder ok = %v, want 2", n)

@@ -40,18 +40,22 @@ type Options struct {
 	Args bool
 }
 
-// Provider is toolhost's telemetry for one process: the SDK's tracer and
-// meter providers and their OTLP exporters. A nil *Provider exports
-// nothing; its methods are no-ops.
+// Provider is toolhost's telemetry for one process, which serves one
+// session: its exporters and, from Session on, the SDK's tracer and meter
+// providers. A nil *Provider exports nothing; its methods are no-ops.
 type Provider struct {
-	log    zerolog.Logger
-	args   bool
-	tracer oteltrace.Tracer
-	inst   instruments
+	log     zerolog.Logger
+	args    bool
+	version string
+	exp     Exporters
 	// env is the trace context of TRACEPARENT/TRACESTATE in toolhost's
-	// environment: the parent of every session's span when set.
+	// environment: the parent of the session's span when set.
 	env context.Context
 
+	once     sync.Once
+	session  *Session
+	tracer   oteltrace.Tracer
+	inst     instruments
 	tp       *sdktrace.TracerProvider
 	mp       *sdkmetric.MeterProvider
 	watchers []*watch
@@ -87,34 +91,73 @@ func FromEnv(ctx context.Context, o Options) (*Provider, error) {
 	if err != nil && res == nil {
 		return nil, fmt.Errorf("OpenTelemetry resource from OTEL_RESOURCE_ATTRIBUTES: %w", err)
 	}
-	p := &Provider{log: o.Log, args: o.Args, env: envParent()}
-	var tracer oteltrace.Tracer = tracenoop.NewTracerProvider().Tracer(ScopeName)
-	var meter metric.Meter = metricnoop.NewMeterProvider().Meter(ScopeName)
+	var e Exporters
 	if traces {
-		exp, err := spanExporter(ctx, protocol(o.Log, "TRACES"))
-		if err != nil {
+		if e.Spans, err = spanExporter(ctx, protocol(o.Log, "TRACES")); err != nil {
 			return nil, err
 		}
-		w := p.newWatch("traces", "spans")
-		p.tp = sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithBatcher(watchedSpans{exp, w}))
-		tracer = p.tp.Tracer(ScopeName, oteltrace.WithInstrumentationVersion(o.ServiceVersion))
 	}
 	if metrics {
-		exp, err := metricExporter(ctx, protocol(o.Log, "METRICS"))
-		if err != nil {
-			_ = p.Shutdown(ctx)
+		if e.Metrics, err = metricExporter(ctx, protocol(o.Log, "METRICS")); err != nil {
+			if e.Spans != nil {
+				_ = e.Spans.Shutdown(ctx)
+			}
 			return nil, err
 		}
+	}
+	e.Resource = res
+	return New(e, o)
+}
+
+// Exporters are where a Provider sends its data: FromEnv's OTLP exporters,
+// or a test's.
+type Exporters struct {
+	// Spans and Metrics may each be nil (that signal is not exported).
+	Spans   sdktrace.SpanExporter
+	Metrics sdkmetric.Exporter
+	// Resource describes toolhost (service.name …); nil: the SDK's default.
+	Resource *resource.Resource
+}
+
+// New returns a Provider exporting to e: spans through toolhost's
+// batching processor (OTEL_BSP_* apply), metrics through the SDK's periodic
+// reader (OTEL_METRIC_EXPORT_INTERVAL applies). The SDK's providers start
+// with the session (Session), whose identity is part of the resource.
+func New(e Exporters, o Options) (*Provider, error) {
+	if e.Resource == nil {
+		e.Resource = resource.Default()
+	}
+	return &Provider{log: o.Log, args: o.Args, version: o.ServiceVersion, exp: e, env: envParent()}, nil
+}
+
+// start builds the SDK's providers for the session id: the session is an
+// attribute of the resource (service.instance.id, toolhost.agent …), so it
+// is sent once per batch, not once per span.
+func (p *Provider) start(id Identity) error {
+	attrs := []attribute.KeyValue{attribute.String("service.instance.id", id.SessionID), keyAgent.String(id.Agent)}
+	if id.ProjectID != "" {
+		attrs = append(attrs, keyProject.String(id.ProjectID))
+	}
+	if id.Unit != "" {
+		attrs = append(attrs, keyUnit.String(id.Unit))
+	}
+	res, err := resource.Merge(p.exp.Resource, resource.NewSchemaless(attrs...))
+	if err != nil {
+		return err
+	}
+	var meter metric.Meter = metricnoop.NewMeterProvider().Meter(ScopeName)
+	p.tracer = tracenoop.NewTracerProvider().Tracer(ScopeName)
+	if e := p.exp.Spans; e != nil {
+		w := p.newWatch("traces", "spans")
+		p.tp = sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithSpanProcessor(newBatcher(watchedSpans{e, w}, w.overflow)))
+		p.tracer = p.tp.Tracer(ScopeName, oteltrace.WithInstrumentationVersion(p.version))
+	}
+	if e := p.exp.Metrics; e != nil {
 		w := p.newWatch("metrics", "data points")
-		p.mp = sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithReader(sdkmetric.NewPeriodicReader(watchedMetrics{exp, w})))
-		meter = p.mp.Meter(ScopeName, metric.WithInstrumentationVersion(o.ServiceVersion))
+		p.mp = sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithReader(sdkmetric.NewPeriodicReader(watchedMetrics{e, w})))
+		meter = p.mp.Meter(ScopeName, metric.WithInstrumentationVersion(p.version))
 	}
-	p.tracer = tracer
-	if p.inst, err = newInstruments(meter); err != nil {
-		_ = p.Shutdown(ctx)
-		return nil, err
-	}
-	return p, nil
+	return p.inst.register(meter)
 }
 
 // wanted reports whether the OTEL_* variables ask for OTLP export of a
@@ -189,6 +232,14 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 	if p == nil {
 		return nil
 	}
+	// A Provider whose session never started still owns its exporters.
+	p.once.Do(func() {
+		for _, e := range []interface{ Shutdown(context.Context) error }{p.exp.Spans, p.exp.Metrics} {
+			if e != nil {
+				_ = e.Shutdown(ctx)
+			}
+		}
+	})
 	for _, w := range p.watchers {
 		w.closing.Store(true)
 	}
@@ -216,6 +267,8 @@ type watch struct {
 	unit   string
 
 	failing atomic.Bool
+	// full is set once the export queue overflowed.
+	full atomic.Bool
 	// closing is set by Shutdown: while failing, what is still queued is
 	// dropped at once instead of waiting for a collector that is down.
 	closing atomic.Bool
@@ -228,6 +281,18 @@ func (p *Provider) newWatch(signal, unit string) *watch {
 	w := &watch{log: p.log, signal: signal, unit: unit}
 	p.watchers = append(p.watchers, w)
 	return w
+}
+
+// overflow counts n spans a full export queue refused; the first time is
+// logged.
+func (w *watch) overflow(n int) {
+	w.mu.Lock()
+	w.dropped += n
+	w.mu.Unlock()
+	if w.full.CompareAndSwap(false, true) && !w.failing.Load() {
+		w.log.Warn().Str("event", "otel_queue_full").Str("signal", w.signal).
+			Msgf("OpenTelemetry export queue is full (OTEL_BSP_MAX_QUEUE_SIZE); %s are dropped while the collector does not keep up (logged once)", w.unit)
+	}
 }
 
 // skip reports whether an export should not even be tried.

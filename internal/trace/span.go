@@ -7,12 +7,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
@@ -69,34 +67,36 @@ type Identity struct {
 }
 
 // Session is the telemetry of one agent session: the span every request
-// without a trace context of its own belongs to (one trace per session),
-// and the identity attributes of its tool calls. A nil *Session records
-// nothing.
+// without a trace context of its own belongs to (one trace per session).
+// A nil *Session records nothing.
 type Session struct {
-	p     *Provider
-	span  oteltrace.Span
-	ident []attribute.KeyValue
+	p    *Provider
+	span oteltrace.Span
 }
 
-// Session starts a session's span: a child of TRACEPARENT in toolhost's
-// environment when that is set, else the root of a new trace.
+// Session starts the SDK for the session id (its identity is part of the
+// resource: service.instance.id is the session id, toolhost.agent,
+// toolhost.project.id, toolhost.unit) and the session's span: a child of
+// TRACEPARENT in toolhost's environment when that is set, else the root of
+// a new trace. A Provider has one session; calling Session again returns
+// it.
 func (p *Provider) Session(id Identity) *Session {
 	if p == nil {
 		return nil
 	}
-	ident := []attribute.KeyValue{keySession.String(id.SessionID), keyAgent.String(id.Agent)}
-	if id.ProjectID != "" {
-		ident = append(ident, keyProject.String(id.ProjectID))
-	}
-	if id.Unit != "" {
-		ident = append(ident, keyUnit.String(id.Unit))
-	}
-	parent := p.env
-	if parent == nil {
-		parent = context.Background()
-	}
-	_, span := p.tracer.Start(parent, "toolhost session", oteltrace.WithAttributes(ident...))
-	return &Session{p: p, span: span, ident: ident}
+	p.once.Do(func() {
+		if err := p.start(id); err != nil {
+			p.log.Error().Str("event", "otel_disabled").Err(err).Msg("OpenTelemetry could not start; the session runs without it")
+			return
+		}
+		parent := p.env
+		if parent == nil {
+			parent = context.Background()
+		}
+		_, span := p.tracer.Start(parent, "toolhost session", oteltrace.WithAttributes(keySession.String(id.SessionID)))
+		p.session = &Session{p: p, span: span}
+	})
+	return p.session
 }
 
 // End ends the session's span (before Provider.Shutdown flushes it).
@@ -113,7 +113,7 @@ func (s *Session) Args() bool { return s != nil && s.p.args }
 // AuditFailed counts an audit row the sink did not store.
 func (s *Session) AuditFailed() {
 	if s != nil {
-		s.p.inst.auditFailures.Add(context.Background(), 1)
+		s.p.inst.auditFailures.Add(1)
 	}
 }
 
@@ -175,9 +175,14 @@ type Request struct {
 	method string
 	id     json.RawMessage
 	span   oteltrace.Span
-	attrs  []attribute.KeyValue
-	// toolError is set when the call's result has isError.
-	toolError atomic.Bool
+	// op are the request's mcp.server.operation.duration attributes (but
+	// error.type, known at the end).
+	op opKey
+	// call and toolError are the tool call's attributes and whether its
+	// result has isError (set by Call.End before the server ends the
+	// request, on the same goroutine).
+	call      []attribute.KeyValue
+	toolError bool
 }
 
 type requestKey struct{}
@@ -203,31 +208,20 @@ func Begin(ctx context.Context, parent Parent, version, tool string) context.Con
 }
 
 func (r *Request) begin(ctx context.Context, parent Parent, version, tool string) context.Context {
+	t, _ := ctx.Value(transportKey{}).(Transport)
+	r.op = opKey{method: r.method, tool: tool, version: version, network: t.Network, protocol: t.Protocol, protocolVersion: t.Version}
 	attrs := make([]attribute.KeyValue, 0, 10)
-	attrs = append(attrs, keyMethod.String(r.method))
+	attrs = r.op.append(attrs)
 	if id := requestID(r.id); id != "" {
 		attrs = append(attrs, keyRequestID.String(id))
 	}
-	if version != "" {
-		attrs = append(attrs, keyProtocolVersion.String(version))
+	if t.SessionID != "" {
+		attrs = append(attrs, keyMCPSession.String(t.SessionID))
 	}
 	name := r.method
 	if tool != "" {
 		name += " " + tool
-		attrs = append(attrs, keyToolName.String(tool), keyOperation.String(ToolCall))
 	}
-	if t, ok := ctx.Value(transportKey{}).(Transport); ok {
-		if t.Network != "" {
-			attrs = append(attrs, keyTransport.String(t.Network))
-		}
-		if t.Protocol != "" {
-			attrs = append(attrs, keyNetProtocol.String(t.Protocol), keyNetVersion.String(t.Version))
-		}
-		if t.SessionID != "" {
-			attrs = append(attrs, keyMCPSession.String(t.SessionID))
-		}
-	}
-	r.attrs = attrs
 	pctx, opts := r.s.parentCtx(ctx, parent)
 	opts = append(opts, oteltrace.WithSpanKind(oteltrace.SpanKindServer), oteltrace.WithTimestamp(r.start), oteltrace.WithAttributes(attrs...))
 	ctx, r.span = r.s.p.tracer.Start(pctx, name, opts...)
@@ -260,52 +254,43 @@ func (r *Request) End(code int64, message string) {
 		// Refused before its _meta could be read.
 		r.begin(context.Background(), Parent{}, "", "")
 	}
-	errType := ""
+	attrs := r.call
 	switch {
 	case code != 0:
-		errType = strconv.FormatInt(code, 10)
-		r.span.SetAttributes(keyErrorType.String(errType), keyStatusCode.String(errType))
+		r.op.errType, r.op.status = strconv.FormatInt(code, 10), true
+		attrs = append(attrs, keyErrorType.String(r.op.errType), keyStatusCode.String(r.op.errType))
 		r.span.SetStatus(codes.Error, message)
-	case r.toolError.Load():
-		errType = errorToolError
-		r.span.SetAttributes(keyErrorType.String(errType))
+		// The tool name of a refused request is the client's to choose
+		// (an unknown tool): not a metric attribute, or a client could
+		// make a series per name.
+		r.op.tool = ""
+	case r.toolError:
+		r.op.errType = errorToolError
+	}
+	if len(attrs) > 0 {
+		r.span.SetAttributes(attrs...)
 	}
 	r.span.End()
-	attrs := r.attrs
-	if errType != "" {
-		attrs = append(attrs[:len(attrs):len(attrs)], keyErrorType.String(errType))
-		if code != 0 {
-			attrs = append(attrs, keyStatusCode.String(errType))
-		}
-	}
-	r.s.p.inst.operation.Record(context.Background(), time.Since(r.start).Seconds(), metric.WithAttributes(metricAttrs(attrs)...))
-}
-
-// metricAttrs are a span's attributes without those that would make a
-// series per request or per session (jsonrpc.request.id, mcp.session.id).
-func metricAttrs(attrs []attribute.KeyValue) []attribute.KeyValue {
-	out := make([]attribute.KeyValue, 0, len(attrs))
-	for _, a := range attrs {
-		if a.Key != keyRequestID && a.Key != keyMCPSession {
-			out = append(out, a)
-		}
-	}
-	return out
+	in := &r.s.p.inst
+	k := r.op
+	in.operation.Record(context.Background(), time.Since(r.start).Seconds(), in.ops.get(k, func() []attribute.KeyValue { return k.append(nil) }))
 }
 
 // Call is a tool call's span, as the engine sees it: the server's request
 // span, or one of its own for a call that came through no MCP request
 // (toolhost call).
 type Call struct {
-	s    *Session
-	tool string
-	span oteltrace.Span
+	s        *Session
+	tool, id string
+	span     oteltrace.Span
 	// req is the request whose span this is; nil when the call opened its
 	// own.
 	req *Request
 	// confirm is 1 once the confirmation stage started, 2 once it let the
 	// call through.
 	confirm int
+	// first is the first attempt, once it failed (a retry records it).
+	first *firstAttempt
 }
 
 // Call returns the span of one tool call with its gen_ai and toolhost
@@ -321,16 +306,14 @@ func (s *Session) Call(ctx context.Context, tool, callID string, parent Parent) 
 		}
 		return ctx, nil
 	}
-	c := &Call{s: s, tool: tool}
+	c := &Call{s: s, tool: tool, id: callID}
 	if r, _ := ctx.Value(requestKey{}).(*Request); r != nil && r.span != nil {
 		c.req, c.span = r, r.span
 	} else {
 		pctx, opts := s.parentCtx(ctx, parent)
-		opts = append(opts, oteltrace.WithAttributes(keyToolName.String(tool), keyOperation.String(ToolCall)))
-		ctx, c.span = s.p.tracer.Start(pctx, "tools/call "+tool, opts...)
+		ctx, c.span = s.p.tracer.Start(pctx, "tools/call "+tool,
+			append(opts, oteltrace.WithAttributes(keyToolName.String(tool), keyOperation.String(ToolCall)))...)
 	}
-	c.span.SetAttributes(s.ident...)
-	c.span.SetAttributes(keyToolCallID.String(callID))
 	return ctx, c
 }
 
@@ -396,19 +379,32 @@ func errorKind(err error) string {
 	return "_OTHER"
 }
 
-// Attempt is one attempt of a tool call (a read tool may be retried) and,
-// for an upstream tool, the MCP client span of its call to the upstream.
+// Attempt is one attempt of a tool call and, for an upstream tool, the MCP
+// client span of its call to the upstream.
 type Attempt struct {
+	c            *Call
+	n            int
+	start        time.Time
 	span, client oteltrace.Span
 }
 
-// Attempt opens the span of attempt n (1-based); for an upstream tool
-// (server and remote set: the upstream and its name for the tool) also the
-// CLIENT span "tools/call {remote}" of the call to it, whose context
-// upstream clients pass on (Context).
+// Attempt starts attempt n (1-based) of the call. Only a retried call's
+// attempts get spans: the first attempt is the call itself until a second
+// one starts, which records the first one's span (its start, end and
+// error) before opening its own. For an upstream tool (server and remote
+// set: the upstream and its name for the tool) it opens the CLIENT span
+// "tools/call {remote}" of the call to it, whose context upstream clients
+// pass on (Context).
 func (c *Call) Attempt(ctx context.Context, n int, server, remote string) (context.Context, *Attempt) {
-	a := &Attempt{}
-	ctx, a.span = c.s.p.tracer.Start(ctx, "attempt", oteltrace.WithAttributes(keyAttempt.Int(n)))
+	a := &Attempt{c: c, n: n, start: time.Now()}
+	if prev := c.first; n == 2 && prev != nil {
+		_, sp := c.s.p.tracer.Start(ctx, "attempt", oteltrace.WithTimestamp(prev.start), oteltrace.WithAttributes(keyAttempt.Int(1)))
+		failWith(sp, prev.err, false)
+		sp.End(oteltrace.WithTimestamp(prev.end))
+	}
+	if n > 1 {
+		ctx, a.span = c.s.p.tracer.Start(ctx, "attempt", oteltrace.WithAttributes(keyAttempt.Int(n)))
+	}
 	if server != "" {
 		ctx, a.client = c.s.p.tracer.Start(ctx, "tools/call "+remote, oteltrace.WithSpanKind(oteltrace.SpanKindClient),
 			oteltrace.WithAttributes(keyMethod.String("tools/call"), keyToolName.String(remote), keyOperation.String(ToolCall), keyUpstream.String(server)))
@@ -416,16 +412,30 @@ func (c *Call) Attempt(ctx context.Context, n int, server, remote string) (conte
 	return ctx, a
 }
 
+// firstAttempt is what a retry records of the call's first attempt.
+type firstAttempt struct {
+	start, end time.Time
+	err        error
+}
+
 // End ends the attempt: err is what the attempt returned, toolError that
 // the upstream answered with isError.
 func (a *Attempt) End(err error, toolError bool) {
 	if a.client != nil {
-		endWith(a.client, err, toolError)
+		failWith(a.client, err, toolError)
+		a.client.End()
 	}
-	endWith(a.span, err, toolError)
+	if a.span != nil {
+		failWith(a.span, err, toolError)
+		a.span.End()
+	}
+	if a.n == 1 && err != nil {
+		a.c.first = &firstAttempt{start: a.start, end: time.Now(), err: err}
+	}
 }
 
-func endWith(sp oteltrace.Span, err error, toolError bool) {
+// failWith records on sp why it failed: err, or the upstream's isError.
+func failWith(sp oteltrace.Span, err error, toolError bool) {
 	switch {
 	case err != nil:
 		k := errorKind(err)
@@ -435,7 +445,6 @@ func endWith(sp oteltrace.Span, err error, toolError bool) {
 		sp.SetAttributes(keyErrorType.String(errorToolError))
 		sp.SetStatus(codes.Error, errorToolError)
 	}
-	sp.End()
 }
 
 // Outcome is how a tool call ended, as its span and metrics record it.
@@ -470,12 +479,20 @@ func (c *Call) End(o Outcome) {
 		return
 	}
 	attrs := make([]attribute.KeyValue, 0, 12)
-	attrs = append(attrs, keyStatus.String(o.Status), keyRetries.Int(o.Retries))
+	attrs = append(attrs, keyToolCallID.String(c.id), keyStatus.String(o.Status))
+	// What is zero or false on nearly every call is left out (each
+	// attribute costs every span's export a few allocations).
+	if o.Retries > 0 {
+		attrs = append(attrs, keyRetries.Int(o.Retries))
+	}
 	if o.Kind != "" {
 		attrs = append(attrs, keyKind.String(o.Kind))
 	}
 	if o.Permission != "" {
-		attrs = append(attrs, keyPermission.String(o.Permission), keyConfirm.Bool(o.Confirm))
+		attrs = append(attrs, keyPermission.String(o.Permission))
+	}
+	if o.Confirm {
+		attrs = append(attrs, keyConfirm.Bool(true))
 	}
 	if o.Sandbox != "" {
 		attrs = append(attrs, keySandbox.String(o.Sandbox))
@@ -502,25 +519,30 @@ func (c *Call) End(o Outcome) {
 		}
 		c.span.SetStatus(codes.Error, desc)
 	}
-	c.span.SetAttributes(attrs...)
 	if c.req != nil {
-		c.req.toolError.Store(o.IsError)
+		// The server sets them with its own at the request's end: one
+		// SetAttributes per span.
+		c.req.call, c.req.toolError = attrs, o.IsError
 	} else {
+		c.span.SetAttributes(attrs...)
 		c.span.End()
 	}
-	ctx := context.Background()
-	tool := keyToolName.String(c.tool)
+	tool := c.tool
+	if o.Kind == fault.UnknownTool.String() {
+		// A name the client chose: not a metric attribute (see Request.End).
+		tool = "_OTHER"
+	}
 	in := &c.s.p.inst
-	in.calls.Add(ctx, 1, metric.WithAttributes(tool, keyStatus.String(o.Status)))
+	in.calls.add(tool, keyStatus, o.Status)
 	if o.Status == "rejected" {
-		in.rejections.Add(ctx, 1, metric.WithAttributes(tool, keyKind.String(o.Kind)))
+		in.rejections.add(tool, keyKind, o.Kind)
 	}
 	if c.confirm > 0 {
 		how := "confirmed"
 		if c.confirm == 1 {
 			how = o.Kind
 		}
-		in.confirmations.Add(ctx, 1, metric.WithAttributes(tool, keyConfirmed.String(how)))
+		in.confirmations.add(tool, keyConfirmed, how)
 	}
 }
 
@@ -593,7 +615,8 @@ func (o *tracedOwner) Spawn(spec procs.Spec) (*procs.Child, error) {
 		return child, err
 	}
 	if err != nil {
-		endWith(sp, err, false)
+		failWith(sp, err, false)
+		sp.End()
 		return nil, err
 	}
 	sp.SetAttributes(keyPID.Int(child.PID))
@@ -620,6 +643,7 @@ func (o *tracedOwner) Start(spec procs.UnitSpec) (*procs.Proc, error) {
 	if err == nil {
 		sp.SetAttributes(keyPID.Int(p.PID))
 	}
-	endWith(sp, err, false)
+	failWith(sp, err, false)
+	sp.End()
 	return p, err
 }
