@@ -36,9 +36,9 @@ type batcher struct {
 	// flush's); a flush waits for it only as long as its context allows.
 	exporting chan struct{}
 	kick      chan struct{}
-	stop     chan struct{}
-	done     chan struct{}
-	once     sync.Once
+	stop      chan struct{}
+	done      chan struct{}
+	once      sync.Once
 }
 
 // newBatcher starts the processor's goroutine; onDrop counts the spans a
@@ -46,10 +46,10 @@ type batcher struct {
 func newBatcher(exp sdktrace.SpanExporter, onDrop func(int)) *batcher {
 	b := &batcher{
 		exp: exp, onDrop: onDrop,
-		delay:    envMillis("OTEL_BSP_SCHEDULE_DELAY", 5000),
-		timeout:  envMillis("OTEL_BSP_EXPORT_TIMEOUT", 30000),
-		maxQueue: envInt("OTEL_BSP_MAX_QUEUE_SIZE", 2048),
-		maxBatch: envInt("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512),
+		delay:     envMillis("OTEL_BSP_SCHEDULE_DELAY", 5000),
+		timeout:   envMillis("OTEL_BSP_EXPORT_TIMEOUT", 30000),
+		maxQueue:  envInt("OTEL_BSP_MAX_QUEUE_SIZE", 2048),
+		maxBatch:  envInt("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512),
 		exporting: make(chan struct{}, 1), kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	// As the specification says, a batch is never larger than the queue.

@@ -33,7 +33,7 @@ type instruments struct {
 
 // opKey are the attributes of one mcp.server.operation.duration series.
 type opKey struct {
-	method, tool, version, errType      string
+	method, tool, version, errType     string
 	network, protocol, protocolVersion string
 	// status is set when errType is a JSON-RPC error code (also
 	// rpc.response.status_code).
