@@ -114,7 +114,8 @@ func BenchmarkStdioTracing(b *testing.B) {
 }
 
 // deadAddr is a loopback address nothing listens on.
-func deadAddr(b *testing.B) string {
+func deadAddr(b testing.TB) string {
+	b.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -126,7 +127,8 @@ func deadAddr(b *testing.B) string {
 
 // hangingAddr is a loopback address that accepts connections and never
 // reads or answers, until the benchmark ends.
-func hangingAddr(b *testing.B) string {
+func hangingAddr(b testing.TB) string {
+	b.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

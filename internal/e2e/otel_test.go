@@ -404,3 +404,55 @@ func wantAttrs(t *testing.T, s otelcol.Span, want map[string]any) {
 		}
 	}
 }
+
+// TestOTelCollectorDownOrHung: a collector that refuses connections or
+// accepts them and never answers changes nothing a client sees — every call
+// answers, the failure is logged once — and toolhost still exits at the
+// end of its grace period. (What they cost in calls/s and memory is
+// BenchmarkStdioTracing's.)
+func TestOTelCollectorDownOrHung(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, proto string
+		addr        func(testing.TB) string
+	}{
+		{"down_http", "http/protobuf", deadAddr},
+		{"down_grpc", "grpc", deadAddr},
+		{"hung_http", "http/protobuf", hangingAddr},
+		{"hung_grpc", "grpc", hangingAddr},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			env := append(withoutTelemetry(os.Environ()), "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+c.addr(t),
+				"OTEL_EXPORTER_OTLP_PROTOCOL="+c.proto, "OTEL_BSP_SCHEDULE_DELAY=20", "OTEL_EXPORTER_OTLP_TIMEOUT=500")
+			cl := testutil.ServeEnv(t, env, "--agent", "integrator", "--project-dir", t.TempDir(), "--grace", "2s")
+			for i := range 300 {
+				r := testutil.CallToolMeta(t, cl, "parse_placeholder", map[string]any{"text": "ping {{var:x}}", "vars": map[string]any{"x": i}},
+					map[string]any{"traceparent": callerParent})
+				if r.IsError {
+					t.Fatalf("call %d: %s", i, r.Text())
+				}
+				if i == 150 {
+					time.Sleep(time.Second) // several exports fail or time out meanwhile
+				}
+			}
+			start := time.Now()
+			if err := cl.Close(20 * time.Second); err != nil {
+				t.Fatalf("toolhost did not exit: %v\n%s", err, cl.Stderr())
+			}
+			took := time.Since(start)
+			logs := cl.Stderr()
+			if strings.HasPrefix(c.name, "down") {
+				for _, signal := range []string{"traces", "metrics"} {
+					if n := strings.Count(logs, `"otel_export_failed","signal":"`+signal+`"`); n != 1 {
+						t.Errorf("a dead collector is logged once per signal, not per batch: %s %d times\n%s", signal, n, logs)
+					}
+				}
+			}
+			if strings.Contains(logs, `"level":"error"`) {
+				t.Errorf("no error is logged for telemetry:\n%s", logs)
+			}
+			t.Logf("exit took %v", took)
+		})
+	}
+}
