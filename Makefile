@@ -35,17 +35,20 @@ test: deps fmt vet
 test-go: fmt vet
 	$(GOTEST)
 
-# Benchmarks, never timed tests: the pipeline in-process, then the real
-# binary over stdio (sequential and 8-in-flight calls/s with p50/p99 for a
-# 2025 client and for a 2026-07-28 client that sends _meta on every request,
-# cold start, RSS after 10k and 100k calls, PSS per session with six sessions,
-# what confinement adds to a bash command).
+# Benchmarks, never timed tests: the pipeline in-process (the bug store at
+# 100/1,000/10,000 bugs and update_todo_item at 10/500 steps among them),
+# then the real binary over stdio (sequential and 8-in-flight calls/s with
+# p50/p99 for a 2025 client and for a 2026-07-28 client that sends _meta on
+# every request, cold start, RSS after 10k and 100k calls, PSS per session
+# with six sessions, what confinement adds to a bash command) and `audit
+# stats` on a 1 GB trail (time and peak RSS).
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./internal/... | grep -v /e2e)
 	$(GO) test -run '^$$' -bench 'Stdio(Sequential|Concurrent8)(_?2026)?$$' -benchtime 20000x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'ColdStart' -benchtime 200x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'RSSGrowth|SixSessions' -benchtime 1x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'BashConfinement|ConfineReexec' -benchtime 300x ./internal/e2e
+	$(GO) test -run '^$$' -bench 'AuditStats1GB' -benchtime 1x ./internal/e2e
 
 demo: build
 	./$(BIN) demo

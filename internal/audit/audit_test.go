@@ -23,17 +23,19 @@ func TestRedactArguments(t *testing.T) {
 		want     string
 	}{
 		{"no secrets kept byte for byte", `{"b": 1, "a":"x"}`, `{"b": 1, "a":"x"}`},
-		{"top-level token", `{"token":"t","a":1}`, `{"a":1,"token":"[REDACTED]"}`},
+		{"top-level token", `{"token":"t","a":1}`, `{"token":"[REDACTED]","a":1}`},
 		{"case and dashes", `{"Authorization":"Bearer x","X-Api-Key":"k","APIKEY":"k2"}`,
-			`{"APIKEY":"[REDACTED]","Authorization":"[REDACTED]","X-Api-Key":"[REDACTED]"}`},
+			`{"Authorization":"[REDACTED]","X-Api-Key":"[REDACTED]","APIKEY":"[REDACTED]"}`},
 		{"nested objects and arrays", `{"headers":[{"Cookie":"c"},{"ok":"v"}],"auth":{"client_secret":"s","user":"u"}}`,
-			`{"auth":{"client_secret":"[REDACTED]","user":"u"},"headers":[{"Cookie":"[REDACTED]"},{"ok":"v"}]}`},
+			`{"headers":[{"Cookie":"[REDACTED]"},{"ok":"v"}],"auth":"[REDACTED]"}`},
 		{"secret object replaced whole", `{"password":{"old":"a","new":"b"}}`, `{"password":"[REDACTED]"}`},
 		{"secret word in a value only is kept", `{"note":"my password is not here"}`, `{"note":"my password is not here"}`},
-		{"numbers kept exactly", `{"token":"x","n":12345678901234567890}`, `{"n":12345678901234567890,"token":"[REDACTED]"}`},
+		{"secret in a value", `{"command":"curl -H 'Authorization: Bearer abc123def456' -u me:pw9 https://x"}`,
+			`{"command":"curl -H 'Authorization: Bearer [REDACTED]' -u me:[REDACTED] https://x"}`},
+		{"numbers kept exactly", `{"token":"x","n":12345678901234567890}`, `{"token":"[REDACTED]","n":12345678901234567890}`},
 		{"non-ASCII key folds like IsSecretKey", "{\"API-\u212aEY\":\"k\",\"é\":1}", "{\"API-\u212aEY\":\"[REDACTED]\",\"é\":1}"},
 		{"secret key beyond a small document", `{"pad":"` + strings.Repeat("p", 600) + `","Token":"t"}`,
-			`{"Token":"[REDACTED]","pad":"` + strings.Repeat("p", 600) + `"}`},
+			`{"pad":"` + strings.Repeat("p", 600) + `","Token":"[REDACTED]"}`},
 		{"empty", ``, ``},
 	}
 	for _, tc := range cases {
@@ -72,7 +74,7 @@ func TestFileSinkConcurrentAppends(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer door.Close()
-	sink := audit.NewFileSink(door, 5*time.Millisecond)
+	sink := audit.NewFileSink(door, audit.Options{SyncEvery: 5 * time.Millisecond})
 	const writers, each = 8, 50
 	pad := strings.Repeat("y", 20000)
 	var wg sync.WaitGroup
@@ -170,7 +172,7 @@ func TestFileSinkFollowsRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer door.Close()
-	sink := audit.NewFileSink(door, 5*time.Millisecond)
+	sink := audit.NewFileSink(door, audit.Options{SyncEvery: 5 * time.Millisecond})
 	defer sink.Close()
 	if err := sink.Write(&audit.Row{Tool: "before", Status: audit.StatusOK}); err != nil {
 		t.Fatal(err)

@@ -42,7 +42,19 @@ func (r *Row) AppendJSON(dst []byte) []byte {
 	dst = appendFloat(dst, r.DurationMS)
 	dst = appendOptional(dst, `,"sandbox":`, r.Sandbox)
 	dst = appendOptional(dst, `,"traceparent":`, r.Traceparent)
+	if r.Seq != 0 {
+		dst = appendChain(dst, r.Seq, r.Prev)
+	}
 	return append(dst, '}')
+}
+
+// appendChain appends the chain fields every line of the trail ends with.
+func appendChain(dst []byte, seq int64, prev string) []byte {
+	dst = append(dst, `,"seq":`...)
+	dst = strconv.AppendInt(dst, seq, 10)
+	dst = append(dst, `,"prev":"`...)
+	dst = append(dst, prev...)
+	return append(dst, '"')
 }
 
 // MarshalJSON makes json.Marshal of a row use AppendJSON.

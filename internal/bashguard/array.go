@@ -26,13 +26,13 @@ type array struct {
 // array returns name's array, making one (a scalar assigned before
 // becomes element 0, as in bash).
 func (c *checker) array(name string, assoc bool) *array {
-	a, ok := c.arrays[name]
+	a, ok := c.sc.arrays[name]
 	if !ok {
 		a = &array{elems: map[string]string{}}
-		if v, ok := c.vars[name]; ok && !assoc {
+		if v, ok := c.sc.vars[name]; ok && !assoc {
 			a.elems["0"], a.next = v, 1
 		}
-		c.arrays[name] = a
+		c.sc.arrays[name] = a
 	}
 	if assoc {
 		a.assoc = true
@@ -45,7 +45,7 @@ func (c *checker) assignArray(as *syntax.Assign) {
 	a := c.array(as.Name.Value, false)
 	if !as.Append {
 		for k, v := range a.elems {
-			if !looksJSON(v) {
+			if !sticky(v) {
 				delete(a.elems, k)
 			}
 		}
@@ -57,7 +57,7 @@ func (c *checker) assignArray(as *syntax.Assign) {
 		}
 		fields := c.fields(e.Value)
 		if e.Index != nil {
-			a.set(c, e.Index, fields)
+			a.set(c, e.Index, strings.Join(fields, " "))
 			continue
 		}
 		for _, f := range fields {
@@ -68,8 +68,7 @@ func (c *checker) assignArray(as *syntax.Assign) {
 }
 
 // set applies B[index]=value.
-func (a *array) set(c *checker, index syntax.ArithmExpr, fields []string) {
-	val := strings.Join(fields, " ")
+func (a *array) set(c *checker, index syntax.ArithmExpr, val string) {
 	if a.assoc {
 		key := ""
 		if w, ok := index.(*syntax.Word); ok {
@@ -78,12 +77,14 @@ func (a *array) set(c *checker, index syntax.ArithmExpr, fields []string) {
 		a.put(key, val)
 		return
 	}
-	i, err := expand.Arithm(c.cfg(), index)
+	cfg := c.cfg()
+	i, err := expand.Arithm(cfg, index)
+	c.release(cfg)
 	if err != nil {
 		i = a.next
 	}
 	if i < 0 || i > maxArrayIndex {
-		c.budgetErr = &Error{Kind: ErrTooComplex, Detail: fmt.Sprintf("an array index of %d (the guard follows indexes up to %d)", i, maxArrayIndex)}
+		c.b.over(fmt.Sprintf("an array index of %d (the guard follows indexes up to %d)", i, maxArrayIndex))
 		return
 	}
 	a.put(strconv.Itoa(i), val)
@@ -91,7 +92,7 @@ func (a *array) set(c *checker, index syntax.ArithmExpr, fields []string) {
 }
 
 func (a *array) put(key, val string) {
-	if looksJSON(a.elems[key]) {
+	if sticky(a.elems[key]) {
 		return
 	}
 	a.elems[key] = val

@@ -1,47 +1,92 @@
 // Package bashguard decides whether a shell command hands inline JSON to an
 // HTTP client, the mistake the devloop agents make most: JSON written inside
 // a shell command breaks on quoting and escaping, so the command must write
-// the JSON to a file and pass the file (curl -d @file).
+// the JSON to a file and pass the file (curl -d @file). It decides on what
+// the command would run, and refuses what it cannot know.
 //
-// Check parses the command with mvdan.cc/sh/v3/syntax (bash dialect) and
-// inspects every simple command with its words resolved by
-// mvdan.cc/sh/v3/expand: quotes removed, $'…' decoded, variables assigned
-// earlier in the same command substituted, echo/printf/heredoc output of
-// command substitutions and pipes followed. It looks through pipelines,
-// lists, subshells, $(…) and backticks, if/for/while bodies, wrappers
-// (timeout, env, nice, nohup, command, sudo, xargs …, a path such as
-// /usr/bin/curl, \curl, c""url), programs it does not know whose later
-// arguments start an HTTP client, a shell -c or eval (find -exec curl …,
-// strace curl …, watch curl …), and re-parses bash -c / sh -c / eval strings,
-// scripts piped into a shell or sourced from <(…) or stdin, alias values and
-// the command-line arguments of runners (watch 'cmd', flock f -c 'cmd', ssh
-// host 'cmd'), up to MaxDepth levels. Process substitutions count as what
-// they print (curl -d @<(echo …)) or, for >(…), as fed what the statement
-// prints; read, mapfile and printf -v set variables from their input, array
-// assignments (B=(…), B+=(…), B[i]=…, declare -A) give ${B[i]} its element
-// and declare -n r=x makes $r read x; a call
-// to a function defined in the command checks its body with the call's
-// arguments as $1 … (at most 256 calls per check).
+// # What the parser sees: Analysis
 //
-// What is blocked: a JSON object or array given to an HTTP client (curl,
-// wget, httpie http/https, xh, grpcurl, gh api) as an argument or option
-// value (curl -d/--data*/--json/-F, wget --post-data/--body-data, httpie
-// key:=, grpcurl -d, gh api -f/-F), on its standard input through a
-// here-string, a heredoc or a pipe from a command that prints it, or as a
-// data option of a curl config (-K) read from a process substitution or
-// stdin. A command
-// that cannot be parsed, is longer than MaxCommandLen or expands beyond the
-// work budget is blocked too: the guard never allows what it cannot read.
+// Analyze parses a command with mvdan.cc/sh/v3/syntax (bash dialect) and
+// follows it the way bash would run it, without running anything:
 //
-// What "JSON" means: after trimming white space, a value that parses as a
-// non-empty JSON object or array, or that clearly starts like one — "{"
-// followed by a quoted key, or "[" followed by an object, a string, a nested
-// array, a number, true, false or null. Braces without a quoted key
-// (awk '{print $1}', jq '{id:.id}', {{.State}}, {%H}) are not JSON, and the
-// empty "{}" and "[]" are left alone because find/xargs use them as
-// placeholders.
+//   - words are expanded by mvdan.cc/sh/v3/expand: quotes, $'…', ${x@E},
+//     brace expansion, parameter operations, and variables the command
+//     assigns (scalars, arrays, namerefs, read/mapfile/printf -v, $_);
+//   - functions, aliases, hash -p, set --, shift, trap strings, ${x@P} and
+//     values that arithmetic evaluates (a[$(cmd)]) are resolved to the code
+//     they run;
+//   - wrappers (command, env with option clusters and -S, exec, nice,
+//     timeout, sudo, xargs with its item splitting, find -exec, watch, ssh,
+//     su -c …) to the command they run; eval, source and shells (bash -c
+//     with $0 and positional arguments, a shell reading a script from
+//     stdin, /dev/stdin, a process substitution, a here-string or a file the
+//     command wrote) to their script, in a child scope that sees only
+//     exported variables and functions;
+//   - standard input through pipelines, groups, loops, here-strings,
+//     heredocs, < <(…), exec < …, exec 3<<< …, and what programs print:
+//     echo (with -e, and sh's), printf (escapes, %b, formats), cat, tee and
+//     filters, jq (the identity and simple paths evaluated, -n constructors
+//     as JSON), base64, xxd -r -p, rev, which/command -v, basename …
+//
+// The result, an *Analysis, lists the commands that run (program, the
+// arguments bash passes, how each is reached, where its input comes from,
+// its redirections, the URLs and hosts an HTTP client is handed, the shell
+// code a command runs), the inline JSON found, and the parts the guard
+// cannot know (Unknown). Policy rules may read the same facts.
+//
+// Inside the analysis a value the guard cannot know is a mark from
+// Unicode's private use area: outside data (the environment, a file, a
+// program's output), text of the command a program transforms in a way the
+// guard does not follow when that text could hold JSON (sed, tr, python …),
+// or JSON a program builds (jq -n '{a:1}'). Commands holding those runes
+// are refused before analysis.
+//
+// # The decision: Verdict, Check
+//
+// Refused (ErrInlineJSON): a JSON object or array given to an HTTP client
+// (curl, wget, httpie http/https, xh, grpcurl, gh api, and nc/socat/telnet
+// or bash's /dev/tcp for raw connections) as an argument or option value
+// (curl -d/--data*/--json/-F/--form-string/--data-urlencode, wget
+// --post-data/--body-data/-e post_data=…, httpie key:=, key==, grpcurl -d,
+// gh api -f/-F), in a form field (a=1&j={…}, percent-encoded too), in a URL
+// query, on its standard input or in a file it reads that the command fed
+// (a here-string, a heredoc, a pipe from a command that prints it, a
+// process substitution, a curl config given with -K). The message shows the
+// allowed form: the JSON written to FileHint first.
+//
+// Refused (ErrUnknowable): a part the guard cannot resolve that could reach
+// an HTTP client or a shell: a program name computed at run time that would
+// be handed JSON or code (an unknown name with harmless arguments passes),
+// shell code built at run time or read from a program's output (eval
+// "$(…)", bash -c "$x", curl … | bash), or text the command writes that a
+// program the guard does not follow transforms before a client sends it.
+// The message says what to write instead.
+//
+// Allowed, because nothing of it is inline JSON sent by a client: an output
+// format (curl -w '{"code":%{http_code}}'), a client's input that comes from
+// jq's extraction or a digest (jq -r .name | xargs curl …, sha256sum), data
+// from files on disk (the allowed form), braces that are not JSON (awk
+// '{print $1}', jq '{id:.id}', {{.State}}, {%H}; the empty {} and [] are
+// placeholders), a script file on disk (bash script.sh; the guard reads no
+// files), and JSON a shell's quoting turns into something else before it
+// reaches the client (watch curl -d '{"a":1}' runs sh -c, which strips the
+// quotes). Code in another language (python -c, node -e) is not shell.
+//
+// CheckArgv decides on a command given as an argument vector run without a
+// shell (spawn_units' argv), with the same rules.
+//
+// # The budget
+//
+// The guard never allows what it could not finish reading. A command longer
+// than MaxCommandLen is refused (ErrTooLong); one that cannot be parsed
+// (ErrUnparsable); one that nests more than MaxNesting levels (checked by a
+// lexical scan before the parser recurses), re-parses strings more than
+// MaxDepth levels, or whose expansion passes MaxValueLen per value,
+// MaxTotalBytes in all, MaxFields words, 16 Ki brace words, MaxSteps steps,
+// MaxCommands commands or MaxTime (ErrTooComplex). A panic of the parser or
+// expander on hostile input is a refusal too.
 //
 // This package must never execute anything: command substitutions are
-// approximated from their source (echo, printf, heredocs), never run, and
-// globbing and ~user lookups are disabled.
+// approximated from the commands' text, never run, and globbing and ~user
+// lookups are disabled. It reads no files and no environment.
 package bashguard

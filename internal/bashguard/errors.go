@@ -18,10 +18,16 @@ var (
 	ErrTooLong = errors.New("shell command too long")
 	// ErrTooComplex: nesting or expansion beyond the guard's budget.
 	ErrTooComplex = errors.New("shell command too complex")
+	// ErrUnknowable: a part the guard cannot resolve could reach an HTTP
+	// client or a shell.
+	ErrUnknowable = errors.New("shell command cannot be checked")
 )
 
-// FileHint is the file the suggested command writes the JSON to.
-const FileHint = "/tmp/x.json"
+// FileHint is the file the suggested command writes the JSON to: the
+// command's private temp dir, the one place outside its allow-list a
+// confined command may write (and removed after the command), so the form
+// the guard asks for also works under the kernel's confinement.
+const FileHint = "$TMPDIR/x.json"
 
 // maxShownPayload is the longest payload quoted back in a message.
 const maxShownPayload = 2000
@@ -39,8 +45,12 @@ type Error struct {
 	// Allowed is the same command in the allowed form, the JSON written to
 	// FileHint first.
 	Allowed string
-	// Detail explains a parse or budget failure.
+	// Detail explains a parse or budget failure, or why a part cannot be
+	// known.
 	Detail string
+	// Instead says what to write so that the guard can read the command
+	// (ErrUnknowable).
+	Instead string
 }
 
 func (e *Error) Error() string {
@@ -52,6 +62,8 @@ func (e *Error) Error() string {
 		return "Bash guard: the command cannot be parsed as bash (" + e.Detail + "); the guard blocks what it cannot read. Fix the quoting or syntax and retry."
 	case ErrTooLong:
 		return "Bash guard: " + e.Detail + "; put long content in a file and pass the file instead."
+	case ErrUnknowable:
+		return "Bash guard: " + e.Detail + ", so the guard cannot tell whether it hands inline JSON to an HTTP client or a shell, and refuses it. Instead: " + e.Instead
 	default:
 		return "Bash guard: " + e.Detail + "; run the inner command directly, in simpler steps."
 	}
@@ -71,18 +83,40 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// allowedForm renders echo '<payload>' > FileHint && <fields>.
-func allowedForm(payload string, fields []string, appendStdin bool) string {
+// allowedForm renders echo '<payload>' > FileHint && <fields>, or
+// <producer> > FileHint && <fields> when a program other than echo
+// printed the payload (jq -n '{a:1}').
+func allowedForm(payload string, producer, fields []string, appendStdin bool) string {
 	echo := "echo " + shellQuote(payload)
-	if len(payload) > maxShownPayload {
+	switch {
+	case len(producer) > 0:
+		q := make([]string, len(producer))
+		for i, p := range producer {
+			q[i] = shellQuote(shown(p))
+		}
+		echo = strings.Join(q, " ")
+	case len(payload) > maxShownPayload:
 		echo = fmt.Sprintf("echo '<your JSON, %d bytes>'", len(payload))
 	}
 	parts := make([]string, 0, len(fields)+2)
 	for _, f := range fields {
-		parts = append(parts, shellQuote(f))
+		parts = append(parts, quoteWithHint(f))
 	}
+	hint := quoteWithHint(FileHint)
 	if appendStdin {
-		parts = append(parts, "<", FileHint)
+		parts = append(parts, "<", hint)
 	}
-	return echo + " > " + FileHint + " && " + strings.Join(parts, " ")
+	return echo + " > " + hint + " && " + strings.Join(parts, " ")
+}
+
+// quoteWithHint quotes s for bash, leaving each FileHint in it expanded by
+// the shell ("$TMPDIR/x.json") and the rest single-quoted where needed.
+func quoteWithHint(s string) string {
+	parts := strings.Split(s, FileHint)
+	for i, p := range parts {
+		if p != "" {
+			parts[i] = shellQuote(p)
+		}
+	}
+	return strings.Join(parts, `"`+FileHint+`"`)
 }

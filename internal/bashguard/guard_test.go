@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolhost/toolhost/internal/fault"
 )
@@ -24,18 +25,18 @@ func TestCheck(t *testing.T) {
 	}{
 		// Blocked: curl flags and forms.
 		{name: "curl -d", cmd: `curl -X POST -H 'Content-Type: application/json' -d '` + J + `' http://localhost:3000/todos`, block: "json", prog: "curl", via: "-d",
-			allowed: `echo '` + J + `' > /tmp/x.json && curl -X POST -H 'Content-Type: application/json' -d @/tmp/x.json http://localhost:3000/todos`},
-		{name: "curl --data", cmd: `curl --data '{"a":1}' http://x`, block: "json", prog: "curl", via: "--data", allowed: `curl --data @/tmp/x.json http://x`},
-		{name: "curl --data-raw", cmd: `curl --data-raw '{"a":1}' http://x`, block: "json", via: "--data-raw", allowed: `curl --data-binary @/tmp/x.json http://x`},
+			allowed: `echo '` + J + `' > "$TMPDIR/x.json" && curl -X POST -H 'Content-Type: application/json' -d @"$TMPDIR/x.json" http://localhost:3000/todos`},
+		{name: "curl --data", cmd: `curl --data '{"a":1}' http://x`, block: "json", prog: "curl", via: "--data", allowed: `curl --data @"$TMPDIR/x.json" http://x`},
+		{name: "curl --data-raw", cmd: `curl --data-raw '{"a":1}' http://x`, block: "json", via: "--data-raw", allowed: `curl --data-binary @"$TMPDIR/x.json" http://x`},
 		{name: "curl --data-binary", cmd: `curl --data-binary '[{"a":1}]' http://x`, block: "json", via: "--data-binary"},
-		{name: "curl --data-urlencode", cmd: `curl --data-urlencode 'q={"a":1}' http://x`, block: "json", via: "--data-urlencode", allowed: `--data-urlencode q@/tmp/x.json`},
-		{name: "curl --json", cmd: `curl --json '{"a":1}' http://x`, block: "json", via: "--json", allowed: `curl --json @/tmp/x.json http://x`},
-		{name: "curl -F", cmd: `curl -F 'meta={"a":1};type=application/json' http://x`, block: "json", via: "-F", allowed: `'meta=</tmp/x.json;type=application/json'`},
+		{name: "curl --data-urlencode", cmd: `curl --data-urlencode 'q={"a":1}' http://x`, block: "json", via: "--data-urlencode", allowed: `--data-urlencode q@"$TMPDIR/x.json"`},
+		{name: "curl --json", cmd: `curl --json '{"a":1}' http://x`, block: "json", via: "--json", allowed: `curl --json @"$TMPDIR/x.json" http://x`},
+		{name: "curl -F", cmd: `curl -F 'meta={"a":1};type=application/json' http://x`, block: "json", via: "-F", allowed: `'meta=<'"$TMPDIR/x.json"';type=application/json'`},
 		{name: "curl array", cmd: `curl -d '[1, 2, 3]' http://x`, block: "json", via: "-d"},
 		{name: "curl truncated object", cmd: `curl -d '{"a": 1' http://x`, block: "json"},
-		{name: "curl attached -d", cmd: `curl -d'{"a":1}' http://x`, block: "json", allowed: `curl -d@/tmp/x.json http://x`},
-		{name: "curl cluster -sSd", cmd: `curl -sSd '{"a":1}' http://x`, block: "json", allowed: `curl -sSd @/tmp/x.json http://x`},
-		{name: "curl cluster attached", cmd: `curl -sSd'{"a":1}' http://x`, block: "json", allowed: `curl -sSd@/tmp/x.json http://x`},
+		{name: "curl attached -d", cmd: `curl -d'{"a":1}' http://x`, block: "json", allowed: `curl -d@"$TMPDIR/x.json" http://x`},
+		{name: "curl cluster -sSd", cmd: `curl -sSd '{"a":1}' http://x`, block: "json", allowed: `curl -sSd @"$TMPDIR/x.json" http://x`},
+		{name: "curl cluster attached", cmd: `curl -sSd'{"a":1}' http://x`, block: "json", allowed: `curl -sSd@"$TMPDIR/x.json" http://x`},
 		{name: "curl -XPOST then -d", cmd: `curl -XPOST -d '{"a":1}' http://x`, block: "json"},
 		{name: "curl form field json", cmd: `curl -d 'payload={"a":1}' http://x`, block: "json"},
 		{name: "ansi-c quoting", cmd: `curl -d $'{"a":\x31}' http://x`, block: "json"},
@@ -59,19 +60,19 @@ func TestCheck(t *testing.T) {
 		{name: "empty array element before a client", cmd: `B[0]=; curl -d '{"a":1}' http://x`, block: "json"},
 		{name: "array index beyond what the guard follows", cmd: `B[99999999]='{"a":1}'; curl -d "${B[99999999]}" http://x`, block: "complex"},
 		// Blocked: other clients.
-		{name: "wget --post-data=", cmd: `wget --post-data='{"a":1}' http://x`, block: "json", prog: "wget", allowed: `wget --post-file=/tmp/x.json http://x`},
-		{name: "wget --body-data", cmd: `wget --method=PUT --body-data '{"a":1}' http://x`, block: "json", allowed: `--body-file /tmp/x.json`},
-		{name: "httpie :=", cmd: `http POST :3000/todos tags:='["a","b"]'`, block: "json", prog: "http", allowed: `tags:=@/tmp/x.json`},
-		{name: "httpie here-string", cmd: `http POST :3000/todos <<< '{"a":1}'`, block: "json", via: "a here-string", allowed: `http POST :3000/todos < /tmp/x.json`},
+		{name: "wget --post-data=", cmd: `wget --post-data='{"a":1}' http://x`, block: "json", prog: "wget", allowed: `wget --post-file="$TMPDIR/x.json" http://x`},
+		{name: "wget --body-data", cmd: `wget --method=PUT --body-data '{"a":1}' http://x`, block: "json", allowed: `--body-file "$TMPDIR/x.json"`},
+		{name: "httpie :=", cmd: `http POST :3000/todos tags:='["a","b"]'`, block: "json", prog: "http", allowed: `tags:=@"$TMPDIR/x.json"`},
+		{name: "httpie here-string", cmd: `http POST :3000/todos <<< '{"a":1}'`, block: "json", via: "a here-string", allowed: `http POST :3000/todos < "$TMPDIR/x.json"`},
 		{name: "xh raw", cmd: `xh --raw '{"a":1}' POST :3000/x`, block: "json", prog: "xh"},
-		{name: "grpcurl -d", cmd: `grpcurl -plaintext -d '{"id":1}' localhost:50051 svc/Get`, block: "json", prog: "grpcurl", allowed: `grpcurl -plaintext -d @ localhost:50051 svc/Get < /tmp/x.json`},
-		{name: "gh api here-string", cmd: `gh api repos/o/r/issues --input - <<< '{"title":"t"}'`, block: "json", prog: "gh", allowed: `--input /tmp/x.json`},
+		{name: "grpcurl -d", cmd: `grpcurl -plaintext -d '{"id":1}' localhost:50051 svc/Get`, block: "json", prog: "grpcurl", allowed: `grpcurl -plaintext -d @ localhost:50051 svc/Get < "$TMPDIR/x.json"`},
+		{name: "gh api here-string", cmd: `gh api repos/o/r/issues --input - <<< '{"title":"t"}'`, block: "json", prog: "gh", allowed: `--input "$TMPDIR/x.json"`},
 		{name: "gh api -f json", cmd: `gh api repos/o/r -f 'labels=["bug"]'`, block: "json"},
-		{name: "curl heredoc", cmd: "curl -d @- http://x <<EOF\n{\"a\":1}\nEOF", block: "json", via: "a heredoc", allowed: `curl -d @/tmp/x.json http://x`},
+		{name: "curl heredoc", cmd: "curl -d @- http://x <<EOF\n{\"a\":1}\nEOF", block: "json", via: "a heredoc", allowed: `curl -d @"$TMPDIR/x.json" http://x`},
 		// Blocked: pipes into a client's stdin.
-		{name: "echo pipe", cmd: `echo '{"a":1}' | curl -d @- http://x`, block: "json", via: "a pipe from echo", allowed: `echo '{"a":1}' > /tmp/x.json && curl -d @/tmp/x.json http://x`},
+		{name: "echo pipe", cmd: `echo '{"a":1}' | curl -d @- http://x`, block: "json", via: "a pipe from echo", allowed: `echo '{"a":1}' > "$TMPDIR/x.json" && curl -d @"$TMPDIR/x.json" http://x`},
 		{name: "printf pipe", cmd: `printf '{"a":%d}' 1 | curl --json @- http://x`, block: "json"},
-		{name: "jq -n pipe", cmd: `jq -n '{"a":1}' | curl -d @- http://x`, block: "json"},
+		{name: "jq -n pipe", cmd: `jq -n '{"a":1}' | curl -d @- http://x`, block: "json", allowed: `jq -n '{"a":1}' > "$TMPDIR/x.json" && curl -d @"$TMPDIR/x.json" http://x`},
 		{name: "heredoc through cat pipe", cmd: "cat <<EOF | http POST :3000/x\n{\"a\":1}\nEOF", block: "json"},
 		{name: "echo pipe xargs", cmd: `echo '{"a":1}' | xargs -0 -I{} curl -d {} http://x`, block: "json"},
 		// Blocked: nesting.
@@ -92,7 +93,7 @@ func TestCheck(t *testing.T) {
 		{name: "script heredoc to sh", cmd: "sh <<'EOF'\ncurl -d '{\"a\":1}' http://x\nEOF", block: "json"},
 		{name: "env -S", cmd: `env -S "curl -d '{\"a\":1}' http://x"`, block: "json"},
 		// Blocked: wrappers and disguised names.
-		{name: "timeout", cmd: `timeout -s KILL 10 curl -d '{"a":1}' http://x`, block: "json", allowed: `echo '{"a":1}' > /tmp/x.json && timeout -s KILL 10 curl -d @/tmp/x.json http://x`},
+		{name: "timeout", cmd: `timeout -s KILL 10 curl -d '{"a":1}' http://x`, block: "json", allowed: `echo '{"a":1}' > "$TMPDIR/x.json" && timeout -s KILL 10 curl -d @"$TMPDIR/x.json" http://x`},
 		{name: "env assignments", cmd: `env -i NO_PROXY=* curl -d '{"a":1}' http://x`, block: "json"},
 		{name: "nice nohup", cmd: `nice -n 5 nohup curl -d '{"a":1}' http://x`, block: "json"},
 		{name: "command", cmd: `command curl -d '{"a":1}' http://x`, block: "json"},
@@ -104,13 +105,13 @@ func TestCheck(t *testing.T) {
 		{name: "variable name", cmd: `C=curl; $C -d '{"a":1}' http://x`, block: "json"},
 		// Blocked: process substitutions, sourced scripts, builtins that set
 		// variables, functions, aliases, and runners the guard does not list.
-		{name: "proc subst as data file", cmd: `curl -d @<(echo '{"a":1}') http://x`, block: "json", via: "a process substitution", allowed: `&& curl -d @/tmp/x.json http://x`},
+		{name: "proc subst as data file", cmd: `curl -d @<(echo '{"a":1}') http://x`, block: "json", via: "a process substitution", allowed: `&& curl -d @"$TMPDIR/x.json" http://x`},
 		{name: "default value in double quotes", cmd: `curl -d "${B:-{\"a\":1\}}" http://x`, block: "json"},
 		{name: "jq -nc subst", cmd: `curl -d "$(jq -nc '{"a":1}')" http://x`, block: "json"},
 		{name: "proc subst as stdin", cmd: `curl -d @- http://x < <(printf '{"a":%d}' 1)`, block: "json"},
 		{name: "proc subst output to client", cmd: `echo '{"a":1}' > >(curl -d @- http://x)`, block: "json"},
 		{name: "tee into proc subst", cmd: `echo '{"a":1}' | tee >(curl -d @- http://x) >/dev/null`, block: "json"},
-		{name: "curl config proc subst", cmd: `curl -K <(echo 'data = "{\"a\":1}"') http://x`, block: "json", via: "a curl config (-K)", allowed: `&& curl -d @/tmp/x.json http://x`},
+		{name: "curl config proc subst", cmd: `curl -K <(echo 'data = "{\"a\":1}"') http://x`, block: "json", via: "a curl config (-K)", allowed: `&& curl -d @"$TMPDIR/x.json" http://x`},
 		{name: "curl config here-string", cmd: `curl --config - http://x <<< '--json {"a":1}'`, block: "json"},
 		{name: "curl config heredoc", cmd: "curl -K- http://x <<'EOF'\nurl = \"http://x\"\ndata-raw: '[1,2]'\nEOF", block: "json"},
 		{name: "set -- positional", cmd: `set -- '{"a":1}'; curl -d "$1" http://x`, block: "json"},
@@ -126,7 +127,7 @@ func TestCheck(t *testing.T) {
 		{name: "alias body", cmd: `shopt -s expand_aliases; alias post='curl -d {\"a\":1}'`, block: "json"},
 		{name: "find -exec client", cmd: `find . -maxdepth 0 -exec curl -d '{"a":1}' http://x \;`, block: "json"},
 		{name: "find -exec sh -c", cmd: `find . -maxdepth 0 -exec sh -c 'curl -d "{\"a\":1}" http://x' \;`, block: "json"},
-		{name: "watch argv", cmd: `watch -n 5 curl -d '{"a":1}' http://x`, block: "json"},
+		{name: "watch argv", cmd: `watch -n 5 curl -d '{\"a\":1}' http://x`, block: "json"},
 		{name: "watch script", cmd: `watch -n 5 'curl -d "{\"a\":1}" http://x'`, block: "json"},
 		{name: "strace", cmd: `strace -f -o /tmp/t curl -d '{"a":1}' http://x`, block: "json"},
 		{name: "flock -c", cmd: `flock /tmp/l -c 'curl -d "{\"a\":1}" http://x'`, block: "json"},
@@ -135,11 +136,12 @@ func TestCheck(t *testing.T) {
 		{name: "unbalanced paren", cmd: `echo $(ls`, block: "parse"},
 		{name: "too long", cmd: "echo " + strings.Repeat("a", MaxCommandLen), block: "long"},
 		{name: "too deep", cmd: nestedBashC(MaxDepth + 2), block: "complex"},
+		{name: "huge brace range", cmd: `echo {1..999999999}`, block: "complex"},
 		{name: "substitutions too deep", cmd: "x=" + strings.Repeat("$(echo ", 20) + `'{"a":1}'` + strings.Repeat(")", 20) + `; curl -d "$x" u`, block: "complex"},
 		{name: "nested echo substitutions", cmd: "x=" + strings.Repeat("$(echo ", 10) + `'{"a":1}'` + strings.Repeat(")", 10) + `; curl -d "$x" u`, block: "json"},
 
 		// Allowed.
-		{name: "huge brace range", cmd: `echo {1..999999999}`},
+
 		{name: "curl -d @file", cmd: `curl -X POST -d @body.json http://x`},
 		{name: "curl -d@file", cmd: `curl -d@body.json http://x`},
 		{name: "curl --json @file", cmd: `curl --json @/tmp/x.json http://x`},
@@ -235,7 +237,7 @@ func TestCheck(t *testing.T) {
 			}
 			msg := err.Error()
 			if !strings.Contains(msg, "write the JSON to a file") || !strings.Contains(msg, ge.Allowed) ||
-				!strings.HasPrefix(ge.Allowed, "echo ") || !strings.Contains(ge.Allowed, "/tmp/x.json") {
+				!strings.HasPrefix(ge.Allowed, "echo ") && !strings.HasPrefix(ge.Allowed, "jq ") || !strings.Contains(ge.Allowed, `"`+FileHint+`"`) {
 				t.Errorf("message does not explain the rule and the allowed form: %s", msg)
 			}
 			// The suggestion must itself pass the guard.
@@ -275,7 +277,11 @@ func FuzzCheck(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, cmd string) {
+		start := time.Now()
 		err := Check(cmd)
+		if took := time.Since(start); took > 2*time.Second {
+			t.Fatalf("Check(%q) took %v", cmd, took)
+		}
 		if err == nil {
 			return
 		}
@@ -285,6 +291,9 @@ func FuzzCheck(f *testing.F) {
 		}
 		if ge.Error() == "" {
 			t.Fatal("empty message")
+		}
+		if strings.Contains(ge.Detail, "the shell parser failed on it") {
+			t.Fatalf("Check(%q) panicked inside: %v", cmd, ge.Detail)
 		}
 	})
 }

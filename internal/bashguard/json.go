@@ -1,8 +1,13 @@
 package bashguard
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"net/url"
 	"strings"
+
+	"mvdan.cc/sh/v3/expand"
 )
 
 const space = " \t\r\n"
@@ -99,3 +104,108 @@ func numberLen(s string) int {
 	}
 	return i
 }
+
+// Marks stand in an expanded word or a stream for what the guard cannot
+// know. They are runes from Unicode's private use area, so no command text
+// the guard analyses can hold them: Analyze refuses input that does.
+const (
+	// markExternal: a value from outside the command (the environment, a
+	// file on disk, a program's output that did not come from the
+	// command's own text).
+	markExternal = '\uE000'
+	// markDerived: text of the command transformed by a program the guard
+	// does not follow (sed, tr, python …) when that text could hold JSON.
+	markDerived = '\uE001'
+	// markJSON: JSON a program builds from the command's text (jq -n
+	// '{a:1}').
+	markJSON = '\uE002'
+	marks    = "\uE000\uE001\uE002"
+)
+
+// hasMarks reports whether s holds a mark.
+func hasMarks(s string) bool { return strings.ContainsAny(s, marks) }
+
+// shown renders s for a message or a fact: each mark becomes "…".
+func shown(s string) string {
+	if !hasMarks(s) {
+		return s
+	}
+	return strings.NewReplacer(string(markExternal), "…", string(markDerived), "…", string(markJSON), "").Replace(s)
+}
+
+// isJSONValue reports whether a value handed to a program is inline JSON:
+// JSON text (with unknown parts inside it, such as "{\"a\":\"$X\"}"), or
+// JSON a program built from the command's text.
+func isJSONValue(s string) bool {
+	if strings.ContainsRune(s, markJSON) {
+		return true
+	}
+	return looksJSON(strings.ReplaceAll(s, string(markExternal), "x"))
+}
+
+// mayHoldJSON reports whether literal text could turn into JSON in the
+// hands of a program: it holds JSON somewhere, or escapes (\x7b, \173,
+// \u007b, %7B), base64 or hex that decode to text holding JSON. Only such
+// text makes a program's output "derived" (markDerived).
+func mayHoldJSON(s string) bool {
+	if s == "" {
+		return false
+	}
+	if strings.ContainsAny(s, string(markDerived)+string(markJSON)) || containsJSON(s) {
+		return true
+	}
+	for _, d := range decodings(s) {
+		if containsJSON(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsJSON reports whether some "{" or "[" in s starts something that
+// looks like JSON.
+func containsJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if (s[i] == '{' || s[i] == '[') && startsLikeValue(s[i:], 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// decodings are the readings of s that programs commonly decode: backslash
+// escapes (echo -e, printf %b), percent-encoding, base64 and hex of each
+// word.
+func decodings(s string) []string {
+	var out []string
+	if strings.Contains(s, `\`) {
+		if d, _, err := expandFormat(s); err == nil && d != s {
+			out = append(out, d)
+		}
+	}
+	if strings.Contains(s, "%") {
+		if d, err := url.PathUnescape(strings.ReplaceAll(s, "+", " ")); err == nil && d != s {
+			out = append(out, d)
+		}
+	}
+	for _, w := range strings.Fields(s) {
+		if len(w) < 8 {
+			continue
+		}
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+			if b, err := enc.DecodeString(w); err == nil {
+				out = append(out, string(b))
+				break
+			}
+		}
+		if b, err := hex.DecodeString(w); err == nil {
+			out = append(out, string(b))
+		}
+	}
+	return out
+}
+
+// expandFormat decodes the backslash escapes of s as printf's %b does.
+// It passes a config of its own: with nil, expand.Format prepares (writes)
+// a package-level one, a data race between concurrent checks.
+func expandFormat(s string) (string, int, error) { return expand.Format(&expand.Config{}, s, nil) }

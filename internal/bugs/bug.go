@@ -79,13 +79,16 @@ func Load(projectDir, id string) (*Bug, error) {
 	return load(root, id)
 }
 
+// errNoBug is load's error for a bug file that does not exist.
+var errNoBug = errors.New("no bug")
+
 func load(root *os.Root, id string) (*Bug, error) {
 	if !IDPattern().MatchString(id) {
 		return nil, fmt.Errorf("bug id %q must look like BUG-0001", id)
 	}
 	f, err := root.OpenFile(Path(id), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no bug %s in %s/", id, Dir)
+		return nil, fmt.Errorf("%w %s in %s/", errNoBug, id, Dir)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s cannot be read (it must be a regular file inside the project): %w", Path(id), err)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -110,16 +111,24 @@ type Door interface {
 	ProjectDir() string
 	ReadFile(rel string) ([]byte, error)
 	WriteFile(rel string, data []byte) error
+	AppendFile(rel string, data []byte) error
 	Update(rel string, fn func(old []byte) ([]byte, error)) error
 	Lock(name string) (unlock func(), err error)
 }
 
-// Store is the write side of the bug tracker.
-type Store struct{ Door Door }
+// Store is the bug tracker. It keeps an index of the bugs (IndexPath) in
+// memory, brought up to date from the file under the store's lock before
+// every operation, so one Store should live as long as its session; a new
+// Store reads the index once.
+type Store struct {
+	Door Door
 
-// allocLock is the cross-process lock that serialises id allocation and the
-// fingerprint lookup, so two processes opening the same bug at once create
-// it once.
+	mu  sync.Mutex // guards idx
+	idx *index
+}
+
+// allocLock is the cross-process lock that serialises every change of the
+// store and its index: id allocation, the fingerprint lookup, transitions.
 const allocLock = "bugs"
 
 // NewBug is what bug_open asks for.
@@ -142,72 +151,85 @@ type Opened struct {
 	EvidenceAdded bool
 }
 
-// Open creates a bug, or — when a bug with the same fingerprint exists, in
-// any status — appends the new evidence to it and reports a duplicate.
-func (s *Store) Open(nb NewBug) (Opened, error) {
+// locked runs fn under the store's cross-process lock with the index up to
+// date.
+func (s *Store) locked(fn func() error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	unlock, err := s.Door.Lock(allocLock)
 	if err != nil {
-		return Opened{}, err
+		return err
 	}
 	defer unlock()
-	// An unreadable bug file cannot be matched as a duplicate, but its id
-	// is taken: the new bug must not overwrite it.
-	all, bad, err := Scan(s.Door.ProjectDir())
-	if err != nil {
-		return Opened{}, err
+	if err := s.catchUpLocked(); err != nil {
+		return err
 	}
-	fp := Fingerprint(nb.UnitID, nb.Evidence.Test, nb.Title)
-	ev := nb.Evidence
-	ev.AddedAt, ev.AddedBy = nb.At, nb.By
-	maxN := 0
-	for _, u := range bad {
-		maxN = max(maxN, IDNumber(u.ID))
-	}
-	for _, b := range all {
-		maxN = max(maxN, IDNumber(b.ID))
-		if b.Fingerprint != fp {
-			continue
+	return fn()
+}
+
+// Open creates a bug, or — when a bug with the same fingerprint exists, in
+// any status — appends the new evidence to it and reports a duplicate.
+// Complexity: O(1) in the number of bugs (a fingerprint lookup in the
+// index, the counter, one bug file written, one index line appended), plus
+// O(a) to catch up with a index lines other processes appended, and the
+// size of the duplicate's own file.
+func (s *Store) Open(nb NewBug) (Opened, error) {
+	var out Opened
+	err := s.locked(func() error {
+		fp := Fingerprint(nb.UnitID, nb.Evidence.Test, nb.Title)
+		ev := nb.Evidence
+		ev.AddedAt, ev.AddedBy = nb.At, nb.By
+		if n, ok := s.idx.byFP[fp]; ok {
+			out.Duplicate = true
+			return s.update(FormatID(n), func(cur *Bug) error {
+				if !citesAlready(cur.Evidence, ev) {
+					cur.Evidence = append(cur.Evidence, ev)
+					cur.UpdatedAt = nb.At
+					out.EvidenceAdded = true
+				}
+				out.Bug = cur
+				return nil
+			})
 		}
-		out := Opened{Duplicate: true}
-		err := s.update(b.ID, func(cur *Bug) error {
-			if !citesAlready(cur.Evidence, ev) {
-				cur.Evidence = append(cur.Evidence, ev)
-				cur.UpdatedAt = nb.At
-				out.EvidenceAdded = true
-			}
-			out.Bug = cur
-			return nil
-		})
-		return out, err
-	}
-	next, err := s.nextNumber()
-	if err != nil {
-		return Opened{}, err
-	}
-	next = max(next, maxN+1)
-	bug := &Bug{
-		ID: FormatID(next), Title: strings.TrimSpace(nb.Title), UnitID: nb.UnitID,
-		Severity: nb.Severity, Category: nb.Category, Status: StatusOpen, Fingerprint: fp,
-		Evidence: []Evidence{ev}, History: []Transition{}, OpenedBy: nb.By,
-		CreatedAt: nb.At, UpdatedAt: nb.At,
-	}
-	data, err := sandbox.MarshalJSON(bug)
-	if err != nil {
-		return Opened{}, err
-	}
-	if err := s.Door.WriteFile(Path(bug.ID), data); err != nil {
-		return Opened{}, err
-	}
-	// The counter follows the bug file: a crash in between leaves a file
-	// whose number the next Open sees anyway.
-	counter, err := sandbox.MarshalJSON(map[string]int{"next": next + 1})
-	if err != nil {
-		return Opened{}, err
-	}
-	if err := s.Door.WriteFile(CounterPath, counter); err != nil {
-		return Opened{}, err
-	}
-	return Opened{Bug: bug, EvidenceAdded: true}, nil
+		next, err := s.nextNumber()
+		if err != nil {
+			return err
+		}
+		// An unreadable or gone bug's id is taken too: the index's highest
+		// id counts them.
+		next = max(next, s.idx.maxID+1)
+		bug := &Bug{
+			ID: FormatID(next), Title: strings.TrimSpace(nb.Title), UnitID: nb.UnitID,
+			Severity: nb.Severity, Category: nb.Category, Status: StatusOpen, Fingerprint: fp,
+			Evidence: []Evidence{ev}, History: []Transition{}, OpenedBy: nb.By,
+			CreatedAt: nb.At, UpdatedAt: nb.At,
+		}
+		data, err := sandbox.MarshalJSON(bug)
+		if err != nil {
+			return err
+		}
+		// The index line comes first: a crash before the bug file is
+		// written leaves a line that the next lock holder checks against
+		// the file (verifyLastLocked) and marks gone.
+		if err := s.appendLocked(SummaryOf(bug)); err != nil {
+			return err
+		}
+		if err := s.Door.WriteFile(Path(bug.ID), data); err != nil {
+			return err
+		}
+		// The counter follows the bug file: a crash in between leaves an
+		// index whose highest id the next Open sees anyway.
+		counter, err := sandbox.MarshalJSON(map[string]int{"next": next + 1})
+		if err != nil {
+			return err
+		}
+		if err := s.Door.WriteFile(CounterPath, counter); err != nil {
+			return err
+		}
+		out = Opened{Bug: bug, EvidenceAdded: true}
+		return nil
+	})
+	return out, err
 }
 
 // CounterPath keeps the number of the next bug, so that the id of a deleted
@@ -268,26 +290,31 @@ var ErrNotFound = errors.New("no such bug")
 
 // Transition moves a bug to status to, recording {from, to, by, at, note}.
 // It returns the updated bug, or a *TransitionError listing the allowed
-// targets.
+// targets. Complexity: O(1) in the number of bugs (one bug file rewritten,
+// one index line), plus the catch-up of Open.
 func (s *Store) Transition(id, to, by, note string, at time.Time) (*Bug, Transition, error) {
 	var (
 		out *Bug
 		tr  Transition
 	)
-	err := s.update(id, func(cur *Bug) error {
-		if !CanTransition(cur.Status, to) {
-			return &TransitionError{ID: id, From: cur.Status, To: to, Allowed: AllowedTargets(cur.Status)}
-		}
-		tr = Transition{From: cur.Status, To: to, By: by, At: at, Note: note}
-		cur.History = append(cur.History, tr)
-		cur.Status, cur.UpdatedAt = to, at
-		out = cur
-		return nil
+	err := s.locked(func() error {
+		return s.update(id, func(cur *Bug) error {
+			if !CanTransition(cur.Status, to) {
+				return &TransitionError{ID: id, From: cur.Status, To: to, Allowed: AllowedTargets(cur.Status)}
+			}
+			tr = Transition{From: cur.Status, To: to, By: by, At: at, Note: note}
+			cur.History = append(cur.History, tr)
+			cur.Status, cur.UpdatedAt = to, at
+			out = cur
+			return nil
+		})
 	})
 	return out, tr, err
 }
 
-// update is a locked read-modify-write of one bug file.
+// update is a locked read-modify-write of one bug file; the caller holds
+// the store's lock. The changed summary goes to the index before the file
+// is replaced (see Open for why that order).
 func (s *Store) update(id string, fn func(*Bug) error) error {
 	return s.Door.Update(Path(id), func(old []byte) ([]byte, error) {
 		if old == nil {
@@ -309,6 +336,9 @@ func (s *Store) update(id string, fn func(*Bug) error) error {
 		next, err := sandbox.MarshalJSON(&b)
 		if err != nil || bytes.Equal(next, old) {
 			// Unchanged (a duplicate citing nothing new): no rewrite.
+			return nil, err
+		}
+		if err := s.appendLocked(SummaryOf(&b)); err != nil {
 			return nil, err
 		}
 		return next, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolhost/toolhost/internal/agents"
+	"github.com/toolhost/toolhost/internal/bugs"
 	"github.com/toolhost/toolhost/internal/procs"
 )
 
@@ -140,6 +141,9 @@ type Services struct {
 	// Procs owns every child process this session starts (the bash
 	// tool's commands, the units); the session stops them when it closes.
 	Procs procs.Owner
+	// Bugs is the bug tracker on the services' door, one per session so
+	// its index stays in memory between calls.
+	Bugs *bugs.Store
 }
 
 // Ctx is what one tool call receives.

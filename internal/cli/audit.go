@@ -5,23 +5,27 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/toolhost/toolhost/internal/audit"
+	"github.com/toolhost/toolhost/internal/ndjson"
 )
 
-// auditFlags are shared by audit and audit stats.
+// auditFlags are shared by audit and its subcommands.
 type auditFlags struct {
 	projectDir string
 	filter     audit.Filter
-	since      time.Duration
+	since      sinceValue
 	asJSON     bool
 	limit      int
 }
@@ -32,16 +36,13 @@ func (f *auditFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.filter.Tool, "tool", "", "only rows of this tool")
 	fl.StringVar(&f.filter.Status, "status", "", "only rows with this status: ok, ok_false, rejected, timeout, cancelled, error, superseded")
 	fl.StringVar(&f.filter.Agent, "agent", "", "only rows of this agent (pm or devloop-pm)")
-	fl.DurationVar(&f.since, "since", 0, "only rows newer than this, e.g. 15m or 24h")
+	fl.Var(&f.since, "since", "only rows newer than this: an age (15m, 24h, 7d) or a time (2026-12-01, 2026-12-01T10:00:00Z); older rotated files are not read")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON lines instead of a table")
 	fl.IntVar(&f.limit, "limit", 0, "only the last N matching rows (0: all)")
 }
 
-// rows reads the project's audit trail through the filter.
-func (f *auditFlags) rows(stderr io.Writer) ([]*audit.Row, error) {
-	if f.limit < 0 {
-		return nil, usageErr(errors.New("--limit must not be negative"))
-	}
+// dir is the project dir the flags name.
+func (f *auditFlags) dir() string {
 	dir := f.projectDir
 	if dir == "" {
 		dir = os.Getenv("TOOLHOST_PROJECT_DIR")
@@ -49,30 +50,122 @@ func (f *auditFlags) rows(stderr io.Writer) ([]*audit.Row, error) {
 	if dir == "" {
 		dir = "."
 	}
+	return dir
+}
+
+// trail checks that the project has an audit trail and returns its dir.
+func (f *auditFlags) trail() (string, error) {
+	dir := f.dir()
 	p := filepath.Join(dir, filepath.FromSlash(audit.Path))
-	fh, err := os.Open(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no audit trail at %s: no call was made in this project yet, or --project-dir is wrong", p)
-	}
+	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, err
+		return "", fmt.Errorf("no audit trail at %s: %w", p, err)
 	}
-	defer fh.Close()
+	defer root.Close()
+	segs, err := ndjson.Segments(root, audit.Path)
+	if err != nil {
+		return "", err
+	}
+	if len(segs) == 0 {
+		return "", fmt.Errorf("no audit trail at %s: no call was made in this project yet, or --project-dir is wrong", p)
+	}
+	return dir, nil
+}
+
+func (f *auditFlags) filterNow() audit.Filter {
 	flt := f.filter
-	if f.since > 0 {
-		flt.Since = time.Now().Add(-f.since)
+	flt.Since = f.since.at(time.Now())
+	return flt
+}
+
+// each streams the project's audit rows through the filter (the last
+// --limit of them, kept in a ring), reporting skipped lines on stderr.
+func (f *auditFlags) each(stderr io.Writer, fn func(r *audit.Row, line []byte) error) error {
+	if f.limit < 0 {
+		return usageErr(errors.New("--limit must not be negative"))
 	}
-	rows, bad, err := audit.Read(fh, flt)
+	dir, err := f.trail()
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", p, err)
+		return err
 	}
-	if bad > 0 {
-		fmt.Fprintf(stderr, "toolhost: skipped %d lines of %s that are not audit rows\n", bad, p)
+	var ring []ringRow
+	next := 0
+	visit := fn
+	if f.limit > 0 {
+		visit = func(r *audit.Row, line []byte) error {
+			rr := ringRow{row: *r, line: slices.Clone(line)}
+			if len(ring) < f.limit {
+				ring = append(ring, rr)
+			} else {
+				ring[next] = rr
+				next = (next + 1) % f.limit
+			}
+			return nil
+		}
 	}
-	if f.limit > 0 && len(rows) > f.limit {
-		rows = rows[len(rows)-f.limit:]
+	bad, err := audit.EachLine(dir, f.filterNow(), visit)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", filepath.Join(dir, filepath.FromSlash(audit.Path)), err)
 	}
-	return rows, nil
+	reportBad(stderr, bad)
+	for i := range ring {
+		rr := &ring[(next+i)%len(ring)]
+		if err := fn(&rr.row, rr.line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type ringRow struct {
+	row  audit.Row
+	line []byte
+}
+
+func reportBad(stderr io.Writer, bad ndjson.BadLines) {
+	if bad.Count > 0 {
+		fmt.Fprintf(stderr, "toolhost: %s (not audit rows)\n", bad)
+	}
+}
+
+// sinceValue is --since: an age before now or an instant.
+type sinceValue struct {
+	age  time.Duration
+	when time.Time
+	text string
+}
+
+func (v *sinceValue) String() string { return v.text }
+func (v *sinceValue) Type() string   { return "age|time" }
+
+// Set accepts a Go duration, a number of days ("7d"), a date or an
+// RFC 3339 time.
+func (v *sinceValue) Set(s string) error {
+	*v = sinceValue{text: s}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		v.age = d
+		return nil
+	}
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		if days, err := strconv.Atoi(n); err == nil && days > 0 {
+			v.age = time.Duration(days) * 24 * time.Hour
+			return nil
+		}
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			v.when = t
+			return nil
+		}
+	}
+	return fmt.Errorf("want an age (15m, 24h, 7d) or a time (2026-12-01, 2026-12-01T10:00:00Z), not %q", s)
+}
+
+func (v *sinceValue) at(now time.Time) time.Time {
+	if v.age > 0 {
+		return now.Add(-v.age)
+	}
+	return v.when
 }
 
 func newAuditCmd() *cobra.Command {
@@ -84,24 +177,26 @@ func newAuditCmd() *cobra.Command {
 			"tool, status, agent and age. --json prints the rows as stored (JSON lines).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rows, err := f.rows(cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
 			w := cmd.OutOrStdout()
 			if f.asJSON {
-				for _, r := range rows {
-					if err := writeJSONLine(w, r); err != nil {
-						return err
-					}
-				}
-				return nil
+				return f.each(cmd.ErrOrStderr(), func(r *audit.Row, _ []byte) error { return writeJSONLine(w, r) })
 			}
+			// The table is aligned per block of rows, so a trail of any size
+			// streams through it in bounded memory.
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TIME\tAGENT\tTOOL\tSTATUS\tKIND\tRETRIES\tMS\tCALL_ID\tERROR")
-			for _, r := range rows {
+			n := 0
+			err := f.each(cmd.ErrOrStderr(), func(r *audit.Row, _ []byte) error {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%s\n", r.TS.UTC().Format("2006-01-02T15:04:05.000Z"),
-					r.Agent, r.Tool, r.Status, dash(r.ErrorKind), r.RetryCount, r.DurationMS, r.CallID, oneLine(r.Error, 80))
+					cell(r.Agent, maxCell), cell(r.Tool, maxCell), cell(r.Status, maxCell), cell(dash(r.ErrorKind), maxCell),
+					r.RetryCount, r.DurationMS, cell(r.CallID, maxCell), oneLine(r.Error, 80))
+				if n++; n%tableBlock == 0 {
+					return tw.Flush()
+				}
+				return nil
+			})
+			if err != nil {
+				return err
 			}
 			return tw.Flush()
 		},
@@ -112,14 +207,23 @@ func newAuditCmd() *cobra.Command {
 		Short: "Per tool: call count, outcomes and p50/p99 duration",
 		Long: "stats groups the matching rows by tool: COUNT calls, OK, OK_FALSE (expected failures), REJECTED\n" +
 			"(policy, validation, sandbox, guard, confirmation), FAILED (timeout, cancelled, error) and the p50/p99\n" +
-			"duration in milliseconds (nearest rank). Superseded confirmations are not calls and are left out.",
+			"duration in milliseconds (nearest rank; for a tool with more than 4096 calls estimated within 1%, marked\n" +
+			"approx in --json). Superseded confirmations are not calls and are left out. It streams the trail and\n" +
+			"its rotated files in bounded memory.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rows, err := f.rows(cmd.ErrOrStderr())
+			if f.limit != 0 {
+				return usageErr(errors.New("audit stats summarises every matching row; --limit is for the list"))
+			}
+			dir, err := f.trail()
 			if err != nil {
 				return err
 			}
-			stats := audit.Stats(rows)
+			stats, bad, err := audit.StatsOf(dir, f.filterNow())
+			if err != nil {
+				return err
+			}
+			reportBad(cmd.ErrOrStderr(), bad)
 			w := cmd.OutOrStdout()
 			if f.asJSON {
 				for _, s := range stats {
@@ -132,13 +236,17 @@ func newAuditCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TOOL\tCOUNT\tOK\tOK_FALSE\tREJECTED\tFAILED\tP50_MS\tP99_MS")
 			for _, s := range stats {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\n", s.Tool, s.Count, s.OK, s.OKFalse, s.Rejected, s.Failed, s.P50MS, s.P99MS)
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\n", cell(s.Tool, maxCell), s.Count, s.OK, s.OKFalse, s.Rejected, s.Failed, s.P50MS, s.P99MS)
 			}
 			return tw.Flush()
 		},
 	})
+	cmd.AddCommand(newAuditVerifyCmd(&f), newAuditExportCmd(&f))
 	return cmd
 }
+
+// tableBlock is how many rows the audit table aligns at a time.
+const tableBlock = 1000
 
 func dash(s string) string {
 	if s == "" {
@@ -147,13 +255,45 @@ func dash(s string) string {
 	return s
 }
 
-// oneLine keeps a table row on one line and at most n runes.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
+// oneLine keeps a message on one line of a table: its lines joined with
+// single spaces, rendered by cell.
+func oneLine(s string, n int) string { return cell(strings.Join(strings.Fields(s), " "), n) }
+
+// maxCell is the most runes a table cell shows of a field.
+const maxCell = 64
+
+// cell renders a field for a table: audit rows and confirmations hold what
+// callers sent (a call id, a tool name, arguments), so control characters,
+// bidi and other invisible format characters and invalid UTF-8 are escaped
+// (\n, \t, \x1b, \u202e, \xff) and the cell is cut to n runes, so that no
+// field can break the table, recolour the terminal or pass for another row.
+func cell(s string, n int) string {
+	var b strings.Builder
+	count := 0
+	for i, r := range s {
+		if count == n-1 && utf8.RuneCountInString(s[i:]) > 1 {
+			b.WriteString("…")
+			break
+		}
+		count++
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == 0x2028 || r == 0x2029:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
 	}
-	return s
+	return b.String()
 }
 
 // writeJSONLine writes v as one compact JSON line (audit rows, stats and

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -47,6 +48,7 @@ type hookFlags struct {
 	projectDir string
 	agentsFile string
 	exitCode   bool
+	timeout    time.Duration
 }
 
 func newHookCmd(g *globals) *cobra.Command {
@@ -62,7 +64,8 @@ func newHookCmd(g *globals) *cobra.Command {
 			"Bash command is rewritten (hookSpecificOutput.updatedInput) to run under `toolhost confine` for the agent,\n" +
 			"so the kernel confines it to the agent's allow-list; no permissionDecision is given, so the CLI's own\n" +
 			"permission mode and rules still decide whether it runs. Other allowed calls get no output.\n" +
-			"Input it cannot read is denied.\n" +
+			"Input it cannot read is denied, and so is every call when --agent is unknown or --project-dir is\n" +
+			"missing or no decision is reached within --timeout.\n" +
 			"Every decision is logged on stderr.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -73,7 +76,7 @@ func newHookCmd(g *globals) *cobra.Command {
 				f.projectDir = os.Getenv("TOOLHOST_PROJECT_DIR")
 			}
 			log := g.logger()
-			in, reason := decidePreToolUse(cmd.InOrStdin(), f)
+			in, reason := decideWithin(cmd.InOrStdin(), f)
 			ev := log.Info()
 			decision := "allow"
 			if reason != "" {
@@ -102,8 +105,35 @@ func newHookCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.projectDir, "project-dir", "", "project directory (env TOOLHOST_PROJECT_DIR)")
 	fl.StringVar(&f.agentsFile, "agents", "", "agents file (default: the embedded configs/agents.json)")
 	fl.BoolVar(&f.exitCode, "exit-code", false, "deny by exiting 2 with the reason on stderr instead of printing a JSON decision")
+	fl.DurationVar(&f.timeout, "timeout", 5*time.Second, "deny when no decision is reached within this time (the agent CLI treats a hook that does not answer in its own timeout as allow)")
 	cmd.AddCommand(pre)
 	return cmd
+}
+
+// decideWithin is decidePreToolUse bounded by f.timeout: input that never
+// ends, or a check that hangs, is denied before the agent CLI gives up on
+// the hook and allows the call.
+func decideWithin(r io.Reader, f hookFlags) (hookInput, string) {
+	type decision struct {
+		in     hookInput
+		reason string
+	}
+	if f.timeout <= 0 {
+		return hookInput{}, "toolhost hook: --timeout must be positive; denied"
+	}
+	done := make(chan decision, 1)
+	go func() {
+		in, reason := decidePreToolUse(r, f)
+		done <- decision{in, reason}
+	}()
+	t := time.NewTimer(f.timeout)
+	defer t.Stop()
+	select {
+	case d := <-done:
+		return d.in, d.reason
+	case <-t.C:
+		return hookInput{}, fmt.Sprintf("toolhost hook: no decision within %v (the input did not end, or a check hung); denied", f.timeout)
+	}
 }
 
 // decidePreToolUse returns the parsed input and the deny reason ("" to
@@ -130,16 +160,13 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookInput, string) {
 	if err != nil {
 		return in, fmt.Sprintf("toolhost hook: %s tool_input is not an object (%v); denied because it cannot be checked", in.ToolName, err)
 	}
+	ag, proj, reason := hookAgent(f)
+	if reason != "" {
+		return in, reason
+	}
 	switch in.ToolName {
 	case "Bash":
-		var command string
-		if err := json.Unmarshal(ti["command"], &command); ti["command"] == nil || err != nil {
-			return in, "toolhost hook: Bash tool_input.command is missing or not a string; denied because it cannot be checked"
-		}
-		if err := bashguard.Check(command); err != nil {
-			return in, err.Error()
-		}
-		return in, ""
+		return in, decideBash(ti)
 	case "Write", "Edit", "MultiEdit", "NotebookEdit":
 		// Every path field present is checked: NotebookEdit writes
 		// notebook_path, the others file_path, and a payload carrying both
@@ -160,13 +187,79 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookInput, string) {
 			return in, fmt.Sprintf("toolhost hook: %s tool_input has no file_path; denied because it cannot be checked", in.ToolName)
 		}
 		for _, p := range paths {
-			if reason := checkHookWrite(f, in.Cwd, p); reason != "" {
+			if reason := checkHookWrite(ag, proj, in.Cwd, p); reason != "" {
 				return in, reason
 			}
 		}
 		return in, ""
 	}
 	return in, ""
+}
+
+// hookAgent resolves the agent and project dir the hook was installed
+// for. Without them nothing can be checked, so every tool is denied: an
+// unknown --agent or a missing --project-dir must not turn the hook into an
+// allow-all.
+func hookAgent(f hookFlags) (*agents.Agent, string, string) {
+	set, err := agents.Load(f.agentsFile)
+	if err != nil {
+		return nil, "", "toolhost hook: " + err.Error() + "; denied because nothing can be checked without the agents file"
+	}
+	if f.agent == "" {
+		return nil, "", fmt.Sprintf("toolhost hook: --agent (or TOOLHOST_AGENT) is required (known: %s); denied because nothing can be checked without it", strings.Join(set.Names(), ", "))
+	}
+	ag, err := set.Find(f.agent)
+	if err != nil {
+		return nil, "", "toolhost hook: " + err.Error() + "; fix --agent in the hook command (toolhost mcp-config --settings prints it)"
+	}
+	if f.projectDir == "" {
+		return nil, "", "toolhost hook: --project-dir (or TOOLHOST_PROJECT_DIR) is required; denied because nothing can be checked without it"
+	}
+	proj, err := filepath.Abs(f.projectDir)
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = os.Stat(proj); err == nil && !fi.IsDir() {
+			err = errors.New("not a directory")
+		}
+	}
+	if err != nil {
+		return nil, "", fmt.Sprintf("toolhost hook: project dir %s is not usable (%v); denied because nothing can be checked without it", f.projectDir, err)
+	}
+	return ag, proj, ""
+}
+
+// decideBash is the guard's verdict on a Bash call: the command must be a
+// JSON string (null, a number, an array or a missing key is denied), and
+// the Bash guard must allow it.
+func decideBash(ti map[string]json.RawMessage) string {
+	raw := bytes.TrimSpace(ti["command"])
+	var command string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &command) != nil {
+		what := "missing"
+		if len(raw) > 0 {
+			what = "not a string (" + jsonKind(raw) + ")"
+		}
+		return "toolhost hook: Bash tool_input.command is " + what + "; denied because it cannot be checked. Send the command as a JSON string."
+	}
+	if err := bashguard.Check(command); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// jsonKind names the JSON type of raw for a message.
+func jsonKind(raw []byte) string {
+	switch raw[0] {
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "a boolean"
+	case '[':
+		return "an array"
+	case '{':
+		return "an object"
+	}
+	return "a number"
 }
 
 // decodeExact decodes the first JSON value of raw into v (a struct with
@@ -213,32 +306,9 @@ func exactFields(raw json.RawMessage) (map[string]json.RawMessage, error) {
 }
 
 // checkHookWrite is the sandbox verdict for a CLI write of path p (absolute
-// as the Claude CLI sends it, or relative to the hook's cwd).
-func checkHookWrite(f hookFlags, cwd, p string) string {
-	set, err := agents.Load(f.agentsFile)
-	if err != nil {
-		return "toolhost hook: " + err.Error()
-	}
-	if f.agent == "" {
-		return fmt.Sprintf("toolhost hook: --agent is required to check writes (known: %s)", strings.Join(set.Names(), ", "))
-	}
-	ag, err := set.Find(f.agent)
-	if err != nil {
-		return "toolhost hook: " + err.Error()
-	}
-	if f.projectDir == "" {
-		return "toolhost hook: --project-dir is required to check writes"
-	}
-	proj, err := filepath.Abs(f.projectDir)
-	if err == nil {
-		var fi os.FileInfo
-		if fi, err = os.Stat(proj); err == nil && !fi.IsDir() {
-			err = errors.New("not a directory")
-		}
-	}
-	if err != nil {
-		return fmt.Sprintf("toolhost hook: project dir %s is not usable (%v)", f.projectDir, err)
-	}
+// as the Claude CLI sends it, or relative to the hook's cwd) by agent ag in
+// project dir proj.
+func checkHookWrite(ag *agents.Agent, proj, cwd, p string) string {
 	if slices.Contains(strings.Split(filepath.ToSlash(p), "/"), "..") {
 		// The CLI hands the path to the kernel, which resolves each ".."
 		// after the symlinks before it (prd/link/../x is the parent of the

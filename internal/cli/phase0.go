@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/journal"
+	"github.com/toolhost/toolhost/internal/ndjson"
 	"github.com/toolhost/toolhost/internal/stdioclient"
 	"github.com/toolhost/toolhost/internal/tools/all"
 )
@@ -112,17 +113,21 @@ func phase0Loop(ctx context.Context, w io.Writer, keep bool) error {
 		return fmt.Errorf("todolist on disk is wrong: %s", b)
 	}
 	fmt.Fprintln(w, "✓ agent-state/pm-todo.json written with 2 items")
-	ev, err := os.ReadFile(filepath.Join(dir, ".toolhost", "events.ndjson"))
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	found := false
+	bad, err := journal.ReadEvents(root, ndjson.Options{}, func(e callctx.Event, _ ndjson.Pos) error {
+		found = found || e.Kind == "agent.todolist"
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("events not on disk: %w", err)
 	}
-	found := false
-	sc := bufio.NewScanner(bytes.NewReader(ev))
-	for sc.Scan() {
-		var e struct{ Kind string }
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Kind == "agent.todolist" {
-			found = true
-		}
+	if bad.Count > 0 {
+		return fmt.Errorf(".toolhost/events.ndjson: %s", bad)
 	}
 	if !found {
 		return fmt.Errorf("no agent.todolist event in .toolhost/events.ndjson")

@@ -10,7 +10,10 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/journal"
+	"github.com/toolhost/toolhost/internal/redact"
 	"github.com/toolhost/toolhost/internal/session"
 )
 
@@ -41,9 +44,11 @@ func (g *globals) logger() zerolog.Logger {
 	if err != nil || g.logLevel == "" {
 		level = zerolog.InfoLevel
 	}
-	var w io.Writer = g.stderr
+	// Every log line passes the one redactor: a reason quoting a command
+	// line, an error quoting a header keeps no credential.
+	w := redact.Writer(g.stderr)
 	if g.logFormat == "console" {
-		w = zerolog.ConsoleWriter{Out: g.stderr, TimeFormat: "15:04:05.000"}
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Logger()
 }
@@ -53,6 +58,7 @@ type sessionFlags struct {
 	id         callctx.Identity
 	agentsFile string
 	policyFile string
+	limits     session.Limits
 }
 
 func (f *sessionFlags) register(cmd *cobra.Command) {
@@ -65,12 +71,15 @@ func (f *sessionFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.id.ProjectID, "pid", "", "project id (env TOOLHOST_PID)")
 	fl.StringVar(&f.agentsFile, "agents", "", "agents file (default: the embedded configs/agents.json)")
 	fl.StringVar(&f.policyFile, "policy", "", "tool policy file (default: the embedded configs/tools.json)")
+	fl.Int64Var(&f.limits.AuditMaxBytes, "audit-max-bytes", audit.DefaultMaxBytes, "rotate .toolhost/audit.ndjson at this size (negative: never)")
+	fl.Int64Var(&f.limits.EventsMaxBytes, "events-max-bytes", journal.DefaultEventsMaxBytes, "rotate .toolhost/events.ndjson at this size (negative: never)")
+	fl.Int64Var(&f.limits.TimelineMaxBytes, "timeline-max-bytes", journal.DefaultTimelineMaxBytes, "rotate timeline.ndjson at this size (negative: never)")
 }
 
 func (f *sessionFlags) options(g *globals) session.Options {
 	id := f.id
 	id.FromEnv(os.Getenv)
-	return session.Options{Identity: id, AgentsFile: f.agentsFile, PolicyFile: f.policyFile, Version: Version, Log: g.logger()}
+	return session.Options{Identity: id, AgentsFile: f.agentsFile, PolicyFile: f.policyFile, Version: Version, Log: g.logger(), Limits: f.limits}
 }
 
 // openSession opens a session, turning launch problems into exit code 2.

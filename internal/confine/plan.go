@@ -16,10 +16,12 @@ import (
 
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/fault"
+	"github.com/toolhost/toolhost/internal/ndjson"
 	"github.com/toolhost/toolhost/internal/procs"
 )
 
-// Stores are toolhost's own files and directories (project-relative): only
+// Stores are toolhost's own files and directories (project-relative), and
+// the rotated files of the logs among them (timeline.000001.ndjson …): only
 // toolhost's tools write them, through the sandbox door; no command may,
 // whatever its allow-list says. A forged audit row or units.json (which
 // names the process groups toolhost signals) is exactly what confinement is
@@ -405,7 +407,8 @@ func hasMeta(s string) bool { return strings.ContainsAny(s, `*?[]{}\`) }
 func store(rel string) (isStore bool, inside []string) {
 	for _, s := range Stores() {
 		switch {
-		case within(rel, s):
+		case within(rel, s), ndjson.IsRotation(s, rel):
+			// A store's rotated files (timeline.000001.ndjson) are stores too.
 			return true, nil
 		case within(s, rel):
 			inside = append(inside, s)

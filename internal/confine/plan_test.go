@@ -157,6 +157,7 @@ func TestStoresMatchTheOwners(t *testing.T) {
 	t.Parallel()
 	for _, p := range journal.ServiceAllowList {
 		base, _, _ := strings.Cut(p, "/**")
+		base = strings.ReplaceAll(base, "*", "000001") // a rotated file of a log
 		if s, _ := store(base); !s {
 			t.Errorf("journal store %s is not in Stores", base)
 		}

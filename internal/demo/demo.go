@@ -1,10 +1,7 @@
 package demo
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/toolhost/toolhost/internal/audit"
 )
 
 // Options configure one demo run.
@@ -313,27 +312,30 @@ func (r *runner) checkProject() (string, error) {
 	return fmt.Sprintf("%d artifacts present, %d audit rows for %d calls", len(r.sum.Artifacts), rows, r.sum.Calls), nil
 }
 
-// auditRows counts the audit trail's rows and the rejected ones.
+// auditRows counts the audit trail's rows and the rejected ones, and checks
+// that its hash chain verifies.
 func (r *runner) auditRows() (rows, rejected int, err error) {
-	b, err := os.ReadFile(filepath.Join(r.dir, ".toolhost", "audit.ndjson"))
+	bad, err := audit.Each(r.dir, audit.Filter{}, func(row *audit.Row) error {
+		rows++
+		if row.Status == audit.StatusRejected {
+			rejected++
+		}
+		return nil
+	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("audit trail: %w", err)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var row struct {
-			Status string `json:"status"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			return 0, 0, fmt.Errorf("audit row %d is not JSON: %w", rows+1, err)
-		}
-		rows++
-		if row.Status == "rejected" {
-			rejected++
-		}
+	if bad.Count > 0 {
+		return 0, 0, fmt.Errorf("audit trail: %s", bad)
 	}
-	return rows, rejected, sc.Err()
+	v, err := audit.Verify(r.dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	if v.Problem != nil {
+		return 0, 0, fmt.Errorf("audit verify: %s: %s", v.Problem.Kind, v.Problem.Error())
+	}
+	return rows, rejected, nil
 }
 
 // artifact records a key file for the summary (checked at the end).

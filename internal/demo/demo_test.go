@@ -44,8 +44,10 @@ func TestDemoEndToEnd(t *testing.T) {
 	if sum.AuditRows < sum.Calls || sum.AuditRejected != 2 {
 		t.Errorf("audit rows %d (rejected %d) for %d calls; want one row per call, 2 rejected", sum.AuditRows, sum.AuditRejected, sum.Calls)
 	}
-	if n := countLines(t, filepath.Join(dir, ".toolhost", "audit.ndjson")); n != sum.AuditRows {
-		t.Errorf("summary says %d audit rows, the file has %d", sum.AuditRows, n)
+	// One more line than rows: the record that starts the audit trail's
+	// hash chain.
+	if n := countLines(t, filepath.Join(dir, ".toolhost", "audit.ndjson")); n != sum.AuditRows+1 {
+		t.Errorf("summary says %d audit rows, the file has %d lines (want the rows and the chain's start)", sum.AuditRows, n)
 	}
 	if sum.HookChecks != 3 || sum.GuardRuns != 2 {
 		t.Errorf("%d hook checks, %d guard runs; want 3 and 2", sum.HookChecks, sum.GuardRuns)

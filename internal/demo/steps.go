@@ -399,7 +399,7 @@ func endpointRows() (string, error) {
 // with the JSON in a file (allowed).
 const (
 	guardBlocked = `curl -X POST -d '{"title":"x"}' http://127.0.0.1:1/todos`
-	guardAllowed = `echo '{"title":"x"}' > /tmp/x.json && curl -X POST -d @/tmp/x.json http://127.0.0.1:1/todos`
+	guardAllowed = `echo '{"title":"x"}' > "$TMPDIR/x.json" && curl -X POST -d @"$TMPDIR/x.json" http://127.0.0.1:1/todos`
 )
 
 func (r *runner) coderSteps(s *agentSession) []step {

@@ -199,7 +199,7 @@ func TestSettingsHookDeniesInlineJSON(t *testing.T) {
 		t.Fatalf("hook stdout is not the decision JSON: %q", out)
 	}
 	d := decision.HookSpecificOutput
-	if d.HookEventName != "PreToolUse" || d.PermissionDecision != "deny" || !strings.Contains(d.PermissionDecisionReason, "@/tmp/") {
+	if d.HookEventName != "PreToolUse" || d.PermissionDecision != "deny" || !strings.Contains(d.PermissionDecisionReason, `@"$TMPDIR/x.json"`) {
 		t.Errorf("want a deny that shows the file form, got %+v", d)
 	}
 }

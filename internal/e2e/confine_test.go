@@ -5,6 +5,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -403,4 +406,43 @@ func confineProbe(t testing.TB) string {
 		t.Fatalf("build confineprobe: %v", probeErr)
 	}
 	return probePath
+}
+
+// TestGuardSuggestionRunsConfined: the form the Bash guard asks for (the
+// JSON written to a file first) must work where the model will run it,
+// in the confined bash tool, whose only writable place outside the
+// agent's allow-list is its private $TMPDIR. The refusal's allowed form is
+// run as given and the JSON must reach a loopback sink.
+func TestGuardSuggestionRunsConfined(t *testing.T) {
+	t.Parallel()
+	testutil.NeedTool(t, "curl", "", "make deps (scripts/deps/60-guard-sink.sh)")
+	got := make(chan string, 4)
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- string(b)
+	}))
+	defer sink.Close()
+	c := testutil.Serve(t, "--project-dir", t.TempDir(), "--agent", "tester")
+	res := testutil.CallTool(t, c, "bash", map[string]any{"command": `curl -s -d '{"a":1}' ` + sink.URL})
+	text := res.Text()
+	_, allowed, ok := strings.Cut(text, "Allowed form:\n")
+	if !res.IsError || !ok {
+		t.Fatalf("inline JSON not refused with an allowed form: %s", text)
+	}
+	allowed = strings.TrimSpace(allowed)
+	if len(got) != 0 {
+		t.Fatal("the refused command reached the sink")
+	}
+	out := runBash(t, c, allowed)
+	if !out.OK || !out.Sandbox.Confined {
+		t.Fatalf("the allowed form %q failed confined: %+v", allowed, out)
+	}
+	select {
+	case body := <-got:
+		if body != `{"a":1}` {
+			t.Fatalf("sink got %q, want the JSON", body)
+		}
+	default:
+		t.Fatalf("the allowed form %q ran but nothing reached the sink: %+v", allowed, out)
+	}
 }

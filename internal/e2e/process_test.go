@@ -19,6 +19,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/toolhost/toolhost/internal/procs"
+	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/stdioclient"
 	"github.com/toolhost/toolhost/internal/testutil"
 )
@@ -131,8 +133,9 @@ func TestProcessesShareOneProject(t *testing.T) {
 	}
 }
 
-// TestKillDuringWrites kills toolhost with SIGKILL while it writes; every
-// state file must still parse (old or new content, never torn).
+// TestKillDuringWrites kills toolhost with SIGKILL while it writes; once the
+// next session has started, every state file parses (old or new content,
+// never torn), every log line parses, and no stale temp file is left.
 func TestKillDuringWrites(t *testing.T) {
 	t.Parallel()
 	bin := testutil.Toolhost(t)
@@ -165,6 +168,30 @@ func TestKillDuringWrites(t *testing.T) {
 		_ = c.Close(5 * time.Second)
 		<-done
 	}
+	// The next session removes the temp files the kills left behind once
+	// they are older than a minute (backdated here), and one planted for a
+	// process that no longer exists, but not a temp file of a live writer.
+	planted := filepath.Join(project, "agent-state", sandbox.TempPrefix+"999999999.1-feed")
+	live := filepath.Join(project, "agent-state", fmt.Sprintf("%s%d.%d-beef", sandbox.TempPrefix, os.Getpid(), selfStart(t)))
+	for _, p := range []string{planted, live} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * time.Minute)
+	temps := 0
+	_ = filepath.Walk(project, func(p string, info os.FileInfo, err error) error {
+		if err == nil && strings.HasPrefix(info.Name(), sandbox.TempPrefix) {
+			temps++
+			return os.Chtimes(p, old, old)
+		}
+		return nil
+	})
+	// The next session also repairs the logs' tails: a kill inside a
+	// write(2) that spans two pages leaves a torn line the dead writer
+	// cannot cut back.
+	c := start(t, bin, "--agent", "pm", "--project-dir", project)
+	mustCall(t, c, "timeline_append", map[string]any{"kind": "after.crash", "message": "clean"})
 	checked := 0
 	err := filepath.Walk(project, func(p string, info os.FileInfo, err error) error {
 		if err != nil || info.IsDir() {
@@ -196,6 +223,38 @@ func TestKillDuringWrites(t *testing.T) {
 	if checked < 3 {
 		t.Fatalf("only %d state files written; the writer did not run", checked)
 	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var left []string
+		_ = filepath.Walk(project, func(p string, info os.FileInfo, err error) error {
+			if err == nil && strings.HasPrefix(info.Name(), sandbox.TempPrefix) && p != live {
+				left = append(left, p)
+			}
+			return nil
+		})
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d stale temp files left: %v", len(left), temps, left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the temp file of a live writer was removed: %v", err)
+	}
+	t.Logf("%d temp files (1 planted, 1 live) after %d kills; the stale ones removed", temps, 4)
+}
+
+// selfStart is this process's start time in clock ticks (what temp file
+// names carry).
+func selfStart(t *testing.T) uint64 {
+	t.Helper()
+	st, err := procs.ReadStat(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.StartTicks
 }
 
 // TestBadLaunches: an unknown agent exits 2 naming the known ones; a project

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/toolhost/toolhost/internal/audit"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -298,23 +299,8 @@ func runTranscript(t *testing.T, bin, agents, file, transport string) {
 // the call id the client chose (not a generated ULID), the unit and the
 // trace context when the row has them.
 func auditSummary(t *testing.T, project string) string {
-	b, err := os.ReadFile(filepath.Join(project, ".toolhost", "audit.ndjson"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var lines []string
-	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var row struct {
-			Tool        string `json:"tool"`
-			Status      string `json:"status"`
-			ErrorKind   string `json:"error_kind"`
-			CallID      string `json:"call_id"`
-			UnitID      string `json:"unit_id"`
-			Traceparent string `json:"traceparent"`
-		}
-		if err := json.Unmarshal([]byte(l), &row); err != nil {
-			t.Fatalf("audit line %q: %v", l, err)
-		}
+	bad, err := audit.Each(project, audit.Filter{}, func(row *audit.Row) error {
 		line := strings.TrimSpace(row.Tool + " " + row.Status + " " + row.ErrorKind)
 		if !volatile[0].re.MatchString(row.CallID) {
 			line += " call=" + row.CallID
@@ -326,6 +312,10 @@ func auditSummary(t *testing.T, project string) string {
 			line += " trace=" + row.Traceparent
 		}
 		lines = append(lines, line)
+		return nil
+	})
+	if err != nil || bad.Count > 0 {
+		t.Fatalf("audit trail: %v %s", err, bad)
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n") + "\n"

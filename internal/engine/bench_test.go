@@ -37,7 +37,7 @@ func BenchmarkCall(b *testing.B) {
 			})
 			r.eng.Audit = nil
 			if sinkName == "file_audit" {
-				sink := audit.NewFileSink(r.eng.Services.Shared.(audit.Door), audit.DefaultSyncEvery)
+				sink := audit.NewFileSink(r.eng.Services.Shared.(audit.Door), audit.Options{})
 				b.Cleanup(func() { sink.Close() })
 				r.eng.Audit = sink
 			}

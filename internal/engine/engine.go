@@ -23,6 +23,7 @@ import (
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/gopool"
 	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/redact"
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/trace"
@@ -106,8 +107,9 @@ type Engine struct {
 	Services callctx.Services
 	Settings callctx.Settings
 	Log      zerolog.Logger
-	// Guard checks a shell command (bashguard.Check); nil allows all.
-	Guard func(command string) error
+	// Guard checks a command a tool would start (bashguard.Check or
+	// CheckArgv); nil allows all.
+	Guard func(tool.Command) error
 	// Confirm keeps confirmations for clients without elicitation.
 	Confirm *confirm.Store
 	// States signs and redeems the request states of multi-round-trip
@@ -334,19 +336,37 @@ func (e *Engine) inject(next Handler) Handler {
 
 func (e *Engine) guard(next Handler) Handler {
 	return func(ctx context.Context, c *Call) error {
-		field := c.Entry.Spec.ShellCommandField
-		if field == "" || e.Guard == nil {
+		commands := c.Entry.Spec.Commands
+		if commands == nil || e.Guard == nil {
 			return next(ctx, c)
 		}
-		var m map[string]json.RawMessage
-		_ = json.Unmarshal(c.Args, &m)
-		var cmd string
-		_ = json.Unmarshal(m[field], &cmd)
-		if err := e.Guard(cmd); err != nil {
-			return err
+		for _, cmd := range commands(c.Args) {
+			if err := e.Guard(cmd); err != nil {
+				if cmd.Where != "" {
+					return &whereRejection{where: cmd.Where, err: err}
+				}
+				return err
+			}
 		}
 		return next(ctx, c)
 	}
+}
+
+// whereRejection names the input a refused command came from.
+type whereRejection struct {
+	where string
+	err   error
+}
+
+func (e *whereRejection) Error() string { return e.where + ": " + e.err.Error() }
+func (e *whereRejection) Unwrap() error { return e.err }
+
+// RejectionKind is the wrapped refusal's kind.
+func (e *whereRejection) RejectionKind() fault.Kind {
+	if r, ok := e.err.(fault.Rejection); ok {
+		return r.RejectionKind()
+	}
+	return fault.Guard
 }
 
 // timeout runs one attempt under the tool's deadline. The attempt works on
@@ -458,9 +478,9 @@ func (e *Engine) record(c *Call, out *Outcome) *audit.Row {
 		Sandbox: c.Result.Sandbox,
 	}
 	if out.IsError || out.InputRequired != nil {
-		row.Error = out.Message
+		row.Error = redact.String(out.Message)
 	} else if c.Result.Failed || c.Result.UpstreamError {
-		row.Error = c.Result.Reason
+		row.Error = redact.String(c.Result.Reason)
 	}
 	if c.Entry != nil {
 		row.Source = c.Entry.Spec.Source

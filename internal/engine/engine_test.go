@@ -144,7 +144,7 @@ func TestAuditCompleteness(t *testing.T) {
 			func(_ context.Context, c *callctx.Ctx, in EchoIn) (EchoOut, error) {
 				return EchoOut{Status: tool.Status{OK: true}}, c.Files.WriteFile(in.Path, []byte(in.Text))
 			}),
-		tool.New(tool.Spec{Name: "shell", Description: "guarded", Effect: tool.Additive, ShellCommandField: "command"}, (&script{}).run),
+		tool.New(tool.Spec{Name: "shell", Description: "guarded", Effect: tool.Additive, Commands: tool.ScriptField("command")}, (&script{}).run),
 	}
 	r := newRig(t, rigOpts{
 		tools:     tools,

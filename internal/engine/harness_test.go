@@ -172,7 +172,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		Services: callctx.Services{Files: files, Shared: shared, Timeline: journal.Timeline{Door: shared},
 			Events: journal.Events{Door: shared}, Clock: clock, Log: log},
 		Log:          log,
-		Guard:        func(cmd string) error { return guardIf(cmd) },
+		Guard:        func(cmd tool.Command) error { return guardIf(cmd.Script) },
 		Confirm:      store,
 		AuditTimeout: o.auditTO,
 		RetryBase:    time.Millisecond,

@@ -236,7 +236,8 @@ func TestApprovalThroughProtocol(t *testing.T) {
 
 // TestConcurrentAuditFromProcesses runs six toolhost processes (one per
 // agent, as in a devloop) appending to one project's audit trail at once,
-// with rows far larger than a pipe buffer, and expects every row whole.
+// with rows far larger than a pipe buffer, and expects every row whole and
+// one hash chain over them that verifies.
 func TestConcurrentAuditFromProcesses(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -273,9 +274,15 @@ func TestConcurrentAuditFromProcesses(t *testing.T) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	seen := map[string]bool{}
 	for sc.Scan() {
-		var r audit.Row
+		var r struct {
+			audit.Row
+			Chain *audit.ChainRecord
+		}
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("torn or interleaved line (%d bytes): %v", len(sc.Bytes()), err)
+		}
+		if r.Chain != nil {
+			continue // the chain's own record
 		}
 		if r.Status != audit.StatusOK || !strings.Contains(string(r.Arguments), blob) {
 			t.Fatalf("row %s: status %s, arguments %d bytes", r.CallID, r.Status, len(r.Arguments))
@@ -287,5 +294,10 @@ func TestConcurrentAuditFromProcesses(t *testing.T) {
 	}
 	if len(seen) != procs*calls {
 		t.Fatalf("%d distinct rows, want %d", len(seen), procs*calls)
+	}
+	// The six processes kept one hash chain.
+	v, err := audit.Verify(dir)
+	if err != nil || v.Problem != nil || v.Rows != procs*calls {
+		t.Fatalf("audit verify: %v %+v, %d rows", err, v.Problem, v.Rows)
 	}
 }

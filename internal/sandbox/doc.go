@@ -33,7 +33,16 @@
 //     swapped for a symlink at the last moment is replaced, never followed.
 //
 // Read-modify-write of shared files holds a cross-process flock on a file
-// under .toolhost/locks.
+// under .toolhost/locks; an atomic replace holds its directory's lock shared
+// while its temp file exists, which is what lets RemoveStaleTemps (the lock
+// taken exclusively) remove the temp files of killed writers and never one
+// in use.
+//
+// Appends to the NDJSON logs (AppendLog) happen under the file's lock and
+// land whole or not at all: a short write is cut back to the size before,
+// and a torn last line of a killed writer is cut off before the next line.
+// A log with a size limit is rotated under the same lock into numbered
+// siblings named by package ndjson.
 //
 // This package must never write anywhere but through os.Root handles opened
 // this way, never follow a symlink on a write, and never create a symlink.

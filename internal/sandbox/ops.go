@@ -11,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
+	"unsafe"
 
 	"github.com/toolhost/toolhost/internal/fault"
 	"golang.org/x/sys/unix"
@@ -193,9 +195,16 @@ func (s *Sandbox) WriteJSON(p string, v any) error {
 // replace writes data to a new temp file in dir and renames it over the
 // leaf. The temp file is created with O_EXCL (never through a symlink) and
 // rename replaces whatever directory entry the leaf is at that moment, so
-// nothing outside dir is ever opened for writing.
+// nothing outside dir is ever opened for writing. The directory's lock is
+// held shared while the temp file exists, so RemoveStaleTemps (which takes
+// it exclusively) never removes a temp file of a write in progress.
 func (s *Sandbox) replace(dir *os.Root, t target, data []byte) error {
-	tmp, f, err := createTemp(dir)
+	unlock, err := s.lock(dirLockName(t.dir), unix.LOCK_SH)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	tmp, f, err := s.createTemp(dir)
 	if err != nil {
 		return err
 	}
@@ -222,11 +231,13 @@ func (s *Sandbox) replace(dir *os.Root, t target, data []byte) error {
 	return nil
 }
 
-func createTemp(dir *os.Root) (string, *os.File, error) {
+// createTemp creates a new temp file in dir, named for this process (see
+// tempOwner) so that a cleanup can tell whether its writer is still alive.
+func (s *Sandbox) createTemp(dir *os.Root) (string, *os.File, error) {
 	for range 10 {
 		var rnd [8]byte
 		_, _ = rand.Read(rnd[:])
-		name := ".toolhost-tmp-" + hex.EncodeToString(rnd[:])
+		name := TempPrefix + s.owner + "-" + hex.EncodeToString(rnd[:])
 		f, err := dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			continue
@@ -243,25 +254,9 @@ func syncDir(dir *os.Root) {
 	}
 }
 
-// AppendFile appends data to p (created if missing) with one write call. The
-// leaf must be a regular file with one link; the file opened is verified to
-// be the leaf inspected before anything is written.
-func (s *Sandbox) AppendFile(p string, data []byte) error {
-	t, dir, err := s.openTarget(p, true)
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	f, err := s.openAppend(dir, t, os.O_WRONLY)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	return werr
-}
+// AppendFile appends data (whole lines) to p, created if missing, all or
+// nothing; see AppendLog.
+func (s *Sandbox) AppendFile(p string, data []byte) error { return s.AppendLog(p, data, 0) }
 
 func (s *Sandbox) openAppend(dir *os.Root, t target, access int) (*os.File, error) {
 	for range 3 {
@@ -388,7 +383,39 @@ func renameAcross(from *os.Root, oldLeaf string, to *os.Root, newLeaf string) er
 // Lock takes the named cross-process lock (flock on a file under LocksDir).
 // The lock dir is toolhost's own; it is opened with the same component walk
 // as a write, whatever the allow-list says.
-func (s *Sandbox) Lock(name string) (func(), error) {
+func (s *Sandbox) Lock(name string) (func(), error) { return s.lock(name, unix.LOCK_EX) }
+
+// lock takes the named lock in mode LOCK_EX or LOCK_SH (blocking), or with
+// LOCK_NB added fails at once with unix.EWOULDBLOCK when it is held.
+func (s *Sandbox) lock(name string, mode int) (func(), error) {
+	f, err := s.openLockFile(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := flock(f, mode); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("lock %s: %w", name, err)
+	}
+	return func() {
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		_ = f.Close()
+	}, nil
+}
+
+func flock(f *os.File, mode int) error {
+	for {
+		err := unix.Flock(int(f.Fd()), mode)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// openLockFile opens (creating) the file that stands for the lock name.
+func (s *Sandbox) openLockFile(name string) (*os.File, error) {
 	dir, err := s.openDir(LocksDir, LocksDir, true)
 	if err != nil {
 		return nil, fmt.Errorf("create lock dir: %w", err)
@@ -409,20 +436,71 @@ func (s *Sandbox) Lock(name string) (func(), error) {
 		f.Close()
 		return nil, fault.Safef("lock %s: %s/%s is not a regular file; remove it", name, LocksDir, safe)
 	}
-	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
-		if err != unix.EINTR {
-			break
-		}
-	}
+	return f, nil
+}
+
+// Locker is a cross-process lock whose file stays open, for a path that
+// takes it on every call (the audit sink): Lock and Unlock are one flock(2)
+// each. It serialises processes, not goroutines: callers hold their own
+// mutex around it.
+type Locker struct {
+	f      *os.File
+	shared []byte
+}
+
+// Locker opens the named lock (the same lock Lock(name) takes) for repeated
+// use; Close releases the file.
+func (s *Sandbox) Locker(name string) (*Locker, error) {
+	f, err := s.openLockFile(name)
 	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", name, err)
+		return nil, err
 	}
-	return func() {
-		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
-		_ = f.Close()
-	}, nil
+	return &Locker{f: f}, nil
+}
+
+// Lock blocks until the lock is held.
+func (l *Locker) Lock() error { return flock(l.f, unix.LOCK_EX) }
+
+// Unlock releases it.
+func (l *Locker) Unlock() { _ = unix.Flock(int(l.f.Fd()), unix.LOCK_UN) }
+
+// SharedWords is how many words of memory Shared gives.
+const SharedWords = 8
+
+// Shared returns words of memory shared by every process that uses this
+// lock: the lock file's first page, mapped. Processes use them to tell the
+// holder something without a system call (the audit sink: "someone wants
+// the lock"). Their meaning is the caller's; a new lock file holds zeros.
+func (l *Locker) Shared() (*[SharedWords]atomic.Uint64, error) {
+	if l.shared == nil {
+		page := os.Getpagesize()
+		fi, err := l.f.Stat()
+		if err != nil {
+			return nil, err
+		}
+		// Extending to a page is the same for every process (a file of
+		// that size is left as it is), so no lock is needed for it.
+		if fi.Size() < int64(page) {
+			if err := l.f.Truncate(int64(page)); err != nil {
+				return nil, err
+			}
+		}
+		m, err := unix.Mmap(int(l.f.Fd()), 0, page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			return nil, err
+		}
+		l.shared = m
+	}
+	return (*[SharedWords]atomic.Uint64)(unsafe.Pointer(&l.shared[0])), nil
+}
+
+// Close releases the lock file (and the lock, if held).
+func (l *Locker) Close() error {
+	if l.shared != nil {
+		_ = unix.Munmap(l.shared)
+		l.shared = nil
+	}
+	return l.f.Close()
 }
 
 // Update runs fn on the current content of p under p's lock and writes the

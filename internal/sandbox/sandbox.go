@@ -13,6 +13,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/toolhost/toolhost/internal/fault"
+	"github.com/toolhost/toolhost/internal/wirejson"
 )
 
 // ErrEscape is matched with errors.Is by every sandbox violation.
@@ -76,6 +77,8 @@ type Sandbox struct {
 	agent string
 	allow []string
 	rules []rule
+	// owner names this process in temp file names (tempOwner).
+	owner string
 }
 
 // New opens the project dir (creating it if missing) for an agent.
@@ -95,7 +98,7 @@ func New(projectDir, agent string, allow []string) (*Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("project dir %s: %w", abs, err)
 	}
-	return &Sandbox{dir: abs, root: root, agent: agent, allow: append([]string(nil), allow...), rules: rules}, nil
+	return &Sandbox{dir: abs, root: root, agent: agent, allow: append([]string(nil), allow...), rules: rules, owner: tempOwner()}, nil
 }
 
 func compile(allow []string) ([]rule, error) {
@@ -290,16 +293,18 @@ func undeclaredDotDir(r rule, dirs []string) string {
 }
 
 // MarshalJSON is the one JSON file format: two-space indent, trailing
-// newline, no HTML escaping.
+// newline, no HTML escaping (what a json.Encoder with SetIndent("", "  ")
+// writes; the indenting is done by indent, in one pass).
 func MarshalJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	compact := buf.Bytes()
+	out := indent(make([]byte, 0, len(compact)+len(compact)/4), compact[:len(compact)-1])
+	return append(out, '\n'), nil
 }
 
 // ErrUnchanged, returned by an UpdateJSON function, ends the update without
@@ -316,7 +321,7 @@ func UpdateJSON[T any](f interface {
 	err := f.Update(p, func(old []byte) ([]byte, error) {
 		var v T
 		if old != nil {
-			if err := json.Unmarshal(old, &v); err != nil {
+			if err := wirejson.Unmarshal(old, &v); err != nil {
 				return nil, &fault.CorruptFile{Path: p, Format: "JSON", Err: err}
 			}
 		}

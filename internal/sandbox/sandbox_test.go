@@ -139,17 +139,20 @@ func TestWriteVerdicts(t *testing.T) {
 					}
 				}
 				// Only the target file, the rename source, new parent
-				// directories of an allowed target and temp-file-free
-				// directories may differ.
+				// directories of an allowed target, lock files and
+				// temp-file-free directories may differ.
 				target := filepath.Join("proj", at)
 				keep := func(p string) bool {
 					switch {
 					case p == "proj/prd/rename-src.txt":
 						return true
+					case under("proj/.toolhost/locks")(p) && (tc.ok && op.name != "CheckWrite" || op.name == "RenameInto"):
+						// Writes lock the file (Update, appends) or its
+						// directory (atomic replaces) across processes;
+						// RenameInto writes its source first.
+						return true
 					case !tc.ok:
 						return false
-					case under("proj/.toolhost/locks")(p) && op.name == "Update":
-						return true
 					}
 					return p == target || strings.HasPrefix(target, p+"/") && after[p] == "dir"
 				}

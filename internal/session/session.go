@@ -12,6 +12,7 @@ import (
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/bashguard"
+	"github.com/toolhost/toolhost/internal/bugs"
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/confirm"
@@ -22,6 +23,7 @@ import (
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/server"
+	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/tools/all"
 	"github.com/toolhost/toolhost/internal/trace"
 	"github.com/toolhost/toolhost/internal/upstream"
@@ -40,6 +42,17 @@ type Options struct {
 	// Trace exports the session's spans and metrics (nil: nothing is
 	// exported).
 	Trace *trace.Provider
+	// Limits are the rotation sizes of the shared logs.
+	Limits Limits
+}
+
+// Limits are the sizes at which the shared logs are rotated: 0 means the
+// default (audit.DefaultMaxBytes, journal.DefaultEventsMaxBytes,
+// journal.DefaultTimelineMaxBytes), a negative value never rotates.
+type Limits struct {
+	AuditMaxBytes    int64
+	EventsMaxBytes   int64
+	TimelineMaxBytes int64
 }
 
 // Session is one wired agent session.
@@ -102,12 +115,16 @@ func Open(o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	sink := audit.NewFileSink(shared, audit.DefaultSyncEvery)
+	sink := audit.NewFileSink(shared, audit.Options{Project: id.ProjectID, MaxBytes: o.Limits.AuditMaxBytes})
 	// Opening the audit file is also the start-up check that the project dir
 	// is writable: a clear message now instead of a failure on every call.
 	if err := sink.Open(); err != nil {
 		_ = sink.Close()
 		return nil, fmt.Errorf("project dir %s is not writable: %w", abs, err)
+	}
+	if cut, err := journal.Repair(shared); err != nil || cut > 0 {
+		o.Log.Warn().Str("event", "log_tail_repaired").Int64("cut_bytes", cut).AnErr("problem", err).
+			Msg("cut the torn last line a killed writer left in the events or the timeline")
 	}
 	pol := policy.Load(o.PolicyFile, o.Log)
 	reg := o.Registry
@@ -123,11 +140,12 @@ func Open(o Options) (*Session, error) {
 	svc := callctx.Services{
 		Files:    files,
 		Shared:   shared,
-		Timeline: journal.Timeline{Door: shared},
-		Events:   journal.Events{Door: shared},
+		Timeline: journal.Timeline{Door: shared, MaxBytes: o.Limits.TimelineMaxBytes},
+		Events:   journal.Events{Door: shared, MaxBytes: o.Limits.EventsMaxBytes},
 		Clock:    callctx.SystemClock{},
 		Log:      o.Log,
 		Procs:    units,
+		Bugs:     &bugs.Store{Door: shared},
 	}
 	settings := callctx.Settings{
 		Cwd:            filepath.Join(abs, filepath.FromSlash(ag.Cwd(id.Company, id.ProjectID, id.UnitID))),
@@ -139,7 +157,7 @@ func Open(o Options) (*Session, error) {
 		Identity: id, Services: svc, Settings: settings, Log: o.Log,
 		Confirm: &confirm.Store{Door: shared, Clock: svc.Clock},
 		States:  &confirm.States{Door: shared, Clock: svc.Clock},
-		Guard:   bashguard.Check,
+		Guard:   guardCommand,
 	}
 	ts := o.Trace.Session(trace.Identity{SessionID: id.SessionID, Agent: id.Agent, ProjectID: id.ProjectID, Unit: id.UnitID})
 	eng.Trace = ts
@@ -149,9 +167,28 @@ func Open(o Options) (*Session, error) {
 	srv.Visible = s.Visible
 	// Closers run last-first: upstreams and units stop (units record their
 	// exits through the sandbox) before the audit sink and the sandboxes close.
-	s.closers = append(s.closers, func() error { ts.End(); return nil }, files.Close, shared.Close, sink.Close, units.Close, func() error { <-swept; return nil })
+	s.closers = append(s.closers, func() error { ts.End(); return nil }, files.Close, shared.Close, sink.Close, units.Close, func() error { <-swept; return nil }, s.removeStaleTemps(o.Log))
 	s.startUpstreams(o)
 	return s, nil
+}
+
+// removeStaleTemps removes, in the background, the temp files that writes
+// of a killed toolhost left in the directories this session writes to
+// (sandbox.RemoveStaleTemps), and returns the closer that waits for it.
+func (s *Session) removeStaleTemps(log zerolog.Logger) func() error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		now := time.Now()
+		for _, door := range []*sandbox.Sandbox{s.Files, s.Shared} {
+			n, err := door.RemoveStaleTemps(sandbox.StaleTempAge, now)
+			if n > 0 || err != nil {
+				log.Info().Str("event", "stale_temp_files_removed").Int("removed", n).AnErr("problem", err).
+					Strs("allow_list", door.AllowList()).Msg("removed temp files left by writes that were killed")
+			}
+		}
+	}()
+	return func() error { <-done; return nil }
 }
 
 // Visible reports whether a tool is listed for this session: registered and
@@ -228,4 +265,12 @@ func (s *Session) Close() error {
 		}
 	})
 	return s.closeErr
+}
+
+// guardCommand runs the Bash guard on a command a tool would start.
+func guardCommand(c tool.Command) error {
+	if c.Argv != nil {
+		return bashguard.CheckArgv(c.Argv, c.Env)
+	}
+	return bashguard.Check(c.Script)
 }

@@ -96,14 +96,11 @@ func TestOpenWiresTheSession(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(auditPath)
-	if err != nil {
-		t.Fatal(err)
+	var rows []audit.Row
+	if _, err := audit.Each(dir, audit.Filter{}, func(r *audit.Row) error { rows = append(rows, *r); return nil }); err != nil || len(rows) != 1 {
+		t.Fatalf("audit rows %+v: %v", rows, err)
 	}
-	var row audit.Row
-	if err := json.Unmarshal(b, &row); err != nil {
-		t.Fatalf("audit %q: %v", b, err)
-	}
+	row := rows[0]
 	if row.Tool != "timeline_append" || row.SessionID != id.SessionID || row.Agent != "coder" || row.UnitID != "todo-be" || row.ProjectID != "p-1" {
 		t.Fatalf("audit row %+v", row)
 	}

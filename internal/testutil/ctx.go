@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolhost/toolhost/internal/agents"
+	"github.com/toolhost/toolhost/internal/bugs"
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/journal"
 	"github.com/toolhost/toolhost/internal/procs"
@@ -123,7 +124,7 @@ func NewCtx(t testing.TB, o CtxOptions) *callctx.Ctx {
 
 	svc := callctx.Services{
 		Files: files, Shared: shared, Timeline: journal.Timeline{Door: shared}, Events: journal.Events{Door: shared},
-		Clock: o.Clock, Log: zerolog.Nop(), Procs: o.Procs,
+		Clock: o.Clock, Log: zerolog.Nop(), Procs: o.Procs, Bugs: &bugs.Store{Door: shared},
 	}
 	if svc.Clock == nil {
 		svc.Clock = NewFakeClock(FakeEpoch, time.Second)

@@ -50,9 +50,10 @@ type Spec struct {
 	Idempotent bool
 	// Timeout is the tool's default; the policy file may override it.
 	Timeout time.Duration
-	// ShellCommandField names the input field that holds a shell command; the
-	// engine runs the Bash guard on it before the tool executes.
-	ShellCommandField string
+	// Commands returns the commands a call with these (schema-valid)
+	// arguments would start; the engine runs the Bash guard on each before
+	// the tool executes. nil for tools that start none.
+	Commands func(args json.RawMessage) []Command
 	// Source is "builtin" or "mcp:<server>".
 	Source string
 	// Remote is an upstream tool's name at its server (the served Name is
@@ -60,6 +61,30 @@ type Spec struct {
 	Remote       string
 	InputSchema  json.RawMessage
 	OutputSchema json.RawMessage
+}
+
+// Command is a command a tool would start: shell text run with bash -c
+// (Script), or an argument vector run without a shell (Argv).
+type Command struct {
+	Script string
+	Argv   []string
+	// Env is the environment an Argv command is given.
+	Env map[string]string
+	// Where names the input that holds it ("units[1].argv"), for the
+	// message of a refusal.
+	Where string
+}
+
+// ScriptField is Spec.Commands for a tool whose input field name holds a
+// shell script.
+func ScriptField(name string) func(json.RawMessage) []Command {
+	return func(args json.RawMessage) []Command {
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(args, &m)
+		var script string
+		_ = json.Unmarshal(m[name], &script)
+		return []Command{{Script: script}}
+	}
 }
 
 // Annotations are the MCP tool annotations derived from the effect.

@@ -60,25 +60,35 @@ func fastPath(b []byte) bool {
 }
 
 func nestedDeeperThan(b []byte, limit int) bool {
-	depth, inString, escaped := 0, false, false
-	for _, c := range b {
-		switch {
-		case escaped:
-			escaped = false
-		case inString:
-			switch c {
-			case '\\':
-				escaped = true
-			case '"':
-				inString = false
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			// Jump over the string to its closing quote (one not preceded
+			// by an odd run of backslashes), a vectorised search at a time:
+			// a large document is mostly strings.
+			j := i + 1
+			for {
+				k := bytes.IndexByte(b[j:], '"')
+				if k < 0 {
+					return false
+				}
+				j += k
+				n := 0
+				for p := j - 1; p > i && b[p] == '\\'; p-- {
+					n++
+				}
+				if n%2 == 0 {
+					break
+				}
+				j++
 			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
+			i = j
+		case '{', '[':
 			if depth++; depth > limit {
 				return true
 			}
-		case c == '}' || c == ']':
+		case '}', ']':
 			depth--
 		}
 	}

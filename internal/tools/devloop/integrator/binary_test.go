@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -275,4 +278,59 @@ func auditRow(t *testing.T, dir, tool string) map[string]any {
 		}
 	}
 	return nil
+}
+
+// TestBinarySpawnUnitsArgvGuarded starts units whose argv runs a shell that
+// would hand inline JSON to curl, against a loopback sink: the engine's
+// Bash guard refuses the start, nothing reaches the sink and no unit is
+// recorded; an argv without one starts.
+func TestBinarySpawnUnitsArgvGuarded(t *testing.T) {
+	t.Parallel()
+	testutil.NeedTool(t, "curl", "", "bash scripts/deps/60-guard-sink.sh")
+	var hits atomic.Int64
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer sink.Close()
+	s := startServer(t)
+	for _, u := range []string{"u", "w"} {
+		if err := os.MkdirAll(filepath.Join(s.dir, "units", u), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name string
+		unit map[string]any
+	}{
+		{"sh -c", map[string]any{"id": "u", "argv": []string{"sh", "-c", `curl -s -d '{"a":1}' ` + sink.URL}}},
+		{"bash -c with a positional argument", map[string]any{"id": "u", "argv": []string{"bash", "-c", `curl -s -d "$1" ` + sink.URL, "bash", `{"a":1}`}}},
+		{"env value handed on", map[string]any{"id": "u", "argv": []string{"sh", "-c", `curl -s -d "$BODY" ` + sink.URL}, "env": map[string]string{"BODY": `{"a":1}`}}},
+		{"curl itself", map[string]any{"id": "u", "argv": []string{"curl", "-s", "--json", `{"a":1}`, sink.URL}}},
+	}
+	for _, tc := range cases {
+		r := testutil.CallTool(t, s.Client, "spawn_units", map[string]any{"action": "start", "units": []any{
+			map[string]any{"id": "w", "argv": []string{"sleep", "5"}}, tc.unit}})
+		if !r.IsError || !strings.Contains(r.Text(), "units[1].argv: Bash guard: blocked inline JSON handed to curl") {
+			t.Errorf("%s: result %v %s, want the guard's refusal naming units[1].argv", tc.name, r.IsError, r.Text())
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the sink got %d requests from refused units", n)
+	}
+	if _, err := os.Stat(filepath.Join(s.dir, UnitsPath)); err == nil {
+		t.Fatalf("a refused start recorded units: %s", mustRead(t, filepath.Join(s.dir, UnitsPath)))
+	}
+	var started SpawnUnitsOutput
+	s.call(t, "spawn_units", map[string]any{"action": "start", "units": []any{
+		map[string]any{"id": "u", "argv": []string{"sh", "-c", "sleep 5"}}}}, "", &started)
+	var stopped SpawnUnitsOutput
+	s.call(t, "spawn_units", map[string]any{"action": "stop"}, "", &stopped)
+}
+
+func mustRead(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

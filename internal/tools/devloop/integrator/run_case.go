@@ -20,6 +20,7 @@ import (
 	"github.com/xeipuuv/gojsonschema"
 
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/redact"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -223,7 +224,13 @@ func runCase(ctx context.Context, c *callctx.Ctx, in RunCaseInput) (RunCaseOutpu
 		StartedAt: started, FinishedAt: finished, OK: out.OK, Passed: out.Passed, Failed: out.Failed,
 		Skipped: out.Skipped, Vars: vars, Steps: results,
 	}
-	if err := c.Files.WriteJSON(out.Path, rec); err != nil {
+	// The record keeps no credential the case sent (an Authorization
+	// header, a token in a URL or body).
+	stored, err := redact.Marshal(rec)
+	if err != nil {
+		return RunCaseOutput{}, err
+	}
+	if err := c.Files.WriteJSON(out.Path, stored); err != nil {
 		return RunCaseOutput{}, err
 	}
 	if !out.OK {

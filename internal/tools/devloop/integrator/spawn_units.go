@@ -2,6 +2,7 @@ package integrator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -85,8 +86,25 @@ func SpawnUnits() tool.Tool {
 			"another toolhost process started. The kernel (Landlock) confines every unit: it writes only where the integrator's allow-list allows " +
 			"(never toolhost's own stores) and in its private $TMPDIR, listens only on its own port, and cannot signal processes outside itself. " +
 			"Units are stopped when toolhost exits or dies, unless started with detached: true; units whose toolhost died are stopped by the next call and listed under orphans.",
-		Effect: tool.Destructive,
+		Effect:   tool.Destructive,
+		Commands: unitCommands,
 	}, spawnUnits)
+}
+
+// unitCommands are the argvs a start would run, for the engine's Bash
+// guard: an argv that runs sh -c "…" is a shell command like any other.
+func unitCommands(args json.RawMessage) []tool.Command {
+	var in SpawnUnitsInput
+	if json.Unmarshal(args, &in) != nil || in.Action != "start" {
+		return nil
+	}
+	var out []tool.Command
+	for i, u := range in.Units {
+		if len(u.Argv) > 0 {
+			out = append(out, tool.Command{Argv: u.Argv, Env: u.Env, Where: fmt.Sprintf("units[%d].argv", i)})
+		}
+	}
+	return out
 }
 
 func spawnUnits(ctx context.Context, c *callctx.Ctx, in SpawnUnitsInput) (SpawnUnitsOutput, error) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/redact"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -62,17 +63,21 @@ func updateRuntimeState(_ context.Context, c *callctx.Ctx, in UpdateRuntimeState
 		if in.Status != "" {
 			s.Status = in.Status
 		}
+		// The state file keeps no credential an agent put in it.
 		if in.Message != "" {
-			s.Message = in.Message
+			s.Message = redact.String(in.Message)
 		}
 		for k, v := range in.Data {
 			if s.Data == nil {
 				s.Data = map[string]any{}
 			}
-			if v == nil {
+			switch {
+			case v == nil:
 				delete(s.Data, k)
-			} else {
-				s.Data[k] = v
+			case redact.IsSecretKey(k):
+				s.Data[k] = redact.Redacted
+			default:
+				s.Data[k] = redact.Value(v)
 			}
 		}
 		s.CallID, s.UpdatedAt = c.CallID, c.Clock.Now()

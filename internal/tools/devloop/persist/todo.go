@@ -143,6 +143,7 @@ func checkGraph(items []TodoItemInput) string {
 	return ""
 }
 
+// find returns the step with id, or nil: O(n) in the steps.
 func (tl *Todolist) find(id string) *TodoItem {
 	for i := range tl.Items {
 		if tl.Items[i].ID == id {
@@ -152,10 +153,21 @@ func (tl *Todolist) find(id string) *TodoItem {
 	return nil
 }
 
-func (tl *Todolist) depsDone(it *TodoItem) []string {
+// statusByID maps step ids to their statuses: O(n), built once per call so
+// that dependency checks are O(1) each.
+func (tl *Todolist) statusByID() map[string]string {
+	m := make(map[string]string, len(tl.Items))
+	for _, it := range tl.Items {
+		m[it.ID] = it.Status
+	}
+	return m
+}
+
+// openDeps returns the dependencies of it that are not done: O(deps).
+func openDeps(it *TodoItem, status map[string]string) []string {
 	var open []string
 	for _, d := range it.DependsOn {
-		if dep := tl.find(d); dep != nil && dep.Status != "done" {
+		if st, ok := status[d]; ok && st != "done" {
 			open = append(open, d)
 		}
 	}
@@ -163,21 +175,19 @@ func (tl *Todolist) depsDone(it *TodoItem) []string {
 }
 
 // recompute sets progress_pct (done+skipped over total) and current (the
-// first step not done whose dependencies are done).
+// first step not done whose dependencies are done): O(n + edges).
 func (tl *Todolist) recompute() {
+	status := tl.statusByID()
 	finished := 0
 	tl.Current = ""
 	for i := range tl.Items {
 		it := &tl.Items[i]
-		if it.Status == "done" || it.Status == "skipped" {
+		done := it.Status == "done" || it.Status == "skipped"
+		if done {
 			finished++
 		}
-	}
-	for i := range tl.Items {
-		it := &tl.Items[i]
-		if it.Status != "done" && it.Status != "skipped" && len(tl.depsDone(it)) == 0 {
+		if !done && tl.Current == "" && len(openDeps(it, status)) == 0 {
 			tl.Current = it.ID
-			break
 		}
 	}
 	if len(tl.Items) > 0 {
@@ -226,7 +236,7 @@ func updateTodoItem(_ context.Context, c *callctx.Ctx, in UpdateTodoItemInput) (
 			return tool.Fail("unknown step %s; the todolist has %s", in.ID, strings.Join(ids, ", "))
 		}
 		if in.Status == "doing" || in.Status == "done" {
-			if open := tl.depsDone(it); len(open) > 0 {
+			if open := openDeps(it, tl.statusByID()); len(open) > 0 {
 				return tool.Fail("%s cannot be %s while %s not done; finish those first", in.ID, in.Status, strings.Join(open, ", "))
 			}
 		}

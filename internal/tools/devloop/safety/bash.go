@@ -61,13 +61,13 @@ func Bash() tool.Tool {
 	return tool.New(tool.Spec{
 		Name:  "bash",
 		Title: "Run a shell command",
-		Description: "Run a command with bash -c in this agent's working directory, stdin closed. The Bash guard runs first: inline JSON handed to curl, wget, httpie, grpcurl or gh api is refused (write the JSON to a file and pass the file). " +
+		Description: "Run a command with bash -c in this agent's working directory, stdin closed. The Bash guard runs first: inline JSON handed to curl, wget, httpie, grpcurl or gh api is refused (write the JSON to a file and pass the file), and so is a command whose effect it cannot read (a program name or shell code computed at run time); the refusal says what to write instead. " +
 			"The kernel (Landlock) confines the command and everything it starts: it can write only where this agent's writeAllowList allows (never toolhost's own stores .toolhost/, timeline.ndjson, bugs/) and in its private $TMPDIR, removed afterwards; sandbox in the result lists where. " +
 			"Returns exit_code, stdout, stderr (each capped at 64 KiB, head and tail kept), duration_ms; ok is false on a non-zero exit or a timeout. " +
 			"The command's whole process group is stopped on timeout or cancel, and background jobs do not outlive the call (use spawn_units for servers).",
-		Effect:            tool.Destructive,
-		Timeout:           MaxBashTimeout + 10*time.Second,
-		ShellCommandField: "command",
+		Effect:   tool.Destructive,
+		Timeout:  MaxBashTimeout + 10*time.Second,
+		Commands: tool.ScriptField("command"),
 	}, runBash)
 }
 

@@ -6,9 +6,10 @@
 // sandbox for the verdict a write or read of a path would get).
 //
 // These tools must never check the guard or the sandbox themselves in a way
-// that could disagree with the real gates: bash relies on the engine running
-// bashguard.Check on its command field and on the confinement confine.Prepare
-// builds (it never judges a path of the command), starts its command only
-// through the session's process owner (callctx Services.Procs), and
-// sandbox_check asks the same sandbox door the writes go through.
+// that could disagree with the real gates: bash declares its command field
+// (tool.ScriptField) and relies on the engine running the Bash guard on it
+// and on the confinement confine.Prepare builds (it never judges a path of
+// the command), starts its command only through the session's process owner
+// (callctx Services.Procs), and sandbox_check asks the same sandbox door the
+// writes go through.
 package safety

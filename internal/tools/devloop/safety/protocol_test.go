@@ -68,7 +68,7 @@ func TestProtocol(t *testing.T) {
 		{name: "bash non-zero exit", tool: "bash", args: map[string]any{"command": "exit 7"},
 			text: []string{`"ok":false`, `"exit_code":7`, `exit status 7`}},
 		{name: "guard rejects inline JSON", tool: "bash", args: map[string]any{"command": `touch ran.txt && curl -d '{"a":1}' http://127.0.0.1:9/x`},
-			isError: true, text: []string{"Bash guard: blocked inline JSON handed to curl via -d", `echo '{"a":1}' > /tmp/x.json && curl -d @/tmp/x.json http://127.0.0.1:9/x`}},
+			isError: true, text: []string{"Bash guard: blocked inline JSON handed to curl via -d", `echo '{"a":1}' > "$TMPDIR/x.json" && curl -d @"$TMPDIR/x.json" http://127.0.0.1:9/x`}},
 		{name: "schema rejects a huge timeout", tool: "bash", args: map[string]any{"command": "true", "timeout_ms": 700000},
 			isError: true, text: []string{"timeout_ms"}},
 		{name: "sandbox_check allowed", tool: "sandbox_check", args: map[string]any{"path": "units/todo-be/src/app.ts", "op": "write"},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -76,8 +75,7 @@ func bugOpen(_ context.Context, c *callctx.Ctx, in BugOpenInput) (BugOpenOutput,
 	if bugs.NormalizeTitle(in.Title) == "" {
 		return BugOpenOutput{}, tool.Fail("title %q has no letters or digits; say what is wrong in words", in.Title)
 	}
-	store := bugs.Store{Door: c.Shared}
-	res, err := store.Open(bugs.NewBug{
+	res, err := c.Bugs.Open(bugs.NewBug{
 		Title: in.Title, UnitID: unit, Severity: in.Severity, Category: in.Category,
 		Evidence: ev, By: c.Agent, At: c.Clock.Now(),
 	})
@@ -133,8 +131,7 @@ func BugTransition() tool.Tool {
 }
 
 func bugTransition(_ context.Context, c *callctx.Ctx, in BugTransitionInput) (BugTransitionOutput, error) {
-	store := bugs.Store{Door: c.Shared}
-	b, tr, err := store.Transition(in.ID, in.To, c.Agent, in.Note, c.Clock.Now())
+	b, tr, err := c.Bugs.Transition(in.ID, in.To, c.Agent, in.Note, c.Clock.Now())
 	var te *bugs.TransitionError
 	switch {
 	case errors.As(err, &te):
@@ -202,35 +199,22 @@ func BugList() tool.Tool {
 }
 
 func bugList(_ context.Context, c *callctx.Ctx, in BugListInput) (BugListOutput, error) {
-	all, bad, err := bugs.Scan(c.ProjectDir)
-	if err != nil {
-		return BugListOutput{}, err
-	}
 	limit := in.Limit
 	if limit == 0 {
 		limit = 100
 	}
-	out := BugListOutput{Status: tool.Status{OK: true}, Bugs: []BugSummary{}}
-	var match []*bugs.Bug
-	for _, b := range all {
-		if (in.Status == "" || b.Status == in.Status) && (in.UnitID == "" || b.UnitID == in.UnitID) && (in.Severity == "" || b.Severity == in.Severity) {
-			match = append(match, b)
-		}
+	res, err := c.Bugs.List(bugs.Query{Status: in.Status, UnitID: in.UnitID, Severity: in.Severity, Limit: limit})
+	if err != nil {
+		return BugListOutput{}, err
 	}
-	slices.SortFunc(match, func(a, b *bugs.Bug) int {
-		if d := bugs.SeverityRank(a.Severity) - bugs.SeverityRank(b.Severity); d != 0 {
-			return d
-		}
-		return bugs.IDNumber(a.ID) - bugs.IDNumber(b.ID)
-	})
-	out.Total = len(match)
-	for _, u := range bad {
+	out := BugListOutput{Status: tool.Status{OK: true}, Total: res.Total, Bugs: []BugSummary{}}
+	for _, u := range res.Unreadable {
 		out.Unreadable = append(out.Unreadable, u.Reason)
 	}
-	for _, b := range match[:min(limit, len(match))] {
+	for _, b := range res.Bugs {
 		out.Bugs = append(out.Bugs, BugSummary{
 			ID: b.ID, Title: b.Title, UnitID: b.UnitID, Severity: b.Severity, Status: b.Status,
-			Category: b.Category, Evidence: len(b.Evidence), UpdatedAt: b.UpdatedAt,
+			Category: b.Category, Evidence: b.Evidence, UpdatedAt: b.UpdatedAt,
 		})
 	}
 	return out, nil

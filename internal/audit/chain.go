@@ -1,0 +1,128 @@
+package audit
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+
+	"github.com/toolhost/toolhost/internal/wirejson"
+)
+
+// The audit trail is a hash chain over its lines. Every line — a call's row
+// or one of the chain's own records — ends with "seq" (its number, counting
+// from 1 across rotated files) and "prev" (the sha256, hex, of the line
+// before it, without its newline). A line is edited, removed, reordered or
+// inserted only by breaking a link that Verify names. The chain's own
+// records carry a "chain" object instead of a call's fields:
+//
+//	start     the first line of a trail: the project and a random chain id
+//	continue  the first line of a file after a rotation: the chain id and
+//	          the rotated file the chain comes from
+//	rotate    the last line of a file before it is rotated: its new name
+//	          (also how other processes learn that their descriptor is stale)
+//	resume    written after the end of the file was found not to be a line
+//	          of the chain: a torn last line (a writer killed inside its
+//	          write, a machine crash), which is cut off, or lines written by
+//	          something else, which are kept; their length and sha256, so
+//	          Verify can tell a crash from an insertion
+//
+// A checkpoint file (CheckpointPath) anchors the chain's end: the seq and
+// hash of a line known to be on stable storage, rewritten after each
+// batched fsync. It is what lets Verify notice rows cut off the end.
+const (
+	ChainStart    = "start"
+	ChainContinue = "continue"
+	ChainRotate   = "rotate"
+	ChainResume   = "resume"
+)
+
+// CheckpointPath anchors the chain's end (see Checkpoint).
+const CheckpointPath = ".toolhost/audit.checkpoint.json"
+
+// ChainRecord is the "chain" object of the chain's own lines.
+type ChainRecord struct {
+	Event   string   `json:"event"`
+	ID      string   `json:"id,omitempty"`
+	Project string   `json:"project,omitempty"`
+	Dir     string   `json:"dir,omitempty"`
+	From    string   `json:"from,omitempty"`
+	To      string   `json:"to,omitempty"`
+	Skipped *Skipped `json:"skipped,omitempty"`
+}
+
+// Skipped describes bytes a resume record steps over, or (Cut) the torn
+// last line it cut off.
+type Skipped struct {
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+	Cut    bool   `json:"cut,omitempty"`
+}
+
+// Checkpoint is CheckpointPath: the newest line of the chain known to be on
+// stable storage when it was written.
+type Checkpoint struct {
+	ID     string    `json:"id"`
+	Seq    int64     `json:"seq"`
+	SHA256 string    `json:"sha256"`
+	TS     time.Time `json:"ts"`
+}
+
+// chainLine is a chain record as it is written.
+type chainLine struct {
+	TS    time.Time    `json:"ts"`
+	Chain *ChainRecord `json:"chain"`
+	Seq   int64        `json:"seq"`
+	Prev  string       `json:"prev"`
+}
+
+func (c chainLine) encode() []byte {
+	b, _ := json.Marshal(c)
+	return b
+}
+
+// linkInfo is what the chain needs to know of any line.
+type linkInfo struct {
+	Seq   int64        `json:"seq"`
+	Prev  *string      `json:"prev"`
+	Chain *ChainRecord `json:"chain"`
+}
+
+// link parses the chain fields of a line; ok is false for a line that is
+// not JSON or carries no seq/prev (a torn write, a row from before the
+// chain, a foreign line).
+func link(line []byte) (linkInfo, bool) {
+	var l linkInfo
+	if wirejson.Unmarshal(line, &l) != nil || l.Seq <= 0 || l.Prev == nil {
+		return linkInfo{}, false
+	}
+	return l, true
+}
+
+func lineHash(line []byte) [32]byte { return sha256.Sum256(line) }
+
+func hexHash(h [32]byte) string { return hex.EncodeToString(h[:]) }
+
+func newChainID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// lastLine returns the last line of b (without its newline) and where it
+// starts; complete reports whether b ends with a newline. found is false
+// when b holds no line start: the line began before b.
+func lastLine(b []byte, whole bool) (line []byte, start int, complete, found bool) {
+	complete = len(b) > 0 && b[len(b)-1] == '\n'
+	body := b
+	if complete {
+		body = b[:len(b)-1]
+	}
+	i := bytes.LastIndexByte(body, '\n')
+	if i < 0 && !whole {
+		return nil, 0, complete, false
+	}
+	return body[i+1:], i + 1, complete, true
+}

@@ -1,0 +1,87 @@
+package journal
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+
+	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/ndjson"
+)
+
+// ReadTimeline streams the timeline's entries, oldest first, across its
+// rotated files, in constant memory. A line that is not an entry is
+// skipped and reported in the returned BadLines instead of failing the read.
+func ReadTimeline(root *os.Root, o ndjson.Options, fn func(e callctx.TimelineEntry, at ndjson.Pos) error) (ndjson.BadLines, error) {
+	return each(root, TimelinePath, o, decodeEntry, fn)
+}
+
+// ReadEvents streams the events, oldest first, across rotated files, like
+// ReadTimeline.
+func ReadEvents(root *os.Root, o ndjson.Options, fn func(e callctx.Event, at ndjson.Pos) error) (ndjson.BadLines, error) {
+	return each(root, EventsPath, o, decodeEvent, fn)
+}
+
+func decodeEvent(line []byte) (callctx.Event, string) {
+	var e callctx.Event
+	if err := json.Unmarshal(line, &e); err != nil {
+		return e, "not JSON"
+	}
+	if e.Kind == "" {
+		return e, "no kind"
+	}
+	return e, ""
+}
+
+func decodeEntry(line []byte) (callctx.TimelineEntry, string) {
+	var e callctx.TimelineEntry
+	if err := json.Unmarshal(line, &e); err != nil {
+		return e, "not JSON"
+	}
+	if e.Seq <= 0 {
+		return e, "no seq"
+	}
+	return e, ""
+}
+
+func each[T any](root *os.Root, rel string, o ndjson.Options, decode func([]byte) (T, string), fn func(T, ndjson.Pos) error) (ndjson.BadLines, error) {
+	r, err := ndjson.Open(root, rel, o)
+	if err != nil {
+		return ndjson.BadLines{}, err
+	}
+	defer r.Close()
+	for r.Next() {
+		v, bad := decode(r.Line())
+		if bad != "" {
+			r.Reject(bad)
+			continue
+		}
+		if err := fn(v, r.Pos()); err != nil {
+			return r.Bad(), err
+		}
+	}
+	return r.Bad(), r.Err()
+}
+
+// FollowEvents delivers every event appended from o.From on (the end of
+// the log when nil), across rotations, until ctx ends: the feed of a live
+// view. Lines that are not events are passed over; next resumes after the
+// event.
+func FollowEvents(ctx context.Context, root *os.Root, o ndjson.FollowOptions, fn func(e callctx.Event, next ndjson.Cursor) error) error {
+	return follow(ctx, root, EventsPath, o, decodeEvent, fn)
+}
+
+// FollowTimeline is FollowEvents for the timeline.
+func FollowTimeline(ctx context.Context, root *os.Root, o ndjson.FollowOptions, fn func(e callctx.TimelineEntry, next ndjson.Cursor) error) error {
+	return follow(ctx, root, TimelinePath, o, decodeEntry, fn)
+}
+
+func follow[T any](ctx context.Context, root *os.Root, rel string, o ndjson.FollowOptions, decode func([]byte) (T, string), fn func(T, ndjson.Cursor) error) error {
+	return ndjson.Follow(ctx, root, rel, o, func(line []byte, next ndjson.Cursor) error {
+		v, bad := decode(line)
+		if bad != "" {
+			return nil
+		}
+		return fn(v, next)
+	})
+}

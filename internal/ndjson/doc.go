@@ -1,0 +1,22 @@
+// Package ndjson is the shape on disk of toolhost's shared logs — the audit
+// trail, events and the timeline: files of one JSON document per line that
+// only grow and are rotated by size into numbered siblings
+// (audit.ndjson → audit.000001.ndjson, audit.000002.ndjson …, numbers only
+// ever increasing, the oldest first), and the readers that go across them.
+//
+//   - RotatedName and Segments agree on the names for writer and readers.
+//   - Reader streams a log's lines, oldest first, across its rotated files,
+//     in constant memory (one line at a time, overlong lines skipped without
+//     being buffered); Options.Since skips a whole rotated file whose last
+//     write is older than the instant asked for. A consumer that cannot parse
+//     a line rejects it (Reader.Reject), and BadLines reports where such lines
+//     were instead of failing the read.
+//   - Follow tails a log for a live view (the dashboard's event and audit
+//     streams): it delivers every line once, across a rotation, from a
+//     Cursor that survives a reconnect.
+//
+// This package only reads, through an *os.Root of the project dir (so a
+// symlink cannot lead a reader outside it). Appending and rotating are the
+// sandbox door's (sandbox.AppendLog, sandbox.RotateLog). It must never
+// write, rename or remove a file.
+package ndjson

@@ -1,0 +1,17 @@
+// Package redact is toolhost's one redactor: what it writes about a call
+// (audit rows, logs, the timeline and events, run records, runtime state,
+// and later trace spans) passes through it, so that a credential an agent
+// put in a command line, a header or a URL is not kept on disk.
+//
+// It redacts by key (the value under a secret-looking key, in JSON or as
+// NAME=value, NAME: value, --name value: password, token, secret, api_key,
+// cookie, credential, and the words pass, pwd, pin, auth in any case —
+// DB_PASS, userPin, X-Api-Key) and by value (bearer and basic credentials,
+// URL userinfo passwords, curl -u user:password, private key blocks, and
+// the formats of GitHub, Anthropic, OpenAI, AWS, Slack, Google, Stripe,
+// GitLab, npm and Hugging Face tokens and of JWTs).
+//
+// It must never change what a tool does or returns to the caller: it is
+// applied only to what toolhost keeps, and text without any trigger is
+// returned unchanged without running a regular expression.
+package redact
