@@ -40,8 +40,10 @@ test-go: fmt vet
 # then the real binary over stdio (sequential and 8-in-flight calls/s with
 # p50/p99 for a 2025 client and for a 2026-07-28 client that sends _meta on
 # every request, cold start, RSS after 10k and 100k calls, PSS per session
-# with six sessions, what confinement adds to a bash command) and `audit
-# stats` on a 1 GB trail (time and peak RSS).
+# with six sessions, what confinement adds to a bash command), `audit
+# stats` on a 1 GB trail (time and peak RSS) and what tracing costs a
+# sequential session with a live, a dead and a hanging collector (with
+# TOOLHOST_BASE_BIN=path to a build without tracing, tracing off against it).
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./internal/... | grep -v /e2e)
 	$(GO) test -run '^$$' -bench 'Stdio(Sequential|Concurrent8)(_?2026)?$$' -benchtime 20000x ./internal/e2e
@@ -49,6 +51,7 @@ bench: build
 	$(GO) test -run '^$$' -bench 'RSSGrowth|SixSessions' -benchtime 1x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'BashConfinement|ConfineReexec' -benchtime 300x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'AuditStats1GB' -benchtime 1x ./internal/e2e
+	$(GO) test -run '^$$' -bench 'StdioTracing' -benchtime 20000x ./internal/e2e
 
 demo: build
 	./$(BIN) demo

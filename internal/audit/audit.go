@@ -20,6 +20,9 @@ const (
 	// the same tool in the same session replaced; it is not a call of its
 	// own, so it carries the call_id of the call that asked for it.
 	StatusSuperseded = "superseded"
+	// StatusPin marks a row about an upstream tool's pinned definition
+	// (pinned, withheld, approved): not a call; Pin says what happened.
+	StatusPin = "pin"
 )
 
 // Row is one audited call.
@@ -44,12 +47,35 @@ type Row struct {
 	Sandbox string `json:"sandbox,omitempty"`
 	// Traceparent is the W3C trace context the client sent with the call.
 	Traceparent string `json:"traceparent,omitempty"`
+	// Pin is set on the rows of status pin.
+	Pin *PinNote `json:"pin,omitempty"`
 	// Seq and Prev chain the row to the trail (set by FileSink as it
 	// writes): its number in the chain and the sha256 (hex) of the line
 	// before it. See Verify.
 	Seq  int64  `json:"seq,omitempty"`
 	Prev string `json:"prev,omitempty"`
 }
+
+// PinNote is what happened to an upstream tool's pinned definition.
+type PinNote struct {
+	// Action is PinPinned, PinWithheld or PinApproved.
+	Action string `json:"action"`
+	// Hash is the definition the row is about ("sha256:…").
+	Hash string `json:"hash"`
+	// Pinned is the definition pinned before (withheld, approved); empty
+	// for a tool that had none.
+	Pinned string `json:"pinned,omitempty"`
+	// Change names what differs from the pinned definition
+	// ("description, inputSchema"), or "new tool".
+	Change string `json:"change,omitempty"`
+}
+
+// Pin actions.
+const (
+	PinPinned   = "pinned"
+	PinWithheld = "withheld"
+	PinApproved = "approved"
+)
 
 // Sink stores rows.
 type Sink interface {

@@ -42,6 +42,15 @@ func (r *Row) AppendJSON(dst []byte) []byte {
 	dst = appendFloat(dst, r.DurationMS)
 	dst = appendOptional(dst, `,"sandbox":`, r.Sandbox)
 	dst = appendOptional(dst, `,"traceparent":`, r.Traceparent)
+	if p := r.Pin; p != nil {
+		dst = append(dst, `,"pin":{"action":`...)
+		dst = appendString(dst, p.Action)
+		dst = append(dst, `,"hash":`...)
+		dst = appendString(dst, p.Hash)
+		dst = appendOptional(dst, `,"pinned":`, p.Pinned)
+		dst = appendOptional(dst, `,"change":`, p.Change)
+		dst = append(dst, '}')
+	}
 	if r.Seq != 0 {
 		dst = appendChain(dst, r.Seq, r.Prev)
 	}

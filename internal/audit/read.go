@@ -139,7 +139,8 @@ func Stats(rows []*Row) []ToolStats {
 // StatsBuilder groups rows by tool as they stream past, in memory bounded
 // per tool: durations are kept exactly up to ExactDurations per tool, then
 // counted in logarithmic buckets. Failed counts timeouts, cancellations
-// and errors; superseded confirmations are not calls and are left out.
+// and errors; superseded confirmations and pin rows are not calls and are
+// left out.
 type StatsBuilder struct {
 	by map[string]*toolAcc
 }
@@ -156,7 +157,7 @@ type toolAcc struct {
 
 // Add counts one row.
 func (b *StatsBuilder) Add(tool, status string, durationMS float64) {
-	if status == StatusSuperseded {
+	if status == StatusSuperseded || status == StatusPin {
 		return
 	}
 	if b.by == nil {

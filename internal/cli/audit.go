@@ -34,7 +34,7 @@ func (f *auditFlags) register(cmd *cobra.Command) {
 	fl := cmd.PersistentFlags()
 	fl.StringVar(&f.projectDir, "project-dir", "", "project directory (env TOOLHOST_PROJECT_DIR; default: the current directory)")
 	fl.StringVar(&f.filter.Tool, "tool", "", "only rows of this tool")
-	fl.StringVar(&f.filter.Status, "status", "", "only rows with this status: ok, ok_false, rejected, timeout, cancelled, error, superseded")
+	fl.StringVar(&f.filter.Status, "status", "", "only rows with this status: ok, ok_false, rejected, timeout, cancelled, error, superseded, pin")
 	fl.StringVar(&f.filter.Agent, "agent", "", "only rows of this agent (pm or devloop-pm)")
 	fl.Var(&f.since, "since", "only rows newer than this: an age (15m, 24h, 7d) or a time (2026-12-01, 2026-12-01T10:00:00Z); older rotated files are not read")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON lines instead of a table")

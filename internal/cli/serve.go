@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"io"
 	"net"
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"sync"
 	"syscall"
 	"time"
 
@@ -80,6 +82,11 @@ func newServeCmd(g *globals) *cobra.Command {
 			// Deferred after stop so it runs first: closing the session stops
 			// its units, and a second SIGTERM meanwhile must not cut that short.
 			defer s.Close()
+			// The upstream servers are stopped within the same grace as the
+			// calls, counted from when shutdown began (a signal, or the end
+			// of input), not after the calls drained.
+			shutdown := sync.OnceFunc(func() { s.ShuttingDown(grace) })
+			defer context.AfterFunc(ctx, shutdown)()
 			log := o.Log
 			log.Info().Str("event", "serve").Str("agent", s.Agent.Name).Str("project_dir", s.Files.ProjectDir()).
 				Str("session", s.Engine.Identity.SessionID).Str("framing", framing).Msg("serving")
@@ -98,7 +105,7 @@ func newServeCmd(g *globals) *cobra.Command {
 			}
 			in, out, restore := pollableStdio(cmd.InOrStdin(), cmd.OutOrStdout())
 			defer restore()
-			err = rpc.Serve(ctx, in, out, s.Server, rpc.Options{
+			err = rpc.Serve(ctx, &endNotifier{r: in, end: shutdown}, out, s.Server, rpc.Options{
 				LSP: framing == "lsp", MaxMessage: maxMessage, Grace: grace, Log: log,
 				Values: trace.WithTransport(context.Background(), trace.Transport{Network: "pipe"}),
 			})
@@ -130,4 +137,18 @@ func startCPUProfile(path string) (func(), error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
+}
+
+// endNotifier runs end once its reader reports the end of input (or fails).
+type endNotifier struct {
+	r   io.Reader
+	end func()
+}
+
+func (e *endNotifier) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.end()
+	}
+	return n, err
 }

@@ -78,3 +78,17 @@ func TestUpstreamList(t *testing.T) {
 		}
 	}
 }
+
+func TestUpstreamApproveUsage(t *testing.T) {
+	t.Setenv("TOOLHOST_PROJECT_DIR", "")
+	var out bytes.Buffer
+	var errb testutil.SyncBuffer
+	if code := Run([]string{"upstream", "approve", "fake__echo"}, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "--project-dir is required") {
+		t.Fatalf("without a project: exit %d, %s", code, errb.String())
+	}
+	dir := t.TempDir()
+	errb = testutil.SyncBuffer{}
+	if code := Run([]string{"upstream", "approve", "fake__echo", "--project-dir", dir}, nil, &out, &errb); code != 1 || !strings.Contains(errb.String(), "nothing waits for approval") {
+		t.Fatalf("nothing withheld: exit %d, %s", code, errb.String())
+	}
+}

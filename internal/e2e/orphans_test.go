@@ -215,6 +215,7 @@ func TestSIGKILLLeavesNothing(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = syscall.Kill(-keep.PGID, syscall.SIGKILL) })
 	probeLines(t, project, "srv")
+	testutil.ListTools(t, c) // a client lists before it calls an upstream tool; the list waits for discovery
 	if r := testutil.CallTool(t, c, "fake__spawn_child", map[string]any{}); r.IsError {
 		t.Fatalf("fake__spawn_child: %s", r.Text())
 	}
@@ -233,28 +234,19 @@ func TestSIGKILLLeavesNothing(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	started := descendants(t, serve)
+	// The background job of the bash command may not have exec'd sleep yet
+	// (a forked bash for a moment): look again until every kind is there.
+	var started map[procs.Process]string
 	var kinds []string
-	for p, cmd := range started {
-		switch {
-		case strings.Contains(cmd, "toolhost-warden"):
-			kinds = append(kinds, "warden")
-		case strings.Contains(cmd, "fakemcp"):
-			kinds = append(kinds, "upstream")
-		case strings.HasPrefix(cmd, "sleep 300"):
-			kinds = append(kinds, "sleep")
-		case strings.Contains(cmd, "confineprobe -ignore-term"):
-			kinds = append(kinds, "unit child")
-		case p.PID == keep.PID:
-			delete(started, p)
-		case strings.Contains(cmd, "confineprobe"):
-			kinds = append(kinds, "unit")
-		case strings.Contains(cmd, "bash"):
-			kinds = append(kinds, "bash")
+	want := []string{"bash", "sleep", "sleep", "unit", "unit child", "upstream", "warden"}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		started, kinds = toolhostKinds(t, serve, keep.PID)
+		if slices.Equal(kinds, want) || time.Now().After(deadline) {
+			break
 		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	slices.Sort(kinds)
-	if want := []string{"bash", "sleep", "sleep", "unit", "unit child", "upstream", "warden"}; !slices.Equal(kinds, want) {
+	if !slices.Equal(kinds, want) {
 		t.Fatalf("toolhost's descendants %v (%v), want %v", kinds, started, want)
 	}
 	if err := syscall.Kill(serve, syscall.SIGKILL); err != nil {
@@ -329,4 +321,32 @@ func TestSIGKILLLeavesNothing(t *testing.T) {
 func alivePID(pid int) bool {
 	st, err := procs.ReadStat(pid)
 	return err == nil && !st.Dead()
+}
+
+// toolhostKinds names what each descendant of serve is (the detached unit
+// keep is left out).
+func toolhostKinds(t *testing.T, serve, keep int) (map[procs.Process]string, []string) {
+	t.Helper()
+	started := descendants(t, serve)
+	var kinds []string
+	for p, cmd := range started {
+		switch {
+		case strings.Contains(cmd, "toolhost-warden"):
+			kinds = append(kinds, "warden")
+		case strings.Contains(cmd, "fakemcp"):
+			kinds = append(kinds, "upstream")
+		case strings.HasPrefix(cmd, "sleep 300"):
+			kinds = append(kinds, "sleep")
+		case strings.Contains(cmd, "confineprobe -ignore-term"):
+			kinds = append(kinds, "unit child")
+		case p.PID == keep:
+			delete(started, p)
+		case strings.Contains(cmd, "confineprobe"):
+			kinds = append(kinds, "unit")
+		case strings.Contains(cmd, "bash"):
+			kinds = append(kinds, "bash")
+		}
+	}
+	slices.Sort(kinds)
+	return started, kinds
 }

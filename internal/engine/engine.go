@@ -229,7 +229,7 @@ func (e *Engine) permission(next Handler) Handler {
 		c.Policy = e.Policy.Current()
 		a := c.Policy.Access(e.Agent, c.Entry.Spec)
 		if !a.Visible() {
-			return &tool.PermissionError{Tool: c.Tool, Reason: a.Reason}
+			return &tool.PermissionError{Tool: c.Tool, Reason: a.Reason, Kind: a.Kind}
 		}
 		c.Decision = a.Decision
 		return next(ctx, c)
@@ -494,6 +494,20 @@ func (e *Engine) record(c *Call, out *Outcome) *audit.Row {
 	}
 	e.writeRow(row)
 	return row
+}
+
+// AuditEvent stores a row that is not a call of the session (an upstream
+// tool pinned or withheld) with the session's identity, the same way as a
+// call's row.
+func (e *Engine) AuditEvent(row *audit.Row) {
+	if row.TS.IsZero() {
+		row.TS = time.Now().UTC()
+	}
+	if row.CallID == "" {
+		row.CallID = callctx.NewCallID()
+	}
+	row.SessionID, row.ProjectID, row.Agent, row.UnitID = e.Identity.SessionID, e.Identity.ProjectID, e.Identity.Agent, e.Identity.UnitID
+	e.writeRow(row)
 }
 
 // writeRow stores a row, waiting at most AuditTimeout: a failing or slow

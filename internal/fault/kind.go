@@ -39,6 +39,14 @@ const (
 	// InputRequired: a 2026-07-28 client was asked to confirm through an
 	// InputRequiredResult; its retry is a call (and a row) of its own.
 	InputRequired
+	// Pin: an upstream tool whose definition differs from the one pinned
+	// in the project (or a new tool of a pinned server), withheld until
+	// `toolhost upstream approve`; also the kind of the pin rows that
+	// record a withhold.
+	Pin
+	// Unavailable: an upstream tool whose server is being restarted after
+	// it stopped answering; nothing ran, a later call may.
+	Unavailable
 
 	// Outcomes that are not rejections.
 
@@ -75,6 +83,8 @@ var kindNames = [numKinds]string{
 	ConfirmationFailed:  "confirmation_failed",
 	RequestStateInvalid: "request_state_invalid",
 	InputRequired:       "input_required",
+	Pin:                 "pin",
+	Unavailable:         "unavailable",
 	Superseded:          "confirmation",
 	Timeout:             "timeout",
 	Cancelled:           "cancelled",

@@ -13,7 +13,7 @@ func TestKindStrings(t *testing.T) {
 		None: "", Validation: "validation", Sandbox: "sandbox", Guard: "guard", Policy: "policy",
 		UnknownTool: "unknown_tool", NeedsConfirmation: "needs_confirmation", UserDeclined: "user_declined",
 		UserDenied: "user_denied", ConfirmationFailed: "confirmation_failed", RequestStateInvalid: "request_state_invalid",
-		InputRequired: "input_required", Superseded: "confirmation",
+		InputRequired: "input_required", Pin: "pin", Unavailable: "unavailable", Superseded: "confirmation",
 		Timeout: "timeout", Cancelled: "cancelled", Shutdown: "shutdown", Panic: "panic", System: "system", Upstream: "upstream",
 	}
 	if len(want) != int(numKinds) {

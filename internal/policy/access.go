@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/toolhost/toolhost/internal/agents"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -15,6 +16,10 @@ type Access struct {
 	// Reason is empty when the agent sees the tool and may call it;
 	// otherwise it says, to the model, which rule hides the tool.
 	Reason string
+	// Kind is why the tool is hidden: fault.Policy, or the kind of the
+	// tool's Withheld (fault.Pin, fault.Unavailable); fault.None when
+	// visible.
+	Kind fault.Kind
 }
 
 // Visible reports whether the agent sees the tool and may call it.
@@ -24,14 +29,19 @@ func (a Access) Visible() bool { return a.Reason == "" }
 // not, why": tools/list (both transports), `tools list --agent`, `tools
 // export`, `mcp-config --allowed-tools` and the engine's permission stage
 // all ask it, so what an agent is offered and what it may call never
-// differ. The agent's toolPolicy is asked first, then the file.
+// differ. The agent's toolPolicy is asked first, then the file, then
+// whether the tool is withheld (an upstream definition not approved, or its
+// server restarting).
 func (f *File) Access(ag *agents.Agent, s *tool.Spec) Access {
 	d := f.Decide(s)
-	a := Access{Decision: d}
+	a := Access{Decision: d, Kind: fault.Policy}
 	switch raw := f.Tools[s.Name].Permission; {
 	case !ag.Allows(s.Name):
 		a.Reason = fmt.Sprintf("tool %s is not allowed for agent %s", s.Name, ag.Name)
+	case d.Allowed() && s.Withheld != nil:
+		a.Reason, a.Kind = s.Withheld.Reason, s.Withheld.Kind
 	case d.Allowed():
+		a.Kind = fault.None
 	case !d.Listed:
 		a.Reason = fmt.Sprintf("tool %s is not listed in the tool policy, so it is denied", s.Name)
 	case raw != Deny:

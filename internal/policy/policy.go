@@ -41,7 +41,25 @@ type Upstream struct {
 	Headers            map[string]string `json:"headers,omitempty"`
 	DiscoveryTimeoutMS int               `json:"discovery_timeout_ms,omitempty"`
 	CallTimeoutMS      int               `json:"call_timeout_ms,omitempty"`
+	// Pin says what happens to a tool the server did not offer when it was
+	// first pinned: withheld until approved (PinStrict, the default) or
+	// pinned as it is first seen (PinTrustNew). A changed definition is
+	// withheld either way.
+	Pin string `json:"pin,omitempty"`
+	// MaxFailures is how many consecutive failures (a call timeout, a
+	// lost connection, a failed health probe) make toolhost kill and
+	// restart the server (default 2).
+	MaxFailures int `json:"max_failures,omitempty"`
+	// PingIntervalMS is how often an idle stdio server is probed with a
+	// ping (default 15000).
+	PingIntervalMS int `json:"ping_interval_ms,omitempty"`
 }
+
+// Pin settings of an upstream.
+const (
+	PinStrict   = "strict"
+	PinTrustNew = "trust-new"
+)
 
 // File is the parsed policy document.
 type File struct {
@@ -103,6 +121,12 @@ func Parse(data []byte) (*File, error) {
 			}
 		default:
 			return nil, fmt.Errorf("policy file: upstream %s: transport must be stdio or http, not %q", u.Name, u.Transport)
+		}
+		if u.Pin != "" && u.Pin != PinStrict && u.Pin != PinTrustNew {
+			return nil, fmt.Errorf("policy file: upstream %s: pin must be %q or %q, not %q", u.Name, PinStrict, PinTrustNew, u.Pin)
+		}
+		if u.DiscoveryTimeoutMS < 0 || u.CallTimeoutMS < 0 || u.MaxFailures < 0 || u.PingIntervalMS < 0 {
+			return nil, fmt.Errorf("policy file: upstream %s: discovery_timeout_ms, call_timeout_ms, max_failures and ping_interval_ms must not be negative", u.Name)
 		}
 	}
 	return &f, nil

@@ -210,12 +210,15 @@ const policyPoll = time.Second
 // once. Only tools/list waits (at most the longest discovery timeout, the
 // servers being tried in parallel) for the first attempts, so the first
 // list already holds every upstream that answered; an upstream that comes
-// later is announced with notifications/tools/list_changed. A policy file
-// is then watched: a change re-applies the upstreams and re-announces the
+// later is announced with notifications/tools/list_changed. The policy file
+// and the project's pins (.toolhost/pins.json) are then watched: a change
+// re-applies the upstreams or re-checks their tools and re-announces the
 // tool list.
 func (s *Session) startUpstreams(o Options) {
 	s.Upstream = upstream.NewManager(upstream.Options{
 		Log: o.Log, Registry: s.Engine.Registry, Version: o.Version, OnChange: s.toolsChanged, Procs: s.Procs,
+		Pins:  &upstream.Pins{Door: s.Shared, ProjectDir: s.Files.ProjectDir(), Now: s.Engine.Services.Clock.Now},
+		Audit: s.Engine.AuditEvent,
 	})
 	cur := s.Policy.Current()
 	s.Upstream.Apply(cur)
@@ -226,32 +229,37 @@ func (s *Session) startUpstreams(o Options) {
 	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
-	if s.Policy.Path() != "" {
-		go func() {
-			defer close(done)
-			t := time.NewTicker(policyPoll)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-					if f := s.Policy.Current(); f != cur {
-						cur = f
-						s.Upstream.Apply(f)
-					}
+	go func() {
+		defer close(done)
+		t := time.NewTicker(policyPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if f := s.Policy.Current(); f != cur {
+					cur = f
+					s.Upstream.Apply(f)
 				}
+				// An approval (toolhost upstream approve) serves the
+				// tools it approved without a restart.
+				s.Upstream.RefreshPins()
 			}
-		}()
-	} else {
-		close(done)
-	}
+		}
+	}()
 	s.closers = append(s.closers, func() error {
 		close(stop)
 		<-done
 		s.Upstream.Close()
 		return nil
 	})
+}
+
+// ShuttingDown tells the session that shutdown began and may take grace:
+// its upstream servers are stopped within the same grace as its calls.
+func (s *Session) ShuttingDown(grace time.Duration) {
+	s.Upstream.ShutdownBy(time.Now().Add(grace))
 }
 
 // Close releases the session's resources and stops its upstream processes.

@@ -24,17 +24,24 @@ func (e *ValidationError) Error() string {
 func (e *ValidationError) RejectionKind() fault.Kind { return fault.Validation }
 
 // PermissionError is a call the agent's toolPolicy or the policy file does
-// not permit.
+// not permit, or of a tool that is withheld.
 type PermissionError struct {
 	Tool string
 	// Reason names the rule that refused the call (policy.Access.Reason).
 	Reason string
+	// Kind is why (policy.Access.Kind); fault.None means fault.Policy.
+	Kind fault.Kind
 }
 
 func (e *PermissionError) Error() string { return e.Reason }
 
 // RejectionKind makes the error a fault.Rejection.
-func (e *PermissionError) RejectionKind() fault.Kind { return fault.Policy }
+func (e *PermissionError) RejectionKind() fault.Kind {
+	if e.Kind == fault.None {
+		return fault.Policy
+	}
+	return e.Kind
+}
 
 // TransientError marks a fault worth retrying for read tools: a timed-out
 // attempt, a refused or reset connection, an upstream 502/503/504.

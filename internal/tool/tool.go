@@ -12,6 +12,7 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/lazyre"
 )
 
@@ -61,6 +62,20 @@ type Spec struct {
 	Remote       string
 	InputSchema  json.RawMessage
 	OutputSchema json.RawMessage
+	// Withheld, when set, keeps a registered tool from every agent: it is
+	// listed nowhere and every call is refused with its reason before
+	// anything runs (policy.File.Access decides so).
+	Withheld *Withheld
+}
+
+// Withheld says why a registered tool is not offered: an upstream tool
+// whose definition differs from the one pinned in the project (fault.Pin),
+// or whose server is being restarted (fault.Unavailable).
+type Withheld struct {
+	Kind fault.Kind
+	// Reason is what the model reads when it calls the tool anyway: what
+	// changed or failed, and what makes the tool come back.
+	Reason string
 }
 
 // Command is a command a tool would start: shell text run with bash -c

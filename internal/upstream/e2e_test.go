@@ -131,8 +131,10 @@ func TestServeAggregatesUpstreams(t *testing.T) {
 	project := filepath.Join(dir, "project")
 	webAddr := freeAddr(t)
 	dead := "http://" + freeAddr(t)
+	// trust-new: the tool the server adds at run time is served at once
+	// (TestServePinnedDefinitions covers the default, which withholds it).
 	agentsFile, policyFile := writeConfigs(t, dir, e2eRules,
-		policy.Upstream{Name: "fake", Transport: "stdio", Command: fakeMCP(t), DiscoveryTimeoutMS: 10000},
+		policy.Upstream{Name: "fake", Transport: "stdio", Command: fakeMCP(t), DiscoveryTimeoutMS: 10000, Pin: policy.PinTrustNew},
 		policy.Upstream{Name: "web", Transport: "http", URL: "http://" + webAddr + "/mcp", DiscoveryTimeoutMS: 1500})
 	c := startServe(t, project, agentsFile, policyFile,
 		"HTTP_PROXY="+dead, "HTTPS_PROXY="+dead, "http_proxy="+dead, "https_proxy="+dead, "ALL_PROXY="+dead, "NO_PROXY=", "no_proxy=")

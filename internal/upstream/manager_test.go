@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +15,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/xeipuuv/gojsonschema"
 
+	"github.com/toolhost/toolhost/internal/audit"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/registry"
@@ -115,7 +118,7 @@ func TestDiscoveryAndNaming(t *testing.T) {
 		t.Fatal("the long name should need shortening")
 	}
 	wantUp := []string{"fake__echo", "fake__write_note", "fake__fail", "fake__crash", "fake__pid", "fake__spawn_child",
-		"fake__slow", "fake__draft2020", long, "fake__env", "fake__traceparent", "fake__add_tool", "web__lookup", "web__update"}
+		"fake__slow", "fake__draft2020", long, "fake__env", "fake__traceparent", "fake__add_tool", "fake__redescribe", "fake__wedge", "web__lookup", "web__update"}
 	got := names[builtins:]
 	if strings.Join(sorted(got[:len(got)-2]), ",") != strings.Join(sorted(wantUp[:len(wantUp)-2]), ",") ||
 		strings.Join(got[len(got)-2:], ",") != "web__lookup,web__update" {
@@ -408,5 +411,123 @@ func BenchmarkUpstreamCall(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestRestartWithholdsTools: while a killed upstream waits for its restart
+// its tools stay registered but withheld (fault.Unavailable: hidden by
+// policy.File.Access, refused by the engine), a call that got through
+// anyway is refused without starting a process, and Status says so; once it
+// answers again they are served. An HTTP upstream is restarted the same way.
+func TestRestartWithholdsTools(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Options{Backoff: Backoff{Initial: 3 * time.Second, Max: 3 * time.Second}})
+	up := stdioUp(t, nil)
+	up.MaxFailures = 1
+	pol := testPolicy(up)
+	pol.Tools["fake__wedge"] = policy.Rule{Permission: policy.Write}
+	h.start(t, pol)
+	before := h.changes.Load()
+	if _, err := h.call(t, "fake__wedge", `{"mode":"close_stdout"}`); err == nil {
+		t.Fatal("close_stdout must fail the call")
+	}
+	eventually(t, "restarting, its tools withheld", func() bool {
+		e, _ := h.reg.Lookup("fake__echo")
+		return h.status("fake").State == StateRestarting && e.Spec.Withheld != nil
+	})
+	e, _ := h.reg.Lookup("fake__echo")
+	if w := e.Spec.Withheld; w == nil || w.Kind != fault.Unavailable || !strings.Contains(w.Reason, "being restarted") {
+		t.Fatalf("fake__echo while restarting: withheld %+v", w)
+	}
+	if h.changes.Load() == before {
+		t.Error("the clients were not told that the tools went away")
+	}
+	for _, ts := range h.status("fake").Tools {
+		if ts.Name == "fake__echo" && (ts.Served || ts.Withheld != "unavailable") {
+			t.Errorf("status of fake__echo while restarting: %+v", ts)
+		}
+	}
+	_, err := e.Tool.Call(context.Background(), nil, json.RawMessage(`{"text":"x"}`))
+	var rej fault.Rejection
+	if !errors.As(err, &rej) || rej.RejectionKind() != fault.Unavailable || h.status("fake").PID != 0 {
+		t.Fatalf("a call during the backoff: %v (pid %d); want an unavailable rejection and no process", err, h.status("fake").PID)
+	}
+	eventually(t, "served again", func() bool {
+		e, ok := h.reg.Lookup("fake__echo")
+		return ok && e.Spec.Withheld == nil
+	})
+	if r, err := h.call(t, "fake__echo", `{"text":"back"}`); err != nil || !strings.Contains(string(r.Raw), "echo: back") {
+		t.Fatalf("after the restart: %v %s", err, r.Raw)
+	}
+}
+
+// TestHTTPUpstreamReconnectedAfterTimeouts: an HTTP upstream whose calls
+// time out is dropped and discovered again after max_failures; a 503 (the
+// server answering that it is busy) is not a failure.
+func TestHTTPUpstreamReconnectedAfterTimeouts(t *testing.T) {
+	t.Parallel()
+	web := startHTTPFake(t, "127.0.0.1:0")
+	h := newHarness(t, Options{Backoff: Backoff{Initial: 50 * time.Millisecond, Max: 100 * time.Millisecond}})
+	up := httpUp(web.URL, 2000)
+	h.start(t, testPolicy(up))
+	web.Unavailable.Store(true)
+	for range 3 {
+		if _, err := h.call(t, "web__lookup", `{"key":"k"}`); err == nil {
+			t.Fatal("503 must fail the call")
+		}
+	}
+	if s := h.status("web"); s.State != StateReady || s.Failures != 0 {
+		t.Fatalf("after three 503s: %+v; a busy server is not a failed one", s)
+	}
+	web.Unavailable.Store(false)
+	e, _ := h.reg.Lookup("web__lookup")
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+		_, _ = e.Tool.Call(ctx, nil, json.RawMessage(`{"key":"k"}`))
+		cancel()
+	}
+	eventually(t, "rediscovered", func() bool { s := h.status("web"); return s.State == StateReady && s.Attempts == 2 })
+	if _, err := h.call(t, "web__lookup", `{"key":"k"}`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCorruptPinsWithholdEverything: pins that cannot be read fail closed:
+// every tool of the upstream is withheld (and audited) and the file is
+// left for a human to repair; once it is repaired the tools are pinned and
+// served.
+func TestCorruptPinsWithholdEverything(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, PinsPath)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var rows []*audit.Row
+	var mu sync.Mutex
+	h := newHarness(t, Options{Pins: newPins(t, dir), Audit: func(r *audit.Row) { mu.Lock(); rows = append(rows, r); mu.Unlock() }})
+	h.start(t, testPolicy(stdioUp(t, nil)))
+	e, ok := h.reg.Lookup("fake__echo")
+	if !ok || e.Spec.Withheld == nil || e.Spec.Withheld.Kind != fault.Pin || !strings.Contains(e.Spec.Withheld.Reason, "cannot be checked") {
+		t.Fatalf("fake__echo with corrupt pins: %+v", e.Spec.Withheld)
+	}
+	mu.Lock()
+	n := len(rows)
+	mu.Unlock()
+	if n == 0 || rows[0].Status != audit.StatusPin || rows[0].Pin.Action != audit.PinWithheld {
+		t.Fatalf("audit rows: %d %+v", n, rows)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "{not json" {
+		t.Fatalf("the corrupt pins were rewritten: %s", b)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	h.m.RefreshPins()
+	if e, _ := h.reg.Lookup("fake__echo"); e.Spec.Withheld != nil {
+		t.Fatalf("after the repair: %+v", e.Spec.Withheld)
 	}
 }

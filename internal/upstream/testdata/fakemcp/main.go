@@ -5,6 +5,17 @@
 //	                    server that is down until the test "brings it back"
 //	FAKEMCP_HANG        never answer anything (discovery must time out)
 //	FAKEMCP_STDERR      a line written to stderr at start
+//	FAKEMCP_DESC_FILE   the description of echo is this file's content when
+//	                    it exists; the redescribe tool writes it
+//	FAKEMCP_CALLS_FILE  every tools/call appends a line "TOOL PID STARTTICKS"
+//	                    here: how often a call reached the server, and which
+//	                    process (pid and start time) served it
+//
+// The wedge tool makes the process misbehave the ways a real server can:
+// hang (this call and every later request never answered), hang_later (this
+// call answered, then nothing), close_stdout (stdout closed, the process
+// stays) — in every mode the process ignores SIGTERM from then on, so only
+// SIGKILL ends it.
 package main
 
 import (
@@ -14,10 +25,15 @@ import (
 	"log"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/internal/procs"
 )
 
 func main() {
@@ -34,6 +50,23 @@ func main() {
 		time.Sleep(time.Hour)
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "fakemcp", Version: "1"}, nil)
+	// wedged makes every request that arrives afterwards block forever.
+	var wedged atomic.Bool
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if wedged.Load() {
+				select {}
+			}
+			if method == "tools/call" {
+				if f := os.Getenv("FAKEMCP_CALLS_FILE"); f != "" {
+					if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok {
+						appendLine(f, fmt.Sprintf("%s %d %d", p.Name, os.Getpid(), startTicks()))
+					}
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
 	obj := func(props string, required ...string) json.RawMessage {
 		req := ""
 		if len(required) > 0 {
@@ -50,14 +83,51 @@ func main() {
 		_ = json.Unmarshal(req.Params.Arguments, &m)
 		return m
 	}
-	s.AddTool(&mcp.Tool{Name: "echo", Description: "Echo text back.", InputSchema: obj(`"text":{"type":"string","minLength":1}`, "text"),
-		// Upstream annotations claim read-only; toolhost must not trust them.
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+	addEcho := func(desc string) {
+		s.AddTool(&mcp.Tool{Name: "echo", Description: desc, InputSchema: obj(`"text":{"type":"string","minLength":1}`, "text"),
+			// Upstream annotations claim read-only; toolhost must not trust them.
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+			func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				t := args(req)["text"]
+				r := text("echo: %v", t)
+				r.StructuredContent = map[string]any{"echo": t}
+				return r, nil
+			})
+	}
+	desc := "Echo text back."
+	if f := os.Getenv("FAKEMCP_DESC_FILE"); f != "" {
+		if b, err := os.ReadFile(f); err == nil {
+			desc = string(b)
+		}
+	}
+	addEcho(desc)
+	s.AddTool(&mcp.Tool{Name: "redescribe", Description: "Change the description of echo (the server then announces tools/list_changed).",
+		InputSchema: obj(`"description":{"type":"string"}`, "description")},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			t := args(req)["text"]
-			r := text("echo: %v", t)
-			r.StructuredContent = map[string]any{"echo": t}
-			return r, nil
+			d, _ := args(req)["description"].(string)
+			if f := os.Getenv("FAKEMCP_DESC_FILE"); f != "" {
+				if err := os.WriteFile(f, []byte(d), 0o644); err != nil {
+					return nil, err
+				}
+			}
+			addEcho(d)
+			return text("echo is now: %s", d), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "wedge", Description: "Make the server misbehave.",
+		InputSchema: obj(`"mode":{"enum":["hang","hang_later","close_stdout"]}`, "mode")},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			signal.Ignore(syscall.SIGTERM)
+			switch args(req)["mode"] {
+			case "hang":
+				wedged.Store(true)
+				select {}
+			case "close_stdout":
+				wedged.Store(true)
+				_ = os.Stdout.Close()
+				select {}
+			}
+			wedged.Store(true)
+			return text("wedged"), nil
 		})
 	s.AddTool(&mcp.Tool{Name: "write_note", Description: "Pretend to store a note.", InputSchema: obj(`"note":{"type":"string"}`, "note")},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -136,4 +206,23 @@ func main() {
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// startTicks is this process's start time (field 22 of /proc/self/stat),
+// which with the pid names it uniquely.
+func startTicks() uint64 {
+	st, err := procs.ReadStat(os.Getpid())
+	if err != nil {
+		return 0
+	}
+	return st.StartTicks
+}
+
+func appendLine(path, line string) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return
+	}
+	_, _ = f.WriteString(line + "\n")
+	_ = f.Close()
 }
