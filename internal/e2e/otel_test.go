@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -454,5 +456,76 @@ func TestOTelCollectorDownOrHung(t *testing.T) {
 			}
 			t.Logf("exit took %v", took)
 		})
+	}
+}
+
+// TestOTelHTTPTransport: over Streamable HTTP a request's span says tcp and
+// http, and a 2025 session's carries its Mcp-Session-Id; a stateless
+// 2026-07-28 request has none. (Not parallel: the server inherits the
+// OTEL_* variables set here.)
+func TestOTelHTTPTransport(t *testing.T) {
+	col := otelcol.Start(t)
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "OTEL_") || k == "TRACEPARENT" {
+			t.Setenv(k, "")
+		}
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.HTTP)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	srv := testutil.ServeHTTP(t, testutil.Toolhost(t), "--agent", "integrator", "--project-dir", t.TempDir())
+	post := func(body, session string, header map[string]string) (string, string) {
+		req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.Header.Get("Mcp-Session-Id"), string(b)
+	}
+	session, _ := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{}}}`, "", nil)
+	if session == "" {
+		t.Fatalf("no Mcp-Session-Id\n%s", srv.Log())
+	}
+	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, session, map[string]string{"MCP-Protocol-Version": "2025-06-18"})
+	if _, b := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"parse_placeholder","arguments":{"text":"a"},"_meta":{"call_id":"h-legacy"}}}`,
+		session, map[string]string{"MCP-Protocol-Version": "2025-06-18"}); !strings.Contains(b, `"isError":false`) {
+		t.Fatalf("legacy call: %s", b)
+	}
+	if _, b := post(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"parse_placeholder","arguments":{"text":"a"},"_meta":{"call_id":"h-modern",`+
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, "",
+		map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "parse_placeholder"}); !strings.Contains(b, `"isError":false`) {
+		t.Fatalf("2026 call: %s", b)
+	}
+	if err := srv.Stop(t); err != nil {
+		t.Fatalf("stop: %v\n%s", err, srv.Log())
+	}
+	spans := col.WaitSpans(t, func(s []otelcol.Span) bool { return len(named(s, "toolhost session")) == 1 })
+	for _, s := range named(spans, "tools/call parse_placeholder") {
+		want := map[string]any{"network.transport": "tcp", "network.protocol.name": "http", "network.protocol.version": "1.1"}
+		switch s.Attrs["gen_ai.tool.call.id"] {
+		case "h-legacy":
+			want["mcp.session.id"], want["mcp.protocol.version"] = session, "2025-06-18"
+		case "h-modern":
+			want["mcp.protocol.version"] = "2026-07-28"
+			if _, ok := s.Attrs["mcp.session.id"]; ok {
+				t.Errorf("a stateless request has no MCP session: %v", s.Attrs)
+			}
+		}
+		wantAttrs(t, s, want)
+	}
+	if n := len(named(spans, "tools/call parse_placeholder")); n != 2 {
+		t.Errorf("two calls, %d spans", n)
 	}
 }

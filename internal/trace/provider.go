@@ -233,13 +233,7 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	// A Provider whose session never started still owns its exporters.
-	p.once.Do(func() {
-		for _, e := range []interface{ Shutdown(context.Context) error }{p.exp.Spans, p.exp.Metrics} {
-			if e != nil {
-				_ = e.Shutdown(ctx)
-			}
-		}
-	})
+	p.once.Do(func() { p.stopExporters(ctx) })
 	for _, w := range p.watchers {
 		w.closing.Store(true)
 	}
@@ -256,6 +250,16 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 		w.summary()
 	}
 	return errors.Join(terr, merr)
+}
+
+// stopExporters shuts down exporters no SDK provider took over.
+func (p *Provider) stopExporters(ctx context.Context) {
+	if p.exp.Spans != nil {
+		_ = p.exp.Spans.Shutdown(ctx)
+	}
+	if p.exp.Metrics != nil {
+		_ = p.exp.Metrics.Shutdown(ctx)
+	}
 }
 
 // watch follows one exporter's health: the first failure is logged, the

@@ -87,6 +87,7 @@ func (p *Provider) Session(id Identity) *Session {
 	p.once.Do(func() {
 		if err := p.start(id); err != nil {
 			p.log.Error().Str("event", "otel_disabled").Err(err).Msg("OpenTelemetry could not start; the session runs without it")
+			p.stopExporters(context.Background())
 			return
 		}
 		parent := p.env
@@ -178,10 +179,13 @@ type Request struct {
 	// op are the request's mcp.server.operation.duration attributes (but
 	// error.type, known at the end).
 	op opKey
-	// call and toolError are the tool call's attributes and whether its
-	// result has isError (set by Call.End before the server ends the
-	// request, on the same goroutine).
-	call      []attribute.KeyValue
+	// attrs gathers the span's attributes, the tool call's included (added
+	// by Call.End before the server ends the request, on the same
+	// goroutine), so the span gets them in one SetAttributes at its end;
+	// the array holds a tool call's without another allocation.
+	attrs    []attribute.KeyValue
+	attrsBuf [20]attribute.KeyValue
+	// toolError is set when the call's result has isError.
 	toolError bool
 }
 
@@ -210,20 +214,21 @@ func Begin(ctx context.Context, parent Parent, version, tool string) context.Con
 func (r *Request) begin(ctx context.Context, parent Parent, version, tool string) context.Context {
 	t, _ := ctx.Value(transportKey{}).(Transport)
 	r.op = opKey{method: r.method, tool: tool, version: version, network: t.Network, protocol: t.Protocol, protocolVersion: t.Version}
-	attrs := make([]attribute.KeyValue, 0, 10)
-	attrs = r.op.append(attrs)
+	r.attrs = r.op.append(r.attrsBuf[:0])
 	if id := requestID(r.id); id != "" {
-		attrs = append(attrs, keyRequestID.String(id))
+		r.attrs = append(r.attrs, keyRequestID.String(id))
 	}
 	if t.SessionID != "" {
-		attrs = append(attrs, keyMCPSession.String(t.SessionID))
+		r.attrs = append(r.attrs, keyMCPSession.String(t.SessionID))
 	}
 	name := r.method
 	if tool != "" {
 		name += " " + tool
 	}
+	// The attributes go on at the end (End), all at once: the sampler
+	// decides on the parent alone.
 	pctx, opts := r.s.parentCtx(ctx, parent)
-	opts = append(opts, oteltrace.WithSpanKind(oteltrace.SpanKindServer), oteltrace.WithTimestamp(r.start), oteltrace.WithAttributes(attrs...))
+	opts = append(opts, oteltrace.WithSpanKind(oteltrace.SpanKindServer), oteltrace.WithTimestamp(r.start))
 	ctx, r.span = r.s.p.tracer.Start(pctx, name, opts...)
 	return ctx
 }
@@ -254,7 +259,7 @@ func (r *Request) End(code int64, message string) {
 		// Refused before its _meta could be read.
 		r.begin(context.Background(), Parent{}, "", "")
 	}
-	attrs := r.call
+	attrs := r.attrs
 	switch {
 	case code != 0:
 		r.op.errType, r.op.status = strconv.FormatInt(code, 10), true
@@ -267,9 +272,7 @@ func (r *Request) End(code int64, message string) {
 	case r.toolError:
 		r.op.errType = errorToolError
 	}
-	if len(attrs) > 0 {
-		r.span.SetAttributes(attrs...)
-	}
+	r.span.SetAttributes(attrs...)
 	r.span.End()
 	in := &r.s.p.inst
 	k := r.op
@@ -478,7 +481,12 @@ func (c *Call) End(o Outcome) {
 	if c == nil {
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 12)
+	var attrs []attribute.KeyValue
+	if c.req != nil {
+		attrs = c.req.attrs
+	} else {
+		attrs = make([]attribute.KeyValue, 0, 12)
+	}
 	attrs = append(attrs, keyToolCallID.String(c.id), keyStatus.String(o.Status))
 	// What is zero or false on nearly every call is left out (each
 	// attribute costs every span's export a few allocations).
@@ -520,9 +528,8 @@ func (c *Call) End(o Outcome) {
 		c.span.SetStatus(codes.Error, desc)
 	}
 	if c.req != nil {
-		// The server sets them with its own at the request's end: one
-		// SetAttributes per span.
-		c.req.call, c.req.toolError = attrs, o.IsError
+		// The server sets them with its own at the request's end.
+		c.req.attrs, c.req.toolError = attrs, o.IsError
 	} else {
 		c.span.SetAttributes(attrs...)
 		c.span.End()
