@@ -127,8 +127,15 @@ func New(h Handler, o Options) *Server {
 // connOptions are the options of a connection: a 2025 session's (named
 // by its Mcp-Session-Id) or, with id "", the stateless requests'.
 func (s *Server) connOptions(session rpc.Sink, id string) rpc.ConnOptions {
-	t := trace.WithTransport(context.Background(), trace.Transport{Network: "tcp", Protocol: "http", Version: "1.1", SessionID: id})
+	t := trace.WithTransport(context.Background(), httpTransport(id))
 	return rpc.ConnOptions{MaxInFlight: s.opts.MaxInFlight, Grace: s.opts.Grace, Log: s.log, Session: session, Values: t}
+}
+
+// httpTransport is what the spans of this transport's requests say about
+// it (net/http serves HTTP/1.1 here: no TLS, no h2c); id is the 2025
+// session's Mcp-Session-Id, "" for none.
+func httpTransport(id string) trace.Transport {
+	return trace.Transport{Network: "tcp", Protocol: "http", Version: "1.1", SessionID: id}
 }
 
 // Handler is the HTTP handler: the MCP endpoint at Path behind the Origin
@@ -285,7 +292,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		}
 		// Stateless: no session is minted or read, and the request ends
 		// (cancelled) when its client goes away.
-		s.stateless.Serve(r.Context(), &m, sink)
+		s.stateless.Serve(trace.WithTransport(r.Context(), httpTransport("")), &m, sink)
 		return
 	case server.IsModern(r.Header.Get("MCP-Protocol-Version")):
 		writeJSON(w, http.StatusBadRequest, rpc.EncodeError(m.ID, headerMismatch(fmt.Sprintf(
