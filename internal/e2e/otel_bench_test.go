@@ -21,7 +21,8 @@ import (
 // round):
 //
 //	off      no OTEL_* variable: nothing is exported or started
-//	http     exporting to a live collector over OTLP/HTTP
+//	http     exporting to a live collector over OTLP/HTTP (the real
+//	         collector, writing what it receives to a file as binary OTLP)
 //	grpc     the same over OTLP/gRPC
 //	down     its collector's port has no listener (connection refused)
 //	hung     its collector accepts connections and never answers
@@ -34,7 +35,7 @@ import (
 //
 //	go test -run '^$' -bench StdioTracing -benchtime 20000x ./internal/e2e
 func BenchmarkStdioTracing(b *testing.B) {
-	col := otelcol.Start(b)
+	col := otelcol.StartForLoad(b)
 	down := "http://" + deadAddr(b)
 	hung := "http://" + hangingAddr(b)
 	bin := testutil.Toolhost(b)

@@ -17,10 +17,13 @@
 // package, and no other package opens spans. Upstream clients only inject
 // the current context (Context) into _meta and HTTP headers.
 //
-// Export never blocks or fails a call: spans go through the SDK's batch
-// processor (a bounded queue that drops when full), an exporter error is
-// logged once (and once more when the collector answers again), and
-// Shutdown flushes what is queued within the deadline it is given.
+// Export never blocks or fails a call: spans go through toolhost's own
+// batching processor (a bounded buffer that drops when full, configured by
+// the SDK's OTEL_BSP_* variables); after an exporter error the next export
+// waits (1 s, doubling to 30 s) and the batches in between are dropped
+// unsent; the error is logged once (and once more when the collector
+// answers again), and Shutdown flushes what is queued within the deadline
+// it is given.
 //
 // This package must never put a tool's arguments or results on a span
 // unless Options.Args is set (--trace-args), and then only the redacted

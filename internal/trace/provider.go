@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/attribute"
@@ -279,6 +280,9 @@ type watch struct {
 	mu      sync.Mutex
 	dropped int
 	lastErr error
+	// wait is the current backoff and next when the next try is due.
+	wait time.Duration
+	next time.Time
 }
 
 func (p *Provider) newWatch(signal, unit string) *watch {
@@ -299,12 +303,25 @@ func (w *watch) overflow(n int) {
 	}
 }
 
-// skip reports whether an export should not even be tried.
+// Backoff between export attempts while the collector fails: a batch in
+// between is dropped without being encoded, so a dead collector costs
+// about what a hanging one does, not a failed encode and dial per batch.
+const (
+	retryFirst = time.Second
+	retryMax   = 30 * time.Second
+)
+
+// skip reports whether an export should not even be tried: the collector
+// failed and its next try is not due, or it failed and toolhost is
+// shutting down (nothing waits for it then).
 func (w *watch) skip(n int) bool {
-	if w.closing.Load() && w.failing.Load() {
-		w.mu.Lock()
+	if !w.failing.Load() {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closing.Load() || time.Now().Before(w.next) {
 		w.dropped += n
-		w.mu.Unlock()
 		return true
 	}
 	return false
@@ -315,7 +332,7 @@ func (w *watch) observe(err error, n int) {
 		if w.failing.CompareAndSwap(true, false) {
 			w.mu.Lock()
 			d := w.dropped
-			w.dropped = 0
+			w.dropped, w.wait = 0, 0
 			w.mu.Unlock()
 			w.log.Info().Str("event", "otel_export_recovered").Str("signal", w.signal).Int("dropped", d).
 				Msgf("OpenTelemetry %s export works again; %d %s were dropped while it failed", w.signal, d, w.unit)
@@ -325,6 +342,8 @@ func (w *watch) observe(err error, n int) {
 	w.mu.Lock()
 	w.dropped += n
 	w.lastErr = err
+	w.wait = min(max(2*w.wait, retryFirst), retryMax)
+	w.next = time.Now().Add(w.wait)
 	w.mu.Unlock()
 	if w.failing.CompareAndSwap(false, true) {
 		w.log.Warn().Str("event", "otel_export_failed").Str("signal", w.signal).Err(err).

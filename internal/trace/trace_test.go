@@ -348,6 +348,7 @@ func (f *fakeRejection) RejectionKind() fault.Kind { return f.k }
 
 // flakyExporter fails while down is set, and can hang until released.
 type flakyExporter struct {
+	tries   atomic.Int32
 	down    atomic.Bool
 	hang    chan struct{}
 	mu      sync.Mutex
@@ -355,6 +356,7 @@ type flakyExporter struct {
 }
 
 func (f *flakyExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	f.tries.Add(1)
 	if f.hang != nil {
 		select {
 		case <-f.hang:
@@ -393,10 +395,18 @@ func TestExportFailureIsLoggedOnce(t *testing.T) {
 	if n := strings.Count(logs.String(), "otel_export_failed"); n != 1 {
 		t.Fatalf("a failing collector is logged once, got %d times:\n%s", n, logs)
 	}
+	if n := exp.tries.Load(); n != 1 {
+		t.Fatalf("a collector that failed is tried again after 1 s, not per batch: %d tries in ~100 ms", n)
+	}
+	// While it is down, the next try waits (1 s, then longer): the batches
+	// in between are dropped without being encoded or sent.
 	exp.down.Store(false)
-	end(3)
-	if !strings.Contains(logs.String(), "otel_export_recovered") {
-		t.Fatalf("the recovery is logged:\n%s", logs)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "otel_export_recovered") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the recovery is logged:\n%s", logs)
+		}
+		end(1)
 	}
 	exp.down.Store(true)
 	end(2)

@@ -32,6 +32,19 @@ type Collector struct {
 // CI (and skips it elsewhere) when the collector is not built.
 func Start(t testing.TB) *Collector {
 	t.Helper()
+	return start(t, "json")
+}
+
+// StartForLoad is Start for benchmarks: the file exporter writes the
+// binary OTLP encoding, cheaper than JSON for the collector on a machine
+// the load shares; Spans and Metrics read nothing of it.
+func StartForLoad(t testing.TB) *Collector {
+	t.Helper()
+	return start(t, "proto")
+}
+
+func start(t testing.TB, format string) *Collector {
+	t.Helper()
 	bin := testutil.NeedDeps(t, ".deps/otelcol/otelcol", Install)
 	dir := t.TempDir()
 	grpcAddr, httpAddr := freeAddr(t), freeAddr(t)
@@ -45,9 +58,11 @@ func Start(t testing.TB) *Collector {
 exporters:
   file/traces:
     path: %s
+    format: %s
     flush_interval: 50ms
   file/metrics:
     path: %s
+    format: %s
     flush_interval: 50ms
 service:
   telemetry:
@@ -62,7 +77,7 @@ service:
     metrics:
       receivers: [otlp]
       exporters: [file/metrics]
-`, grpcAddr, httpAddr, filepath.Join(dir, "traces.json"), filepath.Join(dir, "metrics.json"))
+`, grpcAddr, httpAddr, filepath.Join(dir, "traces."+format), format, filepath.Join(dir, "metrics."+format), format)
 	cfgPath := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
