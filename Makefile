@@ -52,6 +52,7 @@ bench: build
 	$(GO) test -run '^$$' -bench 'BashConfinement|ConfineReexec' -benchtime 300x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'AuditStats1GB' -benchtime 1x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'StdioTracing' -benchtime 20000x ./internal/e2e
+	$(GO) test -run '^$$' -bench 'StdioRules50' -benchtime 20000x ./internal/e2e
 
 demo: build
 	./$(BIN) demo

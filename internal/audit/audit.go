@@ -27,21 +27,24 @@ const (
 
 // Row is one audited call.
 type Row struct {
-	TS         time.Time       `json:"ts"`
-	CallID     string          `json:"call_id"`
-	SessionID  string          `json:"session_id,omitempty"`
-	ProjectID  string          `json:"pid,omitempty"`
-	Agent      string          `json:"agent"`
-	UnitID     string          `json:"unit_id,omitempty"`
-	Tool       string          `json:"tool"`
-	Source     string          `json:"source,omitempty"`
-	Arguments  json.RawMessage `json:"arguments,omitempty"`
-	Status     string          `json:"status"`
-	ErrorKind  string          `json:"error_kind,omitempty"`
-	Error      string          `json:"error,omitempty"`
-	ErrorID    string          `json:"error_id,omitempty"`
-	RetryCount int             `json:"retry_count"`
-	DurationMS float64         `json:"duration_ms"`
+	TS        time.Time       `json:"ts"`
+	CallID    string          `json:"call_id"`
+	SessionID string          `json:"session_id,omitempty"`
+	ProjectID string          `json:"pid,omitempty"`
+	Agent     string          `json:"agent"`
+	UnitID    string          `json:"unit_id,omitempty"`
+	Tool      string          `json:"tool"`
+	Source    string          `json:"source,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Status    string          `json:"status"`
+	ErrorKind string          `json:"error_kind,omitempty"`
+	// Rule is the id of the policy rule that decided the call (a deny,
+	// confirm or allow of internal/rules); empty when none matched.
+	Rule       string  `json:"rule,omitempty"`
+	Error      string  `json:"error,omitempty"`
+	ErrorID    string  `json:"error_id,omitempty"`
+	RetryCount int     `json:"retry_count"`
+	DurationMS float64 `json:"duration_ms"`
 	// Sandbox is how the call's commands were confined ("landlock abi 7;
 	// write …" or "unconfined: reason"); empty when it started none.
 	Sandbox string `json:"sandbox,omitempty"`

@@ -34,6 +34,7 @@ func (r *Row) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `,"status":`...)
 	dst = appendString(dst, r.Status)
 	dst = appendOptional(dst, `,"error_kind":`, r.ErrorKind)
+	dst = appendOptional(dst, `,"rule":`, r.Rule)
 	dst = appendOptional(dst, `,"error":`, r.Error)
 	dst = appendOptional(dst, `,"error_id":`, r.ErrorID)
 	dst = append(dst, `,"retry_count":`...)

@@ -33,7 +33,7 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		{
 			TS: ts.Add(-123456789), CallID: "c-1", SessionID: "s", ProjectID: "42", Agent: "a", UnitID: "u", Tool: "t",
 			Source: "mcp:srv", Arguments: json.RawMessage(`{"text":"hi","n":[1,2.5,-3e-7],"o":{"k":null,"b":true}}`),
-			Status: audit.StatusRejected, ErrorKind: "validation", Error: "items[2].id: does not match pattern ^step-\\d{3}$",
+			Status: audit.StatusRejected, ErrorKind: "validation", Rule: "no-force-push", Error: "items[2].id: does not match pattern ^step-\\d{3}$",
 			ErrorID: "E1", RetryCount: 2, DurationMS: 12.345,
 			Sandbox:     "landlock abi 7; write units/a/tests/ $TMPDIR; connect any; bind any; signals scoped",
 			Traceparent: "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01",

@@ -73,6 +73,18 @@ func TestAnalyze(t *testing.T) {
 			t.Errorf("unknowns = %+v", a.Unknowns)
 		}
 	})
+	t.Run("a shell reading a file on disk", func(t *testing.T) {
+		for _, cmd := range []string{"sh < script.sh", "cat script.sh | sh", "bash script.sh", "source script.sh"} {
+			a := mustAnalyze(t, cmd)
+			c := a.Commands[len(a.Commands)-1]
+			if c.Shell == nil || c.Shell.Known {
+				t.Errorf("%s: shell %+v: the guard reads no files, so it does not know the code", cmd, c.Shell)
+			}
+			if a.Verdict() != nil {
+				t.Errorf("%s refused: a script on disk is allowed", cmd)
+			}
+		}
+	})
 	t.Run("function and alias bodies", func(t *testing.T) {
 		a := mustAnalyze(t, "post(){ curl -s \"$1\"; }\npost http://h/a")
 		var defined, called int

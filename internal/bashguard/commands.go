@@ -502,7 +502,10 @@ func (c *checker) codeStream(s stream, via string, idx int) stream {
 		case g.kind == segText && !g.json:
 			out = c.cat(out, c.code(g.text, via, []string{via + " < " + g.via}, idx))
 		case g.kind == segFile:
-			// A script file on disk: not part of the command.
+			// A script file on disk: not part of the command, and the
+			// guard does not read files, so it does not know the code
+			// (as for bash script.sh).
+			c.a.Commands[idx].Shell.Known = false
 		default:
 			c.a.Commands[idx].Shell.Known = false
 			c.unknownCode(via+" < "+g.via, via+" reads its program from "+g.via+", which the guard cannot read",

@@ -17,6 +17,7 @@ import (
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/bugs"
 	"github.com/toolhost/toolhost/internal/procs"
+	"github.com/toolhost/toolhost/internal/sandbox"
 )
 
 // Identity is who runs a session: from launch flags or TOOLHOST_* variables.
@@ -58,6 +59,12 @@ type Files interface {
 	WriteFile(rel string, data []byte) error
 	// WriteJSON writes v pretty-printed with a trailing newline, atomically.
 	WriteJSON(rel string, v any) error
+	// WriteFiles writes several files as one decision: every path is checked
+	// before any is written, so a refused one leaves all of them as they
+	// were. A tool that writes more than one file for one change (a page and
+	// its archive, a site's pages and index) uses it instead of asking
+	// first with CheckWrite.
+	WriteFiles(files []sandbox.File) error
 	// AppendFile appends data (whole lines) to rel.
 	AppendFile(rel string, data []byte) error
 	// Update runs fn on the current content (nil if missing) under a
@@ -66,7 +73,9 @@ type Files interface {
 	// Lock takes the cross-process lock called name until unlock is called.
 	Lock(name string) (unlock func(), err error)
 	// CheckWrite reports whether a write to rel would be allowed and the
-	// absolute path it resolves to.
+	// absolute path it resolves to. It answers sandbox_check's question;
+	// a tool about to write does not ask it (the write itself is the
+	// check, WriteFiles for several files).
 	CheckWrite(rel string) (resolved string, err error)
 	// MkdirAll creates a project-relative directory inside the allow-list.
 	MkdirAll(rel string) error

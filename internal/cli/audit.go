@@ -184,12 +184,12 @@ func newAuditCmd() *cobra.Command {
 			// The table is aligned per block of rows, so a trail of any size
 			// streams through it in bounded memory.
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TIME\tAGENT\tTOOL\tSTATUS\tKIND\tRETRIES\tMS\tCALL_ID\tERROR")
+			fmt.Fprintln(tw, "TIME\tAGENT\tTOOL\tSTATUS\tKIND\tRULE\tRETRIES\tMS\tCALL_ID\tERROR")
 			n := 0
 			err := f.each(cmd.ErrOrStderr(), func(r *audit.Row, _ []byte) error {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%s\n", r.TS.UTC().Format("2006-01-02T15:04:05.000Z"),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%s\n", r.TS.UTC().Format("2006-01-02T15:04:05.000Z"),
 					cell(r.Agent, maxCell), cell(r.Tool, maxCell), cell(r.Status, maxCell), cell(dash(r.ErrorKind), maxCell),
-					r.RetryCount, r.DurationMS, cell(r.CallID, maxCell), oneLine(r.Error, 80))
+					cell(dash(r.Rule), maxCell), r.RetryCount, r.DurationMS, cell(r.CallID, maxCell), oneLine(r.Error, 80))
 				if n++; n%tableBlock == 0 {
 					return tw.Flush()
 				}

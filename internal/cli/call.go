@@ -10,8 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/engine"
+	"github.com/toolhost/toolhost/internal/fault"
 )
 
 func newCallCmd(g *globals) *cobra.Command {
@@ -22,8 +24,11 @@ func newCallCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "call TOOL --args JSON --agent X --project-dir D",
 		Short: "Run one tool call through the full pipeline, without a client",
-		Long:  "call runs TOOL once, in-process, through the same pipeline as serve (policy, validation, sandbox, audit)\nand prints the structured result. Exit 1 when the result is an error.",
-		Args:  cobra.ExactArgs(1),
+		Long: "call runs TOOL once, in-process, through the same pipeline as serve (policy, validation, sandbox, audit)\n" +
+			"and prints the structured result. Exit 0 when the tool did it (ok: true); 1 when it could not (ok: false,\n" +
+			"printed with its reason), failed, timed out or was cancelled; 2 when a gate refused the call (unknown tool,\n" +
+			"policy, schema, sandbox, guard, confirmation) or the command line is wrong.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, pos []string) error {
 			raw := json.RawMessage(args)
 			if !json.Valid(raw) {
@@ -41,7 +46,12 @@ func newCallCmd(g *globals) *cobra.Command {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 			defer stop()
 			out := s.Engine.Call(ctx, engine.Request{Tool: pos[0], Args: raw, Meta: callctx.Meta{UnitID: unit}})
-			if out.IsError {
+			switch {
+			case out.Kind == fault.UnknownTool:
+				return usageErr(fmt.Errorf("unknown tool %q; toolhost tools list shows the tools (--agent %s for this agent's)", pos[0], s.Agent.Name))
+			case out.IsError && out.Status == audit.StatusRejected:
+				return usageErr(fmt.Errorf("%s (%s/%s)", out.Message, out.Status, out.Kind))
+			case out.IsError:
 				return fmt.Errorf("%s (%s/%s)", out.Message, out.Status, out.Kind)
 			}
 			if out.Result.UpstreamError {
@@ -54,7 +64,13 @@ func newCallCmd(g *globals) *cobra.Command {
 			}
 			var v any
 			_ = json.Unmarshal(res, &v)
-			return writeJSON(cmd.OutOrStdout(), v)
+			if err := writeJSON(cmd.OutOrStdout(), v); err != nil {
+				return err
+			}
+			if out.Result.Failed {
+				return &exitError{code: 1, err: fmt.Errorf("%s: ok: false: %s", pos[0], out.Result.Reason)}
+			}
+			return nil
 		},
 	}
 	sf.register(cmd)

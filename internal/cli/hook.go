@@ -14,10 +14,17 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolhost/toolhost/configs"
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/bashguard"
 	"github.com/toolhost/toolhost/internal/confine"
+	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/rules"
 	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/session"
+	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/tools/all"
+	"github.com/toolhost/toolhost/internal/wirejson"
 )
 
 // maxHookInput caps the hook JSON read from stdin (a Write carries the
@@ -47,6 +54,8 @@ type hookFlags struct {
 	agent      string
 	projectDir string
 	agentsFile string
+	policyFile string
+	unit       string
 	exitCode   bool
 	timeout    time.Duration
 }
@@ -56,8 +65,11 @@ func newHookCmd(g *globals) *cobra.Command {
 	var f hookFlags
 	pre := &cobra.Command{
 		Use:   "pretooluse --agent X --project-dir D",
-		Short: "Claude CLI PreToolUse hook: Bash guard for Bash, sandbox check for Write/Edit/MultiEdit/NotebookEdit",
-		Long: "pretooluse reads the PreToolUse hook JSON on stdin. For Bash it runs the inline-JSON guard on\n" +
+		Short: "Claude CLI PreToolUse hook: the policy's rules, the Bash guard for Bash, the sandbox check for Write/Edit/MultiEdit/NotebookEdit",
+		Long: "pretooluse reads the PreToolUse hook JSON on stdin. It applies the policy file's rules (--policy, the\n" +
+			"same file serve reads) to the CLI's tool: a deny rule denies with its reason, a confirm rule answers\n" +
+			"permissionDecision \"ask\" so the CLI asks its user, an allow rule changes nothing (the CLI's own\n" +
+			"permission check still decides). For Bash it runs the inline-JSON guard on\n" +
 			"tool_input.command; for Write, Edit, MultiEdit and NotebookEdit it checks tool_input.file_path\n" +
 			"(notebook_path) against the agent's write allow-list. To deny it prints a permissionDecision \"deny\"\n" +
 			"with the reason on stdout and exits 0 (with --exit-code: exits 2 with the reason on stderr). An allowed\n" +
@@ -75,18 +87,28 @@ func newHookCmd(g *globals) *cobra.Command {
 			if f.projectDir == "" {
 				f.projectDir = os.Getenv("TOOLHOST_PROJECT_DIR")
 			}
+			if f.unit == "" {
+				f.unit = os.Getenv("TOOLHOST_UNIT")
+			}
 			log := g.logger()
-			in, reason := decideWithin(cmd.InOrStdin(), f)
+			in, reason, v := decideWithin(cmd.InOrStdin(), f)
 			ev := log.Info()
 			decision := "allow"
-			if reason != "" {
+			switch {
+			case reason != "":
 				ev, decision = log.Warn(), "deny"
+			case v.Effect == rules.Confirm:
+				decision = "ask"
 			}
 			ev.Str("event", "hook_decision").Str("hook", "PreToolUse").Str("agent", f.agent).
 				Str("tool", in.ToolName).Str("session_id", in.SessionID).Str("decision", decision).
-				Str("reason", reason).Msg("pretooluse " + decision)
+				Str("rule", v.Rule).Str("reason", reason).Msg("pretooluse " + decision)
 			if reason == "" {
-				return allowPreToolUse(cmd.OutOrStdout(), f, in)
+				ask := ""
+				if v.Effect == rules.Confirm {
+					ask = v.Ask()
+				}
+				return allowPreToolUse(cmd.OutOrStdout(), f, in, ask)
 			}
 			if f.exitCode {
 				return &exitError{code: 2, err: errors.New(reason)}
@@ -104,6 +126,8 @@ func newHookCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.agent, "agent", "", "agent: devloop-coder, coder … (env TOOLHOST_AGENT)")
 	fl.StringVar(&f.projectDir, "project-dir", "", "project directory (env TOOLHOST_PROJECT_DIR)")
 	fl.StringVar(&f.agentsFile, "agents", "", "agents file (default: the embedded configs/agents.json)")
+	fl.StringVar(&f.policyFile, "policy", "", "tool policy file whose rules apply (default: the embedded configs/tools.json)")
+	fl.StringVar(&f.unit, "unit", "", "the unit the agent works on, for the rules' unit (env TOOLHOST_UNIT)")
 	fl.BoolVar(&f.exitCode, "exit-code", false, "deny by exiting 2 with the reason on stderr instead of printing a JSON decision")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Second, "deny when no decision is reached within this time (the agent CLI treats a hook that does not answer in its own timeout as allow)")
 	cmd.AddCommand(pre)
@@ -113,60 +137,80 @@ func newHookCmd(g *globals) *cobra.Command {
 // decideWithin is decidePreToolUse bounded by f.timeout: input that never
 // ends, or a check that hangs, is denied before the agent CLI gives up on
 // the hook and allows the call.
-func decideWithin(r io.Reader, f hookFlags) (hookInput, string) {
+func decideWithin(r io.Reader, f hookFlags) (hookInput, string, rules.Verdict) {
 	type decision struct {
 		in     hookInput
 		reason string
+		v      rules.Verdict
 	}
 	if f.timeout <= 0 {
-		return hookInput{}, "toolhost hook: --timeout must be positive; denied"
+		return hookInput{}, "toolhost hook: --timeout must be positive; denied", rules.Verdict{}
 	}
 	done := make(chan decision, 1)
 	go func() {
-		in, reason := decidePreToolUse(r, f)
-		done <- decision{in, reason}
+		in, reason, v := decidePreToolUse(r, f)
+		done <- decision{in, reason, v}
 	}()
 	t := time.NewTimer(f.timeout)
 	defer t.Stop()
 	select {
 	case d := <-done:
-		return d.in, d.reason
+		return d.in, d.reason, d.v
 	case <-t.C:
-		return hookInput{}, fmt.Sprintf("toolhost hook: no decision within %v (the input did not end, or a check hung); denied", f.timeout)
+		return hookInput{}, fmt.Sprintf("toolhost hook: no decision within %v (the input did not end, or a check hung); denied", f.timeout), rules.Verdict{}
 	}
 }
 
-// decidePreToolUse returns the parsed input and the deny reason ("" to
-// allow). Anything it cannot read or resolve is denied.
-func decidePreToolUse(r io.Reader, f hookFlags) (hookInput, string) {
+// decidePreToolUse returns the parsed input, the deny reason ("" to
+// allow) and what the policy's rules decided (a confirm makes an allowed
+// call an ask). Anything it cannot read or resolve is denied.
+func decidePreToolUse(r io.Reader, f hookFlags) (hookInput, string, rules.Verdict) {
 	var in hookInput
+	var v rules.Verdict
 	raw, err := io.ReadAll(io.LimitReader(r, maxHookInput+1))
 	switch {
 	case err != nil:
-		return in, "toolhost hook: cannot read the hook input: " + err.Error()
+		return in, "toolhost hook: cannot read the hook input: " + err.Error(), v
 	case len(raw) > maxHookInput:
-		return in, fmt.Sprintf("toolhost hook: the hook input is larger than %d bytes; denied because it cannot be checked", maxHookInput)
+		return in, fmt.Sprintf("toolhost hook: the hook input is larger than %d bytes; denied because it cannot be checked", maxHookInput), v
 	}
 	if err := decodeExact(raw, &in); err != nil {
-		return in, "toolhost hook: malformed hook input (" + err.Error() + "); toolhost denies what it cannot read"
+		return in, "toolhost hook: malformed hook input (" + err.Error() + "); toolhost denies what it cannot read", v
 	}
 	switch {
 	case in.HookEventName != "" && in.HookEventName != "PreToolUse":
-		return in, fmt.Sprintf("toolhost hook: hook_event_name is %q; this hook only handles PreToolUse", in.HookEventName)
+		return in, fmt.Sprintf("toolhost hook: hook_event_name is %q; this hook only handles PreToolUse", in.HookEventName), v
 	case in.ToolName == "":
-		return in, "toolhost hook: the hook input has no tool_name; denied because it cannot be checked"
+		return in, "toolhost hook: the hook input has no tool_name; denied because it cannot be checked", v
 	}
 	ti, err := exactFields(in.ToolInput)
 	if err != nil {
-		return in, fmt.Sprintf("toolhost hook: %s tool_input is not an object (%v); denied because it cannot be checked", in.ToolName, err)
+		return in, fmt.Sprintf("toolhost hook: %s tool_input is not an object (%v); denied because it cannot be checked", in.ToolName, err), v
 	}
 	ag, proj, reason := hookAgent(f)
 	if reason != "" {
-		return in, reason
+		return in, reason, v
 	}
+	// The policy's rules first, as in the engine (before the guard and the
+	// sandbox): a deny ends here; a confirm still needs the checks below
+	// to pass, and then asks.
+	v, reason = hookRules(f, ag, proj, in, ti)
+	if reason != "" {
+		return in, reason, v
+	}
+	if reason := decideTool(ag, proj, in, ti); reason != "" {
+		// What decided is the check that refused, not a rule.
+		return in, reason, rules.Verdict{}
+	}
+	return in, "", v
+}
+
+// decideTool is the guard's verdict on a Bash call and the sandbox's on a
+// CLI write: the deny reason, "" to allow.
+func decideTool(ag *agents.Agent, proj string, in hookInput, ti map[string]json.RawMessage) string {
 	switch in.ToolName {
 	case "Bash":
-		return in, decideBash(ti)
+		return decideBash(ti)
 	case "Write", "Edit", "MultiEdit", "NotebookEdit":
 		// Every path field present is checked: NotebookEdit writes
 		// notebook_path, the others file_path, and a payload carrying both
@@ -179,21 +223,63 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookInput, string) {
 			}
 			var p string
 			if err := json.Unmarshal(v, &p); err != nil {
-				return in, fmt.Sprintf("toolhost hook: %s tool_input.%s is not a string; denied because it cannot be checked", in.ToolName, key)
+				return fmt.Sprintf("toolhost hook: %s tool_input.%s is not a string; denied because it cannot be checked", in.ToolName, key)
 			}
 			paths = append(paths, p)
 		}
 		if len(paths) == 0 || slices.Contains(paths, "") {
-			return in, fmt.Sprintf("toolhost hook: %s tool_input has no file_path; denied because it cannot be checked", in.ToolName)
+			return fmt.Sprintf("toolhost hook: %s tool_input has no file_path; denied because it cannot be checked", in.ToolName)
 		}
 		for _, p := range paths {
 			if reason := checkHookWrite(ag, proj, in.Cwd, p); reason != "" {
-				return in, reason
+				return reason
 			}
 		}
-		return in, ""
 	}
-	return in, ""
+	return ""
+}
+
+// hookRules applies the policy file's rules to the CLI's tool call: the
+// verdict, and the deny reason of a deny rule. A policy that cannot be
+// read or whose rules do not compile denies every call: the hook cannot
+// apply the policy, and a running serve would not use such a file either.
+func hookRules(f hookFlags, ag *agents.Agent, proj string, in hookInput, ti map[string]json.RawMessage) (rules.Verdict, string) {
+	var data []byte
+	name := "the embedded default policy"
+	if f.policyFile != "" {
+		var err error
+		if data, err = os.ReadFile(f.policyFile); err != nil {
+			return rules.Verdict{}, "toolhost hook: cannot read the policy file: " + err.Error() + "; denied because its rules cannot be applied"
+		}
+		name = f.policyFile
+	} else {
+		data = configs.ToolsJSON
+	}
+	pf, err := policy.ParseWith(data, ruleOptions(proj))
+	if err != nil {
+		return rules.Verdict{}, fmt.Sprintf("toolhost hook: %s: %v; denied because its rules cannot be applied (toolhost policy check says what to fix)", name, err)
+	}
+	tr := pf.RuleSet().For(in.ToolName)
+	if tr == nil {
+		return rules.Verdict{}, ""
+	}
+	args := any(map[string]any{})
+	if len(in.ToolInput) > 0 && string(in.ToolInput) != "null" {
+		if args, err = wirejson.DecodeAny(in.ToolInput); err != nil {
+			return rules.Verdict{}, "toolhost hook: " + in.ToolName + " tool_input is not JSON; denied because it cannot be checked"
+		}
+	}
+	input := &rules.Input{Tool: in.ToolName, Agent: ag.Name, Unit: f.unit, Project: os.Getenv("TOOLHOST_PID"), Args: args}
+	if in.ToolName == "Bash" {
+		var command string
+		_ = json.Unmarshal(ti["command"], &command)
+		input.Commands = func() []tool.Command { return []tool.Command{{Script: command}} }
+	}
+	v := tr.Decide(input)
+	if v.Effect == rules.Deny {
+		return v, (&rules.Refusal{Tool: in.ToolName, Verdict: v}).Error()
+	}
+	return v, ""
 }
 
 // hookAgent resolves the agent and project dir the hook was installed
@@ -370,11 +456,31 @@ type hookRewrite struct {
 	} `json:"hookSpecificOutput"`
 }
 
+// hookAsk is the PreToolUse answer that has the CLI ask its user (a
+// confirm rule), with the rewritten input for Bash.
+type hookAsk struct {
+	HookSpecificOutput struct {
+		HookEventName            string                     `json:"hookEventName"`
+		PermissionDecision       string                     `json:"permissionDecision"`
+		PermissionDecisionReason string                     `json:"permissionDecisionReason"`
+		UpdatedInput             map[string]json.RawMessage `json:"updatedInput,omitempty"`
+	} `json:"hookSpecificOutput"`
+}
+
 // allowPreToolUse prints the answer to an allowed call: nothing, except for
-// Bash, whose command is rewritten to run under `toolhost confine`. A Bash
-// command that cannot be confined where the agent requires it is denied.
-func allowPreToolUse(w io.Writer, f hookFlags, in hookInput) error {
+// Bash, whose command is rewritten to run under `toolhost confine`, and a
+// call a confirm rule holds (ask non-empty), which answers "ask" with the
+// rule's reason. A Bash command that cannot be confined where the agent
+// requires it is denied.
+func allowPreToolUse(w io.Writer, f hookFlags, in hookInput, ask string) error {
 	if in.ToolName != "Bash" {
+		if ask != "" {
+			var a hookAsk
+			a.HookSpecificOutput.HookEventName = "PreToolUse"
+			a.HookSpecificOutput.PermissionDecision = "ask"
+			a.HookSpecificOutput.PermissionDecisionReason = ask
+			return writeHookJSON(w, a)
+		}
 		return nil
 	}
 	updated, reason := confinedBashInput(f, in)
@@ -387,6 +493,16 @@ func allowPreToolUse(w io.Writer, f hookFlags, in hookInput) error {
 			return &exitError{code: 2, err: errors.New(reason)}
 		}
 		return writeHookJSON(w, d)
+	}
+	if ask != "" {
+		// The CLI asks its user about the rewritten command: updatedInput
+		// goes with ask (docs/claude-cli.md).
+		var a hookAsk
+		a.HookSpecificOutput.HookEventName = "PreToolUse"
+		a.HookSpecificOutput.PermissionDecision = "ask"
+		a.HookSpecificOutput.PermissionDecisionReason = ask
+		a.HookSpecificOutput.UpdatedInput = updated
+		return writeHookJSON(w, a)
 	}
 	if updated == nil {
 		return nil
@@ -466,4 +582,11 @@ func confinedBashInput(f hookFlags, in hookInput) (map[string]json.RawMessage, s
 	}
 	ti["command"] = bytes.TrimSpace(b.Bytes())
 	return ti, ""
+}
+
+// ruleOptions are what the policy's rules are compiled against outside a
+// session (the hook, `policy check`, `policy explain`): exactly what serve
+// compiles them against.
+func ruleOptions(projectDir string) rules.Options {
+	return session.RuleOptions(all.Registry(), projectDir)
 }

@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolhost/toolhost/configs"
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/registry"
+	"github.com/toolhost/toolhost/internal/rules"
 	"github.com/toolhost/toolhost/internal/tools/all"
 )
 
@@ -89,16 +92,45 @@ func (c *claudeConfig) AllowedTools(reg *registry.Registry, f *policy.File) []st
 	return append(out, c.agent.CLITools()...)
 }
 
+// hookedTools are the Claude CLI built-ins the hook always checks: the
+// guard reads Bash, the sandbox the writes.
+var hookedTools = []string{"Bash", "Write", "Edit", "MultiEdit", "NotebookEdit"}
+
 // Settings is the .claude/settings.json fragment installing the
-// PreToolUse hook for this agent.
+// PreToolUse hook for this agent: for the tools the hook always checks,
+// and every other CLI built-in a rule of the policy can apply to (Read,
+// WebFetch …), so the CLI asks the hook about them too.
 func (c *claudeConfig) Settings() map[string]any {
-	cmd := shellJoin(append([]string{c.bin, "hook", "pretooluse", "--agent", c.agent.Name, "--project-dir", c.projectDir}, c.extraConfigArgs()...))
+	args := append([]string{c.bin, "hook", "pretooluse", "--agent", c.agent.Name, "--project-dir", c.projectDir}, c.extraConfigArgs()...)
+	if c.policyFile != "" {
+		args = append(args, "--policy", c.policyFile)
+	}
+	if c.unit != "" {
+		args = append(args, "--unit", c.unit)
+	}
+	matched := slices.Clone(hookedTools)
+	if f, err := c.policy(); err == nil {
+		for _, t := range rules.ClaudeTools {
+			if !slices.Contains(matched, t.Name) && f.RuleSet().For(t.Name) != nil {
+				matched = append(matched, t.Name)
+			}
+		}
+	}
 	return map[string]any{"hooks": map[string]any{
 		"PreToolUse": []any{map[string]any{
-			"matcher": "Bash|Write|Edit|MultiEdit|NotebookEdit",
-			"hooks":   []any{map[string]any{"type": "command", "command": cmd}},
+			"matcher": strings.Join(matched, "|"),
+			"hooks":   []any{map[string]any{"type": "command", "command": shellJoin(args)}},
 		}},
 	}}
+}
+
+// policy is the policy file the hook will read (the embedded default
+// without --policy).
+func (c *claudeConfig) policy() (*policy.File, error) {
+	if c.policyFile == "" {
+		return policy.ParseWith(configs.ToolsJSON, ruleOptions(c.projectDir))
+	}
+	return readPolicy(c.policyFile, c.projectDir)
 }
 
 func (c *claudeConfig) extraConfigArgs() []string {
@@ -188,7 +220,7 @@ func newMCPConfigCmd(g *globals) *cobra.Command {
 			c.otel = otelEnv(os.Environ())
 			w := cmd.OutOrStdout()
 			allowedTools := func() []string {
-				return c.AllowedTools(all.Registry(), policy.Load(c.policyFile, g.logger()).Current())
+				return c.AllowedTools(all.Registry(), policy.LoadWith(c.policyFile, g.logger(), ruleOptions(c.projectDir)).Current())
 			}
 			switch {
 			case allowed:

@@ -79,7 +79,7 @@ func newToolsListCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			pol := policy.Load(policyFile, g.logger()).Current()
+			pol := policy.LoadWith(policyFile, g.logger(), ruleOptions("")).Current()
 			entries, hidden := agentTools(all.Registry(), ag, pol)
 			if asJSON {
 				return writeToolsList(cmd.OutOrStdout(), entries)
@@ -148,7 +148,7 @@ func newToolsExportCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			entries, _ := agentTools(all.Registry(), ag, policy.Load(policyFile, g.logger()).Current())
+			entries, _ := agentTools(all.Registry(), ag, policy.LoadWith(policyFile, g.logger(), ruleOptions("")).Current())
 			switch format {
 			case "mcp":
 				return writeToolsList(cmd.OutOrStdout(), entries)

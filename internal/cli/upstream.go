@@ -81,7 +81,7 @@ func newUpstreamListCmd(g *globals) *cobra.Command {
 				return err
 			}
 			log := g.logger()
-			pol := policy.Load(policyFile, log).Current()
+			pol := policy.LoadWith(policyFile, log, ruleOptions("")).Current()
 			o := upstream.Options{Log: log, Registry: all.Registry(), Version: Version, NoRetry: true}
 			if door != nil {
 				defer door.Close()

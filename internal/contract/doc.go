@@ -1,7 +1,15 @@
-// Package contract reads API contracts (contracts/<name>.json, SPEC §11) and
-// computes their canonical hash: sha256 of the JSON with sorted keys, no
-// insignificant whitespace and numbers as written. hash_contract,
-// contract_bridge and validate_sdd_consistency all use this one function.
+// Package contract is the one reader of API contracts (contracts/<name>.json,
+// .yaml or .yml): the toolhost format {name, version, endpoints} (SPEC §11)
+// and OpenAPI 3.0 and 3.1 documents, in JSON or YAML, all read into one
+// Contract — routes with the line they are declared on, request and
+// response schemas, shared schemas by $ref — and the canonical hash of a
+// contract file (sha256 of the JSON with sorted keys, no insignificant
+// whitespace and numbers as written; YAML as the JSON it stands for).
+// hash_contract, contract_bridge, diff_contract_vs_impl,
+// validate_sdd_consistency and category_classifier all read contracts
+// through it, so they never disagree on what a contract says.
 //
-// It only reads; it must never write a file.
+// A document with neither a route nor a type is refused whatever its format.
+//
+// It only reads bytes handed to it; it must never read or write a file.
 package contract

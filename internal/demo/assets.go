@@ -17,8 +17,10 @@ var (
 	//go:embed assets/todo-contract.json
 	contractJSON []byte
 
-	// vitestReport is a real `vitest run --reporter=json` report (a copy of
-	// testdata/vitest/mixed.json) the Tester writes to reports/.
+	// vitestReport is a real `vitest run --reporter=json` report (Vitest 3
+	// on the suite of internal/vitest/vitesttest, checked against a fresh
+	// run by TestVitestReportIsWhatVitestWrites) the Tester writes to
+	// reports/.
 	//go:embed assets/vitest-report.json
 	vitestReport []byte
 )

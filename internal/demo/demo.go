@@ -94,7 +94,9 @@ type runner struct {
 	contractSHA string
 	unit        unitRun
 	failures    []vitestFailure
+	hookFailure vitestFailure // the beforeAll that cannot reach its database
 	testerBugs  []string
+	hookBug     string
 	deleteBug   string
 }
 

@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +18,8 @@ import (
 
 	"github.com/toolhost/toolhost/configs"
 	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/internal/vitest"
+	"github.com/toolhost/toolhost/internal/vitest/vitesttest"
 )
 
 // The demo end to end against the real binary: six serve processes, the
@@ -54,7 +59,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 
 	wantRefusals := []struct{ agent, gate, msg string }{
-		{"pm", "sandbox", "Sandbox violation: devloop-pm tried to write sdd/design.html"},
+		{"architect", "sandbox", "Sandbox violation: devloop-architect tried to write prd/stories.html"},
 		{"coder", "policy", "tool write_chapter is not allowed for agent devloop-coder"},
 		{"coder", "guard", "Bash guard: blocked inline JSON handed to curl via -d"},
 	}
@@ -71,7 +76,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	for _, a := range []string{
 		"prd/index.html", "prd/stories.html", "prd/mvcp/todo-list.html", "prd/search-index.json",
 		"sdd/index.html", "sdd/api.html", "contracts/todo.json", "contracts/hashes.json",
-		"units/todo-be/src/server.go", "units/todo-be/src/contract.gen.ts", "units/todo-be/src/contract_gen.go",
+		"units/todo-be/src/server.go", "units/todo-be/src/todo.gen.ts", "units/todo-be/src/todo_gen.go",
 		"units/todo-be/coder-log.ndjson", "reports/vitest-todo.json", "triage/triage.json", "timeline.ndjson",
 	} {
 		if !slices.Contains(sum.Artifacts, a) {
@@ -93,9 +98,30 @@ func TestDemoEndToEnd(t *testing.T) {
 		t.Error("units/todo-be/src/server.go is not unit.go")
 	}
 
-	// Bugs: two from the Tester, one from the Integrator, triaged.
-	if len(sum.Bugs) != 3 {
-		t.Fatalf("bugs %v, want 3", sum.Bugs)
+	// Bugs: two test failures and one file-level failure from the Tester,
+	// one from the Integrator, triaged.
+	if len(sum.Bugs) != 4 {
+		t.Fatalf("bugs %v, want 4", sum.Bugs)
+	}
+	var hook struct {
+		Evidence []struct {
+			Test     string `json:"test"`
+			TestFile string `json:"test_file"`
+		} `json:"evidence"`
+	}
+	readJSON(t, filepath.Join(dir, "bugs", sum.Bugs[2]+".json"), &hook)
+	if len(hook.Evidence) != 1 || hook.Evidence[0].Test != "" || !strings.HasSuffix(hook.Evidence[0].TestFile, "/orders.test.ts") {
+		t.Errorf("the file-level bug = %+v; want it citing orders.test.ts and no test", hook)
+	}
+	var summary struct {
+		Bugs map[string]struct {
+			Category string `json:"category"`
+			Evidence string `json:"evidence"`
+		} `json:"bugs"`
+	}
+	readJSON(t, filepath.Join(dir, "triage", "triage.json"), &summary)
+	if e := summary.Bugs[sum.Bugs[2]]; e.Category != "env_config" || e.Evidence != "verified" {
+		t.Errorf("triage summary of the file-level bug = %+v; want env_config, verified", e)
 	}
 	var bug struct {
 		Status   string `json:"status"`
@@ -103,7 +129,7 @@ func TestDemoEndToEnd(t *testing.T) {
 			RunID string `json:"run_id"`
 		} `json:"evidence"`
 	}
-	readJSON(t, filepath.Join(dir, "bugs", sum.Bugs[2]+".json"), &bug)
+	readJSON(t, filepath.Join(dir, "bugs", sum.Bugs[3]+".json"), &bug)
 	if bug.Status != "triaged" || len(bug.Evidence) == 0 || bug.Evidence[0].RunID == "" {
 		t.Errorf("integrator's bug = %+v; want triaged, citing the run", bug)
 	}
@@ -147,8 +173,9 @@ func TestDemoEndToEnd(t *testing.T) {
 		"[pm]          ✓ bootstrap_prd_site",
 		"[coder]       ✓ refused as expected (policy): tool write_chapter is not allowed for agent devloop-coder",
 		"[bug-triager] ✓ diff_contract_vs_impl    ",
+		"[bug-triager] ✓ category_classifier hook env_config, confidence 0.80 (econnrefused@reports/vitest-todo.json",
 		"missing DELETE /todos/{id}",
-		"refused as expected  3: sandbox (pm), policy (coder), guard (coder)",
+		"refused as expected  3: sandbox (architect), policy (coder), guard (coder)",
 		"\r\033[K[integrator]  … run_case                 step 3/3 delete failed",
 	} {
 		if !strings.Contains(text, want) {
@@ -261,16 +288,50 @@ func TestProjectDir(t *testing.T) {
 	}
 }
 
-// The report the Tester writes is the committed Vitest fixture, byte for
-// byte, so the tests of parse_vitest and the demo read the same report.
-func TestVitestReportIsTheFixture(t *testing.T) {
+var updateAsset = flag.Bool("update", false, "regenerate assets/vitest-report.json with the real Vitest")
+
+// The report the Tester writes is what Vitest 3 reports for the suite of
+// internal/vitest/vitesttest (with the temp paths rewritten to
+// /project/units/todo-be and the refused port to 5432): this test runs
+// Vitest and checks that the embedded report has the same failures, kinds
+// and levels; with -update it writes the asset anew.
+func TestVitestReportIsWhatVitestWrites(t *testing.T) {
 	t.Parallel()
-	fixture, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "testdata", "vitest", "mixed.json"))
-	if err != nil {
+	dir := t.TempDir()
+	run := vitesttest.RunUnit(t, 3, dir, "todo-be")
+	text := string(run.Report)
+	for _, root := range []string{filepath.Join(dir, "units", "todo-be"), dir} {
+		text = strings.ReplaceAll(text, root, "/project/units/todo-be")
+	}
+	text = strings.ReplaceAll(text, filepath.Dir(vitesttest.NodeModules(t, 3)), "/project")
+	text = strings.ReplaceAll(text, fmt.Sprintf("127.0.0.1:%d", run.DeadPort), "127.0.0.1:5432")
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, []byte(text), "", "  "); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(vitestReport, fixture) {
-		t.Error("internal/demo/assets/vitest-report.json differs from testdata/vitest/mixed.json; copy the fixture again")
+	pretty.WriteByte('\n')
+	if *updateAsset {
+		if err := os.WriteFile(filepath.Join("assets", "vitest-report.json"), pretty.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	outline := func(data []byte) []string {
+		r, err := vitest.Parse(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, f := range r.Failures() {
+			out = append(out, fmt.Sprintf("%s|%s|%s|%s|%d", path.Base(f.File), f.Test, f.Level, f.Kind, f.Line))
+		}
+		return append(out, fmt.Sprintf("total %d failed %d passed %d", r.Total, r.Failed, r.Passed))
+	}
+	if got, want := outline(vitestReport), outline(pretty.Bytes()); !slices.Equal(got, want) {
+		t.Errorf("assets/vitest-report.json is not what Vitest 3 reports for the suite now; regenerate it with go test ./internal/demo -run TestVitestReportIsWhatVitestWrites -update\nasset:  %q\nvitest: %q", got, want)
+	}
+	if strings.Contains(string(vitestReport), "/tmp/") || !strings.Contains(string(vitestReport), "connect ECONNREFUSED 127.0.0.1:5432") {
+		t.Error("the asset keeps a temp path, or lacks the beforeAll's refused connection")
 	}
 }
 

@@ -47,7 +47,32 @@ type (
 	vitestFailure struct {
 		File    string `json:"file"`
 		Name    string `json:"name"`
+		Level   string `json:"level"`
 		Message string `json:"message"`
+	}
+	// evidenceResult and classifyResult are what the Triager's steps read
+	// of extract_evidence and category_classifier.
+	evidenceResult struct {
+		Path           string `json:"path"`
+		EvidenceStatus string `json:"evidence_status"`
+		Verified       []struct {
+			Kind    string `json:"kind"`
+			Path    string `json:"path"`
+			Excerpt string `json:"excerpt"`
+		} `json:"verified"`
+		Missing []struct {
+			Cited  string `json:"cited"`
+			Reason string `json:"reason"`
+		} `json:"missing"`
+	}
+	classifyResult struct {
+		Category   string  `json:"category"`
+		Confidence float64 `json:"confidence"`
+		Signals    []struct {
+			Rule    string `json:"rule"`
+			Where   string `json:"where"`
+			Excerpt string `json:"excerpt"`
+		} `json:"signals"`
 	}
 	bugOpened struct {
 		ID        string `json:"id"`
@@ -219,17 +244,6 @@ func (r *runner) pmSteps(s *agentSession) []step {
 			}
 			return "4 steps done, progress 100%", nil
 		}},
-		{"refused as expected (sandbox):", func() (string, error) {
-			msg, err := s.refused("sandbox", "write_chapter", map[string]any{"site": "sdd", "chapter_id": "design", "html": section("Design", "<p>The PM tries to write the SDD.</p>")},
-				"Sandbox violation: devloop-pm tried to write sdd/design.html")
-			if err != nil {
-				return "", err
-			}
-			if exists(r.dir, "sdd") {
-				return "", errors.New("the refused write left sdd/ behind")
-			}
-			return firstLine(msg), nil
-		}},
 	}
 }
 
@@ -286,6 +300,23 @@ func (r *runner) architectSteps(s *agentSession) []step {
 			}
 			r.artifact("sdd/index.html")
 			return fmt.Sprintf("sdd/ with 2 chapters, %d files", len(out.Files)), nil
+		}},
+		{"refused as expected (sandbox):", func() (string, error) {
+			// The PM's site: the page and its archive stay as the PM left
+			// them, because the door checks the whole write first.
+			before, err := os.ReadFile(filepath.Join(r.dir, "prd", "stories.html"))
+			if err != nil {
+				return "", err
+			}
+			msg, err := s.refused("sandbox", "write_chapter", map[string]any{"site": "prd", "chapter_id": "stories", "html": section("Stories", "<p>The Architect tries to edit the PRD.</p>")},
+				"Sandbox violation: devloop-architect tried to write prd/stories.html")
+			if err != nil {
+				return "", err
+			}
+			if after, err := os.ReadFile(filepath.Join(r.dir, "prd", "stories.html")); err != nil || string(after) != string(before) {
+				return "", errors.New("the refused write changed prd/stories.html")
+			}
+			return firstLine(msg), nil
 		}},
 		{"CLI Write", func() (string, error) {
 			if err := r.cliWrite(s.ctx, "architect", "contracts/todo.json", contractJSON); err != nil {
@@ -503,14 +534,17 @@ func (r *runner) testerSteps(s *agentSession) []step {
 				return "", err
 			}
 			for _, f := range out.Failures {
-				if f.Name != "" {
+				switch {
+				case f.Name != "":
 					r.failures = append(r.failures, f)
+				case f.Level == "hook" && strings.Contains(f.Message, "ECONNREFUSED"):
+					r.hookFailure = f
 				}
 			}
-			if out.Failed < 2 || len(r.failures) < 2 {
-				return "", fmt.Errorf("%d failed tests (%d named failures); the report has 6", out.Failed, len(r.failures))
+			if out.Failed < 2 || len(r.failures) < 2 || r.hookFailure.File == "" {
+				return "", fmt.Errorf("%d failed tests (%d named failures, hook failure %+v); the report has 8 and a beforeAll that cannot connect", out.Failed, len(r.failures), r.hookFailure)
 			}
-			return fmt.Sprintf("%d tests: %d passed, %d failed, %d skipped, %d suite error", out.Total, out.Passed, out.Failed, out.Skipped, out.SuiteErrors), nil
+			return fmt.Sprintf("%d tests: %d passed, %d failed, %d skipped, %d file-level failures", out.Total, out.Passed, out.Failed, out.Skipped, out.SuiteErrors), nil
 		}},
 		{"hint_builder", func() (string, error) {
 			var out struct {
@@ -544,6 +578,27 @@ func (r *runner) testerSteps(s *agentSession) []step {
 			}
 			return strings.Join(r.testerBugs, ", ") + " opened with test, test_file and report as evidence", nil
 		}},
+		{"bug_open file-level", func() (string, error) {
+			// A failure outside any test: the test file and the report are
+			// the evidence, there is no test name to cite.
+			f := r.hookFailure
+			var out bugOpened
+			err := s.call("bug_open", map[string]any{
+				"title":    clip(path.Base(f.File)+": beforeAll fails: "+f.Message, 300),
+				"severity": "blocker",
+				"evidence": map[string]any{"test_file": f.File, "report": reportPath},
+			}, &out)
+			if err != nil {
+				return "", err
+			}
+			if out.Duplicate || out.Status != "open" {
+				return "", fmt.Errorf("%s: duplicate %v, status %q; want a new open bug", out.ID, out.Duplicate, out.Status)
+			}
+			r.hookBug = out.ID
+			r.sum.Bugs = append(r.sum.Bugs, out.ID)
+			r.artifact(out.Path)
+			return fmt.Sprintf("%s opened for %s (%s) with test_file and report as evidence", out.ID, path.Base(f.File), f.Message), nil
+		}},
 		{"bug_open again", func() (string, error) {
 			out, err := r.openTestBug(s, r.failures[0])
 			if err != nil {
@@ -565,8 +620,8 @@ func (r *runner) testerSteps(s *agentSession) []step {
 			if err := s.call("bug_list", map[string]any{"status": "open"}, &out); err != nil {
 				return "", err
 			}
-			if out.Total != 2 {
-				return "", fmt.Errorf("%d open bugs, want 2", out.Total)
+			if out.Total != 3 {
+				return "", fmt.Errorf("%d open bugs, want 3", out.Total)
 			}
 			return fmt.Sprintf("%d open bugs", out.Total), nil
 		}},
@@ -778,18 +833,7 @@ func (r *runner) runCase(s *agentSession) (string, error) {
 func (r *runner) triagerSteps(s *agentSession) []step {
 	return []step{
 		{"extract_evidence", func() (string, error) {
-			var out struct {
-				Path           string `json:"path"`
-				EvidenceStatus string `json:"evidence_status"`
-				Verified       []struct {
-					Kind string `json:"kind"`
-					Path string `json:"path"`
-				} `json:"verified"`
-				Missing []struct {
-					Cited  string `json:"cited"`
-					Reason string `json:"reason"`
-				} `json:"missing"`
-			}
+			var out evidenceResult
 			if err := s.call("extract_evidence", map[string]any{"bug_id": r.deleteBug}, &out); err != nil {
 				return "", err
 			}
@@ -804,14 +848,7 @@ func (r *runner) triagerSteps(s *agentSession) []step {
 			return fmt.Sprintf("%s: verified (%s) → %s", r.deleteBug, strings.Join(kinds, ", "), out.Path), nil
 		}},
 		{"category_classifier", func() (string, error) {
-			var out struct {
-				Category   string  `json:"category"`
-				Confidence float64 `json:"confidence"`
-				Signals    []struct {
-					Rule  string `json:"rule"`
-					Where string `json:"where"`
-				} `json:"signals"`
-			}
+			var out classifyResult
 			if err := s.call("category_classifier", map[string]any{"bug_id": r.deleteBug}, &out); err != nil {
 				return "", err
 			}
@@ -823,6 +860,26 @@ func (r *runner) triagerSteps(s *agentSession) []step {
 				rules = append(rules, sg.Rule+"@"+sg.Where)
 			}
 			return fmt.Sprintf("%s, confidence %.2f (%s)", out.Category, out.Confidence, clip(strings.Join(rules, ", "), 80)), nil
+		}},
+		{"extract_evidence hook", func() (string, error) {
+			var out evidenceResult
+			if err := s.call("extract_evidence", map[string]any{"bug_id": r.hookBug}, &out); err != nil {
+				return "", err
+			}
+			if out.EvidenceStatus != "verified" || len(out.Verified) == 0 || !strings.Contains(out.Verified[0].Excerpt, "ECONNREFUSED") {
+				return "", fmt.Errorf("evidence %s, verified %+v, missing %+v; the report has the file's beforeAll failure", out.EvidenceStatus, out.Verified, out.Missing)
+			}
+			return fmt.Sprintf("%s: verified, the failing beforeAll of %s in %s", r.hookBug, path.Base(r.hookFailure.File), reportPath), nil
+		}},
+		{"category_classifier hook", func() (string, error) {
+			var out classifyResult
+			if err := s.call("category_classifier", map[string]any{"bug_id": r.hookBug}, &out); err != nil {
+				return "", err
+			}
+			if out.Category != "env_config" || len(out.Signals) == 0 {
+				return "", fmt.Errorf("category %s (confidence %.2f, signals %+v); a beforeAll that cannot connect is env_config", out.Category, out.Confidence, out.Signals)
+			}
+			return fmt.Sprintf("%s, confidence %.2f (%s@%s: %s)", out.Category, out.Confidence, out.Signals[0].Rule, out.Signals[0].Where, out.Signals[0].Excerpt), nil
 		}},
 		{"diff_contract_vs_impl", func() (string, error) {
 			var out struct {

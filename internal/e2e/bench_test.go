@@ -41,10 +41,10 @@ type loadServer struct {
 }
 
 // startLoadServer starts the binary under test with no OTEL_* variable
-// (tracing off).
-func startLoadServer(b *testing.B) *loadServer {
+// (tracing off) and extra after the usual arguments.
+func startLoadServer(b *testing.B, extra ...string) *loadServer {
 	b.Helper()
-	return startServer(b, testutil.Toolhost(b), withoutTelemetry(os.Environ()))
+	return startServer(b, testutil.Toolhost(b), withoutTelemetry(os.Environ()), extra...)
 }
 
 // startServer starts bin as an Integrator session with env as its whole

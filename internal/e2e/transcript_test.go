@@ -296,8 +296,8 @@ func runTranscript(t *testing.T, bin, agents, file, transport string) {
 }
 
 // auditSummary is one "tool status kind" line per audit row, sorted, with
-// the call id the client chose (not a generated ULID), the unit and the
-// trace context when the row has them.
+// the call id the client chose (not a generated ULID), the unit, the trace
+// context and the policy rule that decided when the row has them.
 func auditSummary(t *testing.T, project string) string {
 	var lines []string
 	bad, err := audit.Each(project, audit.Filter{}, func(row *audit.Row) error {
@@ -310,6 +310,9 @@ func auditSummary(t *testing.T, project string) string {
 		}
 		if row.Traceparent != "" {
 			line += " trace=" + row.Traceparent
+		}
+		if row.Rule != "" {
+			line += " rule=" + row.Rule
 		}
 		lines = append(lines, line)
 		return nil

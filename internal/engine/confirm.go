@@ -11,6 +11,7 @@ import (
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/fault"
+	"github.com/toolhost/toolhost/internal/rules"
 )
 
 // ElicitFunc asks the human through the client (MCP elicitation/create,
@@ -258,14 +259,21 @@ func (e *Engine) confirmMessage(c *Call, preview json.RawMessage) string {
 	if err != nil {
 		pretty = preview
 	}
-	return fmt.Sprintf("Agent %s wants to run the tool %s with these arguments:\n\n%s\n\nAccept to run it once; decline to refuse.",
-		e.Identity.AgentName, c.Tool, pretty)
+	why := ""
+	if c.Rule.Effect == rules.Confirm {
+		why = "\n\nWhy you are asked: " + c.Rule.Ask() + "."
+	}
+	return fmt.Sprintf("Agent %s wants to run the tool %s with these arguments:\n\n%s%s\n\nAccept to run it once; decline to refuse.",
+		e.Identity.AgentName, c.Tool, pretty, why)
 }
 
 // needsConfirmation is the answer to a client that cannot be asked: the
 // preview and the id a human approves with `toolhost approve`.
 func (e *Engine) needsConfirmation(c *Call, res confirm.Result, lead string) error {
 	en := res.Entry
+	if c.Rule.Effect == rules.Confirm {
+		lead = c.Rule.Ask() + ". " + lead
+	}
 	if res.Expired != nil {
 		lead += fmt.Sprintf("the decision on confirmation %s expired at %s, so a new one is needed. ", res.Expired.ID, res.Expired.ExpiresAt.Format(time.RFC3339))
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/redact"
 	"github.com/toolhost/toolhost/internal/registry"
+	"github.com/toolhost/toolhost/internal/rules"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/trace"
 	"github.com/toolhost/toolhost/internal/wirejson"
@@ -80,10 +81,16 @@ type Call struct {
 	Decision policy.Decision
 	// Policy is the policy file in force when the call started; a reload
 	// never changes it for this call.
-	Policy  *policy.File
+	Policy *policy.File
+	// Rule is what the policy file's rules decided (Rule.Rule is the id of
+	// the rule that matched, "" when none did); the rules stage sets it.
+	Rule    rules.Verdict
 	Ctx     *callctx.Ctx
 	Result  tool.Result
 	Retries int
+	// args is the validate stage's decoding of the arguments, which the
+	// rules read.
+	args argsLoader
 	// timedOut is set by the timeout stage when the last attempt's deadline
 	// fired.
 	timedOut bool
@@ -162,6 +169,9 @@ func (e *Engine) Init() {
 		// Validation and a human's confirmation have spans of their own
 		// when the call is traced.
 		traceStage(trace.Validate, nil, e.validate),
+		// The policy file's rules on the validated arguments: a deny
+		// refuses, a confirm or allow sets whether the next stage asks.
+		e.rules,
 		traceStage(trace.Confirm, func(c *Call) bool { return c.Decision.Confirm }, e.confirm),
 		e.inject,
 		e.guard,
@@ -243,7 +253,8 @@ func (e *Engine) validate(next Handler) Handler {
 			args = json.RawMessage("{}")
 			c.Args = args
 		}
-		res, err := c.Entry.Validator().Validate(argsLoader(args))
+		c.args = argsLoader{raw: args}
+		res, err := c.Entry.Validator().Validate(&c.args)
 		if err != nil {
 			return &tool.ValidationError{Field: "(root)", Reason: "arguments are not valid JSON: " + err.Error()}
 		}
@@ -256,19 +267,60 @@ func (e *Engine) validate(next Handler) Handler {
 
 // argsLoader hands gojsonschema the arguments decoded by wirejson, which is
 // faster than the library's own encoding/json decoder and gives the same
-// document.
-type argsLoader []byte
+// document, and keeps that document for the rules stage.
+type argsLoader struct {
+	raw []byte
+	doc any
+}
 
-func (l argsLoader) JsonSource() any { return []byte(l) }
+func (l *argsLoader) JsonSource() any { return l.raw }
 
-func (l argsLoader) LoadJSON() (any, error) { return wirejson.DecodeAny(l) }
+func (l *argsLoader) LoadJSON() (any, error) {
+	doc, err := wirejson.DecodeAny(l.raw)
+	l.doc = doc
+	return doc, err
+}
 
-func (l argsLoader) JsonReference() (gojsonreference.JsonReference, error) {
+func (l *argsLoader) JsonReference() (gojsonreference.JsonReference, error) {
 	return gojsonreference.NewJsonReference("#")
 }
 
-func (l argsLoader) LoaderFactory() gojsonschema.JSONLoaderFactory {
+func (l *argsLoader) LoaderFactory() gojsonschema.JSONLoaderFactory {
 	return &gojsonschema.DefaultJSONLoaderFactory{}
+}
+
+// rules applies the policy file's rules to a call whose arguments passed
+// validation (internal/rules): the first rule that matches decides. deny
+// refuses the call with the rule's reason; confirm makes the confirm stage
+// ask a human (elicitation, an InputRequiredResult or toolhost approve,
+// whichever the client can do); allow lets the call run without asking,
+// even when the tool's entry says confirm. A tool no rule can apply to
+// costs one map lookup: its arguments are not looked at again.
+func (e *Engine) rules(next Handler) Handler {
+	return func(ctx context.Context, c *Call) error {
+		tr := c.Policy.RuleSet().For(c.Tool)
+		if tr == nil {
+			return next(ctx, c)
+		}
+		in := &rules.Input{Tool: c.Tool, Agent: e.Identity.AgentName, Unit: e.Identity.UnitID,
+			Project: e.Identity.ProjectID, Now: c.Start, Args: c.args.doc}
+		if c.Meta.UnitID != "" {
+			in.Unit = c.Meta.UnitID
+		}
+		if commands := c.Entry.Spec.Commands; commands != nil {
+			in.Commands = func() []tool.Command { return commands(c.Args) }
+		}
+		c.Rule = tr.Decide(in)
+		switch c.Rule.Effect {
+		case rules.Deny:
+			return &rules.Refusal{Tool: c.Tool, Verdict: c.Rule}
+		case rules.Confirm:
+			c.Decision.Confirm = true
+		case rules.Allow:
+			c.Decision.Confirm = false
+		}
+		return next(ctx, c)
+	}
 }
 
 // validationError turns schema errors into one message naming each JSON path
@@ -487,6 +539,7 @@ func (e *Engine) record(c *Call, out *Outcome) *audit.Row {
 	}
 	row.CallID = c.Meta.CallID
 	row.Traceparent = c.Meta.Traceparent
+	row.Rule = c.Rule.Rule
 	if c.Ctx != nil {
 		row.UnitID = c.Ctx.UnitID
 	} else if c.Meta.UnitID != "" {

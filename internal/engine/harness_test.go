@@ -24,7 +24,9 @@ import (
 	"github.com/toolhost/toolhost/internal/journal"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/registry"
+	"github.com/toolhost/toolhost/internal/rules"
 	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/session"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/trace"
@@ -121,6 +123,8 @@ type rigOpts struct {
 	auditTO   time.Duration
 	// trace is the session's telemetry (nil: none).
 	trace *trace.Session
+	// rules are the policy file's rules, compiled against the rig's tools.
+	rules []rules.Rule
 }
 
 func newRig(t testing.TB, o rigOpts) *rig {
@@ -140,7 +144,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		}
 	}
 	pf := filepath.Join(dir, "policy.json")
-	b, err := json.Marshal(policy.File{Tools: o.policy})
+	b, err := json.Marshal(policy.File{Tools: o.policy, Rules: o.rules})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +171,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	}
 	store := &confirm.Store{Door: shared, Clock: clock}
 	eng := &engine.Engine{
-		Registry: reg, Agent: ag, Policy: policy.Load(pf, log), Audit: sink,
+		Registry: reg, Agent: ag, Policy: policy.LoadWith(pf, log, session.RuleOptions(reg, proj)), Audit: sink,
 		Identity: callctx.Identity{Agent: "tester", AgentName: ag.Name, SessionID: "sess-1", ProjectID: "p1", ProjectDir: proj},
 		Services: callctx.Services{Files: files, Shared: shared, Timeline: journal.Timeline{Door: shared},
 			Events: journal.Events{Door: shared}, Clock: clock, Log: log},

@@ -420,13 +420,22 @@ func (s *Server) session(id string) *session {
 	return sess
 }
 
+// sessionHandler is the method surface as one legacy session's connection
+// sees it: rpc.Handler only, so draining the session does not drain the
+// surface (rpc.Drainer), which every client shares.
+type sessionHandler struct{ rpc.Handler }
+
 func (s *Server) newSession() (*session, *rpc.Error) {
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
 		return nil, rpc.NewError(rpc.CodeInternalError, "session id: "+err.Error())
 	}
 	sess := &session{id: hex.EncodeToString(b), stream: &streamSink{}, last: time.Now()}
-	sess.conn = rpc.NewConn(s.h, s.connOptions(sess.stream, sess.id))
+	// A session's connection drains when the session ends, which is not a
+	// shutdown of the method surface: it must not end the other clients'
+	// subscriptions, so the session's connection does not see the
+	// surface's Drainer.
+	sess.conn = rpc.NewConn(sessionHandler{s.h}, s.connOptions(sess.stream, sess.id))
 	var gone []*session
 	s.mu.Lock()
 	if s.stopping.Err() != nil {

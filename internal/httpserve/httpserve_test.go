@@ -281,6 +281,13 @@ func upstreamToolsAndListChanged(t *testing.T, version string) {
 		t.Fatalf("fake__fail over HTTP must pass isError through: %v %+v", err, r)
 	}
 
+	// Another client's 2025 session begins and ends (DELETE) on the same
+	// endpoint: it must not end this client's stream of changes.
+	other := connectVersion(t, s.URL, nil, nil, "2025-11-25")
+	if err := other.Close(); err != nil {
+		t.Fatalf("closing another client's session: %v", err)
+	}
+
 	rules["fake__slow"] = policy.Rule{Permission: policy.Read}
 	upstreamtest.WritePolicy(t, policyFile, rules, up)
 	select {

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/toolhost/toolhost/internal/rules"
 )
 
 // Change is one difference between two policy files, as `toolhost policy
@@ -67,11 +69,81 @@ func Diff(cur, next *File) []Change {
 		out = append(out, Change{Op: "~", What: "setting", Name: "confirm_ttl_ms",
 			Detail: fmt.Sprintf("%d → %d", cur.ConfirmTTL().Milliseconds(), next.ConfirmTTL().Milliseconds())})
 	}
+	out = append(out, rulesDiff(cur.Rules, next.Rules)...)
 	return append(out, Warnings(next)...)
 }
 
+// rulesDiff lists rules added, removed and changed (by id), and a change
+// of order among the rules both keep: the first matching rule decides, so
+// order is part of the policy.
+func rulesDiff(cur, next []rules.Rule) []Change {
+	var out []Change
+	byID := func(rs []rules.Rule) map[string]rules.Rule {
+		m := map[string]rules.Rule{}
+		for _, r := range rs {
+			m[r.ID] = r
+		}
+		return m
+	}
+	a, b := byID(cur), byID(next)
+	for _, r := range next {
+		old, ok := a[r.ID]
+		switch {
+		case !ok:
+			out = append(out, Change{Op: "+", What: "rule", Name: r.ID, Detail: describeRule(r)})
+		case old != r:
+			out = append(out, Change{Op: "~", What: "rule", Name: r.ID, Detail: ruleChange(old, r)})
+		}
+	}
+	for _, r := range cur {
+		if _, ok := b[r.ID]; !ok {
+			out = append(out, Change{Op: "-", What: "rule", Name: r.ID, Detail: "was " + describeRule(r)})
+		}
+	}
+	kept := func(rs []rules.Rule, other map[string]rules.Rule) []string {
+		var ids []string
+		for _, r := range rs {
+			if _, ok := other[r.ID]; ok {
+				ids = append(ids, r.ID)
+			}
+		}
+		return ids
+	}
+	if x, y := kept(cur, b), kept(next, a); !slices.Equal(x, y) {
+		out = append(out, Change{Op: "~", What: "setting", Name: "rules order",
+			Detail: strings.Join(x, ", ") + " → " + strings.Join(y, ", ") + " (the first matching rule decides)"})
+	}
+	return out
+}
+
+func describeRule(r rules.Rule) string {
+	when := r.When
+	if when == "" {
+		when = "(always)"
+	}
+	return fmt.Sprintf("%s %s when %s", r.Effect, r.Tool, when)
+}
+
+func ruleChange(a, b rules.Rule) string {
+	var parts []string
+	if a.Tool != b.Tool {
+		parts = append(parts, fmt.Sprintf("tool %s → %s", a.Tool, b.Tool))
+	}
+	if a.When != b.When {
+		parts = append(parts, fmt.Sprintf("when %s → %s", a.When, b.When))
+	}
+	if a.Effect != b.Effect {
+		parts = append(parts, fmt.Sprintf("effect %s → %s", a.Effect, b.Effect))
+	}
+	if a.Reason != b.Reason {
+		parts = append(parts, "reason changed")
+	}
+	return strings.Join(parts, "; ")
+}
+
 // Warnings points at entries of f that parse but will not do what they seem
-// to: unknown permissions (denied) and retries on non-read tools (ignored).
+// to: unknown permissions (denied), retries on non-read tools (ignored),
+// and rules naming a tool that is no built-in (rules.Set.Warnings).
 func Warnings(f *File) []Change {
 	var out []Change
 	names := slices.Sorted(maps.Keys(f.Tools))
@@ -85,6 +157,9 @@ func Warnings(f *File) []Change {
 			out = append(out, Change{Op: "!", What: "tool", Name: n,
 				Detail: fmt.Sprintf("max_retries %d is ignored: only read tools are retried", r.MaxRetries)})
 		}
+	}
+	for _, p := range f.RuleSet().Warnings() {
+		out = append(out, Change{Op: "!", What: "rule", Name: p.ID, Detail: p.Msg})
 	}
 	return out
 }

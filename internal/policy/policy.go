@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolhost/toolhost/configs"
+	"github.com/toolhost/toolhost/internal/rules"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -69,7 +70,16 @@ type File struct {
 	// ConfirmTTLMS bounds how long a pending confirmation waits for a human
 	// and an approval waits for its call (default 10 minutes).
 	ConfirmTTLMS int `json:"confirm_ttl_ms,omitempty"`
+	// Rules are ordered rules on the arguments of a call (CEL), applied
+	// after schema validation and before confirmation; the first that
+	// matches decides (internal/rules).
+	Rules []rules.Rule `json:"rules,omitempty"`
+
+	ruleSet *rules.Set
 }
+
+// RuleSet is the file's rules, compiled when the file was parsed.
+func (f *File) RuleSet() *rules.Set { return f.ruleSet }
 
 // DefaultConfirmTTL applies when the file sets no confirm_ttl_ms.
 const DefaultConfirmTTL = 10 * time.Minute
@@ -82,8 +92,15 @@ func (f *File) ConfirmTTL() time.Duration {
 	return DefaultConfirmTTL
 }
 
-// Parse parses and checks a policy document.
-func Parse(data []byte) (*File, error) {
+// Parse parses and checks a policy document, its rules compiled without
+// knowing any tool's schema (every args untyped) or the project dir.
+func Parse(data []byte) (*File, error) { return ParseWith(data, rules.Options{}) }
+
+// ParseWith parses and checks a policy document and compiles its rules
+// against o. A rule that does not compile makes the document invalid: the
+// error is then a *rules.CompileError (errors.As) naming each rule, its
+// position and what is wrong.
+func ParseWith(data []byte, o rules.Options) (*File, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var f File
@@ -129,6 +146,11 @@ func Parse(data []byte) (*File, error) {
 			return nil, fmt.Errorf("policy file: upstream %s: discovery_timeout_ms, call_timeout_ms, max_failures and ping_interval_ms must not be negative", u.Name)
 		}
 	}
+	set, err := rules.Compile(f.Rules, o)
+	if err != nil {
+		return nil, fmt.Errorf("policy file: %w", err)
+	}
+	f.ruleSet = set
 	return &f, nil
 }
 
@@ -151,9 +173,10 @@ const DefaultTimeout = 30 * time.Second
 
 // Policy is the live policy, reloaded when its file changes.
 type Policy struct {
-	path string
-	log  zerolog.Logger
-	cur  atomic.Pointer[File]
+	path  string
+	log   zerolog.Logger
+	rules rules.Options
+	cur   atomic.Pointer[File]
 
 	mu    sync.Mutex
 	mtime time.Time
@@ -162,18 +185,25 @@ type Policy struct {
 
 // Load reads the policy at path; an empty path means the embedded default
 // (never reloaded). A broken first load leaves an empty policy and logs
-// tool_policy_invalid.
-func Load(path string, log zerolog.Logger) *Policy {
-	p := &Policy{path: path, log: log}
+// tool_policy_invalid. Its rules are compiled without knowing the tools'
+// schemas (every args untyped), so a rule misreading a tool's argument
+// passes here; what serves or shows a policy loads it with LoadWith and
+// the tools' schemas, as serve does.
+func Load(path string, log zerolog.Logger) *Policy { return LoadWith(path, log, rules.Options{}) }
+
+// LoadWith is Load with the rules compiled against o (the tools whose
+// schemas type args, the project dir), at every load and reload.
+func LoadWith(path string, log zerolog.Logger, o rules.Options) *Policy {
+	p := &Policy{path: path, log: log, rules: o}
 	if path == "" {
-		f, err := Parse(configs.ToolsJSON)
+		f, err := ParseWith(configs.ToolsJSON, o)
 		if err != nil {
 			panic("embedded tools.json: " + err.Error())
 		}
 		p.cur.Store(f)
 		return p
 	}
-	p.cur.Store(&File{Tools: map[string]Rule{}})
+	p.cur.Store(&File{Tools: map[string]Rule{}, ruleSet: &rules.Set{}})
 	p.reload(true)
 	return p
 }
@@ -208,7 +238,7 @@ func (p *Policy) reload(first bool) {
 	data, err := os.ReadFile(p.path)
 	var f *File
 	if err == nil {
-		f, err = Parse(data)
+		f, err = ParseWith(data, p.rules)
 	}
 	if err != nil {
 		p.log.Error().Str("event", "tool_policy_invalid").Str("path", p.path).Err(err).Msg("policy file rejected; keeping the last good policy")
@@ -216,7 +246,7 @@ func (p *Policy) reload(first bool) {
 	}
 	p.cur.Store(f)
 	if !first {
-		p.log.Info().Str("event", "tool_policy_reloaded").Str("path", p.path).Int("tools", len(f.Tools)).Msg("policy reloaded")
+		p.log.Info().Str("event", "tool_policy_reloaded").Str("path", p.path).Int("tools", len(f.Tools)).Int("rules", len(f.Rules)).Msg("policy reloaded")
 	}
 }
 

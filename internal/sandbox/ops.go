@@ -204,28 +204,19 @@ func (s *Sandbox) replace(dir *os.Root, t target, data []byte) error {
 		return err
 	}
 	defer unlock()
-	tmp, f, err := s.createTemp(dir)
+	tmp, err := s.writeTemp(dir, data)
 	if err != nil {
 		return err
 	}
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Sync()
+	// Re-check just before the rename: a leaf that became a directory or a
+	// symlink since the first check is reported, not replaced.
+	_, err = s.checkLeaf(dir, t)
+	if err == nil {
+		err = dir.Rename(tmp, t.leaf)
 	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		// Re-check just before the rename: a leaf that became a directory or
-		// a symlink since the first check is reported, not replaced.
-		_, werr = s.checkLeaf(dir, t)
-	}
-	if werr == nil {
-		werr = dir.Rename(tmp, t.leaf)
-	}
-	if werr != nil {
+	if err != nil {
 		_ = dir.Remove(tmp)
-		return werr
+		return err
 	}
 	syncDir(dir)
 	return nil

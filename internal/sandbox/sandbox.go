@@ -170,35 +170,53 @@ func printable(p string) string {
 // clean validates a project-relative path as text and returns its cleaned
 // form.
 func (s *Sandbox) clean(p string) (string, error) {
+	c, err := Clean(p)
+	if err != nil {
+		return "", s.violation(p, err.Error())
+	}
+	return c, nil
+}
+
+// Clean validates a path relative to the project dir as text, the way
+// every operation of the door does before it matches the path against an
+// allow-list, and returns it cleaned ("prd/./a//b" is "prd/a/b"); the error
+// says what is wrong with it (empty, too long or deep, a NUL byte,
+// absolute, or leaving the project dir once cleaned: "prd/../../etc" is
+// "../etc"). Policy rules' glob() cleans paths with it, so a rule and the
+// door read a path the same way.
+func Clean(p string) (string, error) {
 	switch {
 	case p == "" || p == ".":
-		return "", s.violation(p, "empty path; name a file relative to the project dir")
+		return "", errors.New("empty path; name a file relative to the project dir")
 	case len(p) > MaxPathLen:
-		return "", s.violation(p, fmt.Sprintf("path is longer than %d bytes", MaxPathLen))
+		return "", fmt.Errorf("path is longer than %d bytes", MaxPathLen)
 	case strings.ContainsRune(p, 0):
-		return "", s.violation(p, "NUL byte in path")
+		return "", errors.New("NUL byte in path")
 	case path.IsAbs(p) || filepath.IsAbs(p) || strings.HasPrefix(p, `\`):
-		return "", s.violation(p, "absolute paths are not allowed; use a path relative to the project dir")
+		return "", errors.New("absolute paths are not allowed; use a path relative to the project dir")
 	}
 	c := path.Clean(p)
 	switch {
 	case c == "..", strings.HasPrefix(c, "../"):
-		return "", s.violation(p, "path leaves the project dir")
+		return "", ErrOutside
 	case c == ".":
-		return "", s.violation(p, "empty path; name a file relative to the project dir")
+		return "", errors.New("empty path; name a file relative to the project dir")
 	case strings.Count(c, "/")+1 > MaxPathDepth:
-		return "", s.violation(p, fmt.Sprintf("path is deeper than %d components", MaxPathDepth))
+		return "", fmt.Errorf("path is deeper than %d components", MaxPathDepth)
 	}
 	for _, name := range strings.Split(c, "/") {
 		if len(name) > MaxNameLen {
 			// The file system would refuse it too, but only once the write
 			// has made the directories above it; CheckWrite on a missing
 			// parent would not see it at all.
-			return "", s.violation(p, fmt.Sprintf("a path component is longer than %d bytes", MaxNameLen))
+			return "", fmt.Errorf("a path component is longer than %d bytes", MaxNameLen)
 		}
 	}
 	return c, nil
 }
+
+// ErrOutside is Clean's error for a path that leaves the project dir.
+var ErrOutside = errors.New("path leaves the project dir")
 
 // target is a write the allow-list permits, split for the component walk.
 type target struct {

@@ -23,6 +23,10 @@ var writeOps = []writeOp{
 	{"Update", func(s *Sandbox, p string, data []byte) error {
 		return s.Update(p, func(old []byte) ([]byte, error) { return append(old, data...), nil })
 	}},
+	{"WriteFilesBatch", func(s *Sandbox, p string, data []byte) error {
+		// An allowed companion first: a refused p must leave it unwritten.
+		return s.WriteFiles([]File{{Path: "prd/batch-companion.txt", Data: data}, {Path: p, Data: data}})
+	}},
 	{"RenameInto", func(s *Sandbox, p string, data []byte) error {
 		if err := s.WriteFile("prd/rename-src.txt", data); err != nil {
 			return err
@@ -145,6 +149,8 @@ func TestWriteVerdicts(t *testing.T) {
 				keep := func(p string) bool {
 					switch {
 					case p == "proj/prd/rename-src.txt":
+						return true
+					case p == "proj/prd/batch-companion.txt" && tc.ok:
 						return true
 					case under("proj/.toolhost/locks")(p) && (tc.ok && op.name != "CheckWrite" || op.name == "RenameInto"):
 						// Writes lock the file (Update, appends) or its

@@ -21,6 +21,7 @@ import (
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/registry"
+	"github.com/toolhost/toolhost/internal/rules"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/server"
 	"github.com/toolhost/toolhost/internal/tool"
@@ -126,11 +127,11 @@ func Open(o Options) (*Session, error) {
 		o.Log.Warn().Str("event", "log_tail_repaired").Int64("cut_bytes", cut).AnErr("problem", err).
 			Msg("cut the torn last line a killed writer left in the events or the timeline")
 	}
-	pol := policy.Load(o.PolicyFile, o.Log)
 	reg := o.Registry
 	if reg == nil {
 		reg = all.Registry()
 	}
+	pol := policy.LoadWith(o.PolicyFile, o.Log, RuleOptions(reg, abs))
 	// Private temp dirs of commands whose toolhost died (SIGKILL during a
 	// command) are removed by whichever session starts next, beside the
 	// start (reading the temp dir must not delay initialize).
@@ -170,6 +171,18 @@ func Open(o Options) (*Session, error) {
 	s.closers = append(s.closers, func() error { ts.End(); return nil }, files.Close, shared.Close, sink.Close, units.Close, func() error { <-swept; return nil }, s.removeStaleTemps(o.Log))
 	s.startUpstreams(o)
 	return s, nil
+}
+
+// RuleOptions are what a policy's rules are compiled against in a
+// session on project dir dir: the registry's built-in tools and Claude
+// CLI's (rules.Catalog). The hook and `toolhost policy check|explain` use
+// the same, so a rule compiles alike everywhere.
+func RuleOptions(reg *registry.Registry, dir string) rules.Options {
+	var specs []*tool.Spec
+	for _, e := range reg.List() {
+		specs = append(specs, e.Spec)
+	}
+	return rules.Options{Tools: rules.Catalog(specs), ProjectDir: dir}
 }
 
 // removeStaleTemps removes, in the background, the temp files that writes

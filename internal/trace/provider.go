@@ -60,6 +60,9 @@ type Provider struct {
 	tp       *sdktrace.TracerProvider
 	mp       *sdkmetric.MeterProvider
 	watchers []*watch
+	// spawns are the spans of spawned commands still waiting for their
+	// command's exit: Shutdown lets them end before it flushes.
+	spawns sync.WaitGroup
 }
 
 // FromEnv builds the Provider the standard OTEL_* variables ask for, or nil
@@ -235,6 +238,14 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 	}
 	// A Provider whose session never started still owns its exporters.
 	p.once.Do(func() { p.stopExporters(ctx) })
+	// A command that exited just now has its span ended by a goroutine
+	// that may not have run yet.
+	ended := make(chan struct{})
+	go func() { p.spawns.Wait(); close(ended) }()
+	select {
+	case <-ended:
+	case <-ctx.Done():
+	}
 	for _, w := range p.watchers {
 		w.closing.Store(true)
 	}

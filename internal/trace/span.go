@@ -627,7 +627,9 @@ func (o *tracedOwner) Spawn(spec procs.Spec) (*procs.Child, error) {
 		return nil, err
 	}
 	sp.SetAttributes(keyPID.Int(child.PID))
+	o.s.p.spawns.Add(1)
 	go func() {
+		defer o.s.p.spawns.Done()
 		<-child.Done()
 		code, signal, _ := child.Exit()
 		sp.SetAttributes(keyExitCode.Int(code))

@@ -1,41 +1,23 @@
-// Package vitest is the shape of the JSON report `vitest run
-// --reporter=json` writes (the Jest-compatible one Vitest 1–3 emit). The
-// Tester's parse_vitest validates and summarises it; the Bug Triager reads it
-// to find cited tests. One model, so the two never disagree on what a
-// report says.
+// Package vitest is the one reader of the JSON report `vitest run
+// --reporter=json` writes (Vitest 1 to 4): it checks the report's shape,
+// counts the tests, and turns every failure — a failed test, a test file
+// that did not load, a hook that failed outside any test, a run Vitest
+// marked failed with nothing failing — into one Failure with its kind, its
+// message, the line in the test file and the frame where the error was
+// thrown. The Tester's parse_vitest and hint_builder and the Bug Triager's
+// evidence and classifier all read reports through it, so they never
+// disagree on what a report says.
 //
-// It only describes the format; it must never read files.
+// What the versions differ in, and how the reader deals with it:
+//   - Vitest 1 keeps only an error's message (no "TypeError:" prefix, no
+//     stack) and sets an assertion's location to where the error was thrown,
+//     in whichever file that is; Vitest 2+ keep the whole stack and set
+//     location (with --includeTaskLocation) to the test's declaration, and
+//     give every assertion a "meta" object, which is how the two are told
+//     apart.
+//   - Tests whose file's beforeAll failed are "pending" (1) or "skipped"
+//     (3, 4), and the file's message holds the hook's error — unless the
+//     hook sits inside a describe block, where the JSON report drops it.
+//
+// It parses bytes handed to it; it must never read or write a file.
 package vitest
-
-// Report is a whole report. Pointers tell a missing field from a zero one.
-type Report struct {
-	NumTotalTests *int          `json:"numTotalTests"`
-	StartTime     float64       `json:"startTime"`
-	TestResults   *[]FileResult `json:"testResults"`
-}
-
-// FileResult is one test file of a report.
-type FileResult struct {
-	Name             *string      `json:"name"`
-	Status           string       `json:"status"`
-	Message          string       `json:"message"`
-	StartTime        float64      `json:"startTime"`
-	EndTime          float64      `json:"endTime"`
-	AssertionResults *[]Assertion `json:"assertionResults"`
-}
-
-// Assertion is one test of a file.
-type Assertion struct {
-	AncestorTitles  []string  `json:"ancestorTitles"`
-	FullName        string    `json:"fullName"`
-	Title           string    `json:"title"`
-	Status          *string   `json:"status"`
-	Duration        float64   `json:"duration"`
-	FailureMessages []string  `json:"failureMessages"`
-	Location        *Location `json:"location"`
-}
-
-// Location is where a test is declared.
-type Location struct {
-	Line int `json:"line"`
-}

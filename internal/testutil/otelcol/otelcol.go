@@ -17,7 +17,7 @@ import (
 )
 
 // Install is the command that builds the collector.
-const Install = "bash scripts/deps/70-otelcol.sh (or make deps)"
+const Install = "bash scripts/deps/80-otelcol.sh (or make deps)"
 
 // Collector is a running collector.
 type Collector struct {

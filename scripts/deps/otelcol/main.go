@@ -1,6 +1,6 @@
 // Command otelcol is the OpenTelemetry Collector the tests of toolhost's
 // tracing run against: the OTLP receiver (gRPC and HTTP) and the file
-// exporter, built from the collector's own Go modules (scripts/deps/70-otelcol.sh).
+// exporter, built from the collector's own Go modules (scripts/deps/80-otelcol.sh).
 package main
 
 import (

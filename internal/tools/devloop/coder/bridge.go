@@ -18,9 +18,9 @@ import (
 
 // ContractBridgeInput names the contract and the language to generate.
 type ContractBridgeInput struct {
-	Contract string `json:"contract" jsonschema:"pattern=^[a-z0-9][a-z0-9_-]{0\\,63}$" jsonschema_description:"contract name: reads contracts/<contract>.json"`
+	Contract string `json:"contract" jsonschema:"pattern=^[a-z0-9][a-z0-9_-]{0\\,63}$" jsonschema_description:"contract name: reads contracts/<contract>.json, .yaml or .yml (the toolhost format or OpenAPI 3.0/3.1)"`
 	UnitID   string `json:"unit_id,omitempty" jsonschema:"pattern=^[A-Za-z0-9_][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"unit to generate into (units/<unit_id>/src/); defaults to the session's unit"`
-	Lang     string `json:"lang" jsonschema:"enum=ts,enum=go" jsonschema_description:"ts writes src/contract.gen.ts (interfaces, METHOD/PATH/STATUS constants, typed path params); go writes src/contract_gen.go (structs with json tags, Method/Path/Status constants)"`
+	Lang     string `json:"lang" jsonschema:"enum=ts,enum=go" jsonschema_description:"ts writes src/<contract>.gen.ts (interfaces, METHOD/PATH/STATUS constants, typed path params); go writes src/<contract>_gen.go (structs with json tags, Method/Path/Status constants); each contract has its own file"`
 	Package  string `json:"package,omitempty" jsonschema:"pattern=^[a-z][a-z0-9_]{0\\,63}$" jsonschema_description:"Go package name of the generated file (lang go only; default contract)"`
 }
 
@@ -39,7 +39,7 @@ func ContractBridge() tool.Tool {
 	return tool.New(tool.Spec{
 		Name:        "contract_bridge",
 		Title:       "Generate contract types",
-		Description: "Generate types and route constants from contracts/<contract>.json into the unit: lang ts → units/<unit>/src/contract.gen.ts, lang go → units/<unit>/src/contract_gen.go. Covers every request/response schema (objects, arrays, enums, nullable, nested, $ref to #/definitions, #/$defs or #/components/schemas), METHOD/PATH/STATUS per endpoint and typed path parameters (/todos/:id or /todos/{id}). The header carries the contract's sha256; the same contract always gives the same bytes.",
+		Description: "Generate types and route constants from contracts/<contract>.json|.yaml (the toolhost format, or OpenAPI 3.0/3.1: types from components.schemas, routes from paths) into the unit: lang ts → units/<unit>/src/<contract>.gen.ts, lang go → units/<unit>/src/<contract>_gen.go. Covers every request/response schema (objects, arrays, enums, nullable, nested, $ref to #/definitions, #/$defs or #/components/schemas), METHOD/PATH/STATUS per endpoint and typed path parameters (/todos/:id or /todos/{id}). The header carries the contract's sha256; the same contract always gives the same bytes.",
 		Effect:      tool.Destructive,
 		Idempotent:  true,
 		Timeout:     30 * time.Second,
@@ -57,22 +57,31 @@ func contractBridge(_ context.Context, c *callctx.Ctx, in ContractBridgeInput) (
 	if in.Package != "" && in.Lang != "go" {
 		return ContractBridgeOutput{}, &tool.ValidationError{Field: "package", Reason: "package applies to lang go only; drop it for lang ts"}
 	}
-	src := contract.Path(in.Contract)
-	raw, err := c.Files.ReadFile(src)
+	src, raw, err := contract.Locate(c.Files.ReadFile, in.Contract)
 	if errors.Is(err, fs.ErrNotExist) {
-		return ContractBridgeOutput{}, tool.Fail("no contract %s; %s", src, available(c.ProjectDir))
+		return ContractBridgeOutput{}, tool.Fail("no contract %s (contracts/%s.json, .yaml or .yml); %s", in.Contract, in.Contract, available(c.ProjectDir))
 	}
 	if err != nil {
-		return ContractBridgeOutput{}, err
+		return ContractBridgeOutput{}, tool.Fail("%v", err)
 	}
-	m, err := buildModel(raw, src, in.Lang == "go")
+	ct, err := contract.Parse(raw, in.Contract)
+	if err != nil {
+		return ContractBridgeOutput{}, tool.Fail("%s: %v", src, err)
+	}
+	sum, err := contract.Hash(raw)
+	if err != nil {
+		return ContractBridgeOutput{}, tool.Fail("%s: %v", src, err)
+	}
+	m, err := buildModel(ct, sum, src, in.Lang == "go")
 	if err != nil {
 		return ContractBridgeOutput{}, tool.Fail("%s: %v", src, err)
 	}
 	var out []byte
-	dst := "units/" + unit + "/src/contract.gen.ts"
+	// Each contract its own file, so a second contract never replaces the
+	// first one's output.
+	dst := "units/" + unit + "/src/" + in.Contract + ".gen.ts"
 	if in.Lang == "go" {
-		dst = "units/" + unit + "/src/contract_gen.go"
+		dst = "units/" + unit + "/src/" + in.Contract + "_gen.go"
 		pkg := in.Package
 		if pkg == "" {
 			pkg = "contract"
@@ -103,17 +112,16 @@ func contractBridge(_ context.Context, c *callctx.Ctx, in ContractBridgeInput) (
 
 // available lists the contracts there are, for the "no such contract" reason.
 func available(projectDir string) string {
-	ents, err := os.ReadDir(filepath.Join(projectDir, "contracts"))
+	ents, err := os.ReadDir(filepath.Join(projectDir, contract.Dir))
 	var names []string
 	for _, e := range ents {
-		n := e.Name()
-		if !e.IsDir() && strings.HasSuffix(n, ".json") && n != "hashes.json" {
-			names = append(names, strings.TrimSuffix(n, ".json"))
+		if n := contract.NameOf(contract.Dir + "/" + e.Name()); n != "" && !e.IsDir() {
+			names = append(names, n)
 		}
 	}
 	sort.Strings(names)
 	if err != nil || len(names) == 0 {
-		return "there are no contracts yet (the architect writes contracts/<name>.json)"
+		return "there are no contracts yet (the architect writes contracts/<name>.json or .yaml)"
 	}
 	return "available: " + strings.Join(names, ", ")
 }

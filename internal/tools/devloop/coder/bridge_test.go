@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/contract"
+	"github.com/toolhost/toolhost/internal/contract/contracttest"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -160,7 +161,7 @@ func TestContractBridgeGoNumbersCollidingNames(t *testing.T) {
 
 func TestContractBridgeWritesIntoTheUnit(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ lang, file string }{{"ts", "units/todo-be/src/contract.gen.ts"}, {"go", "units/todo-be/src/contract_gen.go"}} {
+	for _, tc := range []struct{ lang, file string }{{"ts", "units/todo-be/src/health.gen.ts"}, {"go", "units/todo-be/src/health_gen.go"}} {
 		c := newCtx(t, "")
 		putContract(t, c, "health")
 		out, err := call[ContractBridgeOutput](t, c, ContractBridge(), map[string]any{"contract": "health", "lang": tc.lang, "unit_id": "todo-be"})
@@ -180,7 +181,7 @@ func TestContractBridgeRefusals(t *testing.T) {
 		reason   string
 	}{
 		{name: "no unit", args: map[string]any{"contract": "c", "lang": "ts"}, reason: "no unit"},
-		{name: "missing contract", unit: "u", args: map[string]any{"contract": "nope", "lang": "ts"}, reason: "no contract contracts/nope.json; there are no contracts yet"},
+		{name: "missing contract", unit: "u", args: map[string]any{"contract": "nope", "lang": "ts"}, reason: "no contract nope (contracts/nope.json, .yaml or .yml); there are no contracts yet"},
 		{name: "not json", unit: "u", contract: `{"name":`, args: map[string]any{"contract": "c", "lang": "ts"}, reason: "not valid JSON"},
 		{name: "unknown ref", unit: "u", contract: `{"name":"c","definitions":{"A":{"type":"string"}},"endpoints":[{"id":"x","method":"GET","path":"/x","status":200,"response":{"$ref":"#/definitions/B"}}]}`,
 			args: map[string]any{"contract": "c", "lang": "go"}, reason: `endpoints[0] (x).response: $ref "#/definitions/B" not found in the contract (defined: #/definitions/A)`},
@@ -341,6 +342,39 @@ func TestGeneratedGoVetsAndRoundTrips(t *testing.T) {
 		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go %s on the generated code: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+// Each contract writes its own files: bridging a second contract never
+// replaces the first one's output, and an OpenAPI contract in YAML bridges
+// like any other.
+func TestContractBridgeOneFilePerContract(t *testing.T) {
+	t.Parallel()
+	c := newCtx(t, "todo-be")
+	putContract(t, c, "todo")
+	if err := os.WriteFile(filepath.Join(c.ProjectDir, "contracts", "orders.yaml"), []byte(contracttest.Orders30YAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, name := range []string{"todo", "orders"} {
+		for _, lang := range []string{"ts", "go"} {
+			out, err := call[ContractBridgeOutput](t, c, ContractBridge(), map[string]any{"contract": name, "lang": lang})
+			if err != nil || !out.OK {
+				t.Fatalf("%s %s: %v %+v", name, lang, err, out)
+			}
+			files = append(files, out.Files...)
+		}
+	}
+	want := []string{"units/todo-be/src/todo.gen.ts", "units/todo-be/src/todo_gen.go", "units/todo-be/src/orders.gen.ts", "units/todo-be/src/orders_gen.go"}
+	if strings.Join(files, ",") != strings.Join(want, ",") {
+		t.Fatalf("files %v, want %v", files, want)
+	}
+	for _, f := range want {
+		b, err := os.ReadFile(filepath.Join(c.ProjectDir, f))
+		name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(f), ".gen.ts"), "_gen.go")
+		if err != nil || !strings.Contains(string(b), "from contracts/"+name+".") {
+			t.Errorf("%s: not generated from contract %s: %v", f, name, err)
 		}
 	}
 }

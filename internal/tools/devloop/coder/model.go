@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/toolhost/toolhost/internal/contract"
@@ -71,10 +70,6 @@ type model struct {
 	routes   []route
 }
 
-// refPrefixes are the top-level maps a $ref may point into: definitions,
-// $defs and components.schemas, in that order.
-var refPrefixes = []string{"#/definitions/", "#/$defs/", "#/components/schemas/"}
-
 type builder struct {
 	taken map[string]bool
 	types []*named
@@ -85,27 +80,10 @@ type builder struct {
 	goStyle bool
 }
 
-// buildModel turns a contract into the generator's model. The error names
-// the place in the contract that cannot be generated and why.
-func buildModel(raw []byte, path string, goStyle bool) (*model, error) {
-	c, err := contract.Parse(raw)
-	if err != nil {
-		return nil, err
-	}
-	sum, err := contract.Hash(raw)
-	if err != nil {
-		return nil, err
-	}
-	var top struct {
-		Definitions map[string]*schema `json:"definitions"`
-		Defs        map[string]*schema `json:"$defs"`
-		Components  struct {
-			Schemas map[string]*schema `json:"schemas"`
-		} `json:"components"`
-	}
-	if err := json.Unmarshal(raw, &top); err != nil {
-		return nil, fmt.Errorf("definitions: %v", err)
-	}
+// buildModel turns a contract into the generator's model; sum is the
+// contract file's hash. The error names the place in the contract that
+// cannot be generated and why.
+func buildModel(c *contract.Contract, sum, path string, goStyle bool) (*model, error) {
 	b := &builder{taken: map[string]bool{}, defs: map[string]*schema{}, names: map[string]string{}, goStyle: goStyle}
 	if !goStyle {
 		// Names the TypeScript output itself uses: a definition called
@@ -116,16 +94,13 @@ func buildModel(raw []byte, path string, goStyle bool) (*model, error) {
 	}
 	// Names of shared definitions first, in a fixed order, so they keep
 	// their own names whatever the endpoints are called.
-	var refs []string
-	for i, m := range []map[string]*schema{top.Definitions, top.Defs, top.Components.Schemas} {
-		for k, s := range m {
-			ref := refPrefixes[i] + escapePointer(k)
-			b.defs[ref] = s
-			refs = append(refs, ref)
-		}
-	}
-	sort.Strings(refs)
+	refs := c.SchemaRefs()
 	for _, ref := range refs {
+		var s schema
+		if err := json.Unmarshal(c.Schemas[ref], &s); err != nil {
+			return nil, fmt.Errorf("%s: not a JSON Schema: %v", ref, err)
+		}
+		b.defs[ref] = &s
 		b.names[ref] = b.claim(pascal(unescapePointer(ref[strings.LastIndex(ref, "/")+1:]), goStyle))
 	}
 	for _, ref := range refs {
@@ -166,10 +141,6 @@ func buildModel(raw []byte, path string, goStyle bool) (*model, error) {
 	}
 	m.types = b.types
 	return m, nil
-}
-
-func escapePointer(s string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
 }
 
 func unescapePointer(s string) string {

@@ -58,10 +58,10 @@ func TestCoderToolsOverStdio(t *testing.T) {
 	}
 
 	r, res := callTool("contract_bridge", map[string]any{"contract": "todo", "lang": "ts"}, map[string]any{"unit_id": "todo-be"})
-	if r.IsError || !res.OK || len(res.Files) != 1 || res.Files[0] != "units/todo-be/src/contract.gen.ts" {
+	if r.IsError || !res.OK || len(res.Files) != 1 || res.Files[0] != "units/todo-be/src/todo.gen.ts" {
 		t.Fatalf("contract_bridge: %s", r.Text())
 	}
-	got, _ := os.ReadFile(filepath.Join(dir, "units", "todo-be", "src", "contract.gen.ts"))
+	got, _ := os.ReadFile(filepath.Join(dir, "units", "todo-be", "src", "todo.gen.ts"))
 	want, _ := os.ReadFile(filepath.Join("testdata", "golden", "todo.ts.golden"))
 	if string(got) != string(want) {
 		t.Errorf("the file written over stdio differs from the golden output")

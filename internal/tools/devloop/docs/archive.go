@@ -85,35 +85,64 @@ func readVersions(files callctx.Files, rel string) (*Versions, error) {
 	return &v, nil
 }
 
-// archive stores data as the next version of rel unless it equals the
-// newest archived version. It returns the version that holds data and
-// whether it was created now.
-func archive(c *callctx.Ctx, rel string, data []byte) (int, bool, error) {
-	sum := sha256Hex(data)
-	var version int
-	var created bool
-	err := sandbox.UpdateJSON(c.Files, versionsPath(rel), func(v *Versions, _ bool) error {
-		v.Path = rel
-		if l := v.latest(); l != nil && l.SHA256 == sum {
-			version = l.Version
-			return sandbox.ErrUnchanged
+// archivePlan is what archiving some contents of a document will write:
+// the new version files, then versions.json naming them.
+type archivePlan struct {
+	// Versions[i] is the archived version that holds the i-th content.
+	Versions []int
+	// Created[i] is true when that version is made by this plan.
+	Created []bool
+	Files   []sandbox.File
+}
+
+// lockVersions takes the lock of rel's versions.json, under which its
+// archive is read and planned: the same lock Update would take on that file.
+func lockVersions(c *callctx.Ctx, rel string) (func(), error) {
+	return c.Files.Lock(versionsPath(rel))
+}
+
+// planArchive plans to store each of contents, in order, as the next version
+// of rel, except a content equal to the newest archived version at that
+// point, which that version already holds. The caller holds lockVersions and
+// writes plan.Files in one batch (sandbox WriteFiles) together with whatever
+// else the call writes, so the archive and the page change together or not
+// at all.
+func planArchive(c *callctx.Ctx, rel string, contents ...[]byte) (*archivePlan, error) {
+	vs, err := readVersions(c.Files, rel)
+	if err != nil {
+		return nil, err
+	}
+	vs.Path = rel
+	plan := &archivePlan{}
+	for _, data := range contents {
+		sum := sha256Hex(data)
+		if l := vs.latest(); l != nil && l.SHA256 == sum {
+			plan.Versions = append(plan.Versions, l.Version)
+			plan.Created = append(plan.Created, false)
+			continue
 		}
-		version = 1
-		if l := v.latest(); l != nil {
-			version = l.Version + 1
+		n := 1
+		if l := vs.latest(); l != nil {
+			n = l.Version + 1
 		}
-		// The version file is written before versions.json names it, so a
-		// crash in between leaves an unlisted file, never a dangling entry.
-		if err := c.Files.WriteFile(versionPath(rel, version), data); err != nil {
-			return err
-		}
-		v.Versions = append(v.Versions, Version{
-			Version: version, SHA256: sum, Size: len(data), Time: c.Clock.Now(), Agent: c.Agent, CallID: c.CallID,
+		vs.Versions = append(vs.Versions, Version{
+			Version: n, SHA256: sum, Size: len(data), Time: c.Clock.Now(), Agent: c.Agent, CallID: c.CallID,
 		})
-		created = true
-		return nil
-	})
-	return version, created, err
+		// The version file comes before versions.json in the batch, so a
+		// crash between the renames leaves an unlisted file, never a
+		// dangling entry.
+		plan.Files = append(plan.Files, sandbox.File{Path: versionPath(rel, n), Data: data})
+		plan.Versions = append(plan.Versions, n)
+		plan.Created = append(plan.Created, true)
+	}
+	if len(plan.Files) > 0 {
+		b, err := sandbox.MarshalJSON(vs)
+		if err != nil {
+			return nil, err
+		}
+		plan.Files = append(plan.Files, sandbox.File{Path: versionsPath(rel), Data: b})
+	}
+	return plan, nil
 }
 
 // ArchiveInput names the document to archive.
@@ -153,9 +182,18 @@ func archiveDoc(_ context.Context, c *callctx.Ctx, in ArchiveInput) (ArchiveOutp
 	if err != nil {
 		return ArchiveOutput{}, err
 	}
-	v, created, err := archive(c, rel, data)
+	unlock, err := lockVersions(c, rel)
 	if err != nil {
 		return ArchiveOutput{}, err
 	}
-	return ArchiveOutput{Status: tool.Status{OK: true}, Version: v, Created: created, File: versionPath(rel, v)}, nil
+	defer unlock()
+	plan, err := planArchive(c, rel, data)
+	if err != nil {
+		return ArchiveOutput{}, err
+	}
+	if err := c.Files.WriteFiles(plan.Files); err != nil {
+		return ArchiveOutput{}, err
+	}
+	v := plan.Versions[0]
+	return ArchiveOutput{Status: tool.Status{OK: true}, Version: v, Created: plan.Created[0], File: versionPath(rel, v)}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -22,11 +23,11 @@ type WriteChapterInput struct {
 type WriteOutput struct {
 	tool.Status
 	Path     string   `json:"path,omitempty" jsonschema_description:"project-relative path of the page written"`
-	Version  int      `json:"version,omitempty" jsonschema_description:"version number of the new content: the previous content is archived as version-1"`
+	Version  int      `json:"version,omitempty" jsonschema_description:"archived version that holds the content written now (archive/<path>/v<version>.html), so a later hand edit shows in diff_html"`
 	Units    []Unit   `json:"units,omitempty" jsonschema_description:"the page's units in order"`
 	Removed  []string `json:"removed,omitempty" jsonschema_description:"what the sanitiser removed, and where"`
 	Notes    []string `json:"notes,omitempty" jsonschema_description:"unit ids that were normalised or made unique"`
-	Archived int      `json:"archived,omitempty" jsonschema_description:"archive version holding the previous content (0 when the page is new)"`
+	Archived int      `json:"archived,omitempty" jsonschema_description:"archived version holding the previous content (0 when the page is new)"`
 }
 
 // WriteChapter is the write_chapter tool.
@@ -34,7 +35,7 @@ func WriteChapter() tool.Tool {
 	return tool.New(tool.Spec{
 		Name:  "write_chapter",
 		Title: "Write chapter",
-		Description: "Replace the article of a chapter page (<site>/<chapter_id>.html) with sanitised HTML. The previous page is archived first (archive_doc). " +
+		Description: "Replace the article of a chapter page (<site>/<chapter_id>.html) with sanitised HTML. The previous page and the new one are both archived (archive_doc), so diff_html shows this change now and a later hand edit after it. " +
 			"Every top-level <section> becomes a unit with a stable data-unit (kept if given, else the slug of its heading, made unique). " +
 			"Returns the units and anything the sanitiser removed. Run update_search_index afterwards.",
 		Effect:     tool.Destructive,
@@ -43,11 +44,6 @@ func WriteChapter() tool.Tool {
 }
 
 func writeChapter(_ context.Context, c *callctx.Ctx, in WriteChapterInput) (WriteOutput, error) {
-	rel := path.Join(in.Site, in.ChapterID+".html")
-	// Refuse before reading anything when this agent may not write here.
-	if _, err := c.Files.CheckWrite(rel); err != nil {
-		return WriteOutput{}, err
-	}
 	unlock, err := c.Files.Lock(in.Site + "-site")
 	if err != nil {
 		return WriteOutput{}, err
@@ -61,12 +57,15 @@ func writeChapter(_ context.Context, c *callctx.Ctx, in WriteChapterInput) (Writ
 	if p == nil {
 		return WriteOutput{}, tool.Fail("chapter %q is not in %s/site.json (chapters: %s); use one of those ids, or add the chapter with bootstrap_%s_site overwrite=true", in.ChapterID, in.Site, chapterIDs(s), in.Site)
 	}
-	return writePage(c, s, *p, in.HTML)
+	return writePage(c, s, *p, in.HTML, nil)
 }
 
-// writePage sanitises body, assigns units, archives the old page and writes
-// the new one.
-func writePage(c *callctx.Ctx, s *Site, p Page, body string) (WriteOutput, error) {
+// writePage sanitises body, assigns units, and writes the new page with its
+// archive (the old content and the new one, each unless the newest archived
+// version already holds it) and the extra files the caller adds, all in one
+// batch through the door, the page last: an agent that may not write one of
+// them changes none of them, and is told about the page.
+func writePage(c *callctx.Ctx, s *Site, p Page, body string, extra func() ([]sandbox.File, error)) (WriteOutput, error) {
 	rel := path.Join(s.Kind, p.Page)
 	nodes, err := parseFragment(body)
 	if err != nil {
@@ -82,19 +81,38 @@ func writePage(c *callctx.Ctx, s *Site, p Page, body string) (WriteOutput, error
 	if err != nil {
 		return WriteOutput{}, err
 	}
-	out := WriteOutput{Status: tool.Status{OK: true}, Path: rel, Units: units, Removed: removed, Notes: notes, Version: 1}
+	out := WriteOutput{Status: tool.Status{OK: true}, Path: rel, Units: units, Removed: removed, Notes: notes}
+	unlock, err := lockVersions(c, rel)
+	if err != nil {
+		return WriteOutput{}, err
+	}
+	defer unlock()
+	contents := [][]byte{page}
 	old, err := c.Files.ReadFile(rel)
 	switch {
 	case err == nil:
-		v, _, err := archive(c, rel, old)
-		if err != nil {
-			return WriteOutput{}, err
-		}
-		out.Archived, out.Version = v, v+1
+		contents = [][]byte{old, page}
 	case !notFound(err):
 		return WriteOutput{}, err
 	}
-	if err := c.Files.WriteFile(rel, page); err != nil {
+	plan, err := planArchive(c, rel, contents...)
+	if err != nil {
+		return WriteOutput{}, err
+	}
+	out.Version = plan.Versions[len(plan.Versions)-1]
+	if len(contents) == 2 {
+		out.Archived = plan.Versions[0]
+	}
+	files := plan.Files
+	if extra != nil {
+		more, err := extra()
+		if err != nil {
+			return WriteOutput{}, err
+		}
+		files = append(files, more...)
+	}
+	files = append(files, sandbox.File{Path: rel, Data: page})
+	if err := c.Files.WriteFiles(files); err != nil {
 		return WriteOutput{}, err
 	}
 	if err := c.Emit("doc.write", map[string]any{"path": rel, "version": out.Version, "units": len(units), "removed": len(removed)}); err != nil {
@@ -124,7 +142,7 @@ func WriteMVCPPage() tool.Tool {
 		Name:  "write_mvcp_page",
 		Title: "Write prototype page",
 		Description: "Write a clickable prototype page prd/mvcp/<name>.html inside the PRD site shell (listed under Prototypes in the sidebar and on the index). " +
-			"The previous page is archived first; HTML is sanitised and split into units like write_chapter.",
+			"The previous page and the new one are archived; HTML is sanitised and split into units like write_chapter.",
 		Effect:     tool.Destructive,
 		Idempotent: true,
 	}, writeMVCP)
@@ -133,9 +151,6 @@ func WriteMVCPPage() tool.Tool {
 func writeMVCP(_ context.Context, c *callctx.Ctx, in WriteMVCPInput) (WriteOutput, error) {
 	const dir = "prd"
 	p := Page{ID: in.Name, Title: in.Title, Page: "mvcp/" + in.Name + ".html"}
-	if _, err := c.Files.CheckWrite(path.Join(dir, p.Page)); err != nil {
-		return WriteOutput{}, err
-	}
 	unlock, err := c.Files.Lock(dir + "-site")
 	if err != nil {
 		return WriteOutput{}, err
@@ -162,17 +177,17 @@ func writeMVCP(_ context.Context, c *callctx.Ctx, in WriteMVCPInput) (WriteOutpu
 	default:
 		s.Prototypes[listed].Title = p.Title
 	}
-	out, err := writePage(c, s, p, in.HTML)
-	if err != nil {
-		return WriteOutput{}, err
-	}
-	// The index and the sidebar data list prototypes, so they follow.
-	if err := writeSiteData(c.Files, dir, s); err != nil {
-		return WriteOutput{}, err
-	}
-	idx, err := renderIndex(s)
-	if err != nil {
-		return WriteOutput{}, err
-	}
-	return out, c.Files.WriteFile(path.Join(dir, indexPage), idx)
+	// The index and the sidebar data list prototypes, so they change with
+	// the page.
+	return writePage(c, s, p, in.HTML, func() ([]sandbox.File, error) {
+		files, err := siteDataFiles(dir, s)
+		if err != nil {
+			return nil, err
+		}
+		idx, err := renderIndex(s)
+		if err != nil {
+			return nil, err
+		}
+		return append(files, sandbox.File{Path: path.Join(dir, indexPage), Data: idx}), nil
+	})
 }

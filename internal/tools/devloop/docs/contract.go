@@ -26,13 +26,13 @@ type Hashes map[string]HashRecord
 
 // HashContractInput names the contract.
 type HashContractInput struct {
-	Path string `json:"path" jsonschema:"pattern=^contracts/[a-z0-9][a-z0-9_-]{0\\,63}\\.json$" jsonschema_description:"project-relative path of the contract: contracts/<name>.json"`
+	Path string `json:"path" jsonschema:"pattern=^contracts/[a-z0-9][a-z0-9_-]{0\\,63}\\.(json|yaml|yml)$" jsonschema_description:"project-relative path of the contract: contracts/<name>.json, .yaml or .yml (the toolhost format or OpenAPI 3.0/3.1)"`
 }
 
 // HashContractOutput is the result of hash_contract.
 type HashContractOutput struct {
 	tool.Status
-	SHA256   string `json:"sha256,omitempty" jsonschema_description:"hex sha256 of the contract's canonical JSON (sorted keys, no insignificant white space, numbers as written)"`
+	SHA256   string `json:"sha256,omitempty" jsonschema_description:"hex sha256 of the contract's canonical JSON (sorted keys, no insignificant white space, numbers as written; a YAML contract as the JSON it stands for)"`
 	Changed  bool   `json:"changed" jsonschema_description:"true when a hash was recorded before and differs from this one"`
 	Previous string `json:"previous,omitempty" jsonschema_description:"the hash recorded before, if any"`
 }
@@ -42,7 +42,7 @@ func HashContract() tool.Tool {
 	return tool.New(tool.Spec{
 		Name:  "hash_contract",
 		Title: "Hash API contract",
-		Description: "Compute the sha256 of a contract's canonical JSON (reformatting does not change it; changing any field does) and record it in contracts/hashes.json. " +
+		Description: "Compute the sha256 of a contract's canonical JSON (the toolhost format or OpenAPI 3.0/3.1, JSON or YAML; reformatting does not change it, changing any field does) and record it in contracts/hashes.json. " +
 			"Returns the hash, the previously recorded one and whether it changed; validate_sdd_consistency reports contracts whose hash changed since it was recorded.",
 		Effect:     tool.Destructive,
 		Idempotent: true,
@@ -60,8 +60,8 @@ func hashContract(_ context.Context, c *callctx.Ctx, in HashContractInput) (Hash
 	if err != nil {
 		return HashContractOutput{}, err
 	}
-	if _, err := contract.Parse(data); err != nil {
-		return HashContractOutput{}, tool.Fail("%s: %v; fix the contract ({name, version, endpoints:[{id, method, path, request?, response, status}]})", in.Path, err)
+	if _, err := contract.Parse(data, contract.NameOf(in.Path)); err != nil {
+		return HashContractOutput{}, tool.Fail("%s: %v; fix the contract ({name, version, endpoints:[{id, method, path, request?, response, status}]}, or an OpenAPI 3.0/3.1 document with paths and components.schemas)", in.Path, err)
 	}
 	sum, err := contract.Hash(data)
 	if err != nil {

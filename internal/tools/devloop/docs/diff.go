@@ -16,7 +16,7 @@ import (
 // DiffInput picks two versions of a document.
 type DiffInput struct {
 	Path string `json:"path" jsonschema:"minLength=1,maxLength=512" jsonschema_description:"project-relative path of the document, e.g. prd/goals.html"`
-	From int    `json:"from,omitempty" jsonschema:"minimum=1" jsonschema_description:"archived version to compare from; default: the newest archived version (the one before to, when to is given)"`
+	From int    `json:"from,omitempty" jsonschema:"minimum=1" jsonschema_description:"archived version to compare from; default: the newest archived version that differs from what is compared to (so right after write_chapter, which archives what it writes, the version before it; after a hand edit, what write_chapter wrote)"`
 	To   int    `json:"to,omitempty" jsonschema:"minimum=1" jsonschema_description:"archived version to compare to; default: the current file"`
 }
 
@@ -60,9 +60,22 @@ func resolve(c *callctx.Ctx, in DiffInput) (from, to side, err error) {
 	}
 	fromN := in.From
 	if fromN == 0 {
+		// The newest version before to; for the current file, the newest
+		// one whose content differs from it, falling back to the newest.
+		var cur string
+		if in.To == 0 {
+			if b, err := c.Files.ReadFile(rel); err == nil {
+				cur = sha256Hex(b)
+			}
+		}
 		for _, v := range vs.Versions {
-			if in.To == 0 || v.Version < in.To {
+			if in.To != 0 && v.Version < in.To || in.To == 0 && v.SHA256 != cur {
 				fromN = v.Version
+			}
+		}
+		if fromN == 0 && in.To == 0 {
+			if l := vs.latest(); l != nil {
+				fromN = l.Version
 			}
 		}
 		if fromN == 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -259,4 +260,84 @@ func TestEchoDiffSummaryAndTimeline(t *testing.T) {
 	if e.Kind != "doc.diff" || e.Seq != o.Seq || e.Agent != "pm" || e.Message != want || e.Data.Path != "prd/goals.html" || len(e.Data.Units) != 3 {
 		t.Errorf("timeline entry = %+v", e)
 	}
+}
+
+// write_chapter archives what it writes: a hand edit afterwards is diffed
+// against it, and archive_doc of the unchanged page, or of content equal to
+// the newest archived version, adds no version.
+func TestWriteChapterArchivesWhatItWrites(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	c := p.ctx("pm")
+	bootstrapPRD(t, c, "goals")
+	first := mustRun[WriteOutput](t, c, WriteChapter(), map[string]any{"site": "prd", "chapter_id": "goals", "html": section("Scope", "Lists and items.")})
+	if first.Archived != 1 || first.Version != 2 {
+		t.Fatalf("first write: archived %d, version %d; want the empty page as v1 and the write as v2", first.Archived, first.Version)
+	}
+	if got := p.read("archive/prd/goals.html/v2.html"); got != p.read("prd/goals.html") {
+		t.Fatal("v2 is not the page write_chapter wrote")
+	}
+	again := mustRun[ArchiveOutput](t, c, ArchiveDoc(), map[string]any{"path": "prd/goals.html"})
+	if again.Created || again.Version != 2 {
+		t.Fatalf("archive_doc right after write_chapter = %+v; want version 2, nothing created", again)
+	}
+	same := mustRun[WriteOutput](t, c, WriteChapter(), map[string]any{"site": "prd", "chapter_id": "goals", "html": section("Scope", "Lists and items.")})
+	if same.Version != 2 || same.Archived != 2 {
+		t.Fatalf("rewriting the same content = %+v; want version 2 for both, no new version", same)
+	}
+	// The default diff right after a write shows that write.
+	d := mustRun[DiffHTMLOutput](t, c, DiffHTML(), map[string]any{"path": "prd/goals.html"})
+	if d.From != "prd/goals.html@v1" || d.Added == 0 {
+		t.Fatalf("diff after write_chapter = %+v; want v1 → current with the added scope", d)
+	}
+	// A hand edit (the PM's own Edit tool) is diffed against what
+	// write_chapter wrote.
+	p.write("prd/goals.html", strings.Replace(p.read("prd/goals.html"), "Lists and items.", "Lists, items and due dates.", 1))
+	d = mustRun[DiffHTMLOutput](t, c, DiffHTML(), map[string]any{"path": "prd/goals.html"})
+	if d.From != "prd/goals.html@v2" || d.Added != 1 || d.Removed != 1 || !strings.Contains(d.Diff, "+Lists, items and due dates.") {
+		t.Fatalf("diff after the hand edit = %+v; want v2 → current, the edited line only", d)
+	}
+	edited := mustRun[ArchiveOutput](t, c, ArchiveDoc(), map[string]any{"path": "prd/goals.html"})
+	if !edited.Created || edited.Version != 3 {
+		t.Fatalf("archive_doc of the hand edit = %+v; want a new version 3", edited)
+	}
+	if twice := mustRun[ArchiveOutput](t, c, ArchiveDoc(), map[string]any{"path": "prd/goals.html"}); twice.Created || twice.Version != 3 {
+		t.Fatalf("archive_doc of unchanged content = %+v; want version 3 again, nothing created", twice)
+	}
+}
+
+// An agent that may write a page but not its archive, or its archive but not
+// the page, gets the sandbox's refusal from write_chapter and nothing
+// changes: no page without its archive, no archive without its page.
+func TestWriteChapterIsAllOrNothing(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		allow   []string
+		refused string
+	}{
+		{[]string{"prd/**"}, "archive/prd/goals.html/"},
+		{[]string{"archive/prd/**", "prd/index.html"}, "tried to write prd/goals.html"},
+	} {
+		t.Run(tc.allow[0], func(t *testing.T) {
+			t.Parallel()
+			p := newProject(t)
+			bootstrapPRD(t, p.ctx("pm"), "goals")
+			c := testutil.NewCtx(t, testutil.CtxOptions{Agent: "pm", Dir: p.dir, Clock: p.clock, AllowList: tc.allow})
+			before := p.read("prd/goals.html")
+			_, _, err := run[WriteOutput](t, c, WriteChapter(), map[string]any{"site": "prd", "chapter_id": "goals", "html": section("Scope", "x")})
+			if !errors.Is(err, sandbox.ErrEscape) || !strings.Contains(err.Error(), tc.refused) {
+				t.Fatalf("write_chapter = %v, want the sandbox refusing %s", err, tc.refused)
+			}
+			if p.read("prd/goals.html") != before {
+				t.Fatal("the page was replaced although its archive was refused")
+			}
+			if _, err := os.Stat(p.path("archive")); !os.IsNotExist(err) {
+				t.Fatalf("archive/ was created: %v", err)
+			}
+		})
+	}
+}
+
+func section(heading, text string) string {
+	return "<section><h2>" + heading + "</h2><p>" + text + "</p></section>"
 }

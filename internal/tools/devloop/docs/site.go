@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -86,16 +87,18 @@ func loadSite(files callctx.Files, dir string) (*Site, error) {
 	return &s, nil
 }
 
-// writeSiteData writes site.json and its file:// twin site-data.js.
-func writeSiteData(files callctx.Files, dir string, s *Site) error {
-	if err := files.WriteJSON(path.Join(dir, siteJSON), s); err != nil {
-		return err
+// siteDataFiles are site.json and its file:// twin site-data.js, site.json
+// last: a site is there once its site.json is.
+func siteDataFiles(dir string, s *Site) ([]sandbox.File, error) {
+	b, err := sandbox.MarshalJSON(s)
+	if err != nil {
+		return nil, err
 	}
 	js, err := jsGlobal("TOOLHOST_SITE", s)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return files.WriteFile(path.Join(dir, siteDataJS), js)
+	return []sandbox.File{{Path: path.Join(dir, siteDataJS), Data: js}, {Path: path.Join(dir, siteJSON), Data: b}}, nil
 }
 
 // jsGlobal renders v as a script assigning a window global. Pages load it
@@ -255,26 +258,19 @@ func bootstrap(_ context.Context, c *callctx.Ctx, dir string, in BootstrapInput)
 		s.Prototypes = old.Prototypes
 	}
 	out := BootstrapOutput{Status: tool.Status{OK: true}, Site: dir}
-	write := func(rel string, data []byte) error {
-		if err := c.Files.WriteFile(path.Join(dir, rel), data); err != nil {
-			return err
-		}
-		out.Files = append(out.Files, path.Join(dir, rel))
-		return nil
-	}
-	// Check the first write before producing anything, so a refused agent
-	// gets the sandbox message and nothing changes.
-	if _, err := c.Files.CheckWrite(path.Join(dir, siteJSON)); err != nil {
-		return BootstrapOutput{}, err
+	// The whole site is one batch through the door, site.json last: an agent
+	// that may not write the site gets the sandbox's message about it and
+	// nothing changes.
+	var batch []sandbox.File
+	add := func(rel string, data []byte) {
+		batch = append(batch, sandbox.File{Path: path.Join(dir, rel), Data: data})
 	}
 	for _, a := range []string{shellCSS, shellJS} {
 		b, err := templateFS.ReadFile("templates/" + path.Base(a))
 		if err != nil {
 			return BootstrapOutput{}, err
 		}
-		if err := write(a, b); err != nil {
-			return BootstrapOutput{}, err
-		}
+		add(a, b)
 	}
 	for _, p := range s.pages() {
 		var body *html.Node
@@ -287,21 +283,24 @@ func bootstrap(_ context.Context, c *callctx.Ctx, dir string, in BootstrapInput)
 		if err != nil {
 			return BootstrapOutput{}, err
 		}
-		if err := write(p.Page, b); err != nil {
-			return BootstrapOutput{}, err
-		}
+		add(p.Page, b)
 	}
 	idx, err := renderIndex(s)
 	if err != nil {
 		return BootstrapOutput{}, err
 	}
-	if err := write(indexPage, idx); err != nil {
+	add(indexPage, idx)
+	data, err := siteDataFiles(dir, s)
+	if err != nil {
 		return BootstrapOutput{}, err
 	}
-	if err := writeSiteData(c.Files, dir, s); err != nil {
+	batch = append(batch, data...)
+	if err := c.Files.WriteFiles(batch); err != nil {
 		return BootstrapOutput{}, err
 	}
-	out.Files = append(out.Files, path.Join(dir, siteJSON), path.Join(dir, siteDataJS))
+	for _, f := range batch {
+		out.Files = append(out.Files, f.Path)
+	}
 	if _, err := rebuildIndex(c.Files, dir, s); err != nil {
 		return BootstrapOutput{}, err
 	}

@@ -246,8 +246,9 @@ func TestTitlesAreEscaped(t *testing.T) {
 	}
 }
 
-// Concurrent rewrites of one chapter are serialised: every previous content
-// is archived exactly once, in order, and no version is lost.
+// Concurrent rewrites of one chapter are serialised: every content, the
+// first empty page and each write, is archived exactly once, in order, and
+// no version is lost.
 func TestConcurrentWritesKeepEveryVersion(t *testing.T) {
 	t.Parallel()
 	p := newProject(t)
@@ -269,10 +270,13 @@ func TestConcurrentWritesKeepEveryVersion(t *testing.T) {
 	if err := json.Unmarshal([]byte(p.read("archive/prd/goals.html/versions.json")), &vs); err != nil {
 		t.Fatal(err)
 	}
-	if len(vs.Versions) != n {
-		t.Fatalf("%d versions archived, want %d (the empty page and %d overwritten writes)", len(vs.Versions), n, n-1)
+	if len(vs.Versions) != n+1 {
+		t.Fatalf("%d versions archived, want %d (the empty page and the %d writes)", len(vs.Versions), n+1, n)
 	}
-	seen := map[string]bool{sha256Hex([]byte(p.read("prd/goals.html"))): true}
+	if last := vs.Versions[n]; last.SHA256 != sha256Hex([]byte(p.read("prd/goals.html"))) {
+		t.Fatalf("the newest archived version %d is not the page as it is now", last.Version)
+	}
+	seen := map[string]bool{}
 	for i, v := range vs.Versions {
 		if v.Version != i+1 || seen[v.SHA256] {
 			t.Fatalf("versions[%d] = %+v: out of order or a duplicate", i, v)

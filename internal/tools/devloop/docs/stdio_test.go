@@ -56,12 +56,22 @@ func TestPMOverStdio(t *testing.T) {
 	if !r.IsError || !strings.Contains(r.Text(), "site") {
 		t.Errorf("site=docs: isError=%v %s", r.IsError, r.Text())
 	}
-	// The PM may not write the SDD.
+	// The PM may not write the SDD the Architect made: the page, its archive
+	// and nothing else change.
+	arch := testutil.ServeEnv(t, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, "--project-dir", dir, "--agent", "architect", "--session", "sess-docs-arch")
+	testutil.ResultOK(t, "bootstrap_sdd_site", testutil.CallTool(t, arch, "bootstrap_sdd_site", map[string]any{"title": "Todo SDD", "chapters": []map[string]string{{"id": "design", "title": "Design"}}}), nil)
+	before, err := os.ReadFile(filepath.Join(dir, "sdd", "design.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	r = testutil.CallTool(t, cl, "write_chapter", map[string]any{"site": "sdd", "chapter_id": "design", "html": "<p>x</p>"})
 	if !r.IsError || !strings.Contains(r.Text(), "Sandbox violation: devloop-pm tried to write sdd/design.html") {
 		t.Errorf("pm writing sdd: isError=%v %s", r.IsError, r.Text())
 	}
-	if _, err := os.Stat(filepath.Join(dir, "sdd")); !os.IsNotExist(err) {
-		t.Error("the refused write created sdd/")
+	if after, _ := os.ReadFile(filepath.Join(dir, "sdd", "design.html")); string(after) != string(before) {
+		t.Error("the refused write changed sdd/design.html")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "archive", "sdd")); !os.IsNotExist(err) {
+		t.Error("the refused write archived the SDD page")
 	}
 }

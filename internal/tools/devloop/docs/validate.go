@@ -405,21 +405,28 @@ func exampleRef(units []prdUnit) string {
 // checkContracts reports contracts the SDD never references, contracts that
 // do not parse, and contracts whose hash changed since it was recorded.
 func (k *checker) checkContracts(sddPages []string) {
-	entries, err := os.ReadDir(filepath.Join(k.files.ProjectDir(), "contracts"))
+	entries, err := os.ReadDir(filepath.Join(k.files.ProjectDir(), contract.Dir))
 	if err != nil {
 		return // no contracts yet: nothing to reference
 	}
+	// By contract name: data-contract="todo", or a link to its file.
 	referenced := map[string]bool{}
 	for _, rel := range sddPages {
 		walk(k.doc(rel), func(n *html.Node) {
 			if v, ok := attr(n, "data-contract"); ok {
 				for _, tok := range strings.Fields(v) {
-					referenced[contract.Path(strings.TrimSuffix(path.Base(tok), ".json"))] = true
+					name := path.Base(tok)
+					for _, ext := range contract.Exts {
+						name = strings.TrimSuffix(name, ext)
+					}
+					referenced[name] = true
 				}
 			}
 			if v, ok := attr(n, "href"); ok {
 				if u, err := url.Parse(v); err == nil && u.Scheme == "" && u.Host == "" && u.Path != "" {
-					referenced[path.Join(path.Dir(rel), u.Path)] = true
+					if name := contract.NameOf(path.Join(path.Dir(rel), u.Path)); name != "" {
+						referenced[name] = true
+					}
 				}
 			}
 		})
@@ -431,20 +438,20 @@ func (k *checker) checkContracts(sddPages []string) {
 		}
 	}
 	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".json")
-		if e.IsDir() || !ok || e.Name() == path.Base(HashesPath) {
+		rel := contract.Dir + "/" + e.Name()
+		name := contract.NameOf(rel)
+		if e.IsDir() || name == "" {
 			continue
 		}
-		rel := contract.Path(name)
 		data, err := k.files.ReadFile(rel)
 		if err != nil {
 			continue
 		}
-		if _, err := contract.Parse(data); err != nil {
+		if _, err := contract.Parse(data, name); err != nil {
 			k.rep.err(rel, "contract_invalid", "%v", err)
 			continue
 		}
-		if !referenced[rel] {
+		if !referenced[name] {
 			k.rep.err(rel, "contract_unreferenced", "no SDD page references contract %s; add data-contract=%q to the section that specifies it", name, name)
 		}
 		sum, err := contract.Hash(data)

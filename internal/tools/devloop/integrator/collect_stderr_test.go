@@ -2,8 +2,11 @@ package integrator
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/toolhost/toolhost/internal/testutil/crash"
 )
 
 func TestCollectStderrSignatures(t *testing.T) {
@@ -16,8 +19,8 @@ func TestCollectStderrSignatures(t *testing.T) {
 	}{
 		{"go panic", "starting\npanic: runtime error: index out of range [3] with length 2\n\ngoroutine 1 [running]:\nmain.main()\n",
 			[]string{"go_panic"}, []int{2}},
-		{"node error with stack and EADDRINUSE", "Server starting\nError: listen EADDRINUSE: address already in use 127.0.0.1:3000\n    at Server.setupListenHandle [as _listen2] (node:net:1817:16)\n    at listenInCluster (node:net:1865:12)\n",
-			[]string{"node_error", "eaddrinuse"}, []int{2, 2}},
+		{"node error with stack and EADDRINUSE, once", "Server starting\nError: listen EADDRINUSE: address already in use 127.0.0.1:3000\n    at Server.setupListenHandle [as _listen2] (node:net:1817:16)\n    at listenInCluster (node:net:1865:12)\n",
+			[]string{"eaddrinuse"}, []int{2}},
 		{"node TypeError with code", "/app/src/x.js:3\nTypeError [ERR_INVALID_ARG_TYPE]: bad\n\n    at f (/app/src/x.js:3:9)\n",
 			[]string{"node_error"}, []int{2}},
 		{"error without a stack is not a node error", "Error: config missing\nbye\n", nil, nil},
@@ -79,5 +82,51 @@ func TestCollectStderrDefaultsToKnownUnits(t *testing.T) {
 	}
 	if strings.Join(ids, ",") != "api,db,web" || out.Units[1].Exists || !out.Units[0].Exists {
 		t.Fatalf("units = %+v", out.Units)
+	}
+}
+
+// TestCollectStderrOnRealCrashes: the stderr of real crashed processes —
+// Node with a missing module, Node on a port in use, Node with an unhandled
+// rejection, a Go panic in a goroutine, a Python traceback — gives each
+// error once, at the line it starts, with its trace.
+func TestCollectStderrOnRealCrashes(t *testing.T) {
+	t.Parallel()
+	inUse, port := crash.NodeAddrInUse(t)
+	cases := []struct {
+		name, stderr, kind string
+		text, trace        string // in the signature's Text and in its Trace
+	}{
+		{"node missing module", crash.NodeMissingModule(t), "module_not_found", "Error: Cannot find module 'pg-pool-missing'", "/db.js"},
+		{"node port in use", inUse, "eaddrinuse", fmt.Sprintf("EADDRINUSE: address already in use 127.0.0.1:%d", port), "at Server.setupListenHandle"},
+		{"node unhandled rejection", crash.NodeUnhandledRejection(t), "unhandled_rejection", "UnhandledPromiseRejection", "ERR_UNHANDLED_REJECTION"},
+		{"go panic", crash.GoPanic(t), "go_panic", "panic: runtime error: index out of range", "main.pick("},
+		{"python traceback", crash.PythonTraceback(t), "python_traceback", "Traceback (most recent call last):", "return int(v)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			log := "starting\n" + tc.stderr
+			if err := e.c.Files.WriteFile(ErrLog("api"), []byte(log)); err != nil {
+				t.Fatal(err)
+			}
+			out, err := collectStderr(context.Background(), e.c, CollectStderrInput{Units: []string{"api"}})
+			if err != nil || !out.OK {
+				t.Fatalf("collect_stderr = %+v, %v", out, err)
+			}
+			sigs := out.Units[0].Signatures
+			if len(sigs) != 1 {
+				t.Fatalf("signatures = %+v; want exactly one %s in:\n%s", sigs, tc.kind, tc.stderr)
+			}
+			sg := sigs[0]
+			lines := strings.Split(log, "\n")
+			if sg.Kind != tc.kind || !strings.Contains(sg.Text+" "+sg.Summary, tc.text) || !strings.Contains(strings.Join(sg.Trace, "\n"), tc.trace) ||
+				sg.Line < 1 || lines[sg.Line-1] != sg.Text {
+				t.Fatalf("signature = %+v; want %s at its line saying %q with %q in the trace, in:\n%s", sg, tc.kind, tc.text, tc.trace, tc.stderr)
+			}
+			if tc.kind == "python_traceback" && !strings.HasPrefix(sg.Summary, "ValueError: invalid literal for int()") {
+				t.Errorf("summary = %q, want the exception line", sg.Summary)
+			}
+		})
 	}
 }

@@ -17,7 +17,7 @@ import (
 // HealthTarget is one URL to wait for.
 type HealthTarget struct {
 	Unit string `json:"unit,omitempty" jsonschema:"pattern=^[A-Za-z0-9][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"unit serving the URL; if its process exits, the wait for this target ends at once with the exit code and the stderr tail"`
-	URL  string `json:"url" jsonschema:"minLength=1,maxLength=2048" jsonschema_description:"http(s) URL on 127.0.0.0/8, ::1 or localhost, e.g. http://127.0.0.1:<port>/health; a 2xx answer means ready"`
+	URL  string `json:"url" jsonschema:"minLength=1,maxLength=2048" jsonschema_description:"http(s) URL on 127.0.0.0/8, ::1 or localhost, e.g. http://127.0.0.1:{{port:api}}/health; placeholders as in run_case ({{port:<unit>}}, {{env:<NAME>}}); a 2xx answer means ready"`
 }
 
 // HealthWaitInput is the health_wait request.
@@ -30,7 +30,7 @@ type HealthWaitInput struct {
 // TargetResult is the outcome for one target.
 type TargetResult struct {
 	Unit       string   `json:"unit,omitempty" jsonschema_description:"the target's unit"`
-	URL        string   `json:"url" jsonschema_description:"the URL polled"`
+	URL        string   `json:"url" jsonschema_description:"the URL polled, placeholders resolved"`
 	Ready      bool     `json:"ready" jsonschema_description:"true when the URL answered 2xx"`
 	Status     int      `json:"status,omitempty" jsonschema_description:"HTTP status of the last answer"`
 	Attempts   int      `json:"attempts" jsonschema_description:"requests sent"`
@@ -53,7 +53,7 @@ func HealthWait() tool.Tool {
 	return tool.New(tool.Spec{
 		Name:  "health_wait",
 		Title: "Wait for units to answer",
-		Description: "Poll each loopback URL until it answers 2xx or timeout_ms passes; per target ready, status, attempts, " +
+		Description: "Poll each loopback URL ({{port:<unit>}} and {{env:<NAME>}} placeholders resolved as in run_case) until it answers 2xx or timeout_ms passes; per target ready, status, attempts, " +
 			"elapsed_ms and error. When a target names a unit whose process exits first, that target ends at once with the " +
 			"exit code and the unit's stderr tail. Requests never go through a proxy from the environment; only 127.0.0.0/8, " +
 			"::1 and localhost are allowed. Sends progress notifications and stops when the call is cancelled.",
@@ -100,6 +100,15 @@ func watchUnit(c *callctx.Ctx, id string, uf UnitsFile) (*unitWatch, string) {
 }
 
 func healthWait(ctx context.Context, c *callctx.Ctx, in HealthWaitInput) (HealthWaitOutput, error) {
+	// The URLs take the placeholders run_case does, so the port port_picker
+	// reserved need not be copied by hand.
+	r := newResolver(c, nil)
+	for i := range in.Targets {
+		in.Targets[i].URL = r.text(in.Targets[i].URL, fmt.Sprintf("/targets/%d/url", i))
+	}
+	if len(r.unresolved) > 0 {
+		return HealthWaitOutput{Status: tool.Status{Reason: r.summary()}, Targets: []TargetResult{}}, nil
+	}
 	for i, t := range in.Targets {
 		if _, err := checkLoopbackURL(t.URL); err != nil {
 			return HealthWaitOutput{Status: tool.Status{Reason: fmt.Sprintf("targets[%d]: %v", i, err)}, Targets: []TargetResult{}}, nil

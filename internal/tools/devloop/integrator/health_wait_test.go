@@ -2,14 +2,42 @@ package integrator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/internal/tool"
 )
+
+// wait calls health_wait through its schemas, as the engine would: args are
+// the JSON the model sends.
+func wait(t *testing.T, ctx context.Context, e *env, args map[string]any) (HealthWaitOutput, error) {
+	t.Helper()
+	r, err := testutil.RunTool(t, ctx, e.c, HealthWait(), args)
+	if err != nil {
+		return HealthWaitOutput{}, err
+	}
+	var out HealthWaitOutput
+	if err := json.Unmarshal(r.Structured, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out, nil
+}
+
+func target(unit, url string) map[string]any {
+	m := map[string]any{"url": url}
+	if unit != "" {
+		m["unit"] = unit
+	}
+	return m
+}
 
 func TestHealthWaitReportsACrashAtOnce(t *testing.T) {
 	t.Parallel()
@@ -24,9 +52,8 @@ func TestHealthWaitReportsACrashAtOnce(t *testing.T) {
 	// return on the unit's exit lets the call finish without a context error.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, err := healthWait(ctx, e.c, HealthWaitInput{Targets: []HealthTarget{
-		{Unit: "api", URL: fmt.Sprintf("http://127.0.0.1:%d/health", port)},
-	}, TimeoutMS: 110000, IntervalMS: 100})
+	out, err := wait(t, ctx, e, map[string]any{"targets": []any{target("api", fmt.Sprintf("http://127.0.0.1:%d/health", port))},
+		"timeout_ms": 110000, "interval_ms": 100})
 	if err != nil {
 		t.Fatalf("health_wait did not return on the crash: %v", err)
 	}
@@ -58,7 +85,7 @@ func TestHealthWaitOnlyLoopbackTargets(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
 			t.Parallel()
-			out, err := healthWait(context.Background(), e.c, HealthWaitInput{Targets: []HealthTarget{{URL: tt.url}}, TimeoutMS: 100})
+			out, err := wait(t, context.Background(), e, map[string]any{"targets": []any{target("", tt.url)}, "timeout_ms": 100})
 			if err != nil || out.OK || !strings.Contains(out.Reason, tt.want) {
 				t.Fatalf("health_wait(%s) = %+v, %v; want ok:false with %q", tt.url, out, err, tt.want)
 			}
@@ -84,7 +111,7 @@ func TestHealthWaitTimesOutWithLastError(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
-	out, err := healthWait(context.Background(), e.c, HealthWaitInput{Targets: []HealthTarget{{URL: srv.URL}}, TimeoutMS: 300, IntervalMS: 50})
+	out, err := wait(t, context.Background(), e, map[string]any{"targets": []any{target("", srv.URL)}, "timeout_ms": 300, "interval_ms": 50})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,9 +130,8 @@ func TestHealthWaitStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := healthWait(ctx, e.c, HealthWaitInput{Targets: []HealthTarget{
-			{URL: fmt.Sprintf("http://127.0.0.1:%d/", deadPort(t))},
-		}, TimeoutMS: 110000, IntervalMS: 50})
+		_, err := wait(t, ctx, e, map[string]any{"targets": []any{target("", fmt.Sprintf("http://127.0.0.1:%d/", deadPort(t)))},
+			"timeout_ms": 110000, "interval_ms": 50})
 		done <- err
 	}()
 	for e.progress.count() == 0 {
@@ -125,8 +151,51 @@ func TestHealthWaitStopsOnCancel(t *testing.T) {
 func TestHealthWaitUnknownUnit(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	out, err := healthWait(context.Background(), e.c, HealthWaitInput{Targets: []HealthTarget{{Unit: "ghost", URL: "http://127.0.0.1:1/"}}, TimeoutMS: 100})
+	out, err := wait(t, context.Background(), e, map[string]any{"targets": []any{target("ghost", "http://127.0.0.1:1/")}, "timeout_ms": 100})
 	if err != nil || out.OK || !strings.Contains(out.Targets[0].Error, "not in integration/units.json") || out.Targets[0].Attempts != 0 {
 		t.Fatalf("result = %+v, %v", out, err)
+	}
+}
+
+// The port of a unit comes from port_picker's reservation through the same
+// placeholders run_case takes; an unknown one is an ok:false naming it.
+func TestHealthWaitResolvesPlaceholders(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	if err := e.c.Files.WriteJSON(PortsPath, PortsFile{Reservations: map[string]Reservation{"api": {Port: port}}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := wait(t, context.Background(), e, map[string]any{"targets": []any{target("", "http://127.0.0.1:{{port:api}}/health")}, "timeout_ms": 2000})
+	if err != nil || !out.OK || !out.Targets[0].Ready || out.Targets[0].URL != fmt.Sprintf("http://127.0.0.1:%d/health", port) {
+		t.Fatalf("health_wait with {{port:api}} = %+v, %v; want ready at port %d", out, err, port)
+	}
+	out, err = wait(t, context.Background(), e, map[string]any{"targets": []any{target("", "http://127.0.0.1:{{port:web}}/")}, "timeout_ms": 2000})
+	if err != nil || out.OK || !strings.Contains(out.Reason, "no port reserved for unit web") || len(out.Targets) != 0 {
+		t.Fatalf("unreserved placeholder = %+v, %v; want ok:false naming port_picker", out, err)
+	}
+}
+
+// The schema the model reads is the one that guards the call.
+func TestHealthWaitSchemaRejects(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+		says string
+	}{
+		{"no targets", map[string]any{"targets": []any{}}, "targets"},
+		{"timeout too short", map[string]any{"targets": []any{target("", "http://127.0.0.1:1/")}, "timeout_ms": 50}, "timeout_ms"},
+		{"interval too short", map[string]any{"targets": []any{target("", "http://127.0.0.1:1/")}, "interval_ms": 1}, "interval_ms"},
+		{"unit not an id", map[string]any{"targets": []any{target("../x", "http://127.0.0.1:1/")}}, "unit"},
+		{"no url", map[string]any{"targets": []any{map[string]any{"unit": "api"}}}, "url"},
+		{"unknown field", map[string]any{"targets": []any{target("", "http://127.0.0.1:1/")}, "retries": 3}, "retries"},
+	} {
+		if _, err := wait(t, context.Background(), e, tc.args); !errors.As(err, new(*tool.ValidationError)) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v; want a schema rejection naming %s", tc.name, err, tc.says)
+		}
 	}
 }

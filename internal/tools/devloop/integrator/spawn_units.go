@@ -137,10 +137,12 @@ func spawnUnits(ctx context.Context, c *callctx.Ctx, in SpawnUnitsInput) (SpawnU
 		out.Units = []UnitStatus{}
 	}
 	out.Orphans = orphans
-	out.OK = len(failed) == 0
-	if !out.OK {
+	if len(failed) > 0 {
 		out.Reason = strings.Join(failed, "; ")
 	}
+	// A request refused as a whole (no units, a unit listed twice) has a
+	// reason and no unit errors; it did not do what was asked either.
+	out.OK = out.Reason == ""
 	return out, nil
 }
 

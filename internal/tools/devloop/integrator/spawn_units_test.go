@@ -2,7 +2,6 @@ package integrator
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,10 +56,10 @@ func TestTwoUnitsOnPickedPortsAnswerHealth(t *testing.T) {
 	if e.progress.count() != 2 {
 		t.Fatalf("start reported progress %d times, want once per unit", e.progress.count())
 	}
-	hw, err := healthWait(context.Background(), e.c, HealthWaitInput{Targets: []HealthTarget{
-		{Unit: "api", URL: fmt.Sprintf("http://127.0.0.1:%d/health", ports.Ports["api"])},
-		{Unit: "web", URL: fmt.Sprintf("http://localhost:%d/health", ports.Ports["web"])},
-	}, TimeoutMS: 20000, IntervalMS: 50})
+	// The ports port_picker reserved, through the placeholders.
+	hw, err := wait(t, context.Background(), e, map[string]any{"targets": []any{
+		target("api", "http://127.0.0.1:{{port:api}}/health"), target("web", "http://localhost:{{port:web}}/health"),
+	}, "timeout_ms": 20000, "interval_ms": 50})
 	if err != nil || !hw.OK {
 		t.Fatalf("health_wait = %+v, %v", hw, err)
 	}
@@ -229,6 +228,21 @@ func TestSpawnStartRejectsBadUnits(t *testing.T) {
 			out := start(t, e, tt.unit)
 			if out.OK || out.Units[0].State != "failed" || !strings.Contains(out.Units[0].Error, tt.want) {
 				t.Fatalf("start = %+v, want failed with %q", out, tt.want)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		name  string
+		units []UnitInput
+		want  string
+	}{
+		{"no units", nil, "units is empty"},
+		{"a unit listed twice", []UnitInput{{ID: "ok", Argv: []string{bin}}, {ID: "ok", Argv: []string{bin}}}, "listed twice"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out := start(t, e, tt.units...)
+			if out.OK || !strings.Contains(out.Reason, tt.want) || len(out.Units) != 0 {
+				t.Fatalf("start = %+v, want ok:false with %q and no units", out, tt.want)
 			}
 		})
 	}

@@ -30,7 +30,7 @@ type BugOpenInput struct {
 	UnitID   string        `json:"unit_id,omitempty" jsonschema:"pattern=^[A-Za-z0-9_][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"unit the bug is in; defaults to the session's unit"`
 	Severity string        `json:"severity" jsonschema:"enum=blocker,enum=major,enum=minor" jsonschema_description:"blocker: stops the unit from working; major: a feature is wrong; minor: cosmetic or edge case"`
 	Category string        `json:"category,omitempty" jsonschema:"maxLength=64" jsonschema_description:"free-form category, e.g. contract_mismatch or logic_error (the triager may refine it)"`
-	Evidence EvidenceInput `json:"evidence" jsonschema_description:"where the failure can be checked: at least one of test, log, run_id or repro"`
+	Evidence EvidenceInput `json:"evidence" jsonschema_description:"where the failure can be checked: at least one of test, test_file (alone for a file-level failure), log, run_id or repro"`
 }
 
 // BugOpenOutput is the result of bug_open.
@@ -62,8 +62,8 @@ func bugOpen(_ context.Context, c *callctx.Ctx, in BugOpenInput) (BugOpenOutput,
 		Test: strings.TrimSpace(e.Test), TestFile: e.TestFile, Report: e.Report, Log: e.Log,
 		LogFile: e.LogFile, LogLine: e.LogLine, RunID: e.RunID, Repro: e.Repro,
 	}
-	if ev.Test == "" && ev.Log == "" && ev.RunID == "" && ev.Repro == "" {
-		return BugOpenOutput{}, tool.Fail("evidence needs at least one of test, log, run_id or repro, so the bug can be checked; e.g. evidence.test = the failing test's full name from parse_vitest")
+	if ev.Test == "" && ev.TestFile == "" && ev.Log == "" && ev.RunID == "" && ev.Repro == "" {
+		return BugOpenOutput{}, tool.Fail("evidence needs at least one of test, test_file, log, run_id or repro, so the bug can be checked; e.g. evidence.test = the failing test's full name from parse_vitest, or evidence.test_file alone for a file-level failure (a file that does not load, a failing beforeAll)")
 	}
 	if ev.LogLine > 0 && ev.LogFile == "" {
 		return BugOpenOutput{}, tool.Fail("evidence.log_line needs evidence.log_file: name the log the line number refers to")

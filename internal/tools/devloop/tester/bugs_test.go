@@ -78,6 +78,30 @@ func TestBugOpenDedupesByFingerprint(t *testing.T) {
 	}
 }
 
+// A file-level failure has no test name: the test file (and the report) is
+// the evidence, and two such bugs of different files are different bugs.
+func TestBugOpenFileLevelFailure(t *testing.T) {
+	t.Parallel()
+	c := newCtx(t, "tester", "todo-be")
+	open := func(file string) BugOpenOutput {
+		t.Helper()
+		out, _, err := call[BugOpenOutput](t, c, BugOpen(), map[string]any{"title": "orders tests cannot reach the database: connect ECONNREFUSED", "severity": "major",
+			"evidence": map[string]any{"test_file": file, "report": "reports/vitest3.json"}})
+		if err != nil || !out.OK {
+			t.Fatalf("bug_open of a file-level failure: %v %+v", err, out)
+		}
+		return out
+	}
+	a := open("src/orders.test.ts")
+	if again := open("src/orders.test.ts"); !again.Duplicate || again.ID != a.ID {
+		t.Errorf("the same file-level failure again = %+v, want a duplicate of %s", again, a.ID)
+	}
+	b, err := os.ReadFile(filepath.Join(c.ProjectDir, "bugs", a.ID+".json"))
+	if err != nil || !strings.Contains(string(b), `"test_file": "src/orders.test.ts"`) {
+		t.Fatalf("%s: %s %v", a.ID, b, err)
+	}
+}
+
 func TestBugOpenRefusals(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -85,8 +109,8 @@ func TestBugOpenRefusals(t *testing.T) {
 		args   map[string]any
 		reason string
 	}{
-		{"no evidence", map[string]any{"title": "broken", "severity": "major", "evidence": map[string]any{}}, "at least one of test, log, run_id or repro"},
-		{"only a file", map[string]any{"title": "broken", "severity": "major", "evidence": map[string]any{"test_file": "a.test.ts"}}, "at least one of"},
+		{"no evidence", map[string]any{"title": "broken", "severity": "major", "evidence": map[string]any{}}, "at least one of test, test_file, log, run_id or repro"},
+		{"only a report", map[string]any{"title": "broken", "severity": "major", "evidence": map[string]any{"report": "reports/r.json"}}, "at least one of"},
 		{"line without file", map[string]any{"title": "broken", "severity": "major", "evidence": map[string]any{"log": "x", "log_line": 3}}, "log_line needs evidence.log_file"},
 		{"title of symbols", map[string]any{"title": "!!!", "severity": "major", "evidence": map[string]any{"repro": "x"}}, "no letters or digits"},
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/vitest"
 )
 
 // HintBuilderInput carries failures, or names a report to take them from.
@@ -21,11 +22,13 @@ type HintBuilderInput struct {
 
 // Hint is advice for one cause: one file, one kind of failure.
 type Hint struct {
-	File  string   `json:"file" jsonschema_description:"the test file"`
-	Tests []string `json:"tests" jsonschema_description:"the tests that share this cause (empty when the file did not load)"`
-	Kind  string   `json:"kind" jsonschema_description:"failure kind: assertion, snapshot, type_error, reference_error, timeout, import_error, suite_error, error"`
-	Line  int      `json:"line,omitempty" jsonschema_description:"first line in the file where it shows"`
-	Hint  string   `json:"hint" jsonschema_description:"one actionable sentence for the coder"`
+	File   string   `json:"file" jsonschema_description:"the test file"`
+	Tests  []string `json:"tests" jsonschema_description:"the tests that share this cause (empty for a file-level failure)"`
+	Level  string   `json:"level" jsonschema_description:"test, or a file-level failure: load (the file did not load), hook (a beforeAll/afterAll failed)"`
+	Kind   string   `json:"kind" jsonschema_description:"failure kind: assertion, snapshot, type_error, reference_error, syntax_error, timeout, import_error, typecheck, error"`
+	Line   int      `json:"line,omitempty" jsonschema_description:"first line in the test file where it shows"`
+	Thrown string   `json:"thrown,omitempty" jsonschema_description:"file:line in the code under test where the error was thrown (first frame outside the test file and node_modules)"`
+	Hint   string   `json:"hint" jsonschema_description:"one actionable sentence for the coder"`
 }
 
 // HintBuilderOutput is the result of hint_builder.
@@ -42,7 +45,7 @@ func HintBuilder() tool.Tool {
 	return tool.New(tool.Spec{
 		Name:        "hint_builder",
 		Title:       "Build hints for the coder",
-		Description: "Turn test failures (parse_vitest failures, or a Vitest report_path) into at most max_hints hints for the coder: grouped by file and failure kind (assertion expected/received, snapshot mismatch, TypeError, ReferenceError, timeout, import/module error, file failed to load), identical messages merged, the cause shared by most tests first. Each hint names the file, the tests, the kind and one actionable sentence; markdown renders them.",
+		Description: "Turn test failures (parse_vitest failures, or a Vitest report_path) into at most max_hints hints for the coder: grouped by file, level and failure kind (assertion expected/received, TypeError, ReferenceError, timeout, import/module error, syntax error, a file that did not load, a failing beforeAll/afterAll hook), each snapshot mismatch on its own, identical messages merged, the cause shared by most tests first. Each hint names the file, the tests, the kind, the line in the test file and where the code under test threw, and one actionable sentence; markdown renders them.",
 		Effect:      tool.ReadOnly,
 		Timeout:     10 * time.Second,
 	}, hintBuilder)
@@ -77,59 +80,69 @@ func hintBuilder(_ context.Context, c *callctx.Ctx, in HintBuilderInput) (HintBu
 	return out, nil
 }
 
-// kindOrder breaks ties between equally widespread causes: a file that does
-// not load hides every test in it, so it comes first.
-var kindOrder = []string{KindImportError, KindSuiteError, KindReferenceError, KindTypeError, KindTimeout, KindAssertion, KindSnapshot, KindError}
-
 type group struct {
-	file, kind string
-	tests      []string
-	messages   []string // distinct, in first-seen order
-	line       int
-	order      int
+	file, level, kind string
+	tests             []string
+	messages          []string // distinct, in first-seen order
+	line              int
+	thrown            string
+	order             int
 }
 
-// BuildHints groups failures by file and kind, merges identical messages and
-// ranks the groups by how many tests share them.
+// BuildHints groups failures by file, level, kind and where the code under
+// test threw (a snapshot mismatch by its test), merges identical messages
+// and ranks the groups by how many tests share them.
 func BuildHints(failures []Failure) []Hint {
 	var groups []*group
-	index := map[[2]string]*group{}
+	index := map[[4]string]*group{}
 	for _, f := range failures {
-		// Refine what the message shows better than the given kind: a file
-		// that failed to load because of a missing module gets the import
-		// hint, an untyped failure gets whatever its message says.
 		kind := f.Kind
-		switch kind {
-		case "", KindError:
-			kind = Classify(f.Message)
-		case KindSuiteError:
-			if Classify(f.Message) == KindImportError {
-				kind = KindImportError
+		if kind == "" || kind == KindError {
+			// An untyped failure (given by hand) gets what its message says.
+			kind = vitest.Classify(f.Message)
+		}
+		level := f.Level
+		if level == "" {
+			level = vitest.LevelTest
+			if f.Name == "" {
+				level = vitest.LevelLoad
 			}
 		}
-		key := [2]string{f.File, kind}
+		// Errors thrown at different places in the code under test are
+		// different causes; each snapshot is its own stored value.
+		key := [4]string{f.File, level, kind, f.Thrown}
+		if kind == KindSnapshot {
+			key[3] = f.Name
+		}
 		g := index[key]
 		if g == nil {
-			g = &group{file: f.File, kind: kind, order: len(groups)}
+			g = &group{file: f.File, level: level, kind: kind, order: len(groups)}
 			index[key] = g
 			groups = append(groups, g)
 		}
 		if f.Name != "" && !slices.Contains(g.tests, f.Name) {
 			g.tests = append(g.tests, f.Name)
 		}
-		if msg := strings.TrimSpace(StripANSI(f.Message)); msg != "" && !slices.Contains(g.messages, msg) {
+		if msg := strings.TrimSpace(vitest.StripANSI(f.Message)); msg != "" && !slices.Contains(g.messages, msg) {
 			g.messages = append(g.messages, msg)
 		}
 		if f.Line > 0 && (g.line == 0 || f.Line < g.line) {
 			g.line = f.Line
 		}
+		if g.thrown == "" {
+			g.thrown = f.Thrown
+		}
 	}
 	slices.SortStableFunc(groups, func(a, b *group) int {
-		// A file that does not load hides all its tests: weigh it as one.
+		// A file-level failure hides all its tests: weigh it as one, and
+		// before a test failure of the same weight.
 		if d := max(len(b.tests), 1) - max(len(a.tests), 1); d != 0 {
 			return d
 		}
-		if d := slices.Index(kindOrder, a.kind) - slices.Index(kindOrder, b.kind); d != 0 {
+		if d := levelRank(a.level) - levelRank(b.level); d != 0 {
+			return d
+		}
+		if d := slices.Index(vitest.Kinds, a.kind) - slices.Index(vitest.Kinds, b.kind); d != 0 {
 			return d
 		}
 		return a.order - b.order
@@ -140,17 +153,29 @@ func BuildHints(failures []Failure) []Hint {
 		if tests == nil {
 			tests = []string{}
 		}
-		hints = append(hints, Hint{File: g.file, Tests: tests, Kind: g.kind, Line: g.line, Hint: g.sentence()})
+		hints = append(hints, Hint{File: g.file, Tests: tests, Level: g.level, Kind: g.kind, Line: g.line, Thrown: g.thrown, Hint: g.sentence()})
 	}
 	return hints
 }
 
+func levelRank(level string) int {
+	switch level {
+	case vitest.LevelLoad:
+		return 0
+	case vitest.LevelHook:
+		return 1
+	}
+	return 2
+}
+
 var (
 	reExpectedTo = lazyre.New(`expected (.+?) to (?:be|equal|deeply equal|strictly equal|have length|contain|include|match|be called with) (.+?)(?: // .*)?$`)
-	reNotDefined = lazyre.New(`ReferenceError: (\S+) is not defined`)
+	reNotDefined = lazyre.New(`(?:ReferenceError: )?(\S+) is not defined`)
 	reReadProp   = lazyre.New(`Cannot read propert(?:y|ies) of (undefined|null) \(reading '([^']+)'\)`)
-	reNotFunc    = lazyre.New(`TypeError: (\S+) is not a function`)
+	reNotFunc    = lazyre.New(`(?:TypeError: )?(\S+) is not a function`)
 	reModule     = lazyre.New(`(?:Cannot find (?:module|package)|Failed to (?:load|resolve) (?:url|import|module)) '?([^'\s]+)'?`)
+	reConnRefuse = lazyre.New(`\bECONNREFUSED (\S+)`)
+	reHTMLJSON   = lazyre.New(`Unexpected token '<'|"<!doctype|is not valid JSON`)
 )
 
 // sentence is the one actionable sentence of a group.
@@ -158,6 +183,11 @@ func (g *group) sentence() string {
 	at := g.file
 	if g.line > 0 {
 		at = fmt.Sprintf("%s:%d", g.file, g.line)
+	}
+	// Where the code under test threw, when that is not the test itself.
+	where := at
+	if g.thrown != "" {
+		where = g.thrown + " (called from " + at + ")"
 	}
 	msg := ""
 	if len(g.messages) > 0 {
@@ -169,38 +199,64 @@ func (g *group) sentence() string {
 	if len(g.messages) > 1 {
 		more = fmt.Sprintf(" (and %d other message(s))", len(g.messages)-1)
 	}
+	switch g.level {
+	case vitest.LevelHook:
+		cause := "read the error and fix the hook or the code it calls"
+		switch {
+		case reConnRefuse().MatchString(msg):
+			cause = "nothing listens at " + reConnRefuse().FindStringSubmatch(msg)[1] + ": start the service the hook connects to (database, server) before the tests, or point the test at the right host and port"
+		case strings.Contains(msg, "JSON report carries no error"):
+			cause = "its error is only in Vitest's console output (run vitest without --reporter=json to read it)"
+		case g.kind == KindTimeout:
+			cause = "the hook did not finish in time: await its work and make sure what it waits for answers, or raise the hook's timeout"
+		}
+		return fmt.Sprintf("A beforeAll/afterAll hook of %s fails (%s), outside any test, so the file fails even where its tests pass or were skipped — %s.", g.file, msg, cause)
+	case vitest.LevelLoad:
+		switch g.kind {
+		case KindImportError:
+			if m := reModule().FindStringSubmatch(msg); m != nil {
+				return fmt.Sprintf("%s cannot load: the import of %s fails (%s), so none of its tests ran — create that module or fix the import path.", g.file, m[1], msg)
+			}
+			return fmt.Sprintf("%s cannot load (%s), so none of its tests ran — fix the import or export it names.", g.file, msg)
+		case KindSyntaxError:
+			return fmt.Sprintf("%s does not parse (%s), so none of its tests ran — fix the syntax at %s.", g.file, msg, at)
+		}
+		return fmt.Sprintf("%s failed to load (%s), so none of its tests ran — fix the top-level code it names at %s.", g.file, msg, at)
+	}
 	switch g.kind {
 	case KindAssertion:
 		if m := reExpectedTo().FindStringSubmatch(msg); m != nil {
-			return fmt.Sprintf("In %s at %s the code returned %s where the test expects %s%s — fix the implementation, or the test if the specification changed.", tests, at, m[1], m[2], more)
+			return fmt.Sprintf("In %s at %s the code returned %s where the test expects %s%s — fix the implementation, or the test if the specification changed.", tests, where, m[1], m[2], more)
 		}
-		return fmt.Sprintf("In %s at %s an assertion fails (%s)%s — compare expected and received and fix the implementation.", tests, at, msg, more)
+		return fmt.Sprintf("In %s at %s an assertion fails (%s)%s — compare expected and received and fix the implementation.", tests, where, msg, more)
 	case KindSnapshot:
-		return fmt.Sprintf("In %s at %s the output no longer matches the snapshot: if the change is intended, update it with vitest run -u; otherwise find what changed the output.", tests, at)
+		return fmt.Sprintf("In %s at %s the output no longer matches the stored snapshot: if the change is intended, update it with vitest run -u; otherwise find what changed the output.", tests, at)
 	case KindTypeError:
 		if m := reReadProp().FindStringSubmatch(msg); m != nil {
-			return fmt.Sprintf("In %s at %s the code reads .%s of %s%s: make sure the value is set (return it, await it, or check for %s) before reading the property.", tests, at, m[2], m[1], more, m[1])
+			return fmt.Sprintf("In %s at %s the code reads .%s of %s%s: make sure the value is set (return it, await it, or check for %s) before reading the property.", tests, where, m[2], m[1], more, m[1])
 		}
 		if m := reNotFunc().FindStringSubmatch(msg); m != nil {
-			return fmt.Sprintf("In %s at %s %s is called but is not a function%s: check the import/export of %s and its spelling.", tests, at, m[1], more, m[1])
+			return fmt.Sprintf("In %s at %s %s is called but is not a function%s: check the import/export of %s, its spelling, and that it is passed in.", tests, where, m[1], more, m[1])
 		}
-		return fmt.Sprintf("In %s at %s a TypeError is thrown (%s)%s: a value has the wrong type; check what the code under test returns there.", tests, at, msg, more)
+		return fmt.Sprintf("In %s at %s a TypeError is thrown (%s)%s: a value has the wrong type; check what the code under test returns there.", tests, where, msg, more)
 	case KindReferenceError:
 		if m := reNotDefined().FindStringSubmatch(msg); m != nil {
-			return fmt.Sprintf("In %s at %s %s is used but not defined%s: import or define %s before using it.", tests, at, m[1], more, m[1])
+			return fmt.Sprintf("In %s at %s %s is used but not defined%s: import or define %s before using it.", tests, where, m[1], more, m[1])
 		}
-		return fmt.Sprintf("In %s at %s a ReferenceError is thrown (%s)%s: import or define the missing name.", tests, at, msg, more)
+		return fmt.Sprintf("In %s at %s a ReferenceError is thrown (%s)%s: import or define the missing name.", tests, where, msg, more)
+	case KindSyntaxError:
+		if reHTMLJSON().MatchString(msg) {
+			return fmt.Sprintf("In %s at %s JSON.parse got HTML (%s)%s: the request reached a page, not the API — check the route, the base URL and any proxy, and the response's status before parsing it.", tests, where, msg, more)
+		}
+		return fmt.Sprintf("In %s at %s a SyntaxError is thrown (%s)%s: the code parses text that is not what it expects.", tests, where, msg, more)
 	case KindTimeout:
 		return fmt.Sprintf("In %s of %s the test did not finish in time: await every promise and make sure the code under test resolves (a missing response or an unresolved promise), or raise the test's timeout if the work is really that slow.", tests, g.file)
+	case KindTypeCheck:
+		return fmt.Sprintf("In %s at %s TypeScript rejects the code (%s)%s: fix the types the error names.", tests, at, msg, more)
 	case KindImportError:
-		if m := reModule().FindStringSubmatch(msg); m != nil {
-			return fmt.Sprintf("%s cannot load: the import of %s fails (%s), so none of its tests ran — create that module or fix the import path.", g.file, m[1], msg)
-		}
-		return fmt.Sprintf("%s cannot load (%s), so none of its tests ran — fix the import or export it names.", g.file, msg)
-	case KindSuiteError:
-		return fmt.Sprintf("%s failed to load (%s), so none of its tests ran — fix the syntax or top-level error at %s first.", g.file, msg, at)
+		return fmt.Sprintf("In %s at %s a module cannot be loaded (%s)%s: install it or fix the import path.", tests, where, msg, more)
 	}
-	return fmt.Sprintf("In %s at %s the test fails with %q%s — read the error and fix the code it points to.", tests, at, msg, more)
+	return fmt.Sprintf("In %s at %s the test fails with %q%s — read the error and fix the code it points to.", tests, where, msg, more)
 }
 
 func plural(n int, word string) string {

@@ -1,54 +1,79 @@
 package tester
 
 import (
-	"os"
-	"path/filepath"
+	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/internal/vitest/vitesttest"
 )
 
-func TestHintBuilderOnMixedReport(t *testing.T) {
+// TestHintBuilderOnRealVitest: the hints for the suite's report, as each
+// installed Vitest wrote it.
+func TestHintBuilderOnRealVitest(t *testing.T) {
 	t.Parallel()
-	data, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "testdata", "vitest", "mixed.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newCtx(t, "tester", "todo-be")
-	writeProjectFile(t, c, "reports/mixed.json", data)
-	got, _, err := call[HintBuilderOutput](t, c, HintBuilder(), map[string]any{"report_path": "reports/mixed.json"})
-	if err != nil || !got.OK {
-		t.Fatalf("hint_builder: %v %+v", err, got)
-	}
-	// Two assertion failures in todos.test.ts share a cause and rank first;
-	// then single-test causes, a file that cannot load before the others.
-	type row struct {
-		file, kind string
-		tests      int
-		says       string
-	}
-	want := []row{
-		{"todos.test.ts", KindAssertion, 2, "returned 2 where the test expects 1"},
-		{"broken-import.test.ts", KindImportError, 0, "import of ./does-not-exist fails"},
-		{"errors.test.ts", KindReferenceError, 1, "formatTodo is used but not defined"},
-		{"errors.test.ts", KindTypeError, 1, "reads .title of undefined"},
-		{"slow.test.ts", KindTimeout, 1, "await every promise"},
-		{"errors.test.ts", KindSnapshot, 1, "vitest run -u"},
-	}
-	if got.Failures != 7 || got.Groups != len(want) || len(got.Hints) != len(want) {
-		t.Fatalf("failures=%d groups=%d hints=%d, want 7, %d, %d: %+v", got.Failures, got.Groups, len(got.Hints), len(want), len(want), got.Hints)
-	}
-	for i, w := range want {
-		h := got.Hints[i]
-		if !strings.HasSuffix(h.File, "/"+w.file) || h.Kind != w.kind || len(h.Tests) != w.tests || !strings.Contains(h.Hint, w.says) {
-			t.Errorf("hint %d = %+v, want file %s kind %s with %d tests saying %q", i, h, w.file, w.kind, w.tests, w.says)
-		}
-	}
-	for _, w := range []string{"## Hints for the coder (6 of 6)", "1. **assertion**", "   - todos countOpen counts only open todos"} {
-		if !strings.Contains(got.Markdown, w) {
-			t.Errorf("markdown lacks %q:\n%s", w, got.Markdown)
-		}
+	s := vitesttest.Suite
+	for _, major := range vitesttest.Versions {
+		t.Run(fmt.Sprintf("vitest%d", major), func(t *testing.T) {
+			t.Parallel()
+			c := newCtx(t, "tester", "todo-be")
+			run := vitesttest.RunUnit(t, major, c.ProjectDir, "todo-be")
+			got, _, err := call[HintBuilderOutput](t, c, HintBuilder(), map[string]any{"report_path": run.ReportRel, "max_hints": 100})
+			if err != nil || !got.OK {
+				t.Fatalf("hint_builder: %v %+v", err, got)
+			}
+			find := func(file, level, kind, test string) *Hint {
+				for i, h := range got.Hints {
+					if strings.HasSuffix(h.File, "/"+file) && h.Level == level && h.Kind == kind && (test == "" || len(h.Tests) == 1 && h.Tests[0] == test) {
+						return &got.Hints[i]
+					}
+				}
+				t.Errorf("no %s %s hint for %s %q in %+v", level, kind, file, test, got.Hints)
+				return &Hint{}
+			}
+			// A file-level failure weighs as much as one test and comes
+			// before a single test's failure: the files that do not load,
+			// then the hooks.
+			rank := map[string]int{"load": 0, "hook": 1, "test": 2}
+			for i := 1; i < len(got.Hints); i++ {
+				a, b := got.Hints[i-1], got.Hints[i]
+				if len(a.Tests) <= 1 && len(b.Tests) <= 1 && rank[a.Level] > rank[b.Level] {
+					t.Errorf("hint %d (%s) ranks before hint %d (%s)", i-1, a.Level, i, b.Level)
+				}
+			}
+			hook := find("src/orders.test.ts", "hook", KindError, "")
+			if !strings.Contains(hook.Hint, fmt.Sprintf("nothing listens at 127.0.0.1:%d", run.DeadPort)) || strings.Contains(hook.Hint, "syntax") {
+				t.Errorf("beforeAll hint: %s; want the refused connection, not a syntax fix", hook.Hint)
+			}
+			if h := find("src/syntax.test.ts", "load", KindSyntaxError, ""); !strings.Contains(h.Hint, "does not parse") || h.Line != vitesttest.LineOf(t, s, "src/syntax.test.ts", "toBe(1;") {
+				t.Errorf("syntax hint %+v", h)
+			}
+			find("src/broken-import.test.ts", "load", KindImportError, "")
+			// Two snapshot mismatches are two hints, each at its own line.
+			a := find("src/todos.test.ts", "test", KindSnapshot, "todos keeps the list shape")
+			b := find("src/todos.test.ts", "test", KindSnapshot, "todos keeps the first todo")
+			if a.Line != vitesttest.LineOf(t, s, "src/todos.test.ts", "todos.map((t) => t.id)") || b.Line != vitesttest.LineOf(t, s, "src/todos.test.ts", "expect(todos[0])") {
+				t.Errorf("snapshot hints at lines %d and %d", a.Line, b.Line)
+			}
+			// Where the code under test threw, as well as the test line.
+			te := find("src/todos.test.ts", "test", KindTypeError, "")
+			thrown := vitesttest.Loc(t, s, "src/todos.ts", "(found as Todo).title")
+			if major > 1 {
+				if te.Thrown != c.ProjectDir+"/units/todo-be/"+thrown || !strings.Contains(te.Hint, thrown+" (called from ") {
+					t.Errorf("TypeError hint %+v; want it attributed to %s", te, thrown)
+				}
+			} else if strings.Contains(te.Hint, "todos.test.ts:") {
+				// Vitest 1 does not say which file threw: no test-file line.
+				t.Errorf("Vitest 1 TypeError hint claims a test-file line: %s", te.Hint)
+			}
+			html := find("src/todos.test.ts", "test", KindSyntaxError, "")
+			if !strings.Contains(html.Hint, "JSON.parse got HTML") {
+				t.Errorf("HTML-for-JSON hint: %s", html.Hint)
+			}
+			if !strings.Contains(got.Markdown, "## Hints for the coder") {
+				t.Errorf("markdown: %s", got.Markdown)
+			}
+		})
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/stdioclient"
 	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/internal/vitest/vitesttest"
 )
 
 // The Tester's tools through the real binary: a report parsed and turned
@@ -16,16 +17,7 @@ import (
 func TestTesterToolsOverStdio(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	report, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "testdata", "vitest", "mixed.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "reports"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "reports", "run1.json"), report, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	run := vitesttest.RunUnit(t, 3, dir, "todo-be")
 	tester := testutil.Serve(t, "--project-dir", dir, "--agent", "tester")
 	triager := testutil.Serve(t, "--project-dir", dir, "--agent", "bug-triager")
 	call := func(cl *stdioclient.Client, name string, args map[string]any, out any) *stdioclient.ToolResult {
@@ -36,17 +28,22 @@ func TestTesterToolsOverStdio(t *testing.T) {
 	}
 
 	var parsed ParseVitestOutput
-	if r := call(tester, "parse_vitest", map[string]any{"report_path": "reports/run1.json"}, &parsed); r.IsError || !parsed.OK || parsed.Failed != 6 || parsed.SuiteErrors != 1 || len(parsed.Failures) != 7 {
+	if r := call(tester, "parse_vitest", map[string]any{"report_path": run.ReportRel}, &parsed); r.IsError || !parsed.OK || parsed.Failed != 8 || parsed.SuiteErrors != 5 || len(parsed.Failures) != 13 {
 		t.Fatalf("parse_vitest: %s", r.Text())
 	}
 	var hints HintBuilderOutput
-	if r := call(tester, "hint_builder", map[string]any{"failures": parsed.Failures, "max_hints": 3}, &hints); r.IsError || !hints.OK || len(hints.Hints) != 3 || hints.Groups != 6 {
+	if r := call(tester, "hint_builder", map[string]any{"failures": parsed.Failures, "max_hints": 3}, &hints); r.IsError || !hints.OK || len(hints.Hints) != 3 || hints.Groups != 13 {
 		t.Fatalf("hint_builder: %s", r.Text())
 	}
-	f := parsed.Failures[5]
+	var f Failure
+	for _, x := range parsed.Failures {
+		if x.Name == "todos counts only open todos" {
+			f = x
+		}
+	}
 	var opened BugOpenOutput
 	if r := call(tester, "bug_open", map[string]any{"title": "countOpen counts done todos", "unit_id": "todo-be", "severity": "major",
-		"evidence": map[string]any{"test": f.Name, "test_file": f.File, "report": "reports/run1.json"}}, &opened); r.IsError || !opened.OK || opened.ID != "BUG-0001" {
+		"evidence": map[string]any{"test": f.Name, "test_file": f.File, "report": run.ReportRel}}, &opened); r.IsError || !opened.OK || opened.ID != "BUG-0001" {
 		t.Fatalf("bug_open: %s", r.Text())
 	}
 	var moved BugTransitionOutput

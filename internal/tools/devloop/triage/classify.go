@@ -8,6 +8,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/vitest"
 )
 
 // Categories, in the order ties are broken (the more specific first).
@@ -68,6 +70,10 @@ type rule struct {
 	Weight   float64
 	Pattern  *regexp.Regexp
 	Check    func(f *facts) []Signal
+	// Near are words a text about this rule's cause tends to hold; when no
+	// rule matches, the rule whose words the text holds most is named as the
+	// closest signature.
+	Near []string
 }
 
 // rules is THE classification table. To teach the classifier something new,
@@ -75,31 +81,49 @@ type rule struct {
 // expressions compiled) on first use, not at every process start.
 var rules = sync.OnceValue(func() []rule {
 	return []rule{
-		{ID: "contract_status", Category: CatContractMismatch, Weight: 0.9, Pattern: regexp.MustCompile(
+		{ID: "contract_status", Category: CatContractMismatch, Weight: 0.9, Near: []string{"status", "expected", "http"}, Pattern: regexp.MustCompile(
 			`(?i)\bstatus(?: code)?\W{0,3}expected\D{0,12}\b([1-5]\d\d)\b\D{1,30}?\b(?:got|received|actual|but was)\b\D{0,5}([1-5]\d\d)\b` +
 				`|\bexpected (?:http )?status (?:code )?([1-5]\d\d)\D{1,20}(?:got|received|but was)\D{0,5}([1-5]\d\d)\b` +
 				`|\bexpected ([1-5]\d\d) "[A-Za-z ]+", got ([1-5]\d\d) "`)},
-		{ID: "contract_field", Category: CatContractMismatch, Weight: 0.8, Pattern: regexp.MustCompile(
+		{ID: "contract_field", Category: CatContractMismatch, Weight: 0.8, Near: []string{"field", "property", "schema", "contract"}, Pattern: regexp.MustCompile(
 			`(?i)\bmissing (?:required )?(?:field|property|key)\b\s*\S+` +
 				`|\b(?:field|property|key) \S+ (?:is missing|differs|mismatch(?:es)?|has type \w+)` +
 				`|\bjson_subset\b|\bdoes not match (?:the )?contract\b|\bcontract mismatch\b|\bnot in (?:the )?contract\b`)},
 		{ID: "contract_route_404", Category: CatContractMismatch, Weight: 0.9, Check: checkContract404},
-		{ID: "assertion_expected_received", Category: CatLogicError, Weight: 0.7, Pattern: regexp.MustCompile(
+		{ID: "assertion_expected_received", Category: CatLogicError, Weight: 0.7, Near: []string{"expected", "received", "assert"}, Pattern: regexp.MustCompile(
 			`AssertionError\b|(?i)\bexpected .{1,200}? to (?:be|equal|deep(?:ly)? equal|strictly equal|have|contain|match|throw)\b` +
 				`|(?m)^\s*Expected:?\s+.+\n\s*Received:?\s+`)},
-		{ID: "eaddrinuse", Category: CatEnvConfig, Weight: 0.9, Pattern: regexp.MustCompile(`\bEADDRINUSE\b|(?i)\baddress already in use\b`)},
-		{ID: "econnrefused", Category: CatEnvConfig, Weight: 0.8, Pattern: regexp.MustCompile(`\bECONNREFUSED\b|(?i)\bconnection refused\b`)},
-		{ID: "missing_env_var", Category: CatEnvConfig, Weight: 0.8, Pattern: regexp.MustCompile(
+		{ID: "eaddrinuse", Category: CatEnvConfig, Weight: 0.9, Near: []string{"port", "listen", "address"}, Pattern: regexp.MustCompile(`\bEADDRINUSE\b|(?i)\baddress already in use\b`)},
+		{ID: "econnrefused", Category: CatEnvConfig, Weight: 0.8, Near: []string{"connect", "refused", "socket", "database", "econnreset", "hang up"}, Pattern: regexp.MustCompile(`\bECONNREFUSED\b|(?i)\bconnection refused\b`)},
+		{ID: "missing_env_var", Category: CatEnvConfig, Weight: 0.8, Near: []string{"environment", "env", "variable", "config"}, Pattern: regexp.MustCompile(
 			`(?i)\b(?:missing|undefined|unset|not set|required)\s+(?:the\s+)?(?:environment|env)\s+var(?:iable)?s?\b` +
 				`|\b(?:environment|env)\s+var(?:iable)?\s+\S+\s+(?:is\s+)?(?:not set|missing|undefined|required)\b` +
 				`|\bprocess\.env\.[A-Za-z_][A-Za-z0-9_]*\s+is\s+(?:undefined|not set|required|missing)\b`)},
-		{ID: "permission_denied", Category: CatEnvConfig, Weight: 0.8, Pattern: regexp.MustCompile(
+		{ID: "permission_denied", Category: CatEnvConfig, Weight: 0.8, Near: []string{"permission", "denied", "access"}, Pattern: regexp.MustCompile(
 			`\bEACCES\b|\bEPERM\b|(?i)\bpermission denied\b|\boperation not permitted\b`)},
 		{ID: "passed_and_failed", Category: CatFlaky, Weight: 1.0, Check: checkFlaky},
+		{ID: "syntax_error_in_test_file", Category: CatTestError, Weight: 0.8, Near: []string{"syntax", "parse", "transform", "unexpected"}, Check: syntaxErrorIn(true)},
+		{ID: "syntax_error_in_source", Category: CatLogicError, Weight: 0.8, Near: []string{"syntax", "parse", "transform", "unexpected"}, Check: syntaxErrorIn(false)},
 		{ID: "error_in_test_file", Category: CatTestError, Weight: 0.7, Check: checkTestError},
-		{ID: "module_not_found", Category: CatDependency, Weight: 0.9, Pattern: regexp.MustCompile(
-			`Cannot find (?:module|package) ['"]?[^\s'"]+|\bERR_MODULE_NOT_FOUND\b|\bMODULE_NOT_FOUND\b|\bModule not found\b|Failed to (?:load|resolve) (?:url|import)\b`)},
-		{ID: "version_mismatch", Category: CatDependency, Weight: 0.8, Pattern: regexp.MustCompile(
+		// A package that is not installed is a dependency problem; a
+		// project file that is not there (a relative import) is the code's.
+		{ID: "module_not_found", Category: CatDependency, Weight: 0.9, Near: []string{"module", "package", "require", "import", "node_modules"}, Pattern: regexp.MustCompile(
+			`Cannot find (?:module|package) ['"]?[^.\s'"/][^\s'"]*|Failed to (?:load|resolve) (?:url|import) [^.\s]|\bModule not found: (?:Error: )?Can't resolve '[^.]`)},
+		{ID: "local_module_missing", Category: CatLogicError, Weight: 0.8, Near: []string{"module", "import", "resolve"}, Pattern: regexp.MustCompile(
+			`Cannot find module ['"]?\.\.?/[^\s'"]*|Failed to (?:load|resolve) (?:url|import) \.\.?/\S+|Can't resolve '\.\.?/`)},
+		{ID: "timeout", Category: CatFlaky, Weight: 0.5, Near: []string{"timeout", "slow", "deadline", "hang"}, Pattern: regexp.MustCompile(
+			`(?i)\b(?:test|hook) timed out\b|\btimed out in \d+ ?ms\b|` + vitest.StackTraceMarker + `|\bexceeded timeout of \d+`)},
+		{ID: "snapshot_mismatch", Category: CatLogicError, Weight: 0.6, Near: []string{"snapshot"}, Pattern: regexp.MustCompile(
+			"Snapshot `[^`]*` mismatched|\bSnapshot .{1,200}? mismatched\b|\bto ?match ?(?:inline ?)?snapshot\b|(?i)obsolete snapshot")},
+		{ID: "runtime_type_error", Category: CatLogicError, Weight: 0.6, Near: []string{"undefined", "null", "function", "type"}, Pattern: regexp.MustCompile(
+			`(?m)\bTypeError: .{1,200}|\b\S+ is not a (?:function|constructor)\b|Cannot read propert(?:y|ies) of (?:undefined|null)(?: \(reading '[^']*'\))?|Cannot set propert(?:y|ies) of (?:undefined|null)|\bReferenceError: \S+ is not defined\b|^[A-Za-z_$][\w$]* is not defined$`)},
+		{ID: "html_for_json", Category: CatContractMismatch, Weight: 0.7, Near: []string{"json", "html", "token", "parse", "proxy"}, Pattern: regexp.MustCompile(
+			`Unexpected token '?<'?(?:, "<!doctype|, "<html| in JSON)?|(?i)"<!doctype html|\bis not valid JSON\b.{0,40}<`)},
+		{ID: "typescript_error", Category: CatLogicError, Weight: 0.7, Near: []string{"type", "assignable", "typescript", "tsc"}, Pattern: regexp.MustCompile(
+			`\berror TS\d{4}: .{1,200}|\bTS\d{4}: .{1,200}|\bTypeCheckError: .{1,200}`)},
+		{ID: "unhandled_rejection", Category: CatLogicError, Weight: 0.6, Near: []string{"promise", "rejection", "await", "unhandled"}, Pattern: regexp.MustCompile(
+			`(?i)\bunhandled ?(?:promise )?rejection\b|\bunhandledRejection\b|\bERR_UNHANDLED_REJECTION\b|\bVitest caught \d+ unhandled error`)},
+		{ID: "version_mismatch", Category: CatDependency, Weight: 0.8, Near: []string{"version", "peer", "npm", "engine"}, Pattern: regexp.MustCompile(
 			`(?i)\bversion mismatch\b|\bERESOLVE\b|\bpeer dep(?:endency)?\b|\bunsupported engine\b|\brequires a peer\b|\bincompatible (?:version|with)\b|\bERR_REQUIRE_ESM\b`)},
 	}
 })
@@ -114,10 +138,11 @@ type ClassifyInput struct {
 type ClassifyOutput struct {
 	tool.Status
 	BugID      string             `json:"bug_id,omitempty" jsonschema_description:"the bug classified (empty for text)"`
-	Category   string             `json:"category,omitempty" jsonschema:"enum=contract_mismatch,enum=logic_error,enum=env_config,enum=flaky,enum=test_error,enum=dependency,enum=unknown" jsonschema_description:"the category with the highest score; unknown when no rule matched"`
+	Category   string             `json:"category,omitempty" jsonschema:"enum=contract_mismatch,enum=logic_error,enum=env_config,enum=flaky,enum=test_error,enum=dependency,enum=unknown" jsonschema_description:"the category with the highest score; unknown when no rule matched (closest then names the nearest signature)"`
 	Confidence float64            `json:"confidence" jsonschema_description:"0-1: the winning score's share of all scores, scaled down when the winning score is weak"`
 	Scores     map[string]float64 `json:"scores,omitempty" jsonschema_description:"per category, the sum of the weights of the rules that matched"`
 	Signals    []Signal           `json:"signals" jsonschema_description:"every rule that matched, with where it matched"`
+	Closest    string             `json:"closest,omitempty" jsonschema_description:"when the category is unknown: the signature nearest to what the text says (the rule whose words it holds most, and the error line found), so the triager can judge or teach the table"`
 }
 
 // CategoryClassifier is the category_classifier tool.
@@ -168,14 +193,8 @@ func classify(_ context.Context, c *callctx.Ctx, in ClassifyInput) (ClassifyOutp
 // bugFacts gathers the texts of a bug: its title, its citations, and the
 // evidence they point at, plus the recent history of its cited tests.
 func bugFacts(c *callctx.Ctx, bug *bugs.Bug, f *facts) error {
-	f.Sources = append(f.Sources, source{Where: "title", Text: bug.Title})
-	for i, e := range bug.Evidence {
-		for _, fld := range []struct{ name, text string }{{"test", e.Test}, {"log", e.Log}, {"repro", e.Repro}} {
-			if fld.text != "" {
-				f.Sources = append(f.Sources, source{Where: fmt.Sprintf("evidence[%d].%s", i, fld.name), Text: fld.text})
-			}
-		}
-	}
+	// The evidence first, so a signal is shown where the failure itself
+	// says it; the bug's own words after.
 	ev, err := collectEvidence(c, bug)
 	if err != nil {
 		return err
@@ -186,6 +205,14 @@ func bugFacts(c *callctx.Ctx, bug *bugs.Bug, f *facts) error {
 			where = fmt.Sprintf("%s:%d", v.Path, v.Line)
 		}
 		f.Sources = append(f.Sources, source{Where: where, Text: v.Excerpt})
+	}
+	f.Sources = append(f.Sources, source{Where: "title", Text: bug.Title})
+	for i, e := range bug.Evidence {
+		for _, fld := range []struct{ name, text string }{{"test", e.Test}, {"log", e.Log}, {"repro", e.Repro}} {
+			if fld.text != "" {
+				f.Sources = append(f.Sources, source{Where: fmt.Sprintf("evidence[%d].%s", i, fld.name), Text: fld.text})
+			}
+		}
 	}
 	if len(ev.Tests) == 0 {
 		return nil
@@ -245,11 +272,61 @@ func decide(f *facts) ClassifyOutput {
 	}
 	if best > 0 {
 		out.Confidence = math.Round(min(1, best)*best/total*100) / 100
+	} else {
+		out.Closest = closest(f)
 	}
 	for k, v := range out.Scores {
 		out.Scores[k] = math.Round(v*100) / 100
 	}
 	return out
+}
+
+// closest names the signature nearest to texts no rule matched: the rule
+// whose Near words they hold most, and the first line that looks like an
+// error.
+func closest(f *facts) string {
+	var all strings.Builder
+	for _, s := range f.Sources {
+		all.WriteString(strings.ToLower(s.Text))
+		all.WriteByte('\n')
+	}
+	text := all.String()
+	var best rule
+	var bestWords []string
+	for _, r := range rules() {
+		var hit []string
+		for _, w := range r.Near {
+			if strings.Contains(text, w) {
+				hit = append(hit, w)
+			}
+		}
+		if len(hit) > len(bestWords) {
+			best, bestWords = r, hit
+		}
+	}
+	var errLine string
+	for _, s := range f.Sources {
+		for _, l := range strings.Split(s.Text, "\n") {
+			if errorLine().MatchString(l) || strings.Contains(strings.ToLower(l), "error") {
+				errLine = clip(strings.TrimSpace(l), 200)
+				break
+			}
+		}
+		if errLine != "" {
+			break
+		}
+	}
+	var parts []string
+	if len(bestWords) > 0 {
+		parts = append(parts, fmt.Sprintf("nearest rule %s (%s): the text mentions %s but not its signature", best.ID, best.Category, strings.Join(bestWords, ", ")))
+	}
+	if errLine != "" {
+		parts = append(parts, fmt.Sprintf("the error line no rule knows: %q", errLine))
+	}
+	if len(parts) == 0 {
+		return "no rule's signature or words appear in the text; it names no error"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // checkFlaky votes flaky when a cited test both passed and failed in the
@@ -292,13 +369,19 @@ func checkTestError(f *facts) []Signal {
 			if m == nil || m[1] == "AssertionError" {
 				continue
 			}
-			for _, fr := range lines[i+1:] {
-				fm := stackFrame().FindStringSubmatch(fr)
-				if fm == nil {
+			// Assertions, snapshot mismatches and timeouts are raised by the
+			// test runner on the test's behalf: they say nothing about the
+			// test's own code.
+			switch vitest.Classify(l) {
+			case vitest.KindAssertion, vitest.KindSnapshot, vitest.KindTimeout:
+				continue
+			}
+			for _, fr := range vitest.Frames(strings.Join(lines[i+1:], "\n")) {
+				if fr.Internal() {
 					continue
 				}
-				if testFilePattern().MatchString(fm[1]) {
-					out = append(out, Signal{Where: s.Where, Excerpt: clip(strings.TrimSpace(l)+" "+strings.TrimSpace(fr), 300)})
+				if testFilePattern().MatchString(fr.File) {
+					out = append(out, Signal{Where: s.Where, Excerpt: clip(strings.TrimSpace(l)+" at "+fr.File+":"+strconv.Itoa(fr.Line), 300)})
 				}
 				break
 			}
@@ -306,6 +389,35 @@ func checkTestError(f *facts) []Signal {
 		}
 	}
 	return out
+}
+
+// syntaxError is a file that does not parse: Vitest's transform (esbuild in
+// Vitest 1-3, oxc in 4), Node's loader, or tsc's TS1005-style errors.
+var (
+	syntaxError = lazyre.New(`(?i)transform failed with \d+ errors?|\[PARSE_ERROR\]|^SyntaxError: (?:Unexpected (?:token|identifier|end)|Invalid or unexpected|missing \)|Unterminated)|error TS1\d{3}:`)
+	sourceFile  = lazyre.New(`((?:/|\.{0,2}/|[A-Za-z0-9_@-]+/)?[^\s:'"()\[\]]+\.[cm]?[jt]sx?)(?::\d+|\(\d+)`)
+)
+
+// syntaxErrorIn votes for a file that does not parse, in a test file
+// (test_error) or in the code under test (logic_error), by the first file
+// the error names.
+func syntaxErrorIn(testFile bool) func(f *facts) []Signal {
+	return func(f *facts) []Signal {
+		var out []Signal
+		for _, s := range f.Sources {
+			loc := syntaxError().FindStringIndex(s.Text)
+			if loc == nil {
+				continue
+			}
+			m := sourceFile().FindStringSubmatch(s.Text[loc[0]:])
+			if m == nil || testFilePattern().MatchString(m[1]) != testFile {
+				continue
+			}
+			line, _, _ := strings.Cut(s.Text[loc[0]:], "\n")
+			out = append(out, Signal{Where: s.Where, Excerpt: clip(strings.TrimSpace(line)+" in "+m[1], 300)})
+		}
+		return out
+	}
 }
 
 // requestLine finds "METHOD /path" in a text.

@@ -28,7 +28,16 @@ var ruleCases = []struct {
 	{rule: "permission_denied", text: "Error: EACCES: permission denied, open '/var/log/todo.log'"},
 	{rule: "passed_and_failed", bug: "BUG-0004", where: "reports/vitest-2.json, reports/vitest-1.json"},
 	{rule: "error_in_test_file", text: "TypeError: Cannot read properties of undefined (reading 'items')\n    at /work/units/todo-be/tests/todos.test.js:14:20\n    at file:///work/node_modules/@vitest/runner/dist/chunk-hooks.js:155:11"},
-	{rule: "module_not_found", text: "Error: Cannot find module './db' imported from /app/src/server.js\n  code: 'ERR_MODULE_NOT_FOUND'"},
+	{rule: "module_not_found", text: "Error: Cannot find module 'left-pad'\nRequire stack:\n- /app/src/server.js\n  code: 'MODULE_NOT_FOUND'"},
+	{rule: "local_module_missing", text: "Error: Cannot find module './db' imported from /app/src/server.js\n  code: 'ERR_MODULE_NOT_FOUND'"},
+	{rule: "timeout", text: "Error: Test timed out in 5000ms.\nIf this is a long-running test, pass a timeout value as the last argument or configure it globally with \"testTimeout\"."},
+	{rule: "snapshot_mismatch", text: "Error: Snapshot `todos > keeps the list shape 1` mismatched"},
+	{rule: "runtime_type_error", text: "TypeError: cb is not a function\n    at notify (/app/src/todos.ts:18:3)\n    at /app/src/todos.test.ts:20:5"},
+	{rule: "html_for_json", text: "SyntaxError: Unexpected token '<', \"<!doctype \"... is not valid JSON\n    at JSON.parse (<anonymous>)"},
+	{rule: "typescript_error", text: "src/todos.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'."},
+	{rule: "unhandled_rejection", text: "Vitest caught 1 unhandled error during the test run.\n⎯⎯ Unhandled Rejection ⎯⎯\nError: write failed: disk quota exceeded"},
+	{rule: "syntax_error_in_test_file", text: "Transform failed with 1 error:\n/app/src/syntax.test.ts:4:18: ERROR: Expected \")\" but found \";\""},
+	{rule: "syntax_error_in_source", text: "Transform failed with 1 error:\n/app/src/todos.ts:4:18: ERROR: Expected \")\" but found \";\""},
 	{rule: "version_mismatch", text: "npm ERR! code ERESOLVE\nnpm ERR! ERESOLVE unable to resolve dependency tree\nnpm ERR! Could not resolve dependency: peer react@\"^17\" from react-dom@17.0.2"},
 }
 
@@ -101,11 +110,11 @@ func TestClassifyBugs(t *testing.T) {
 	tests := []struct {
 		bug, category, signalWhere string
 	}{
-		{"BUG-0001", CatLogicError, "reports/vitest-2.json:8"},
+		{"BUG-0001", CatLogicError, "reports/vitest-2.json:10"},
 		{"BUG-0002", CatEnvConfig, "integration/logs/todo-be.err.log:6"},
 		{"BUG-0003", CatContractMismatch, "integration/runs/run-0001.json:15"},
 		{"BUG-0004", CatFlaky, "reports/vitest-2.json, reports/vitest-1.json"},
-		{"BUG-0005", CatTestError, "reports/vitest-2.json:12"},
+		{"BUG-0005", CatTestError, "reports/vitest-2.json:14"},
 		{"BUG-0006", CatDependency, "units/todo-be/reports/vitest-deps.json"},
 		{"BUG-0009", CatUnknown, ""},
 	}

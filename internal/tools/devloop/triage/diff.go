@@ -2,7 +2,6 @@ package triage
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -26,6 +25,7 @@ type implRoute struct {
 	Path   string
 	File   string
 	Line   int
+	pos    int // offset in the parsed source, to keep the source's order within a line
 }
 
 // contractRoute is one endpoint of a contract with where it is declared.
@@ -64,46 +64,28 @@ func normalizePath(p string) string {
 	return out
 }
 
-// loadContract reads contracts/<name>.json with the line of each endpoint.
+// loadContract reads the named contract (any format the contract package
+// reads) with the line of each endpoint.
 func loadContract(c *callctx.Ctx, name string) (*contract.Contract, []contractRoute, error) {
-	p := contract.Path(name)
-	data, err := readRel(c, p)
+	p, data, err := contract.Locate(func(rel string) ([]byte, error) { return readRel(c, rel) }, name)
 	if err != nil {
 		return nil, nil, err
 	}
-	ct, err := contract.Parse(data)
+	ct, err := contract.Parse(data, name)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", p, err)
 	}
-	lines := splitLines(data)
 	var rs []contractRoute
 	for _, e := range ct.Endpoints {
-		rs = append(rs, contractRoute{ID: e.ID, Method: strings.ToUpper(e.Method), Path: e.Path,
-			Norm: normalizePath(e.Path), File: p, Line: endpointLine(lines, e)})
+		rs = append(rs, contractRoute{ID: e.ID, Method: e.Method, Path: e.Path, Norm: normalizePath(e.Path), File: p, Line: e.Line})
 	}
 	return ct, rs, nil
 }
 
-// endpointLine finds the line declaring an endpoint: its "id" key, else its
-// path.
-func endpointLine(lines []string, e contract.Endpoint) int {
-	id, _ := json.Marshal(e.ID)
-	pth, _ := json.Marshal(e.Path)
-	for _, want := range []struct{ key, val string }{{`"id"`, string(id)}, {`"path"`, string(pth)}} {
-		for i, l := range lines {
-			if strings.Contains(l, want.key) && strings.Contains(l, want.val) {
-				return i + 1
-			}
-		}
-	}
-	return 0
-}
-
-// contractFiles lists contracts/*.json (not the hash record), sorted.
+// contractFiles lists the contract files in contracts/ (not the hash
+// record), sorted.
 func contractFiles(c *callctx.Ctx) ([]string, error) {
-	return walkFiles(c, "contracts", func(rel string) bool {
-		return path.Dir(rel) == "contracts" && path.Ext(rel) == ".json" && path.Base(rel) != "hashes.json"
-	})
+	return walkFiles(c, contract.Dir, func(rel string) bool { return contract.NameOf(rel) != "" })
 }
 
 // loadContractRoutes reads every contract in contracts/; broken ones are
@@ -114,11 +96,13 @@ func loadContractRoutes(c *callctx.Ctx) ([]contractRoute, error) {
 		return nil, err
 	}
 	var out []contractRoute
+	seen := map[string]bool{}
 	for _, f := range files {
-		name := strings.TrimSuffix(path.Base(f), ".json")
-		if !contract.NamePattern().MatchString(name) {
+		name := contract.NameOf(f)
+		if seen[name] {
 			continue
 		}
+		seen[name] = true
 		if _, rs, err := loadContract(c, name); err == nil {
 			out = append(out, rs...)
 		}
@@ -128,7 +112,7 @@ func loadContractRoutes(c *callctx.Ctx) ([]contractRoute, error) {
 
 // DiffInput names the contract and the unit to compare.
 type DiffInput struct {
-	Contract string `json:"contract" jsonschema:"pattern=^[a-z0-9][a-z0-9_-]{0\\,63}$" jsonschema_description:"contract name: contracts/<contract>.json"`
+	Contract string `json:"contract" jsonschema:"pattern=^[a-z0-9][a-z0-9_-]{0\\,63}$" jsonschema_description:"contract name: contracts/<contract>.json, .yaml or .yml (the toolhost format or OpenAPI 3.0/3.1)"`
 	UnitID   string `json:"unit_id" jsonschema:"pattern=^[A-Za-z0-9_][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"the unit whose source (units/<unit_id>/, tests and node_modules excluded) is scanned for routes"`
 }
 
@@ -154,6 +138,16 @@ type MethodMismatch struct {
 	Line           int    `json:"line" jsonschema_description:"line of the implemented route"`
 }
 
+// UnresolvedRoute is a route (or a mount) in the source whose path the
+// analysis cannot know without running the code.
+type UnresolvedRoute struct {
+	Method string `json:"method" jsonschema_description:"HTTP method; ALL for a mount or a route of any method"`
+	Path   string `json:"path" jsonschema_description:"what is known of the path: the prefixes it is mounted under, * for the part that is computed"`
+	File   string `json:"file" jsonschema_description:"project-relative file of the route or mount"`
+	Line   int    `json:"line" jsonschema_description:"1-based line"`
+	Reason string `json:"reason" jsonschema_description:"why it cannot be resolved statically"`
+}
+
 // Unparsed is a source file that could not be read as code.
 type Unparsed struct {
 	File   string `json:"file" jsonschema_description:"project-relative file"`
@@ -163,15 +157,17 @@ type Unparsed struct {
 // DiffOutput is the result of diff_contract_vs_impl.
 type DiffOutput struct {
 	tool.Status
-	Contract       string           `json:"contract,omitempty" jsonschema_description:"the contract compared"`
-	UnitID         string           `json:"unit_id,omitempty" jsonschema_description:"the unit compared"`
-	FilesScanned   int              `json:"files_scanned" jsonschema_description:"source files read"`
-	RoutesFound    int              `json:"routes_found" jsonschema_description:"routes found in the unit's source"`
-	Matched        []RouteRef       `json:"matched" jsonschema_description:"contract endpoints the unit implements (where in the source)"`
-	Missing        []RouteRef       `json:"missing" jsonschema_description:"contract endpoints the unit does not implement (where in the contract)"`
-	Extra          []RouteRef       `json:"extra" jsonschema_description:"routes the unit implements that the contract does not declare (where in the source)"`
-	MethodMismatch []MethodMismatch `json:"method_mismatch" jsonschema_description:"contract paths the unit serves with a different method"`
-	Unparsed       []Unparsed       `json:"unparsed,omitempty" jsonschema_description:"source files skipped, with the reason"`
+	Contract       string            `json:"contract,omitempty" jsonschema_description:"the contract compared"`
+	UnitID         string            `json:"unit_id,omitempty" jsonschema_description:"the unit compared"`
+	FilesScanned   int               `json:"files_scanned" jsonschema_description:"source files read"`
+	RoutesFound    int               `json:"routes_found" jsonschema_description:"routes found in the unit's source"`
+	Matched        []RouteRef        `json:"matched" jsonschema_description:"contract endpoints the unit implements (where in the source)"`
+	Missing        []RouteRef        `json:"missing" jsonschema_description:"contract endpoints the unit does not implement (where in the contract)"`
+	Extra          []RouteRef        `json:"extra" jsonschema_description:"routes the unit implements that the contract does not declare (where in the source)"`
+	MethodMismatch []MethodMismatch  `json:"method_mismatch" jsonschema_description:"contract paths the unit serves with a different method"`
+	Unresolved     []UnresolvedRoute `json:"unresolved" jsonschema_description:"routes and mounts whose path is computed at run time (or a router no app mounts): neither missing nor extra, each with its file and line to read"`
+	Undecided      []RouteRef        `json:"undecided,omitempty" jsonschema_description:"contract endpoints no resolved route serves but an unresolved one may (same method, path under its known prefix): not reported missing"`
+	Unparsed       []Unparsed        `json:"unparsed,omitempty" jsonschema_description:"source files skipped, with the reason"`
 }
 
 // DiffContractVsImpl is the diff_contract_vs_impl tool.
@@ -179,10 +175,12 @@ func DiffContractVsImpl() tool.Tool {
 	return tool.New(tool.Spec{
 		Name:  "diff_contract_vs_impl",
 		Title: "Diff contract vs implementation",
-		Description: "Compare a contract's endpoints with the routes a unit implements, found in its JS/TS source (Express, Fastify, Koa, Hono) " +
-			"and Go source (net/http ServeMux with Go 1.22 \"GET /path/{id}\" patterns, gorilla, chi, echo, gin). Path parameters " +
-			"(:id, {id}, <id>) are normalised first. Returns missing, extra and method_mismatch routes with file and line; " +
-			"routes inside comments or other strings are ignored.",
+		Description: "Compare a contract's endpoints with the routes a unit implements, read from the syntax trees of its JS/TS source " +
+			"(Express apps and routers mounted with use() across files through require/import, route() chains, Fastify register with prefix, " +
+			"Hono route(), Koa and koa-router with prefix) and Go source (net/http ServeMux with Go 1.22 \"GET /path/{id}\" patterns and " +
+			"StripPrefix, chi Route/Group/Mount, gin and echo groups, gorilla subrouters). Path parameters (:id, {id}, <id>) are normalised first. " +
+			"Returns missing, extra and method_mismatch routes with file and line; a route whose path is computed at run time is unresolved " +
+			"(with file and line), never missing or extra.",
 		Effect: tool.ReadOnly, Timeout: 30 * time.Second,
 	}, diffContractVsImpl)
 }
@@ -216,7 +214,7 @@ func diffContractVsImpl(_ context.Context, c *callctx.Ctx, in DiffInput) (DiffOu
 	_, croutes, err := loadContract(c, in.Contract)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return DiffOutput{}, tool.Fail("no contract %s: %s does not exist; contracts here: %s", in.Contract, contract.Path(in.Contract), listOrNone(contractNames(c)))
+			return DiffOutput{}, tool.Fail("no contract %s: contracts/%s.json, .yaml or .yml does not exist; contracts here: %s", in.Contract, in.Contract, listOrNone(contractNames(c)))
 		}
 		return DiffOutput{}, tool.Fail("%v", err)
 	}
@@ -234,6 +232,7 @@ func diffContractVsImpl(_ context.Context, c *callctx.Ctx, in DiffInput) (DiffOu
 	out := DiffOutput{Status: tool.Status{OK: true}, Contract: in.Contract, UnitID: in.UnitID,
 		Matched: []RouteRef{}, Missing: []RouteRef{}, Extra: []RouteRef{}, MethodMismatch: []MethodMismatch{}}
 	var impl []implRoute
+	jsFiles, goFiles := map[string][]byte{}, map[string][]byte{}
 	for _, f := range files {
 		data, err := readRel(c, f)
 		if err != nil {
@@ -246,18 +245,22 @@ func diffContractVsImpl(_ context.Context, c *callctx.Ctx, in DiffInput) (DiffOu
 		}
 		out.FilesScanned++
 		if path.Ext(f) == ".go" {
-			rs, err := goRoutes(f, data)
-			if err != nil {
-				out.Unparsed = append(out.Unparsed, Unparsed{File: f, Reason: err.Error()})
-				continue
-			}
-			impl = append(impl, rs...)
+			goFiles[f] = data
 		} else {
-			impl = append(impl, jsRoutes(f, string(data))...)
+			jsFiles[f] = data
 		}
 	}
+	rs, un, bad := jsAnalyze(jsFiles)
+	impl, out.Unresolved, out.Unparsed = append(impl, rs...), append(out.Unresolved, un...), append(out.Unparsed, bad...)
+	rs, un, bad = goAnalyze(goFiles)
+	impl, out.Unresolved, out.Unparsed = append(impl, rs...), append(out.Unresolved, un...), append(out.Unparsed, bad...)
+	if out.Unresolved == nil {
+		out.Unresolved = []UnresolvedRoute{}
+	}
+	sortUnresolved(out.Unresolved)
 	out.RoutesFound = len(impl)
 	compareRoutes(croutes, impl, &out)
+	undecide(&out)
 	return out, nil
 }
 
@@ -344,6 +347,57 @@ func compareRoutes(croutes []contractRoute, impl []implRoute, out *DiffOutput) {
 	}
 }
 
+// sortUnresolved orders unresolved routes by file and line, as they are
+// read.
+func sortUnresolved(us []UnresolvedRoute) {
+	sort.SliceStable(us, func(i, j int) bool {
+		if us[i].File != us[j].File {
+			return us[i].File < us[j].File
+		}
+		if us[i].Line != us[j].Line {
+			return us[i].Line < us[j].Line
+		}
+		return us[i].Method < us[j].Method
+	})
+}
+
+// undecide moves the missing endpoints an unresolved route may serve (same
+// method or ALL, the path under its known prefix) to Undecided.
+func undecide(out *DiffOutput) {
+	var missing []RouteRef
+	for _, m := range out.Missing {
+		maybe := false
+		for _, u := range out.Unresolved {
+			if u.Method != m.Method && u.Method != "ALL" {
+				continue
+			}
+			known, _, _ := strings.Cut(u.Path, "*")
+			known = normalizePath(strings.TrimSuffix(known, "/"))
+			// A route of which nothing but the method is known could be
+			// any: it is listed as unresolved, but does not hide a missing
+			// route.
+			if known != "/" && pathHasPrefix(normalizePath(m.Path), known) {
+				maybe = true
+				break
+			}
+		}
+		if maybe {
+			out.Undecided = append(out.Undecided, m)
+		} else {
+			missing = append(missing, m)
+		}
+	}
+	if missing == nil {
+		missing = []RouteRef{}
+	}
+	out.Missing = missing
+}
+
+// pathHasPrefix reports whether normalised path p lies under prefix.
+func pathHasPrefix(p, prefix string) bool {
+	return p == prefix || strings.HasPrefix(p, prefix+"/")
+}
+
 func toRef(r implRoute) RouteRef {
 	return RouteRef{Method: r.Method, Path: r.Path, File: r.File, Line: r.Line}
 }
@@ -353,7 +407,7 @@ func contractNames(c *callctx.Ctx) []string {
 	files, _ := contractFiles(c)
 	var names []string
 	for _, f := range files {
-		names = append(names, strings.TrimSuffix(path.Base(f), ".json"))
+		names = append(names, contract.NameOf(f))
 	}
 	return names
 }

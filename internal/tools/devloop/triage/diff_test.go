@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -16,6 +17,12 @@ func routeStrings(rs []implRoute) []string {
 		out = append(out, fmt.Sprintf("%s %s @%d", r.Method, r.Path, r.Line))
 	}
 	return out
+}
+
+// jsRoutes analyses one JS/TS file as a unit of its own.
+func jsRoutes(file, src string) []implRoute {
+	rs, _, _ := jsAnalyze(map[string][]byte{file: []byte(src)})
+	return rs
 }
 
 func TestJSRoutes(t *testing.T) {
@@ -30,7 +37,7 @@ func TestJSRoutes(t *testing.T) {
 			[]string{"GET /x @1", "GET /y/:id @4", "HEAD /y/:id @4"}},
 		{"koa-router named route and del", "router.get('user', '/users/:id', show)\nrouter.del('/users/:id', remove)", []string{"GET /users/:id @1", "DELETE /users/:id @2"}},
 		{"hono on and template literal", "app.on(['PUT', 'PATCH'], '/p', h)\napp.get(`/t`, (c) => c.text('ok'))", []string{"PUT /p @1", "PATCH /p @1", "GET /t @2"}},
-		{"typescript generics", "app.get<{ Params: { id: string } }>('/ts/:id', h)", []string{"GET /ts/:id @1"}},
+		{"typescript generics", "// TypeScript\napp.get<{ Params: { id: string } }>('/ts/:id', h)", []string{"GET /ts/:id @2"}},
 		{"all methods", "app.all('/any', h)", []string{"ALL /any @1"}},
 		{"line comment", "// app.get('/c1', h)\napp.get('/real', h)", []string{"GET /real @2"}},
 		{"block comment spanning lines", "/*\n app.post('/c2', h)\n*/\napp.get('/after', h)", []string{"GET /after @4"}},
@@ -40,12 +47,16 @@ func TestJSRoutes(t *testing.T) {
 		{"division is not a regex", "const half = total / 2; app.get('/div', h); const q = x / y", []string{"GET /div @1"}},
 		{"dynamic template path", "app.get(`/v/${version}`, h)", nil},
 		{"client calls are not routes", "await fetch('/x')\nrequest(app).get('/y').expect(200)\ncache.get('/z')\napi.get(url, h)", nil},
-		{"unterminated string does not swallow the file", "const bad = 'oops\napp.get('/still', h)", []string{"GET /still @2"}},
+		{"a file that does not parse has no routes", "const bad = 'oops\napp.get('/still', h)", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := routeStrings(jsRoutes("f.js", tt.src))
+			file := "f.js"
+			if strings.Contains(tt.src, "// TypeScript") {
+				file = "f.ts"
+			}
+			got := routeStrings(jsRoutes(file, tt.src))
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got %q\nwant %q", got, tt.want)
 			}
@@ -72,16 +83,17 @@ func routes(mux *http.ServeMux, r Router) {
 	mux.HandleFunc("GET /exact/{$}", h)
 }
 `
-	rs, err := goRoutes("main.go", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rs, un, _ := goAnalyze(map[string][]byte{"main.go": []byte(src)})
 	want := []string{"GET /items/{id} @6", "POST /items @7", "ALL /health @8", "PUT /g/{id} @10", "PATCH /g/{id} @10",
 		"GET /chi/{id} @11", "GET /gin/:id @12", "GET /exact/{$} @15"}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].Line < rs[j].Line })
 	if got := routeStrings(rs); !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
-	if _, err := goRoutes("bad.go", []byte("package main\nfunc {")); err == nil {
+	if len(un) != 1 || un[0].Line != 14 || !strings.Contains(un[0].Reason, "computed at run time") {
+		t.Errorf("unresolved = %+v, want the pattern built at run time at line 14", un)
+	}
+	if _, _, bad := goAnalyze(map[string][]byte{"bad.go": []byte("package main\nfunc {")}); len(bad) != 1 {
 		t.Error("a Go syntax error was not reported")
 	}
 }
@@ -183,7 +195,7 @@ func TestDiffContractVsImplFailures(t *testing.T) {
 		reason   string
 		validErr bool
 	}{
-		{"unknown contract", DiffInput{Contract: "orders", UnitID: "todo-be"}, "no contract orders: contracts/orders.json does not exist; contracts here: broken, todos", false},
+		{"unknown contract", DiffInput{Contract: "orders", UnitID: "todo-be"}, "no contract orders: contracts/orders.json, .yaml or .yml does not exist; contracts here: broken, todos", false},
 		{"broken contract", DiffInput{Contract: "broken", UnitID: "todo-be"}, "endpoints[0] needs id, method and path", false},
 		{"unknown unit", DiffInput{Contract: "todos", UnitID: "nope"}, "no unit nope: units/nope/ does not exist", false},
 		{"unit without source", DiffInput{Contract: "todos", UnitID: "docs-only"}, "units/docs-only/ has no JS/TS or Go source", false},
@@ -218,5 +230,110 @@ func TestDiffReportsUnparsedFiles(t *testing.T) {
 	}
 	if len(out.Unparsed) != 1 || out.Unparsed[0].File != "units/todo-go/broken.go" || len(out.Matched) != 3 {
 		t.Errorf("%+v", out)
+	}
+}
+
+// Routers mounted under prefixes, across files, per framework.
+func TestMountedRouters(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name       string
+		files      map[string]string
+		want       []string
+		unresolved []string
+	}{
+		{"fastify register with prefix", map[string]string{
+			"src/server.ts": "import Fastify from 'fastify';\nimport orders from './orders';\nconst app = Fastify();\napp.register(orders, { prefix: '/v2/orders' });\napp.get('/health', async () => ({ ok: true }));\n",
+			"src/orders.ts": "import type { FastifyInstance } from 'fastify';\nexport default async function orders(f: FastifyInstance) {\n  f.get('/', async () => []);\n  f.delete<{ Params: { id: string } }>('/:id', async () => null);\n}\n",
+		}, []string{"GET /health @5", "GET /v2/orders @3", "DELETE /v2/orders/:id @4"}, nil},
+		{"hono route and basePath", map[string]string{
+			"src/index.ts": "import { Hono } from 'hono';\nimport { books } from './books';\nconst app = new Hono().basePath('/api');\napp.route('/books', books);\n",
+			"src/books.ts": "import { Hono } from 'hono';\nexport const books = new Hono();\nbooks.get('/', (c) => c.json([]));\nbooks.post('/:id/loan', (c) => c.json({}));\n",
+		}, []string{"GET /api/books @3", "POST /api/books/:id/loan @4"}, nil},
+		{"koa-router prefix and nested use", map[string]string{
+			"app.js": "const Koa = require('koa');\nconst Router = require('@koa/router');\nconst app = new Koa();\nconst api = new Router({ prefix: '/api' });\nconst users = new Router();\nusers.get('/:id', show);\napi.use('/users', users.routes());\napp.use(api.routes());\n",
+		}, []string{"GET /api/users/:id @6"}, nil},
+		{"express function handed the app", map[string]string{
+			"server.js":       "const express = require('express');\nconst app = express();\nrequire('./routes/index')(app);\n",
+			"routes/index.js": "module.exports = function routes(app) {\n  app.get('/a', h);\n  app.post(`/b/${'x'}`, h);\n};\n",
+		}, []string{"GET /a @2", "POST /b/x @3"}, nil},
+		{"express dynamic path and unmounted router", map[string]string{
+			"server.js": "const express = require('express');\nconst app = express();\nconst BASE = '/v1';\napp.get(BASE + '/ok', h);\napp.get(process.env.P + '/x', h);\nconst lost = express.Router();\nlost.get('/nowhere', h);\n",
+		}, []string{"GET /v1/ok @4"}, []string{"GET /* @5", "GET /nowhere @7"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			files := map[string][]byte{}
+			for k, v := range tc.files {
+				files[k] = []byte(v)
+			}
+			rs, un, bad := jsAnalyze(files)
+			if len(bad) > 0 {
+				t.Fatalf("unparsed %+v", bad)
+			}
+			var got, gotUn []string
+			for _, r := range rs {
+				got = append(got, fmt.Sprintf("%s %s @%d", r.Method, r.Path, r.Line))
+			}
+			for _, u := range un {
+				gotUn = append(gotUn, fmt.Sprintf("%s %s @%d", u.Method, u.Path, u.Line))
+			}
+			sort.Strings(got)
+			want := append([]string(nil), tc.want...)
+			sort.Strings(want)
+			if !reflect.DeepEqual(got, want) || strings.Join(gotUn, ",") != strings.Join(tc.unresolved, ",") {
+				t.Errorf("routes %q unresolved %q\nwant %q unresolved %q", got, gotUn, want, tc.unresolved)
+			}
+		})
+	}
+}
+
+// chi Route/Group/Mount and gin groups, across files.
+func TestMountedGoRouters(t *testing.T) {
+	t.Parallel()
+	files := map[string][]byte{
+		"cmd/api/main.go": []byte(`package main
+
+import (
+	"github.com/go-chi/chi/v5"
+	"github.com/gin-gonic/gin"
+)
+
+func main() {
+	r := chi.NewRouter()
+	r.Get("/health", h)
+	r.Route("/v2", func(r chi.Router) {
+		r.Group(func(r chi.Router) {
+			r.Post("/orders", h)
+		})
+		r.Mount("/admin", adminRouter())
+	})
+	g := gin.Default()
+	v1 := g.Group("/v1")
+	users := v1.Group("/users")
+	users.GET("/:id", h)
+}
+`),
+		"cmd/api/admin.go": []byte(`package main
+
+import "github.com/go-chi/chi/v5"
+
+func adminRouter() chi.Router {
+	r := chi.NewRouter()
+	r.Delete("/cache", h)
+	return r
+}
+`),
+	}
+	rs, un, bad := goAnalyze(files)
+	var got []string
+	for _, r := range rs {
+		got = append(got, fmt.Sprintf("%s %s %s:%d", r.Method, r.Path, r.File, r.Line))
+	}
+	sort.Strings(got)
+	want := []string{"DELETE /v2/admin/cache cmd/api/admin.go:7", "GET /health cmd/api/main.go:10", "GET /v1/users/:id cmd/api/main.go:20", "POST /v2/orders cmd/api/main.go:13"}
+	if !reflect.DeepEqual(got, want) || len(un) != 0 || len(bad) != 0 {
+		t.Errorf("routes %q unresolved %+v unparsed %+v\nwant %q", got, un, bad, want)
 	}
 }

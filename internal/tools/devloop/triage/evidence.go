@@ -16,6 +16,7 @@ import (
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/vitest"
 )
 
 // logLineWindow is how far (in lines) a quoted excerpt may sit from its
@@ -243,8 +244,11 @@ func (ev *evidence) miss(kind, cited, format string, args ...any) {
 	ev.Missing = append(ev.Missing, MissingItem{Kind: kind, Cited: cited, Reason: fmt.Sprintf(format, args...)})
 }
 
-// checkTest finds the cited test in the cited report, or in the newest
-// report that names it, and checks the cited test file.
+// checkTest finds the cited test (or, with only a test file cited, the
+// file's first failure, a file-level one included) in the cited report, or
+// in the newest report that names it, and checks the cited test file. A
+// test that did not fail there is not evidence of the failure: it is
+// missing, with the reason, never verified.
 func (ev *evidence) checkTest(c *callctx.Ctx, bug *bugs.Bug, e bugs.Evidence) error {
 	cited := e.Test
 	if cited == "" {
@@ -258,21 +262,27 @@ func (ev *evidence) checkTest(c *callctx.Ctx, bug *bugs.Bug, e bugs.Evidence) er
 			ev.miss(kindReport, e.Report, "cannot read the cited report: %s", readReason(err))
 			break
 		}
-		r, ok := parseVitest(data)
-		if !ok {
-			ev.miss(kindReport, e.Report, "%s is not a Vitest JSON report (no testResults); cite the file written by vitest run --reporter=json", e.Report)
+		run, err := vitest.Parse(data)
+		if err != nil {
+			ev.miss(kindReport, e.Report, "%s is not a readable Vitest JSON report (%v); cite the file written by vitest run --reporter=json", e.Report, err)
 			break
 		}
-		lr := loadedReport{Path: e.Report, Report: r}
+		lr := loadedReport{Path: e.Report, Run: run}
 		outs := lr.outcomes()
 		if found = pickOutcome(outs, e.Test, e.TestFile); found == nil {
 			var failing []string
 			for _, o := range outs {
-				if o.Status == "failed" && len(failing) < 5 {
-					failing = append(failing, strconv.Quote(o.Name))
+				// Only the cited file's failures: another file's would
+				// send the reader elsewhere.
+				if o.Status == vitest.StatusFailed && len(failing) < 5 && (e.TestFile == "" || vitest.SameFile(o.File, e.TestFile)) {
+					failing = append(failing, strconv.Quote(o.label()))
 				}
 			}
-			ev.miss(kindTest, cited, "report %s has no %s; failing tests there: %s", e.Report, testDesc(e.Test, e.TestFile), listOrNone(failing))
+			scope := "there"
+			if e.TestFile != "" {
+				scope = "in " + e.TestFile
+			}
+			ev.miss(kindTest, cited, "report %s has no %s; failing tests %s: %s", e.Report, testDesc(e.Test, e.TestFile), scope, listOrNone(failing))
 		}
 	default:
 		reports, err := ev.allReports(c)
@@ -288,33 +298,50 @@ func (ev *evidence) checkTest(c *callctx.Ctx, bug *bugs.Bug, e bugs.Evidence) er
 			ev.miss(kindTest, cited, "no Vitest report under reports/ or units/*/ (%d searched) has a %s; cite the report with evidence.report or fix the test name", len(reports), testDesc(e.Test, e.TestFile))
 		}
 	}
-	if found != nil {
+	line := 0
+	switch {
+	case found != nil && found.Status != vitest.StatusFailed:
 		ev.Tests = append(ev.Tests, citedTest{Name: found.Name, File: found.File})
-		line := found.Line
-		if line == 0 {
-			line = frameLine(found.Message, found.File)
+		why := "cite a report where it fails, or re-run the suite"
+		if fe := fileFailureOf(c, found); fe != nil {
+			why = fmt.Sprintf("its file failed outside any test (%s: %s), which skipped it; cite that failure with evidence.test_file alone", fe.Level, vitest.FirstMeaningfulLine(fe.Message))
 		}
-		item := VerifiedItem{Kind: kindTest, Path: found.Report, Line: line,
-			Excerpt: clip(found.Status+": "+found.Name+"\n"+found.Message, maxExcerpt)}
-		if found.Status != "failed" {
-			item.Detail = fmt.Sprintf("the test %s in %s (the newest report naming it): the failure is not reproduced there", found.Status, found.Report)
-		}
-		ev.Verified = append(ev.Verified, item)
-	} else if e.Test != "" {
+		ev.miss(kindTest, cited, "not reproduced: the test %s in %s (the report cited, or the newest naming it), it did not fail; %s", found.Status, found.Report, why)
+	case found != nil:
+		ev.Tests = append(ev.Tests, citedTest{Name: found.Name, File: found.File})
+		line = found.Line
+		ev.Verified = append(ev.Verified, VerifiedItem{Kind: kindTest, Path: found.Report, Line: line,
+			Excerpt: clip(found.Status+": "+found.label()+"\n"+found.Message, maxExcerpt)})
+	case e.Test != "":
 		ev.Tests = append(ev.Tests, citedTest{Name: e.Test, File: e.TestFile})
 	}
 	if e.TestFile != "" {
-		line := 0
-		if found != nil {
-			line = found.Line
+		ev.checkTestFile(c, bug, e.TestFile, line, found)
+	}
+	return nil
+}
+
+// fileFailureOf returns the file-level failure of o's file in o's report.
+func fileFailureOf(c *callctx.Ctx, o *testOutcome) *testOutcome {
+	data, err := readRel(c, o.Report)
+	if err != nil {
+		return nil
+	}
+	run, err := vitest.Parse(data)
+	if err != nil {
+		return nil
+	}
+	lr := loadedReport{Path: o.Report, Run: run}
+	for _, x := range lr.outcomes() {
+		if x.Name == "" && x.File == o.File {
+			return &x
 		}
-		ev.checkTestFile(c, bug, e.TestFile, line)
 	}
 	return nil
 }
 
 // pickOutcome returns the cited test among a report's outcomes. When only
-// a test file is cited, its first failed test is the evidence (any test of
+// a test file is cited, its first failure is the evidence (any outcome of
 // the file if none failed).
 func pickOutcome(outs []testOutcome, test, file string) *testOutcome {
 	var first *testOutcome
@@ -322,7 +349,7 @@ func pickOutcome(outs []testOutcome, test, file string) *testOutcome {
 		if !matchTest(o, test, file) {
 			continue
 		}
-		if test != "" || o.Status == "failed" {
+		if test != "" || o.Status == vitest.StatusFailed {
 			return &outs[i]
 		}
 		if first == nil {
@@ -332,9 +359,14 @@ func pickOutcome(outs []testOutcome, test, file string) *testOutcome {
 	return first
 }
 
+// hookCall finds the line of a hook in a test file.
+var hookCall = lazyre.New(`\b(beforeAll|afterAll|beforeEach|afterEach)\s*\(`)
+
 // checkTestFile checks that a cited test file exists in the project (as
-// given, or inside the bug's unit) and quotes the test's line.
-func (ev *evidence) checkTestFile(c *callctx.Ctx, bug *bugs.Bug, file string, line int) {
+// given, or inside the bug's unit) and quotes its failing lines: the line
+// the report names, else for a hook failure the hook, else the test's
+// declaration.
+func (ev *evidence) checkTestFile(c *callctx.Ctx, bug *bugs.Bug, file string, line int, found *testOutcome) {
 	cands := []string{file}
 	if filepath.IsAbs(file) {
 		rel, err := filepath.Rel(c.ProjectDir, file)
@@ -356,14 +388,51 @@ func (ev *evidence) checkTestFile(c *callctx.Ctx, bug *bugs.Bug, file string, li
 			continue
 		}
 		lines := splitLines(data)
-		item := VerifiedItem{Kind: kindTestFile, Path: p, Excerpt: fmt.Sprintf("%d lines", len(lines))}
-		if line > 0 && line <= len(lines) {
-			item.Line, item.Excerpt = line, strings.TrimSpace(lines[line-1])
+		at := line
+		if at <= 0 || at > len(lines) {
+			at = failingLine(lines, found)
+		}
+		item := VerifiedItem{Kind: kindTestFile, Path: p}
+		if at > 0 {
+			item.Line, item.Excerpt = at, around(lines, at, 1)
+		} else {
+			item.Excerpt = fmt.Sprintf("%d lines; the report names no line in this file", len(lines))
 		}
 		ev.Verified = append(ev.Verified, item)
 		return
 	}
 	ev.miss(kindTestFile, file, "cannot read the cited test file (%s); cite it relative to the project or to the bug's unit", strings.Join(reasons, "; "))
+}
+
+// failingLine finds where an outcome the report gives no line for sits in
+// its test file: the first hook of a hook failure, the declaration of a
+// test (0 when neither is found).
+func failingLine(lines []string, o *testOutcome) int {
+	if o == nil {
+		return 0
+	}
+	if o.Level == vitest.LevelHook {
+		for i, l := range lines {
+			if hookCall().MatchString(l) {
+				return i + 1
+			}
+		}
+		return 0
+	}
+	// The full name is the describe blocks and the title; the declaration
+	// quotes the title, the longest tail of the name found in a string.
+	words := strings.Fields(o.Name)
+	for k := range words {
+		title := strings.Join(words[k:], " ")
+		for i, l := range lines {
+			for _, q := range []string{"'", `"`, "`"} {
+				if strings.Contains(l, q+title+q) {
+					return i + 1
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // checkLog verifies a quoted log excerpt at (or near) its cited line, or
@@ -636,17 +705,6 @@ func around(lines []string, at, n int) string {
 	from := max(1, at-logContext)
 	to := min(len(lines), at+n-1+logContext)
 	return clip(strings.Join(lines[from-1:to], "\n"), maxExcerpt)
-}
-
-// frameLine finds the line of the first stack frame inside file.
-func frameLine(msg, file string) int {
-	for _, l := range strings.Split(msg, "\n") {
-		if m := stackFrame().FindStringSubmatch(l); m != nil && file != "" && sameFile(m[1], file) {
-			n, _ := strconv.Atoi(m[2])
-			return n
-		}
-	}
-	return 0
 }
 
 func readReason(err error) string {

@@ -23,8 +23,8 @@ func TestExtractEvidence(t *testing.T) {
 		want want
 	}{
 		{"failing test in the cited report, and the test file", "BUG-0001", want{status: statusVerified, verified: []VerifiedItem{
-			{Kind: kindTest, Path: "reports/vitest-2.json", Line: 8, Excerpt: "AssertionError: expected false to be true"},
-			{Kind: kindTestFile, Path: "units/todo-be/tests/todos.test.js", Line: 8, Excerpt: "it('marks a todo done'"},
+			{Kind: kindTest, Path: "reports/vitest-2.json", Line: 10, Excerpt: "AssertionError: expected false to be true"},
+			{Kind: kindTestFile, Path: "units/todo-be/tests/todos.test.js", Line: 10, Excerpt: "expect(t.done).toBe(true);"},
 		}}},
 		{"log excerpt near its cited line, with the lines around it", "BUG-0002", want{status: statusVerified, verified: []VerifiedItem{
 			{Kind: kindLog, Path: "integration/logs/todo-be.err.log", Line: 6, Excerpt: "      ^\n\nError: listen EADDRINUSE: address already in use :::38124\n    at Server.setupListenHandle"},
@@ -33,8 +33,8 @@ func TestExtractEvidence(t *testing.T) {
 			{Kind: kindRunStep, Path: "integration/runs/run-0001.json", Line: 15, Excerpt: `step "get todo" failed: status 404`},
 		}}},
 		{"uncited report: the newest report naming the test", "BUG-0004", want{status: statusVerified, verified: []VerifiedItem{
-			{Kind: kindTest, Path: "reports/vitest-2.json", Line: 16, Excerpt: "failed: todos answers within budget"},
-			{Kind: kindTestFile, Path: "units/todo-be/tests/todos.test.js", Line: 16, Excerpt: "it('answers within budget'"},
+			{Kind: kindTest, Path: "reports/vitest-2.json", Line: 18, Excerpt: "failed: todos answers within budget"},
+			{Kind: kindTestFile, Path: "units/todo-be/tests/todos.test.js", Line: 18, Excerpt: "expect(flip).toBe(true);"},
 		}}},
 		{"suite that failed to import", "BUG-0006", want{status: statusVerified, verified: []VerifiedItem{
 			{Kind: kindTest, Path: "units/todo-be/reports/vitest-deps.json", Excerpt: "Cannot find package 'slugify-lite'"},

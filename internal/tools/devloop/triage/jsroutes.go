@@ -1,429 +1,1109 @@
 package triage
 
 import (
+	"fmt"
+	"path"
+	"sort"
 	"strings"
+	"unsafe"
+
+	"github.com/evanw/esbuild/pkg/api"
+	"github.com/tdewolff/parse/v2"
+	"github.com/tdewolff/parse/v2/js"
 )
 
-// A small JavaScript/TypeScript tokenizer: just enough to find route
-// definitions without being fooled by comments, strings, template literals
-// or regular expressions that happen to look like one.
+// The routes of a JavaScript/TypeScript unit are read from the syntax tree
+// of every source file: TypeScript is turned into JavaScript by esbuild
+// (types stripped, a source map kept for the lines), JavaScript is parsed by
+// tdewolff/parse. On that tree the analysis follows what the frameworks do
+// at run time, statically: apps and routers (express(), express.Router(),
+// new Hono(), fastify(), new Koa(), koa-router's new Router()), the routes
+// declared on them, and where each router is mounted — app.use('/v2',
+// router), router.use(...) nested, Hono's app.route('/v2', sub), Fastify's
+// register(plugin, {prefix}), koa-router's prefix and .routes() — across
+// files through require/import and module.exports/export. A route whose path
+// or mount prefix is not a string the code spells out is unresolved, with
+// its file and line.
 
-type tokKind int
-
-const (
-	tokIdent tokKind = iota
-	tokString
-	tokTemplate // template literal; Str set only when it has no ${…}
-	tokPunct
-	tokNumber
-	tokRegex
-)
-
-type jsToken struct {
-	Kind tokKind
-	Str  string // identifier, punctuator, or a string literal's value
-	Line int
-	// Dynamic is true for a template literal with substitutions.
-	Dynamic bool
+// jsObj is an app or router object.
+type jsObj struct {
+	root    bool   // an app (express(), new Hono(), fastify(), new Koa())
+	implied bool   // a receiver the analysis did not see created (a parameter, a global)
+	prefix  string // koa-router {prefix}, Hono basePath
+	routes  []jsRoute
+	mounts  []jsMount
+	mounted bool
 }
 
-// regexAllowedAfter are keywords after which "/" starts a regular
-// expression rather than a division.
-var regexAllowedAfter = map[string]bool{
-	"return": true, "typeof": true, "instanceof": true, "in": true, "of": true, "new": true,
-	"delete": true, "void": true, "throw": true, "case": true, "do": true, "else": true, "yield": true, "await": true,
+type jsRoute struct {
+	method, path string
+	dynamic      string // why the path is unknown ("" when known)
+	file         string
+	line, pos    int
 }
 
-// tokenizeJS turns source into tokens, dropping comments. It never fails:
-// an unterminated literal simply ends at the end of input.
-func tokenizeJS(src string) []jsToken {
-	var toks []jsToken
-	line := 1
-	i, n := 0, len(src)
-	regexOK := func() bool {
-		if len(toks) == 0 {
-			return true
+type jsMount struct {
+	prefix  string
+	dynamic string
+	target  *jsObj
+	unknown string // what could not be followed (target nil)
+	file    string
+	line    int
+}
+
+// jsFunc is a function whose parameters can receive routers.
+type jsFunc struct {
+	params []*js.Var
+}
+
+// jsModule is one parsed source file.
+type jsModule struct {
+	rel    string
+	buf    []byte // the JavaScript parsed (esbuild's output for TypeScript)
+	lineOf func(off int) int
+	ast    *js.AST
+	objs   map[*js.Var]*jsObj
+	funcs  map[*js.Var]*jsFunc
+	consts map[*js.Var]string
+	// imports: local binding → module and the name imported ("default",
+	// "*" for a namespace or a whole require, or a named export).
+	imports map[*js.Var]jsImport
+	// exports: name → the local binding ("default" for export default and
+	// module.exports = x); exportObjs for values that are not bindings.
+	exports    map[string]*js.Var
+	exportObjs map[string]*jsObj
+	exportFns  map[string]*jsFunc
+}
+
+type jsImport struct{ module, name string }
+
+// jsUnit is the analysis of a unit's JavaScript/TypeScript sources.
+type jsUnit struct {
+	mods  map[string]*jsModule
+	order []string
+	// implied are objects of receivers the analysis did not see created:
+	// function parameters (bound to what callers pass), globals.
+	implied map[*js.Var]*jsObj
+}
+
+// jsParse turns one source file into a module; TypeScript and JSX go
+// through esbuild first.
+func jsParse(rel string, src []byte) (*jsModule, error) {
+	code := src
+	var lineMap func(int) int
+	loader := map[string]api.Loader{".ts": api.LoaderTS, ".mts": api.LoaderTS, ".cts": api.LoaderTS, ".tsx": api.LoaderTSX, ".jsx": api.LoaderJSX}[path.Ext(rel)]
+	if loader != api.LoaderNone {
+		res := api.Transform(string(src), api.TransformOptions{Loader: loader, Sourcefile: rel, Sourcemap: api.SourceMapExternal, Target: api.ESNext})
+		if len(res.Errors) > 0 {
+			e := res.Errors[0]
+			if e.Location != nil {
+				return nil, fmt.Errorf("line %d: %s", e.Location.Line, e.Text)
+			}
+			return nil, fmt.Errorf("%s", e.Text)
 		}
-		t := toks[len(toks)-1]
-		switch t.Kind {
-		case tokIdent:
-			return regexAllowedAfter[t.Str]
-		case tokNumber, tokString, tokTemplate, tokRegex:
-			return false
-		default:
-			return t.Str != ")" && t.Str != "]" && t.Str != "}"
+		code = res.Code
+		m, err := decodeSourceMap(res.Map)
+		if err != nil {
+			return nil, fmt.Errorf("esbuild source map: %w", err)
+		}
+		lineMap = m.originalLine
+	}
+	// A buffer with room for the parser's terminating NUL, so the parser
+	// keeps it in place and every literal it returns is a slice of it: the
+	// slice's offset is where the literal is written.
+	buf := make([]byte, len(code), len(code)+1)
+	copy(buf, code)
+	ast, err := js.Parse(parse.NewInputBytes(buf), js.Options{})
+	if err != nil {
+		msg := err.Error()
+		if pe, ok := err.(*parse.Error); ok {
+			line := pe.Line
+			if lineMap != nil {
+				line = lineMap(line)
+			}
+			msg = fmt.Sprintf("line %d: %s", line, pe.Message)
+		}
+		return nil, fmt.Errorf("does not parse as JavaScript: %s", msg)
+	}
+	starts := []int{0}
+	for i, b := range buf {
+		if b == '\n' {
+			starts = append(starts, i+1)
 		}
 	}
-	for i < n {
-		ch := src[i]
-		switch {
-		case ch == '\n':
-			line++
-			i++
-		case ch == ' ' || ch == '\t' || ch == '\r' || ch == '\f' || ch == '\v':
-			i++
-		case ch == '/' && i+1 < n && src[i+1] == '/':
-			for i < n && src[i] != '\n' {
-				i++
-			}
-		case ch == '/' && i+1 < n && src[i+1] == '*':
-			end := strings.Index(src[i+2:], "*/")
-			if end < 0 {
-				end = n - i - 2
-			}
-			line += strings.Count(src[i:i+2+end], "\n")
-			i += end + 4
-		case ch == '\'' || ch == '"':
-			start := line
-			s, j, nl := scanQuoted(src, i)
-			toks = append(toks, jsToken{Kind: tokString, Str: s, Line: start})
-			line += nl
-			i = j
-		case ch == '`':
-			start := line
-			s, dyn, j := scanTemplate(src, i)
-			line += strings.Count(src[i:j], "\n")
-			toks = append(toks, jsToken{Kind: tokTemplate, Str: s, Line: start, Dynamic: dyn})
-			i = j
-		case ch == '/' && regexOK():
-			j := scanRegex(src, i)
-			toks = append(toks, jsToken{Kind: tokRegex, Line: line})
-			i = j
-		case isIdentStart(ch):
-			j := i + 1
-			for j < n && isIdentPart(src[j]) {
-				j++
-			}
-			toks = append(toks, jsToken{Kind: tokIdent, Str: src[i:j], Line: line})
-			i = j
-		case ch >= '0' && ch <= '9':
-			j := i + 1
-			for j < n && (isIdentPart(src[j]) || src[j] == '.') {
-				j++
-			}
-			toks = append(toks, jsToken{Kind: tokNumber, Str: src[i:j], Line: line})
-			i = j
-		case ch == '=' && i+1 < n && src[i+1] == '>':
-			toks = append(toks, jsToken{Kind: tokPunct, Str: "=>", Line: line})
-			i += 2
-		default:
-			toks = append(toks, jsToken{Kind: tokPunct, Str: string(ch), Line: line})
-			i++
+	m := &jsModule{rel: rel, buf: buf, ast: ast, objs: map[*js.Var]*jsObj{}, funcs: map[*js.Var]*jsFunc{},
+		consts: map[*js.Var]string{}, imports: map[*js.Var]jsImport{}, exports: map[string]*js.Var{},
+		exportObjs: map[string]*jsObj{}, exportFns: map[string]*jsFunc{}}
+	m.lineOf = func(off int) int {
+		if off < 0 {
+			return 0
 		}
+		line := sort.Search(len(starts), func(i int) bool { return starts[i] > off })
+		if lineMap != nil {
+			return lineMap(line)
+		}
+		return line
 	}
-	return toks
+	return m, nil
 }
 
-func isIdentStart(c byte) bool {
-	return c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
+// lineOfBytes is the line of a literal the parser returned: its offset in
+// the parsed buffer (0 when it is not a slice of it).
+func (m *jsModule) lineOfBytes(b []byte) int { return m.lineOf(m.offset(b)) }
+
+// offset is where a literal the parser returned sits in the parsed buffer,
+// or -1.
+func (m *jsModule) offset(b []byte) int {
+	if len(b) == 0 || len(m.buf) == 0 {
+		return -1
+	}
+	off := int(uintptr(unsafe.Pointer(unsafe.SliceData(b))) - uintptr(unsafe.Pointer(unsafe.SliceData(m.buf))))
+	if off < 0 || off >= len(m.buf) {
+		return -1
+	}
+	return off
 }
 
-func isIdentPart(c byte) bool { return isIdentStart(c) || c >= '0' && c <= '9' }
+func resolveVar(v *js.Var) *js.Var {
+	for v != nil && v.Link != nil {
+		v = v.Link
+	}
+	return v
+}
 
-// scanQuoted reads a '…' or "…" literal starting at i; it returns the value
-// (common escapes resolved), the index after it and the newlines crossed.
-func scanQuoted(src string, i int) (string, int, int) {
-	q := src[i]
-	var b strings.Builder
-	nl := 0
-	j := i + 1
-	for j < len(src) {
-		c := src[j]
-		switch {
-		case c == '\\' && j+1 < len(src):
-			if src[j+1] == '\n' {
-				nl++
-			} else {
-				b.WriteByte(src[j+1])
-			}
-			j += 2
+// jsAnalyze reads the routes of a unit's sources (project-relative path →
+// content). Files that do not parse are returned as unparsed.
+func jsAnalyze(files map[string][]byte) ([]implRoute, []UnresolvedRoute, []Unparsed) {
+	u := &jsUnit{mods: map[string]*jsModule{}, implied: map[*js.Var]*jsObj{}}
+	var unparsed []Unparsed
+	for rel := range files {
+		u.order = append(u.order, rel)
+	}
+	sort.Strings(u.order)
+	var kept []string
+	for _, rel := range u.order {
+		m, err := jsParse(rel, files[rel])
+		if err != nil {
+			unparsed = append(unparsed, Unparsed{File: rel, Reason: err.Error()})
 			continue
-		case c == q:
-			return b.String(), j + 1, nl
-		case c == '\n':
-			// An unterminated string ends at the line end, as in JS.
-			return b.String(), j, nl
 		}
-		b.WriteByte(c)
-		j++
+		u.mods[rel] = m
+		kept = append(kept, rel)
 	}
-	return b.String(), j, nl
+	u.order = kept
+	for _, rel := range u.order {
+		u.declare(u.mods[rel])
+	}
+	for _, rel := range u.order {
+		m := u.mods[rel]
+		js.Walk(&jsVisitor{u: u, m: m}, m.ast)
+	}
+	routes, unresolved := u.resolve()
+	sortUnresolved(unresolved)
+	return routes, unresolved, unparsed
 }
 
-// scanTemplate reads a template literal starting at i, skipping nested
-// ${ … } expressions (which may hold strings, templates and braces).
-func scanTemplate(src string, i int) (string, bool, int) {
-	var b strings.Builder
-	dyn := false
-	j := i + 1
-	for j < len(src) {
-		c := src[j]
-		switch {
-		case c == '\\' && j+1 < len(src):
-			b.WriteByte(src[j+1])
-			j += 2
-		case c == '`':
-			return b.String(), dyn, j + 1
-		case c == '$' && j+1 < len(src) && src[j+1] == '{':
-			dyn = true
-			j = skipExpr(src, j+2)
-		default:
-			b.WriteByte(c)
-			j++
-		}
-	}
-	return b.String(), dyn, j
+// declare records a module's objects, functions, string constants, imports
+// and exports (top-level and nested declarations alike).
+func (u *jsUnit) declare(m *jsModule) {
+	js.Walk(&declVisitor{u: u, m: m}, m.ast)
 }
 
-// skipExpr skips a template substitution up to its closing brace.
-func skipExpr(src string, j int) int {
-	depth := 1
-	for j < len(src) {
-		switch c := src[j]; c {
-		case '{':
-			depth++
-			j++
-		case '}':
-			depth--
-			j++
-			if depth == 0 {
-				return j
+type declVisitor struct {
+	u *jsUnit
+	m *jsModule
+}
+
+func (d *declVisitor) Exit(js.INode) {}
+
+func (d *declVisitor) Enter(n js.INode) js.IVisitor {
+	m := d.m
+	switch n := n.(type) {
+	case *js.ImportStmt:
+		mod := string(unquote(n.Module))
+		// The bindings are matched by name when they are used (imports
+		// bind module-scope variables, found in the walk by their name).
+		if n.Default != nil {
+			d.bindImport(n.Default, mod, "default")
+		}
+		for _, a := range n.List {
+			name, local := string(a.Name), string(a.Binding)
+			if name == "" {
+				name = local
 			}
-		case '\'', '"':
-			_, j, _ = scanQuoted(src, j)
-		case '`':
-			_, _, j = scanTemplate(src, j)
-		case '/':
-			if j+1 < len(src) && src[j+1] == '/' {
-				for j < len(src) && src[j] != '\n' {
-					j++
-				}
-			} else if j+1 < len(src) && src[j+1] == '*' {
-				end := strings.Index(src[j+2:], "*/")
-				if end < 0 {
-					return len(src)
-				}
-				j += end + 4
+			if name == "*" {
+				name = "*"
+			}
+			d.bindImport([]byte(local), mod, name)
+		}
+	case *js.VarDecl:
+		for _, el := range n.List {
+			d.binding(el.Binding, el.Default)
+		}
+	case *js.FuncDecl:
+		if n.Name != nil {
+			m.funcs[resolveVar(n.Name)] = funcOf(n.Params)
+		}
+	case *js.ExportStmt:
+		d.export(n)
+	case *js.ExprStmt:
+		d.assignExport(n.Value)
+	}
+	return d
+}
+
+// bindImport binds an import's local name: the parser keeps no variable
+// for an import, so its uses are the module scope's variables of that name
+// (declared or not).
+func (d *declVisitor) bindImport(local []byte, mod, name string) {
+	for _, v := range d.m.moduleVars(string(local)) {
+		d.m.imports[v] = jsImport{module: mod, name: name}
+	}
+}
+
+// moduleVars returns the module scope's variables called name.
+func (m *jsModule) moduleVars(name string) []*js.Var {
+	var out []*js.Var
+	sc := m.ast.BlockStmt.Scope
+	for _, list := range []js.VarArray{sc.Declared, sc.Undeclared} {
+		for _, v := range list {
+			if string(v.Data) == name {
+				out = append(out, resolveVar(v))
+			}
+		}
+	}
+	return out
+}
+
+func funcOf(p js.Params) *jsFunc {
+	f := &jsFunc{}
+	for _, el := range p.List {
+		if v, ok := el.Binding.(*js.Var); ok {
+			f.params = append(f.params, resolveVar(v))
+		} else {
+			f.params = append(f.params, nil)
+		}
+	}
+	return f
+}
+
+// binding records `const x = <init>` (and destructured requires).
+func (d *declVisitor) binding(b js.IBinding, init js.IExpr) {
+	m := d.m
+	switch b := b.(type) {
+	case *js.Var:
+		v := resolveVar(b)
+		if init == nil {
+			return
+		}
+		if s, ok := stringValue(m, init); ok {
+			m.consts[v] = s
+		}
+		if o := d.u.create(m, init); o != nil {
+			m.objs[v] = o
+		}
+		if f := funcExpr(init); f != nil {
+			m.funcs[v] = f
+		}
+		if mod, ok := requireOf(init); ok {
+			m.imports[v] = jsImport{module: mod, name: "*"}
+		}
+		if dot, ok := init.(*js.DotExpr); ok {
+			if mod, ok := requireOf(dot.X); ok {
+				m.imports[v] = jsImport{module: mod, name: propName(dot)}
+			}
+		}
+	case *js.BindingObject:
+		// const { ordersRouter, router: r } = require('./orders')
+		mod, ok := requireOf(init)
+		if !ok {
+			return
+		}
+		for _, it := range b.List {
+			v, ok := it.Value.Binding.(*js.Var)
+			if !ok || it.Key == nil {
+				continue
+			}
+			m.imports[resolveVar(v)] = jsImport{module: mod, name: string(it.Key.Literal.Data)}
+		}
+	}
+}
+
+func funcExpr(e js.IExpr) *jsFunc {
+	switch f := e.(type) {
+	case *js.ArrowFunc:
+		return funcOf(f.Params)
+	case *js.FuncDecl:
+		return funcOf(f.Params)
+	}
+	return nil
+}
+
+// export records ES exports.
+func (d *declVisitor) export(n *js.ExportStmt) {
+	m := d.m
+	if n.Default {
+		switch e := n.Decl.(type) {
+		case *js.Var:
+			m.exports["default"] = resolveVar(e)
+		case *js.FuncDecl:
+			if e.Name != nil {
+				m.exports["default"] = resolveVar(e.Name)
 			} else {
-				j++
+				m.exportFns["default"] = funcOf(e.Params)
 			}
+		case *js.ArrowFunc:
+			m.exportFns["default"] = funcOf(e.Params)
 		default:
-			j++
-		}
-	}
-	return j
-}
-
-// scanRegex reads a regular expression literal (with classes and flags).
-func scanRegex(src string, i int) int {
-	j := i + 1
-	inClass := false
-	for j < len(src) {
-		c := src[j]
-		switch {
-		case c == '\\':
-			j += 2
-			continue
-		case c == '\n':
-			return j
-		case c == '[':
-			inClass = true
-		case c == ']':
-			inClass = false
-		case c == '/' && !inClass:
-			j++
-			for j < len(src) && isIdentPart(src[j]) {
-				j++
+			if o := d.u.create(m, n.Decl); o != nil {
+				m.exportObjs["default"] = o
 			}
-			return j
 		}
-		j++
+		return
 	}
-	return j
+	switch decl := n.Decl.(type) {
+	case *js.VarDecl:
+		for _, el := range decl.List {
+			if v, ok := el.Binding.(*js.Var); ok {
+				m.exports[string(v.Data)] = resolveVar(v)
+			}
+		}
+	case *js.FuncDecl:
+		if decl.Name != nil {
+			m.exports[string(decl.Name.Data)] = resolveVar(decl.Name)
+		}
+	}
+	for _, a := range n.List {
+		name, local := string(a.Name), string(a.Binding)
+		if a.Binding == nil {
+			local = name
+		}
+		if name == "" {
+			name = local
+		}
+		for _, v := range m.moduleVars(local) {
+			m.exports[name] = v
+		}
+	}
 }
 
-// httpMethods are the router methods that define a route (lower case as
-// Express/Koa/Hono/Fastify spell them); "del" is koa-router's DELETE, "all"
-// matches every method.
+// assignExport records CommonJS exports: module.exports = x,
+// module.exports = { a, b: c }, exports.a = x, module.exports.a = x.
+func (d *declVisitor) assignExport(e js.IExpr) {
+	m := d.m
+	as, ok := e.(*js.BinaryExpr)
+	if !ok || as.Op != js.EqToken {
+		return
+	}
+	target := exportTarget(as.X)
+	if target == "" {
+		return
+	}
+	bind := func(name string, val js.IExpr) {
+		switch v := val.(type) {
+		case *js.Var:
+			m.exports[name] = resolveVar(v)
+		default:
+			if f := funcExpr(val); f != nil {
+				m.exportFns[name] = f
+			} else if o := d.u.create(m, val); o != nil {
+				m.exportObjs[name] = o
+			}
+		}
+	}
+	if target == "default" {
+		if obj, ok := as.Y.(*js.ObjectExpr); ok {
+			for _, p := range obj.List {
+				if p.Name == nil || p.Name.IsComputed() {
+					if v, ok := p.Value.(*js.Var); ok && p.Name == nil {
+						m.exports[string(v.Data)] = resolveVar(v)
+					}
+					continue
+				}
+				bind(string(p.Name.Literal.Data), p.Value)
+			}
+			return
+		}
+	}
+	bind(target, as.Y)
+}
+
+// exportTarget names what an assignment exports: "default" for
+// module.exports, the property for exports.x / module.exports.x.
+func exportTarget(x js.IExpr) string {
+	dot, ok := x.(*js.DotExpr)
+	if !ok {
+		return ""
+	}
+	if v, ok := dot.X.(*js.Var); ok {
+		switch {
+		case string(v.Data) == "module" && propName(dot) == "exports":
+			return "default"
+		case string(v.Data) == "exports":
+			return propName(dot)
+		}
+	}
+	if inner, ok := dot.X.(*js.DotExpr); ok {
+		if v, ok := inner.X.(*js.Var); ok && string(v.Data) == "module" && propName(inner) == "exports" {
+			return propName(dot)
+		}
+	}
+	return ""
+}
+
+func propName(dot *js.DotExpr) string { return string(literalData(dot.Y)) }
+
+// requireOf reports require('<mod>').
+func requireOf(e js.IExpr) (string, bool) {
+	call, ok := e.(*js.CallExpr)
+	if !ok || len(call.Args.List) != 1 {
+		return "", false
+	}
+	if v, ok := call.X.(*js.Var); !ok || string(v.Data) != "require" {
+		return "", false
+	}
+	lit, ok := call.Args.List[0].Value.(*js.LiteralExpr)
+	if !ok || lit.TokenType != js.StringToken {
+		return "", false
+	}
+	return string(unquote(lit.Data)), true
+}
+
+func unquote(b []byte) []byte {
+	if len(b) >= 2 && (b[0] == '"' || b[0] == '\'' || b[0] == '`') {
+		return b[1 : len(b)-1]
+	}
+	return b
+}
+
+// stringValue is the value of a string the code spells out: a literal, a
+// template without substitutions, a string constant, or + of those.
+func stringValue(m *jsModule, e js.IExpr) (string, bool) {
+	switch e := e.(type) {
+	case *js.LiteralExpr:
+		if e.TokenType == js.StringToken {
+			return string(unquote(e.Data)), true
+		}
+	case *js.TemplateExpr:
+		if e.Tag != nil {
+			return "", false
+		}
+		var b strings.Builder
+		for _, p := range e.List {
+			b.Write(templatePart(p.Value))
+			s, ok := stringValue(m, p.Expr)
+			if !ok {
+				return "", false
+			}
+			b.WriteString(s)
+		}
+		tail := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(string(e.Tail), "}"), "`"), "`")
+		b.WriteString(tail)
+		return b.String(), true
+	case *js.Var:
+		s, ok := m.consts[resolveVar(e)]
+		return s, ok
+	case *js.BinaryExpr:
+		if e.Op == js.AddToken {
+			a, ok1 := stringValue(m, e.X)
+			b, ok2 := stringValue(m, e.Y)
+			return a + b, ok1 && ok2
+		}
+	case *js.GroupExpr:
+		return stringValue(m, e.X)
+	}
+	return "", false
+}
+
+// templatePart strips the template delimiters (` and ${ / } and ${).
+func templatePart(b []byte) []byte {
+	b = []byte(strings.TrimPrefix(string(b), "`"))
+	b = []byte(strings.TrimPrefix(string(b), "}"))
+	return []byte(strings.TrimSuffix(string(b), "${"))
+}
+
+// create returns the app or router object an expression creates, or nil.
+func (u *jsUnit) create(m *jsModule, e js.IExpr) *jsObj {
+	switch e := e.(type) {
+	case *js.CallExpr:
+		switch callee := e.X.(type) {
+		case *js.Var:
+			switch string(callee.Data) {
+			case "express", "fastify", "Fastify":
+				return &jsObj{root: true}
+			case "Router":
+				return &jsObj{}
+			}
+		case *js.DotExpr:
+			name := propName(callee)
+			switch name {
+			case "Router":
+				return &jsObj{}
+			case "basePath":
+				// new Hono().basePath('/api')
+				if base := u.create(m, callee.X); base != nil && len(e.Args.List) == 1 {
+					if p, ok := stringValue(m, e.Args.List[0].Value); ok {
+						base.prefix = joinRoute(base.prefix, p)
+					}
+					return base
+				}
+			}
+		case *js.CallExpr:
+			// require('express')()
+			if mod, ok := requireOf(callee); ok && (mod == "express" || mod == "fastify") {
+				return &jsObj{root: true}
+			}
+		}
+	case *js.NewExpr:
+		v, ok := e.X.(*js.Var)
+		if !ok {
+			return nil
+		}
+		switch string(v.Data) {
+		case "Hono", "Koa", "Elysia":
+			return &jsObj{root: true}
+		case "Router", "KoaRouter":
+			o := &jsObj{}
+			if e.Args != nil && len(e.Args.List) == 1 {
+				if obj, ok := e.Args.List[0].Value.(*js.ObjectExpr); ok {
+					for _, p := range obj.List {
+						if p.Name != nil && !p.Name.IsComputed() && string(p.Name.Literal.Data) == "prefix" {
+							if s, ok := stringValue(m, p.Value); ok {
+								o.prefix = s
+							}
+						}
+					}
+				}
+			}
+			return o
+		}
+	}
+	return nil
+}
+
+// moduleOf resolves an import specifier from module m to a module of the
+// unit: relative paths, with the extensions and index files Node and
+// bundlers try.
+func (u *jsUnit) moduleOf(m *jsModule, spec string) *jsModule {
+	if !strings.HasPrefix(spec, ".") {
+		return nil
+	}
+	base := path.Join(path.Dir(m.rel), spec)
+	cands := []string{base}
+	for _, ext := range []string{".ts", ".tsx", ".js", ".mjs", ".cjs", ".mts", ".cts", ".jsx"} {
+		cands = append(cands, base+ext, base+"/index"+ext)
+	}
+	// import './x.js' from TypeScript names x.ts.
+	if ext := path.Ext(base); ext == ".js" || ext == ".mjs" || ext == ".cjs" {
+		stem := strings.TrimSuffix(base, ext)
+		cands = append(cands, stem+".ts", stem+".tsx", stem+".mts", stem+".cts")
+	}
+	for _, c := range cands {
+		if mod, ok := u.mods[c]; ok {
+			return mod
+		}
+	}
+	return nil
+}
+
+// exported resolves a module's export name to an object or a function.
+func (u *jsUnit) exported(m *jsModule, name string, depth int) (*jsObj, *jsFunc) {
+	if m == nil || depth > 20 {
+		return nil, nil
+	}
+	if name == "*" {
+		name = "default"
+	}
+	if o := m.exportObjs[name]; o != nil {
+		return o, nil
+	}
+	if f := m.exportFns[name]; f != nil {
+		return nil, f
+	}
+	if v := m.exports[name]; v != nil {
+		return u.binding(m, v, depth+1)
+	}
+	return nil, nil
+}
+
+// binding resolves a variable of module m to the object or function it
+// holds, through imports.
+func (u *jsUnit) binding(m *jsModule, v *js.Var, depth int) (*jsObj, *jsFunc) {
+	v = resolveVar(v)
+	if o := m.objs[v]; o != nil {
+		return o, nil
+	}
+	if f := m.funcs[v]; f != nil {
+		return nil, f
+	}
+	if o := u.implied[v]; o != nil {
+		return o, nil
+	}
+	if imp, ok := m.imports[v]; ok {
+		return u.exported(u.moduleOf(m, imp.module), imp.name, depth+1)
+	}
+	return nil, nil
+}
+
+// objOf resolves the receiver or argument e to a router object: a binding,
+// an imported one, require('./x'), require('./x').name, x.routes() (koa).
+func (u *jsUnit) objOf(m *jsModule, e js.IExpr, implied bool) (*jsObj, *jsFunc) {
+	switch e := e.(type) {
+	case *js.Var:
+		if o, f := u.binding(m, e, 0); o != nil || f != nil {
+			return o, f
+		}
+		if !implied {
+			return nil, nil
+		}
+		// A receiver never seen created (a parameter, a global): its own
+		// object, mounted where callers pass one.
+		return u.impliedObj(resolveVar(e)), nil
+	case *js.CallExpr:
+		if mod, ok := requireOf(e); ok {
+			return u.exported(u.moduleOf(m, mod), "default", 0)
+		}
+		if dot, ok := e.X.(*js.DotExpr); ok && (propName(dot) == "routes" || propName(dot) == "middleware") {
+			return u.objOf(m, dot.X, false)
+		}
+	case *js.DotExpr:
+		if mod, ok := requireOf(e.X); ok {
+			return u.exported(u.moduleOf(m, mod), propName(e), 0)
+		}
+		if v, ok := e.X.(*js.Var); ok {
+			if imp, ok := m.imports[resolveVar(v)]; ok && imp.name == "*" {
+				return u.exported(u.moduleOf(m, imp.module), propName(e), 0)
+			}
+		}
+	}
+	return nil, nil
+}
+
+func (u *jsUnit) impliedObj(v *js.Var) *jsObj {
+	if u.implied[v] == nil {
+		u.implied[v] = &jsObj{implied: true}
+	}
+	return u.implied[v]
+}
+
+// httpMethods are the router methods that define a route; "del" is
+// koa-router's DELETE, "all" matches every method.
 var httpMethods = map[string]string{
 	"get": "GET", "post": "POST", "put": "PUT", "patch": "PATCH", "delete": "DELETE", "del": "DELETE",
 	"head": "HEAD", "options": "OPTIONS", "all": "ALL",
 }
 
-// literal returns the value of a string or substitution-free template token.
-func literal(t jsToken) (string, bool) {
-	if t.Kind == tokString || t.Kind == tokTemplate && !t.Dynamic {
-		return t.Str, true
-	}
-	return "", false
+type jsVisitor struct {
+	u *jsUnit
+	m *jsModule
 }
 
-// jsRoutes finds the routes defined in one JS/TS source:
-//
-//	app.get('/x', h)  router.post('/x', a, h)  fastify.get('/x', opts, h)
-//	router.get('name', '/x', h)           (koa-router named route)
-//	app.on('GET', '/x', h)  app.on(['GET','POST'], '/x', h)   (Hono)
-//	router.route('/x').get(h).post(h)     (Express chain)
-//	fastify.route({ method: 'GET', url: '/x', handler })
-//
-// A call counts only when its receiver is a name (app, router, this.api …)
-// and the path literal is followed by another argument, so a client call
-// such as fetch('/x') or request(app).get('/x') is not a route.
-func jsRoutes(file, src string) []implRoute {
-	toks := tokenizeJS(src)
-	var out []implRoute
-	at := func(i int) jsToken {
-		if i < len(toks) {
-			return toks[i]
-		}
-		return jsToken{Kind: tokPunct}
+func (v *jsVisitor) Exit(js.INode) {}
+
+func (v *jsVisitor) Enter(n js.INode) js.IVisitor {
+	call, ok := n.(*js.CallExpr)
+	if !ok {
+		return v
 	}
-	isP := func(i int, s string) bool { t := at(i); return t.Kind == tokPunct && t.Str == s }
-	for i := 0; i+3 < len(toks); i++ {
-		if toks[i].Kind != tokIdent || !isP(i+1, ".") || at(i+2).Kind != tokIdent {
-			continue
-		}
-		name := at(i + 2).Str
-		open := i + 3
-		if isP(open, "<") { // TypeScript type arguments: app.get<Params>(…)
-			open = skipBalanced(toks, open, "<", ">")
-		}
-		if !isP(open, "(") {
-			continue
-		}
-		a := open + 1
-		switch {
-		case httpMethods[name] != "":
-			p, ok := literal(at(a))
-			if !ok {
-				continue
+	v.call(call)
+	return v
+}
+
+func (v *jsVisitor) call(call *js.CallExpr) {
+	u, m := v.u, v.m
+	args := call.Args.List
+	dot, ok := call.X.(*js.DotExpr)
+	if !ok {
+		v.passObjects(call)
+		return
+	}
+	name := propName(dot)
+	line := m.lineOfBytes(literalData(dot.Y))
+	// x.route('/p').get(h).post(h): the chain's receiver is the route call.
+	if inner, ok := dot.X.(*js.CallExpr); ok && httpMethods[name] != "" {
+		if route := routeCallOf(inner); route != nil {
+			idot := route.X.(*js.DotExpr)
+			if o, _ := u.objOf(m, idot.X, true); o != nil {
+				v.addRoute(o, name, route.Args.List[0].Value, m.lineOfBytes(literalData(idot.Y)), m.offset(literalData(dot.Y)))
 			}
-			pathTok := at(a)
-			if !strings.HasPrefix(p, "/") && isP(a+1, ",") {
-				// koa-router: router.get('name', '/path', handler)
-				if p2, ok2 := literal(at(a + 2)); ok2 && strings.HasPrefix(p2, "/") {
-					p, pathTok, a = p2, at(a+2), a+2
+			return
+		}
+	}
+	recv, ok := dot.X.(*js.Var)
+	if !ok {
+		// request(app).get('/x'), this.api.get(…): not a router the
+		// unit declares.
+		return
+	}
+	o, _ := u.objOf(m, recv, true)
+	if o == nil {
+		return
+	}
+	switch {
+	case httpMethods[name] != "":
+		if len(args) < 2 {
+			return
+		}
+		pathArg := args[0].Value
+		// koa-router: router.get('name', '/path', handler)
+		if s, ok := stringValue(m, pathArg); ok && !strings.HasPrefix(s, "/") && len(args) >= 3 {
+			if s2, ok := stringValue(m, args[1].Value); ok && strings.HasPrefix(s2, "/") {
+				pathArg = args[1].Value
+			}
+		}
+		v.addRoute(o, name, pathArg, line, m.offset(literalData(dot.Y)))
+	case name == "on" && len(args) >= 3:
+		// Hono: app.on('GET' | ['GET', 'POST'], '/p', h)
+		for _, meth := range methodsOf(m, args[0].Value) {
+			v.addRoute(o, strings.ToLower(meth), args[1].Value, line, m.offset(literalData(dot.Y)))
+		}
+	case name == "route" && len(args) == 1:
+		// Fastify: app.route({ method, url, handler })
+		if obj, ok := args[0].Value.(*js.ObjectExpr); ok {
+			var methods []string
+			var url js.IExpr
+			for _, p := range obj.List {
+				if p.Name == nil || p.Name.IsComputed() {
+					continue
+				}
+				switch string(p.Name.Literal.Data) {
+				case "method":
+					methods = methodsOf(m, p.Value)
+				case "url", "path":
+					url = p.Value
 				}
 			}
-			if !strings.HasPrefix(p, "/") && p != "*" || !isP(a+1, ",") {
-				continue
-			}
-			out = append(out, implRoute{Method: httpMethods[name], Path: p, File: file, Line: pathTok.Line})
-		case name == "on":
-			methods, next := methodList(toks, a)
-			p, ok := literal(at(next + 1))
-			if len(methods) == 0 || !isP(next, ",") || !ok || !strings.HasPrefix(p, "/") {
-				continue
-			}
-			for _, m := range methods {
-				out = append(out, implRoute{Method: m, Path: p, File: file, Line: at(next + 1).Line})
-			}
-		case name == "route":
-			if p, ok := literal(at(a)); ok && strings.HasPrefix(p, "/") && isP(a+1, ")") {
-				out = append(out, chainRoutes(toks, a+2, p, file, at(a).Line)...)
-			} else if isP(a, "{") {
-				out = append(out, objectRoute(toks, a, file)...)
+			for _, meth := range methods {
+				if url != nil {
+					v.addRoute(o, strings.ToLower(meth), url, line, m.offset(literalData(dot.Y)))
+				}
 			}
 		}
-	}
-	return out
-}
-
-// methodList reads 'GET' or ['GET', 'POST'] at i; it returns the methods in
-// upper case and the index after them.
-func methodList(toks []jsToken, i int) ([]string, int) {
-	if i >= len(toks) {
-		return nil, i
-	}
-	if s, ok := literal(toks[i]); ok {
-		return []string{strings.ToUpper(s)}, i + 1
-	}
-	if toks[i].Kind != tokPunct || toks[i].Str != "[" {
-		return nil, i
-	}
-	var out []string
-	j := i + 1
-	for j < len(toks) && !(toks[j].Kind == tokPunct && toks[j].Str == "]") {
-		if s, ok := literal(toks[j]); ok {
-			out = append(out, strings.ToUpper(s))
+	case name == "route" && len(args) == 2:
+		// Hono: app.route('/v2', sub)
+		v.addMount(o, args[0].Value, args[1].Value, line)
+	case name == "use":
+		// Express/Koa: x.use([prefix,] ...middleware and routers)
+		var prefix js.IExpr
+		rest := args
+		if len(args) > 1 && isPrefix(u, m, args[0].Value) {
+			prefix, rest = args[0].Value, args[1:]
 		}
-		j++
+		for _, a := range rest {
+			if sub, _ := u.objOf(m, a.Value, false); sub != nil || isRouterLike(a.Value) {
+				v.addMount(o, prefix, a.Value, line)
+			}
+		}
+	case name == "register" && len(args) >= 1:
+		// Fastify: app.register(plugin, { prefix: '/v2' })
+		var prefix js.IExpr
+		if len(args) >= 2 {
+			if obj, ok := args[1].Value.(*js.ObjectExpr); ok {
+				for _, p := range obj.List {
+					if p.Name != nil && !p.Name.IsComputed() && string(p.Name.Literal.Data) == "prefix" {
+						prefix = p.Value
+					}
+				}
+			}
+		}
+		v.addMount(o, prefix, args[0].Value, line)
+	case name == "prefix" && len(args) == 1:
+		// koa-router: router.prefix('/v2')
+		if s, ok := stringValue(m, args[0].Value); ok {
+			o.prefix = joinRoute(o.prefix, s)
+		}
+	default:
+		v.passObjects(call)
 	}
-	return out, j + 1
 }
 
-// chainRoutes reads .get(h).post(h)… after router.route('/x').
-func chainRoutes(toks []jsToken, i int, p, file string, line int) []implRoute {
-	var out []implRoute
-	for i+2 < len(toks) && toks[i].Kind == tokPunct && toks[i].Str == "." && toks[i+1].Kind == tokIdent {
-		m := httpMethods[toks[i+1].Str]
-		if m == "" || toks[i+2].Kind != tokPunct || toks[i+2].Str != "(" {
+// routeCallOf finds x.route('/p') under a chain of .get(h).post(h) calls.
+func routeCallOf(call *js.CallExpr) *js.CallExpr {
+	for range 20 {
+		dot, ok := call.X.(*js.DotExpr)
+		if !ok {
+			return nil
+		}
+		switch name := propName(dot); {
+		case name == "route" && len(call.Args.List) == 1:
+			return call
+		case httpMethods[name] != "":
+			next, ok := dot.X.(*js.CallExpr)
+			if !ok {
+				return nil
+			}
+			call = next
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// literalData is a literal's bytes (the parser gives a property name as a
+// LiteralExpr value, other literals as pointers).
+func literalData(e js.IExpr) []byte {
+	switch l := e.(type) {
+	case *js.LiteralExpr:
+		return l.Data
+	case js.LiteralExpr:
+		return l.Data
+	}
+	return nil
+}
+
+// isPrefix reports whether use()'s first argument is a path (a string, or
+// an expression that is neither a router, a function nor a call).
+func isPrefix(u *jsUnit, m *jsModule, e js.IExpr) bool {
+	if _, ok := stringValue(m, e); ok {
+		return true
+	}
+	switch e.(type) {
+	case *js.ArrowFunc, *js.FuncDecl, *js.CallExpr:
+		return false
+	case *js.TemplateExpr, *js.BinaryExpr:
+		return true
+	}
+	o, f := u.objOf(m, e, false)
+	return o == nil && f == nil && !isImported(m, e)
+}
+
+func isImported(m *jsModule, e js.IExpr) bool {
+	v, ok := e.(*js.Var)
+	if !ok {
+		return false
+	}
+	_, imp := m.imports[resolveVar(v)]
+	return imp
+}
+
+// isRouterLike reports an argument of use() that is a router the analysis
+// cannot follow: a call (makeRouter()), not a middleware function.
+func isRouterLike(e js.IExpr) bool {
+	call, ok := e.(*js.CallExpr)
+	if !ok {
+		return false
+	}
+	if dot, ok := call.X.(*js.DotExpr); ok {
+		switch propName(dot) {
+		case "json", "urlencoded", "static", "raw", "text":
+			return false // express.json() and friends
+		}
+	}
+	if v, ok := call.X.(*js.Var); ok {
+		switch string(v.Data) {
+		case "cors", "helmet", "morgan", "compression", "cookieParser", "bodyParser", "require":
+			return false
+		}
+	}
+	return true
+}
+
+// passObjects handles f(app) where f is a function of the unit: its
+// parameters receive the objects passed, so the routes it declares on them
+// land on those objects.
+func (v *jsVisitor) passObjects(call *js.CallExpr) {
+	u, m := v.u, v.m
+	_, f := u.objOf(m, call.X, false)
+	if f == nil {
+		return
+	}
+	for i, a := range call.Args.List {
+		if i >= len(f.params) || f.params[i] == nil {
 			break
 		}
-		out = append(out, implRoute{Method: m, Path: p, File: file, Line: line})
-		i = skipBalanced(toks, i+2, "(", ")")
+		o, _ := u.objOf(m, a.Value, false)
+		if o == nil {
+			continue
+		}
+		// The parameter's routes are the passed object's: a mount with no
+		// prefix, wherever the function body was read.
+		sub := u.impliedObj(f.params[i])
+		if sub != o {
+			o.mounts = append(o.mounts, jsMount{prefix: "/", target: sub, file: m.rel})
+			sub.mounted = true
+		}
+	}
+}
+
+func methodsOf(m *jsModule, e js.IExpr) []string {
+	if s, ok := stringValue(m, e); ok {
+		return []string{strings.ToUpper(s)}
+	}
+	var out []string
+	if arr, ok := e.(*js.ArrayExpr); ok {
+		for _, el := range arr.List {
+			if s, ok := stringValue(m, el.Value); ok {
+				out = append(out, strings.ToUpper(s))
+			}
+		}
 	}
 	return out
 }
 
-// objectRoute reads fastify.route({ method, url | path }) — only keys at the
-// object's top level count.
-func objectRoute(toks []jsToken, i int, file string) []implRoute {
-	end := skipBalanced(toks, i, "{", "}")
-	var methods []string
-	var p string
-	line := 0
-	depth := 0
-	for j := i; j < end && j < len(toks); j++ {
-		t := toks[j]
-		if t.Kind == tokPunct {
-			switch t.Str {
-			case "{", "[", "(":
-				depth++
-			case "}", "]", ")":
-				depth--
-			}
-			continue
-		}
-		if depth != 1 || j+2 >= len(toks) || toks[j+1].Kind != tokPunct || toks[j+1].Str != ":" {
-			continue
-		}
-		key := t.Str
-		switch key {
-		case "method":
-			methods, _ = methodList(toks, j+2)
-		case "url", "path":
-			if s, ok := literal(toks[j+2]); ok {
-				p, line = s, toks[j+2].Line
-			}
-		}
+func (v *jsVisitor) addRoute(o *jsObj, method string, pathArg js.IExpr, line, pos int) {
+	m := v.m
+	meth := httpMethods[method]
+	if meth == "" {
+		meth = strings.ToUpper(method)
 	}
-	if p == "" || !strings.HasPrefix(p, "/") {
-		return nil
+	r := jsRoute{method: meth, file: m.rel, line: line, pos: pos}
+	if lit, ok := pathArg.(*js.LiteralExpr); ok {
+		r.line = m.lineOfBytes(lit.Data)
 	}
-	var out []implRoute
-	for _, m := range methods {
-		out = append(out, implRoute{Method: m, Path: p, File: file, Line: line})
+	s, ok := stringValue(m, pathArg)
+	switch {
+	case !ok && o.implied:
+		return // an unknown receiver with a computed argument: not a route
+	case !ok:
+		r.dynamic = "the path is computed at run time"
+	case !strings.HasPrefix(s, "/") && s != "*":
+		return
+	default:
+		r.path = s
 	}
-	return out
+	o.routes = append(o.routes, r)
 }
 
-// skipBalanced returns the index after the bracket that closes toks[i].
-func skipBalanced(toks []jsToken, i int, open, close string) int {
-	depth := 0
-	for j := i; j < len(toks); j++ {
-		if toks[j].Kind != tokPunct {
-			continue
-		}
-		switch toks[j].Str {
-		case open:
-			depth++
-		case close:
-			depth--
-			if depth == 0 {
-				return j + 1
-			}
+func (v *jsVisitor) addMount(o *jsObj, prefix, target js.IExpr, line int) {
+	u, m := v.u, v.m
+	mt := jsMount{file: m.rel, line: line, prefix: "/"}
+	if prefix != nil {
+		if s, ok := stringValue(m, prefix); ok {
+			mt.prefix = s
+		} else {
+			mt.dynamic = "the mount prefix is computed at run time"
 		}
 	}
-	return len(toks)
+	sub, f := u.objOf(m, target, false)
+	if sub == nil && f != nil && len(f.params) > 0 && f.params[0] != nil {
+		// A Fastify plugin (or any function handed the router): its first
+		// parameter is the router it declares routes on.
+		sub = u.impliedObj(f.params[0])
+	}
+	if sub == nil {
+		mt.unknown = "a router built at run time"
+	} else {
+		sub.mounted = true
+	}
+	mt.target = sub
+	o.mounts = append(o.mounts, mt)
+}
+
+// resolve walks every root object's mounts and returns each route with its
+// full path, and what could not be resolved.
+func (u *jsUnit) resolve() ([]implRoute, []UnresolvedRoute) {
+	var objs []*jsObj
+	seen := map[*jsObj]bool{}
+	add := func(o *jsObj) {
+		if o != nil && !seen[o] {
+			seen[o] = true
+			objs = append(objs, o)
+		}
+	}
+	for _, rel := range u.order {
+		m := u.mods[rel]
+		for _, o := range m.objs {
+			add(o)
+		}
+		for _, o := range m.exportObjs {
+			add(o)
+		}
+	}
+	for _, o := range u.implied {
+		add(o)
+	}
+	hasRoot := false
+	for _, o := range objs {
+		hasRoot = hasRoot || o.root && !o.mounted
+	}
+	var routes []implRoute
+	var unresolved []UnresolvedRoute
+	var walk func(o *jsObj, prefix, dynamic string, depth int, stack map[*jsObj]bool)
+	walk = func(o *jsObj, prefix, dynamic string, depth int, stack map[*jsObj]bool) {
+		if depth > 20 || stack[o] {
+			return
+		}
+		stack[o] = true
+		defer delete(stack, o)
+		prefix = joinRoute(prefix, o.prefix)
+		for _, r := range o.routes {
+			why := dynamic
+			if why == "" {
+				why = r.dynamic
+			}
+			if why != "" {
+				unresolved = append(unresolved, UnresolvedRoute{Method: r.method, Path: unknownPath(prefix, r.path),
+					File: r.file, Line: r.line, Reason: why})
+				continue
+			}
+			routes = append(routes, implRoute{Method: r.method, Path: joinRoute(prefix, r.path), File: r.file, Line: r.line, pos: r.pos})
+		}
+		for _, mt := range o.mounts {
+			why := dynamic
+			if why == "" {
+				why = mt.dynamic
+			}
+			next := joinRoute(prefix, mt.prefix)
+			if mt.dynamic != "" {
+				// What is known of the path ends where the prefix is
+				// computed.
+				next = joinRoute(prefix, "*")
+			}
+			if mt.target == nil {
+				unresolved = append(unresolved, UnresolvedRoute{Method: "ALL", Path: next + "/*", File: mt.file, Line: mt.line,
+					Reason: "mounts " + mt.unknown + ": its routes cannot be read statically"})
+				continue
+			}
+			walk(mt.target, next, why, depth+1, stack)
+		}
+	}
+	for _, o := range objs {
+		if o.mounted {
+			continue
+		}
+		if o.root || o.implied || !hasRoot {
+			walk(o, "", "", 0, map[*jsObj]bool{})
+			continue
+		}
+		// A router the unit's app never mounts: where it is served is not
+		// in the code scanned.
+		for _, r := range o.routes {
+			unresolved = append(unresolved, UnresolvedRoute{Method: r.method, Path: r.path, File: r.file, Line: r.line,
+				Reason: "declared on a router that no app of the unit mounts"})
+		}
+	}
+	sort.SliceStable(routes, func(i, j int) bool {
+		if routes[i].File != routes[j].File {
+			return routes[i].File < routes[j].File
+		}
+		if routes[i].Line != routes[j].Line {
+			return routes[i].Line < routes[j].Line
+		}
+		return routes[i].pos < routes[j].pos
+	})
+	return routes, unresolved
+}
+
+// unknownPath is what is known of a route's path: the prefix, then * for a
+// path computed at run time.
+func unknownPath(prefix, p string) string {
+	if p == "" {
+		p = "*"
+	}
+	return joinRoute(prefix, p)
+}
+
+// joinRoute joins a mount prefix and a route path as routers do: one slash
+// between, none at the end except for the root.
+func joinRoute(prefix, p string) string {
+	prefix = strings.TrimRight(prefix, "/")
+	p = strings.TrimLeft(p, "/")
+	if p == "" {
+		if prefix == "" {
+			return "/"
+		}
+		return prefix
+	}
+	return prefix + "/" + p
 }

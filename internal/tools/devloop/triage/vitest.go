@@ -1,7 +1,6 @@
 package triage
 
 import (
-	"encoding/json"
 	"path"
 	"sort"
 	"strings"
@@ -11,63 +10,50 @@ import (
 	"github.com/toolhost/toolhost/internal/vitest"
 )
 
-// testOutcome is one test in one report.
+// testOutcome is one test, or one file-level failure, in one report.
 type testOutcome struct {
-	Report  string // project-relative report path
-	File    string // test file as the report names it
-	Name    string // full test name
-	Status  string // passed, failed, skipped, pending, todo
-	Line    int    // line of the test in its file (0 when unknown)
-	Message string // failure messages joined, or the suite error
-	Start   int64  // the report's start time (ms)
+	Report string // project-relative report path
+	File   string // test file as the report names it
+	Name   string // full test name; "" for a file-level failure
+	Status string // passed, failed, skipped, pending, todo
+	Level  string // vitest.LevelTest, LevelLoad or LevelHook
+	Line   int    // line in the test file where it shows (0 when unknown)
+	// Message is the failure text: the test's messages joined, or the
+	// file-level error.
+	Message string
+	Start   int64 // the report's start time (ms)
+}
+
+// label names an outcome for messages: the test, or the file.
+func (o testOutcome) label() string {
+	if o.Name != "" {
+		return o.Name
+	}
+	return o.File + " (outside any test: " + o.Level + ")"
 }
 
 // loadedReport is a parsed report with its path.
 type loadedReport struct {
 	Path string
-	vitest.Report
+	*vitest.Run
 }
 
-// parseVitest decodes data as a Vitest JSON report; ok is false when data is
-// JSON of another shape.
-func parseVitest(data []byte) (vitest.Report, bool) {
-	var r vitest.Report
-	if json.Unmarshal(data, &r) != nil || r.TestResults == nil {
-		return vitest.Report{}, false
-	}
-	return r, true
-}
-
-// outcomes lists every test of a report. A suite that failed before any test
-// ran (an import error) becomes one outcome named after its file.
+// outcomes lists every test of a report and, before a file's tests, its
+// file-level failure (a file that did not load, a hook that failed), which
+// is a failure like any other.
 func (r *loadedReport) outcomes() []testOutcome {
 	var out []testOutcome
 	start := int64(r.StartTime)
-	for _, f := range *r.TestResults {
-		var file string
-		if f.Name != nil {
-			file = *f.Name
+	for _, f := range r.Files {
+		if e := f.Error; e != nil {
+			out = append(out, testOutcome{Report: r.Path, File: f.Name, Status: vitest.StatusFailed, Level: e.Level,
+				Line: e.Line, Message: e.Text, Start: start})
 		}
-		var tests []vitest.Assertion
-		if f.AssertionResults != nil {
-			tests = *f.AssertionResults
-		}
-		if len(tests) == 0 && f.Message != "" {
-			out = append(out, testOutcome{Report: r.Path, File: file, Name: file, Status: "failed", Message: f.Message, Start: start})
-			continue
-		}
-		for _, a := range tests {
-			var status string
-			if a.Status != nil {
-				status = *a.Status
-			}
-			o := testOutcome{Report: r.Path, File: file, Name: a.FullName, Status: status,
-				Message: strings.Join(a.FailureMessages, "\n"), Start: start}
-			if o.Name == "" {
-				o.Name = a.Title
-			}
-			if a.Location != nil {
-				o.Line = a.Location.Line
+		for _, t := range f.Tests {
+			o := testOutcome{Report: r.Path, File: f.Name, Name: t.Name, Status: t.Status, Level: vitest.LevelTest,
+				Line: t.DeclaredAt, Message: t.Message, Start: start}
+			if t.Failure != nil && t.Failure.Line > 0 {
+				o.Line = t.Failure.Line
 			}
 			out = append(out, o)
 		}
@@ -100,8 +86,8 @@ func findReports(c *callctx.Ctx) ([]loadedReport, error) {
 		if err != nil {
 			continue
 		}
-		if r, ok := parseVitest(data); ok {
-			out = append(out, loadedReport{Path: p, Report: r})
+		if r, err := vitest.Parse(data); err == nil {
+			out = append(out, loadedReport{Path: p, Run: r})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -115,27 +101,22 @@ func findReports(c *callctx.Ctx) ([]loadedReport, error) {
 
 // matchTest reports whether outcome o is the cited test: the full name, or
 // the title path with " > " separators Vitest prints on the console, and —
-// when a test file is cited — a report file that ends with it.
+// when a test file is cited — a report file that ends with it. A cited test
+// file alone matches every outcome of the file, its file-level failure
+// first; a file-level failure also answers to its file cited as the test.
 func matchTest(o testOutcome, test, testFile string) bool {
-	if testFile != "" && !sameFile(o.File, testFile) {
+	if testFile != "" && !vitest.SameFile(o.File, testFile) {
 		return false
 	}
 	if test == "" {
 		return true
 	}
+	if o.Name == "" {
+		return vitest.SameFile(o.File, test)
+	}
 	norm := func(s string) string { return strings.Join(strings.Fields(strings.ReplaceAll(s, " > ", " ")), " ") }
-	return o.Name == test || norm(o.Name) == norm(test) || sameFile(o.Name, test)
+	return o.Name == test || norm(o.Name) == norm(test)
 }
-
-// sameFile compares a report's (usually absolute) file path with a cited one
-// (usually relative): equal, or one ends with "/"+other.
-func sameFile(reported, cited string) bool {
-	a, b := path.Clean(strings.TrimPrefix(reported, "file://")), path.Clean(cited)
-	return a == b || strings.HasSuffix(a, "/"+b) || strings.HasSuffix(b, "/"+a)
-}
-
-// stackFrame matches one V8 stack frame that points at a file and line.
-var stackFrame = lazyre.New(`^\s*at (?:.*? \()?(?:file://)?([^\s()]+?):(\d+):(\d+)\)?\s*$`)
 
 // testFilePattern matches the usual test file names.
 var testFilePattern = lazyre.New(`(?:\.(?:test|spec)\.[cm]?[jt]sx?|/__tests__/[^/]+\.[cm]?[jt]sx?)$`)

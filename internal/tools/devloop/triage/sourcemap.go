@@ -1,0 +1,86 @@
+package triage
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+)
+
+// sourceMap maps lines of esbuild's output back to the TypeScript source:
+// for each generated line, the source line of its first mapping.
+type sourceMap struct {
+	lines []int // generated line (0-based) → source line (1-based), 0 if none
+}
+
+const b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+// decodeSourceMap reads the "mappings" of a version 3 source map.
+func decodeSourceMap(raw []byte) (*sourceMap, error) {
+	var sm struct {
+		Version  int    `json:"version"`
+		Mappings string `json:"mappings"`
+	}
+	if err := json.Unmarshal(raw, &sm); err != nil {
+		return nil, err
+	}
+	if sm.Version != 3 {
+		return nil, errors.New("not a version 3 source map")
+	}
+	m := &sourceMap{}
+	srcLine := 0
+	for _, line := range strings.Split(sm.Mappings, ";") {
+		first := 0
+		for _, seg := range strings.Split(line, ",") {
+			if seg == "" {
+				continue
+			}
+			fields, err := vlq(seg)
+			if err != nil {
+				return nil, err
+			}
+			if len(fields) >= 4 {
+				srcLine += fields[2]
+				if first == 0 {
+					first = srcLine + 1
+				}
+			}
+		}
+		m.lines = append(m.lines, first)
+	}
+	return m, nil
+}
+
+// vlq decodes one segment's base64 VLQ numbers.
+func vlq(seg string) ([]int, error) {
+	var out []int
+	val, shift := 0, 0
+	for i := 0; i < len(seg); i++ {
+		d := strings.IndexByte(b64, seg[i])
+		if d < 0 {
+			return nil, errors.New("bad base64 in source map")
+		}
+		val |= (d & 31) << shift
+		if d&32 != 0 {
+			shift += 5
+			continue
+		}
+		n := val >> 1
+		if val&1 != 0 {
+			n = -n
+		}
+		out = append(out, n)
+		val, shift = 0, 0
+	}
+	return out, nil
+}
+
+// originalLine is the source line of 1-based generated line n: its own
+// mapping, else the nearest mapped line above.
+func (m *sourceMap) originalLine(n int) int {
+	for i := min(n-1, len(m.lines)-1); i >= 0; i-- {
+		if m.lines[i] > 0 {
+			return m.lines[i]
+		}
+	}
+	return n
+}
