@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/rules"
 	"github.com/toolhost/toolhost/internal/stdioclient"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/testutil/otelcol"
@@ -73,6 +74,7 @@ func otelSession(t *testing.T, proto string, extras bool) {
 		"bug_list":    {Permission: policy.Read, Confirm: true},
 	}, policy.Upstream{Name: "fake", Transport: "stdio", Command: upstreamtest.FakeMCP(t), DiscoveryTimeoutMS: 20000},
 		policy.Upstream{Name: "web", Transport: "http", URL: web.URL, DiscoveryTimeoutMS: 20000})
+	addRules(t, policyFile, rules.Rule{ID: "no-shouting", Tool: "parse_placeholder", When: "args.text == 'SHOUT'", Effect: rules.Deny, Reason: "no shouting"})
 	env := append(withoutTelemetry(os.Environ()),
 		"OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL="+proto,
 		"OTEL_SERVICE_NAME=toolhost-e2e", "OTEL_BSP_SCHEDULE_DELAY=50")
@@ -116,6 +118,9 @@ func otelSession(t *testing.T, proto string, extras bool) {
 		t.Fatalf("web__lookup must succeed on its second attempt: %s", r.Text())
 	}
 	webHeader, _ := web.Traceparent.Load().(string)
+	if r := call("parse_placeholder", map[string]any{"text": "SHOUT"}, "c-rule"); !r.IsError {
+		t.Fatalf("the rule no-shouting must refuse: %s", r.Text())
+	}
 	// A call that names no parent: the session's trace.
 	if r := testutil.CallToolMeta(t, c, "parse_placeholder", map[string]any{"text": "plain"}, map[string]any{"call_id": "c-plain"}); r.IsError {
 		t.Fatalf("parse_placeholder: %s", r.Text())
@@ -166,7 +171,7 @@ func otelSession(t *testing.T, proto string, extras bool) {
 
 	// One span per call, each the caller's child, linked to the session.
 	calls := map[string]otelcol.Span{}
-	for _, id := range []string{"c-ok", "c-refused", "c-failed", "c-upstream", "c-bash", "c-retried", "c-plain", "c-confirm-1", "c-confirm-2"} {
+	for _, id := range []string{"c-ok", "c-refused", "c-failed", "c-upstream", "c-bash", "c-retried", "c-rule", "c-plain", "c-confirm-1", "c-confirm-2"} {
 		var mine []otelcol.Span
 		for _, s := range spans {
 			if s.Attrs["gen_ai.tool.call.id"] == id {
@@ -225,6 +230,13 @@ func otelSession(t *testing.T, proto string, extras bool) {
 	wantAttrs(t, only(t, children(refused, "validate"), all), map[string]any{"error.type": "validation"})
 	if n := len(children(refused, "attempt")); n != 0 {
 		t.Errorf("a refused call never runs: %d attempts", n)
+	}
+
+	// A call a policy rule refused names the rule.
+	wantAttrs(t, calls["c-rule"], map[string]any{"error.type": "tool_error", "toolhost.status": "rejected",
+		"toolhost.rejection.kind": "policy", "toolhost.rule.id": "no-shouting", "toolhost.rule.effect": "deny"})
+	if _, ok := calls["c-ok"].Attrs["toolhost.rule.id"]; ok {
+		t.Errorf("a call no rule decided names no rule: %v", calls["c-ok"].Attrs)
 	}
 
 	failed := calls["c-failed"]
@@ -344,8 +356,8 @@ func otelMetrics(t *testing.T, col *otelcol.Collector) {
 		}
 		return 0
 	}
-	if n := value("mcp.server.operation.duration", map[string]any{"mcp.method.name": "tools/call", "gen_ai.tool.name": "parse_placeholder", "error.type": "tool_error"}); n != 1 {
-		t.Errorf("mcp.server.operation.duration of refused parse_placeholder calls: count %v, want 1", n)
+	if n := value("mcp.server.operation.duration", map[string]any{"mcp.method.name": "tools/call", "gen_ai.tool.name": "parse_placeholder", "error.type": "tool_error"}); n != 2 {
+		t.Errorf("mcp.server.operation.duration of refused parse_placeholder calls (invalid, and a rule's deny): count %v, want 2", n)
 	}
 	if last["mcp.server.operation.duration"].Unit != "s" {
 		t.Errorf("mcp.server.operation.duration is in seconds: %q", last["mcp.server.operation.duration"].Unit)
@@ -359,11 +371,34 @@ func otelMetrics(t *testing.T, col *otelcol.Collector) {
 	if n := value("toolhost.tool.rejections", map[string]any{"toolhost.rejection.kind": "validation"}); n != 1 {
 		t.Errorf("toolhost.tool.rejections validation = %v, want 1", n)
 	}
+	if n := value("toolhost.tool.rejections", map[string]any{"toolhost.rejection.kind": "policy"}); n != 1 {
+		t.Errorf("toolhost.tool.rejections policy = %v, want 1", n)
+	}
 	if n := value("toolhost.confirmations", map[string]any{"toolhost.confirmation": "needs_confirmation"}); n != 1 {
 		t.Errorf("toolhost.confirmations needs_confirmation = %v, want 1", n)
 	}
 	if n := value("toolhost.confirmations", map[string]any{"toolhost.confirmation": "confirmed"}); n != 1 {
 		t.Errorf("toolhost.confirmations confirmed = %v, want 1", n)
+	}
+}
+
+// addRules appends rs to the rules of the policy file at path.
+func addRules(t *testing.T, path string, rs ...rules.Rule) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := policy.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Rules = append(f.Rules, rs...)
+	if b, err = json.Marshal(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -75,6 +75,7 @@ func (e *Engine) traceOutcome(c *Call, out *Outcome, row *audit.Row) trace.Outco
 	o := trace.Outcome{
 		Status: out.Status, Kind: out.Kind.String(), IsError: out.IsError || c.Result.UpstreamError,
 		Message: out.Message, Retries: out.Retries, Sandbox: c.Result.Sandbox, Unit: row.UnitID, ErrorID: out.ErrorID,
+		Rule: c.Rule.Rule, RuleEffect: string(c.Rule.Effect),
 	}
 	if c.Policy != nil {
 		o.Permission, o.Confirm = c.Decision.Permission, c.Decision.Confirm

@@ -17,6 +17,7 @@ import (
 	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/rules"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/trace"
 )
@@ -148,6 +149,68 @@ func TestTracedPipeline(t *testing.T) {
 	confirms := spansNamed(spans, "confirm")
 	if len(confirms) != 1 || spanAttr(confirms[0], "error.type") != "needs_confirmation" {
 		t.Errorf("only the confirm tool has a confirm span, ending in needs_confirmation: %v", confirms)
+	}
+}
+
+// TestTracedRules: the rule that decided a call is on its span (id and
+// effect), a rule's confirm gives the call a confirm span as the tool's
+// own confirm does, and a call no rule decided names none.
+func TestTracedRules(t *testing.T) {
+	mem := kept{tracetest.NewInMemoryExporter()}
+	ts, flush := tracedSession(t, mem)
+	s := &script{}
+	r := newRig(t, rigOpts{
+		tools:  []tool.Tool{scripted("echo", tool.ReadOnly, s), scripted("gated", tool.Additive, s)},
+		policy: map[string]policy.Rule{"echo": {Permission: policy.Read}, "gated": {Permission: policy.Write, Confirm: true}},
+		rules: []rules.Rule{
+			{ID: "no-secrets", Tool: "echo", When: "args.text.contains('secret')", Effect: rules.Deny, Reason: "do not echo secrets"},
+			{ID: "ask-big", Tool: "echo", When: "args.text == 'big'", Effect: rules.Confirm, Reason: "big"},
+			{ID: "quiet-gated", Tool: "gated", When: "args.text == 'routine'", Effect: rules.Allow},
+		},
+		trace: ts,
+	})
+	cases := []struct {
+		tool, text, id string
+		rule, effect   any
+		kind           fault.Kind
+		confirmSpan    bool
+	}{
+		{"echo", "a secret", "c-deny", "no-secrets", "deny", fault.Policy, false},
+		{"echo", "big", "c-confirm", "ask-big", "confirm", fault.NeedsConfirmation, true},
+		{"gated", "routine", "c-allow", "quiet-gated", "allow", fault.None, false},
+		{"echo", "plain", "c-none", nil, nil, fault.None, false},
+	}
+	for _, tc := range cases {
+		out := r.eng.Call(context.Background(), engine.Request{Tool: tc.tool, Args: json.RawMessage(`{"text":"` + tc.text + `"}`),
+			Meta: callctx.Meta{CallID: tc.id}})
+		if out.Kind != tc.kind {
+			t.Fatalf("%s: %s, want kind %s", tc.id, describe(out), tc.kind)
+		}
+	}
+	flush()
+	spans := mem.GetSpans()
+	for _, tc := range cases {
+		var call []tracetest.SpanStub
+		for _, sp := range spans {
+			if spanAttr(sp, "gen_ai.tool.call.id") == tc.id {
+				call = append(call, sp)
+			}
+		}
+		if len(call) != 1 {
+			t.Fatalf("%s: %d spans", tc.id, len(call))
+		}
+		if got, eff := spanAttr(call[0], "toolhost.rule.id"), spanAttr(call[0], "toolhost.rule.effect"); got != tc.rule || eff != tc.effect {
+			t.Errorf("%s: rule %v effect %v, want %v %v", tc.id, got, eff, tc.rule, tc.effect)
+		}
+		confirms := 0
+		for _, sp := range spansNamed(spans, "confirm") {
+			if sp.Parent.SpanID() == call[0].SpanContext.SpanID() {
+				confirms++
+			}
+		}
+		if (confirms == 1) != tc.confirmSpan {
+			t.Errorf("%s: %d confirm spans, want one: %v", tc.id, confirms, tc.confirmSpan)
+		}
 	}
 }
 

@@ -53,6 +53,8 @@ const (
 	keyUpstream   = attribute.Key("toolhost.upstream")
 	keySignal     = attribute.Key("toolhost.process.signal")
 	keyConfirmed  = attribute.Key("toolhost.confirmation")
+	keyRule       = attribute.Key("toolhost.rule.id")
+	keyRuleEffect = attribute.Key("toolhost.rule.effect")
 )
 
 // ToolCall is gen_ai.operation.name of a tool call.
@@ -466,6 +468,9 @@ type Outcome struct {
 	// whether a human confirms).
 	Permission string
 	Confirm    bool
+	// Rule and RuleEffect are the policy file's rule that decided the call
+	// (its id; deny, confirm or allow), "" when no rule matched.
+	Rule, RuleEffect string
 	// Sandbox is how the commands the call started were confined.
 	Sandbox string
 	Unit    string
@@ -501,6 +506,9 @@ func (c *Call) End(o Outcome) {
 	}
 	if o.Confirm {
 		attrs = append(attrs, keyConfirm.Bool(true))
+	}
+	if o.Rule != "" {
+		attrs = append(attrs, keyRule.String(o.Rule), keyRuleEffect.String(o.RuleEffect))
 	}
 	if o.Sandbox != "" {
 		attrs = append(attrs, keySandbox.String(o.Sandbox))
