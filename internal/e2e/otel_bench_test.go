@@ -30,7 +30,9 @@ import (
 //	         tracing) with no OTEL_* variable
 //
 // Each reports calls/s, its cost against off (and off's against base) in
-// percent, and the server's anonymous RSS at the end: a dead or hanging
+// percent, the server's CPU time per call (export included; in 10 ms
+// ticks, so meaningful over thousands of calls, and less moved by other
+// processes' load than calls/s), and the server's anonymous RSS at the end: a dead or hanging
 // collector must cost bounded memory (the export queue), not a growing one.
 //
 //	go test -run '^$' -bench StdioTracing -benchtime 20000x ./internal/e2e
@@ -51,6 +53,9 @@ func BenchmarkStdioTracing(b *testing.B) {
 		s    *loadServer
 		took time.Duration
 		n    int
+		// cpu is the server's CPU time over its rounds and the pauses
+		// after them (where its exporter sends what the round queued).
+		cpu int64
 	}
 	// --log-level error: the dead collector's one warning would land in
 	// the middle of the benchmark's output line.
@@ -90,12 +95,14 @@ func BenchmarkStdioTracing(b *testing.B) {
 	b.ResetTimer()
 	for range rounds {
 		for _, v := range vs {
+			c0 := v.s.cpuNS()
 			t0 := time.Now()
 			run(v, per)
 			v.took += time.Since(t0)
 			v.n += per
 			b.StopTimer()
 			time.Sleep(300 * time.Millisecond)
+			v.cpu += v.s.cpuNS() - c0
 			b.StartTimer()
 		}
 	}
@@ -105,6 +112,7 @@ func BenchmarkStdioTracing(b *testing.B) {
 		rate[v.name] = float64(v.n) / v.took.Seconds()
 		b.ReportMetric(rate[v.name], v.name+"-calls/s")
 		b.ReportMetric(float64(v.s.memKB("RssAnon"))/1024, v.name+"-anon-MiB")
+		b.ReportMetric(float64(v.cpu)/float64(v.n)/1000, v.name+"-server-cpu-µs/call")
 	}
 	for _, v := range vs {
 		if v.name != "off" && v.name != "base" {
