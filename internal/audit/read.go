@@ -332,3 +332,19 @@ func Follow(ctx context.Context, root *os.Root, o ndjson.FollowOptions, fn func(
 		return fn(&e.Row, next)
 	})
 }
+
+// Backward hands fn the trail's rows newest first, across rotated files,
+// reading from the end (ndjson.Backward), until fn returns false: what a
+// live view shows when it starts. The chain's own records and lines that
+// are not rows are passed over. It returns the cursor to Follow from so
+// that no row written meanwhile is lost or repeated. The row is valid only
+// until fn returns.
+func Backward(root *os.Root, o ndjson.Options, fn func(r *Row) bool) (ndjson.Cursor, error) {
+	var e entry
+	return ndjson.Backward(root, Path, o, func(line []byte) bool {
+		if e.decode(line) != "" || e.Chain != nil {
+			return true
+		}
+		return fn(&e.Row)
+	})
+}

@@ -1,6 +1,7 @@
 package bugs
 
 import (
+	"bufio"
 	"bytes"
 	"container/heap"
 	"encoding/json"
@@ -451,4 +452,70 @@ func (h *idHeap) Pop() any {
 	c := h.cs[len(h.cs)-1]
 	h.cs = h.cs[:len(h.cs)-1]
 	return c
+}
+
+// ReadIndex returns the summaries of a project's bugs, by id, reading the
+// index as it is and never writing it (Store.List brings the index up to
+// date first, which may write): the read side for a live view (the
+// dashboard). Ids the index marks gone are left out; a bug file that could
+// not be read keeps its id with Unreadable set. Bug files past the highest
+// id indexed (an Open that crashed before its index line) are read too,
+// and without an index at all the bug files are (Scan).
+func ReadIndex(projectDir string) ([]Summary, error) {
+	root, err := os.OpenRoot(projectDir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	x := newIndex()
+	f, err := root.OpenFile(IndexPath, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		all, bad, err := Scan(projectDir)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range all {
+			x.apply(SummaryOf(b))
+		}
+		for _, u := range bad {
+			x.apply(Summary{ID: u.ID, Unreadable: u.Reason})
+		}
+	case err != nil:
+		return nil, fmt.Errorf("%s cannot be read (it must be a regular file inside the project): %w", IndexPath, err)
+	default:
+		defer f.Close()
+		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s is not a regular file", IndexPath)
+		}
+		dec := json.NewDecoder(bufio.NewReader(f))
+		for {
+			var sum Summary
+			if err := dec.Decode(&sum); err != nil {
+				// A torn last line ends the read: the next append cuts it.
+				break
+			}
+			x.apply(sum)
+		}
+	}
+	for n := x.maxID + 1; ; n++ {
+		if _, err := root.Lstat(Path(FormatID(n))); err != nil {
+			break
+		}
+		b, err := load(root, FormatID(n))
+		if err != nil {
+			x.apply(Summary{ID: FormatID(n), Unreadable: err.Error()})
+			continue
+		}
+		x.apply(SummaryOf(b))
+	}
+	out := make([]Summary, 0, len(x.byID)+len(x.unreadable))
+	for _, s := range x.byID {
+		out = append(out, s)
+	}
+	for n, why := range x.unreadable {
+		out = append(out, Summary{ID: FormatID(n), Unreadable: why})
+	}
+	sort.Slice(out, func(i, j int) bool { return IDNumber(out[i].ID) < IDNumber(out[j].ID) })
+	return out, nil
 }

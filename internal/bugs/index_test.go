@@ -96,6 +96,7 @@ func TestIndexMatchesTheFiles(t *testing.T) {
 		if step%20 != 19 {
 			continue
 		}
+		checkReadIndex(t, dir)
 		for _, q := range []Query{{Limit: 100}, {Limit: 7}, {Status: StatusOpen, Limit: 50}, {UnitID: "api", Limit: 1000}, {Severity: "major", Status: StatusTriaged, Limit: 1000}} {
 			total, want := reference(t, dir, q)
 			for i, s := range stores {
@@ -209,4 +210,62 @@ func TestIndexAfterCrashes(t *testing.T) {
 			t.Fatalf("the other store after a compaction: %+v %v", l, err)
 		}
 	})
+}
+
+// checkReadIndex: ReadIndex gives the summaries of the bug files and
+// leaves the store's files as they were, with the index or without it.
+func checkReadIndex(t *testing.T, dir string) {
+	t.Helper()
+	all, _, err := Scan(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]Summary, len(all))
+	for i, b := range all {
+		want[i] = SummaryOf(b)
+	}
+	before := snapshotDir(t, filepath.Join(dir, Dir))
+	got, err := ReadIndex(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(got, want, func(a, b Summary) bool { return a == b }) {
+		t.Fatalf("ReadIndex: %d summaries, want %d\n%+v\n%+v", len(got), len(want), got, want)
+	}
+	if after := snapshotDir(t, filepath.Join(dir, Dir)); after != before {
+		t.Fatal("ReadIndex changed the bug store")
+	}
+}
+
+// snapshotDir is the names, sizes and contents of a directory's files.
+func snapshotDir(t *testing.T, dir string) string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, e := range ents {
+		data, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		fmt.Fprintf(&b, "%s %d %x\n", e.Name(), len(data), data)
+	}
+	return b.String()
+}
+
+func TestReadIndexWithoutIndex(t *testing.T) {
+	t.Parallel()
+	dir, door := bugsDoor(t)
+	s := &Store{Door: door}
+	for i := range 5 {
+		if _, err := s.Open(newBug(i, "api", "major")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, filepath.FromSlash(IndexPath))); err != nil {
+		t.Fatal(err)
+	}
+	checkReadIndex(t, dir)
+	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(IndexPath))); err == nil {
+		t.Fatal("ReadIndex wrote an index")
+	}
 }

@@ -18,6 +18,8 @@ import (
 func runIn(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(testutil.Toolhost(t), args...)
+	// The hook reads the Claude CLI's user settings: not the tester's own.
+	cmd.Env = append(os.Environ(), "CLAUDE_CONFIG_DIR="+t.TempDir())
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

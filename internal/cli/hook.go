@@ -58,6 +58,30 @@ type hookFlags struct {
 	unit       string
 	exitCode   bool
 	timeout    time.Duration
+	// claudeSettings are settings files the CLI reads beyond the ones the
+	// hook finds itself (a --settings file of the CLI's command line).
+	claudeSettings []string
+}
+
+// hookVerdict is what the hook decided about one call.
+type hookVerdict struct {
+	// deny is the reason the call is refused; "" when it is not.
+	deny string
+	// ask is the reason the CLI's user is asked first; "" when not asked.
+	ask string
+	// rule names what decided: a policy rule's id, or a rule of the
+	// Claude CLI's settings (claude:Bash(…)).
+	rule string
+}
+
+func (v hookVerdict) decision() string {
+	switch {
+	case v.deny != "":
+		return "deny"
+	case v.ask != "":
+		return "ask"
+	}
+	return "allow"
 }
 
 func newHookCmd(g *globals) *cobra.Command {
@@ -75,7 +99,9 @@ func newHookCmd(g *globals) *cobra.Command {
 			"with the reason on stdout and exits 0 (with --exit-code: exits 2 with the reason on stderr). An allowed\n" +
 			"Bash command is rewritten (hookSpecificOutput.updatedInput) to run under `toolhost confine` for the agent,\n" +
 			"so the kernel confines it to the agent's allow-list; no permissionDecision is given, so the CLI's own\n" +
-			"permission mode and rules still decide whether it runs. Other allowed calls get no output.\n" +
+			"permission mode and rules still decide whether it runs. Because the CLI would match its settings' Bash(…)\n" +
+			"deny and ask rules against the rewritten command, the hook applies them to the command as written\n" +
+			"(each simple command of it too): a deny rule denies, an ask rule asks. Other allowed calls get no output.\n" +
 			"Input it cannot read is denied, and so is every call when --agent is unknown or --project-dir is\n" +
 			"missing or no decision is reached within --timeout.\n" +
 			"Every decision is logged on stderr.",
@@ -91,25 +117,19 @@ func newHookCmd(g *globals) *cobra.Command {
 				f.unit = os.Getenv("TOOLHOST_UNIT")
 			}
 			log := g.logger()
-			in, reason, v := decideWithin(cmd.InOrStdin(), f)
+			in, v := decideWithin(cmd.InOrStdin(), f)
 			ev := log.Info()
-			decision := "allow"
-			switch {
-			case reason != "":
-				ev, decision = log.Warn(), "deny"
-			case v.Effect == rules.Confirm:
-				decision = "ask"
+			if v.deny != "" {
+				ev = log.Warn()
 			}
+			reason := v.deny + v.ask
 			ev.Str("event", "hook_decision").Str("hook", "PreToolUse").Str("agent", f.agent).
-				Str("tool", in.ToolName).Str("session_id", in.SessionID).Str("decision", decision).
-				Str("rule", v.Rule).Str("reason", reason).Msg("pretooluse " + decision)
-			if reason == "" {
-				ask := ""
-				if v.Effect == rules.Confirm {
-					ask = v.Ask()
-				}
-				return allowPreToolUse(cmd.OutOrStdout(), f, in, ask)
+				Str("tool", in.ToolName).Str("session_id", in.SessionID).Str("decision", v.decision()).
+				Str("rule", v.rule).Str("reason", reason).Msg("pretooluse " + v.decision())
+			if v.deny == "" {
+				return allowPreToolUse(cmd.OutOrStdout(), f, in, v.ask)
 			}
+			reason = v.deny
 			if f.exitCode {
 				return &exitError{code: 2, err: errors.New(reason)}
 			}
@@ -129,6 +149,7 @@ func newHookCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.policyFile, "policy", "", "tool policy file whose rules apply (default: the embedded configs/tools.json)")
 	fl.StringVar(&f.unit, "unit", "", "the unit the agent works on, for the rules' unit (env TOOLHOST_UNIT)")
 	fl.BoolVar(&f.exitCode, "exit-code", false, "deny by exiting 2 with the reason on stderr instead of printing a JSON decision")
+	fl.StringArrayVar(&f.claudeSettings, "claude-settings", nil, "a settings file the Claude CLI reads beyond the ones found (managed, $CLAUDE_CONFIG_DIR or ~/.claude, the project's .claude/): its Bash deny/ask rules are applied to the command as written (repeatable)")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Second, "deny when no decision is reached within this time (the agent CLI treats a hook that does not answer in its own timeout as allow)")
 	cmd.AddCommand(pre)
 	return cmd
@@ -137,72 +158,90 @@ func newHookCmd(g *globals) *cobra.Command {
 // decideWithin is decidePreToolUse bounded by f.timeout: input that never
 // ends, or a check that hangs, is denied before the agent CLI gives up on
 // the hook and allows the call.
-func decideWithin(r io.Reader, f hookFlags) (hookInput, string, rules.Verdict) {
+func decideWithin(r io.Reader, f hookFlags) (hookInput, hookVerdict) {
 	type decision struct {
-		in     hookInput
-		reason string
-		v      rules.Verdict
+		in hookInput
+		v  hookVerdict
 	}
 	if f.timeout <= 0 {
-		return hookInput{}, "toolhost hook: --timeout must be positive; denied", rules.Verdict{}
+		return hookInput{}, hookVerdict{deny: "toolhost hook: --timeout must be positive; denied"}
 	}
 	done := make(chan decision, 1)
 	go func() {
-		in, reason, v := decidePreToolUse(r, f)
-		done <- decision{in, reason, v}
+		in, v := decidePreToolUse(r, f)
+		done <- decision{in, v}
 	}()
 	t := time.NewTimer(f.timeout)
 	defer t.Stop()
 	select {
 	case d := <-done:
-		return d.in, d.reason, d.v
+		return d.in, d.v
 	case <-t.C:
-		return hookInput{}, fmt.Sprintf("toolhost hook: no decision within %v (the input did not end, or a check hung); denied", f.timeout), rules.Verdict{}
+		return hookInput{}, hookVerdict{deny: fmt.Sprintf("toolhost hook: no decision within %v (the input did not end, or a check hung); denied", f.timeout)}
 	}
 }
 
-// decidePreToolUse returns the parsed input, the deny reason ("" to
-// allow) and what the policy's rules decided (a confirm makes an allowed
-// call an ask). Anything it cannot read or resolve is denied.
-func decidePreToolUse(r io.Reader, f hookFlags) (hookInput, string, rules.Verdict) {
+// decidePreToolUse returns the parsed input and the hook's verdict: the
+// policy's rules, then the guard or the sandbox, then for Bash the Claude
+// CLI's own settings rules on the command as written. Anything it cannot
+// read or resolve is denied.
+func decidePreToolUse(r io.Reader, f hookFlags) (hookInput, hookVerdict) {
 	var in hookInput
-	var v rules.Verdict
+	deny := func(reason string) (hookInput, hookVerdict) { return in, hookVerdict{deny: reason} }
 	raw, err := io.ReadAll(io.LimitReader(r, maxHookInput+1))
 	switch {
 	case err != nil:
-		return in, "toolhost hook: cannot read the hook input: " + err.Error(), v
+		return deny("toolhost hook: cannot read the hook input: " + err.Error())
 	case len(raw) > maxHookInput:
-		return in, fmt.Sprintf("toolhost hook: the hook input is larger than %d bytes; denied because it cannot be checked", maxHookInput), v
+		return deny(fmt.Sprintf("toolhost hook: the hook input is larger than %d bytes; denied because it cannot be checked", maxHookInput))
 	}
 	if err := decodeExact(raw, &in); err != nil {
-		return in, "toolhost hook: malformed hook input (" + err.Error() + "); toolhost denies what it cannot read", v
+		return deny("toolhost hook: malformed hook input (" + err.Error() + "); toolhost denies what it cannot read")
 	}
 	switch {
 	case in.HookEventName != "" && in.HookEventName != "PreToolUse":
-		return in, fmt.Sprintf("toolhost hook: hook_event_name is %q; this hook only handles PreToolUse", in.HookEventName), v
+		return deny(fmt.Sprintf("toolhost hook: hook_event_name is %q; this hook only handles PreToolUse", in.HookEventName))
 	case in.ToolName == "":
-		return in, "toolhost hook: the hook input has no tool_name; denied because it cannot be checked", v
+		return deny("toolhost hook: the hook input has no tool_name; denied because it cannot be checked")
 	}
 	ti, err := exactFields(in.ToolInput)
 	if err != nil {
-		return in, fmt.Sprintf("toolhost hook: %s tool_input is not an object (%v); denied because it cannot be checked", in.ToolName, err), v
+		return deny(fmt.Sprintf("toolhost hook: %s tool_input is not an object (%v); denied because it cannot be checked", in.ToolName, err))
 	}
 	ag, proj, reason := hookAgent(f)
 	if reason != "" {
-		return in, reason, v
+		return deny(reason)
 	}
 	// The policy's rules first, as in the engine (before the guard and the
 	// sandbox): a deny ends here; a confirm still needs the checks below
 	// to pass, and then asks.
-	v, reason = hookRules(f, ag, proj, in, ti)
+	rv, reason := hookRules(f, ag, proj, in, ti)
 	if reason != "" {
-		return in, reason, v
+		return in, hookVerdict{deny: reason, rule: rv.Rule}
 	}
 	if reason := decideTool(ag, proj, in, ti); reason != "" {
 		// What decided is the check that refused, not a rule.
-		return in, reason, rules.Verdict{}
+		return deny(reason)
 	}
-	return in, "", v
+	v := hookVerdict{rule: rv.Rule}
+	if rv.Effect == rules.Confirm {
+		v.ask = rv.Ask()
+	}
+	if in.ToolName == "Bash" {
+		// decideBash accepted the command: it is a JSON string.
+		var command string
+		_ = json.Unmarshal(ti["command"], &command)
+		perms, err := loadClaudePermissions(claudeSettingsFiles(proj, in.Cwd), f.claudeSettings)
+		if err != nil {
+			return deny("toolhost hook: " + err.Error() + "; denied because the Claude CLI's own rules for Bash cannot be applied (fix or remove the file)")
+		}
+		// A deny of the settings beats a policy rule's confirm, as the
+		// CLI's deny beats its ask.
+		if cv := perms.bash(command); cv.deny != "" || (cv.ask != "" && v.ask == "") {
+			return in, cv
+		}
+	}
+	return in, v
 }
 
 // decideTool is the guard's verdict on a Bash call and the sandbox's on a

@@ -75,6 +75,7 @@ func newServeCmd(g *globals) *cobra.Command {
 			tp, flush := telemetry(o.Log, traceArgs, grace)
 			defer flush()
 			o.Trace = tp
+			o.Announce = true
 			s, err := openSession(o)
 			if err != nil {
 				return err

@@ -20,7 +20,7 @@ func TestUpstreamList(t *testing.T) {
 	},
 		policy.Upstream{Name: "fake", Transport: "stdio", Command: upstreamtest.FakeMCP(t), DiscoveryTimeoutMS: 10000},
 		policy.Upstream{Name: "web", Transport: "http", URL: web.URL},
-		policy.Upstream{Name: "gone", Transport: "http", URL: "http://" + upstreamtest.FreeAddr(t) + "/mcp", DiscoveryTimeoutMS: 500},
+		policy.Upstream{Name: "gone", Transport: "http", URL: "http://" + upstreamtest.FreeAddr(t) + "/mcp", DiscoveryTimeoutMS: 5000},
 	)
 	var out bytes.Buffer
 	var errb testutil.SyncBuffer

@@ -37,6 +37,10 @@ type Options struct {
 	Progress bool
 	// Timeout bounds the whole run; default 3 minutes.
 	Timeout time.Duration
+	// Started, when set, is called with the project dir once it exists and
+	// before any agent starts (toolhost demo --dashboard opens the
+	// dashboard on it there); an error stops the demo.
+	Started func(projectDir string) error
 }
 
 // ErrProjectDir marks a --project-dir the demo cannot build in (not empty,
@@ -138,6 +142,14 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	defer cancel()
 	r := &runner{o: o, dir: dir, env: slices.Clip(childEnv()), prdUnits: map[string][]string{}}
 	r.sum.ProjectDir = dir
+	if o.Started != nil {
+		if err := o.Started(dir); err != nil {
+			if cleanup != nil {
+				_ = cleanup()
+			}
+			return nil, err
+		}
+	}
 	fmt.Fprintf(o.Out, "toolhost demo: a scripted devloop, six agents over MCP stdio\nproject dir: %s\n\n", dir)
 	err = r.play(ctx)
 	if cleanup != nil {

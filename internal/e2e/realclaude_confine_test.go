@@ -77,3 +77,58 @@ func TestRealClaudeBashConfined(t *testing.T) {
 		})
 	}
 }
+
+// TestRealClaudeSettingsRulesStillApply: the rewrite to `toolhost confine`
+// hides the command from the CLI's own settings rules, which would match
+// only the rewritten text; the hook applies the project's Bash deny and
+// ask rules to the command as written. In bypassPermissions (where the
+// CLI still honours deny and ask rules) a denied and an asked command
+// leave nothing on disk and the model reads which rule refused; a command
+// no rule names runs, confined.
+func TestRealClaudeSettingsRulesStillApply(t *testing.T) {
+	t.Parallel()
+	claudecli.Binary(t)
+	bin := testutil.Toolhost(t)
+	project := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(project, "units/demo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, "units/demo/keep.txt"), []byte("keep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(project, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	settings := `{"permissions":{"deny":["Bash(touch:*)"],"ask":["Bash(rm *)"]}}`
+	if err := os.WriteFile(filepath.Join(project, ".claude/settings.json"), []byte(settings), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := claudecli.NewModel(t,
+		claudecli.Turn{ToolUses: []claudecli.ToolUse{{ID: "toolu_deny", Name: "Bash",
+			Input: map[string]any{"command": "echo start && touch units/demo/denied.txt", "description": "a denied program"}}}},
+		claudecli.Turn{ToolUses: []claudecli.ToolUse{{ID: "toolu_ask", Name: "Bash",
+			Input: map[string]any{"command": "rm units/demo/keep.txt", "description": "an asked program"}}}},
+		claudecli.Turn{ToolUses: []claudecli.ToolUse{{ID: "toolu_ok", Name: "Bash",
+			Input: map[string]any{"command": "echo fine > units/demo/ok.txt", "description": "no rule"}}}},
+	)
+	res := claudecli.Run(t, m, claudecli.RunOptions{Dir: project, PermissionMode: "bypassPermissions",
+		Settings: run(t, bin, "mcp-config", "--agent", "devloop-coder", "--project-dir", project, "--settings")})
+	if res.ExitCode != 0 {
+		t.Fatalf("claude: %s", res)
+	}
+	if _, err := os.Stat(filepath.Join(project, "units/demo/denied.txt")); err == nil {
+		t.Error("the CLI ran touch although the project's settings deny Bash(touch:*)")
+	}
+	if r := m.ToolResult(t, "toolu_deny"); !r.IsError || !strings.Contains(r.Text, "Bash(touch:*)") {
+		t.Errorf("the denied command: %+v, want an error naming the rule", r)
+	}
+	if _, err := os.Stat(filepath.Join(project, "units/demo/keep.txt")); err != nil {
+		t.Errorf("the CLI ran rm although the project's settings ask first for Bash(rm *) and -p cannot ask: %v", err)
+	}
+	if r := m.ToolResult(t, "toolu_ask"); !r.IsError {
+		t.Errorf("the asked command: %+v, want refused (nobody to ask in -p)", r)
+	}
+	if got, err := os.ReadFile(filepath.Join(project, "units/demo/ok.txt")); err != nil || string(got) != "fine\n" {
+		t.Errorf("the command no rule names: ok.txt %q (%v), want written", got, err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/journal"
 	"github.com/toolhost/toolhost/internal/ndjson"
+	"github.com/toolhost/toolhost/internal/session"
 	"github.com/toolhost/toolhost/internal/testutil"
 )
 
@@ -78,15 +79,25 @@ func TestRotationSixProcesses(t *testing.T) {
 	}
 
 	events := map[string]bool{}
+	announced := map[string]bool{}
 	bad, err = journal.ReadEvents(root, ndjson.Options{}, func(e callctx.Event, at ndjson.Pos) error {
+		if e.Kind == session.EventStart || e.Kind == session.EventEnd {
+			// Each server announces itself (not a call's event).
+			k := e.Kind + " " + e.Session
+			if announced[k] {
+				return fmt.Errorf("%s: %s twice", at, k)
+			}
+			announced[k] = true
+			return nil
+		}
 		if events[e.CallID] {
 			return fmt.Errorf("%s: event of %s twice", at, e.CallID)
 		}
 		events[e.CallID] = true
 		return nil
 	})
-	if err != nil || bad.Count > 0 || len(events) != procs*each {
-		t.Fatalf("events: %v, %s, %d, want %d", err, bad, len(events), procs*each)
+	if err != nil || bad.Count > 0 || len(events) != procs*each || len(announced) != 2*procs {
+		t.Fatalf("events: %v, %s, %d calls' and %d announcements, want %d and %d", err, bad, len(events), len(announced), procs*each, 2*procs)
 	}
 
 	v, err := audit.Verify(project)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -13,7 +12,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -24,7 +22,7 @@ import (
 	"github.com/toolhost/toolhost/internal/rpc"
 	"github.com/toolhost/toolhost/internal/server"
 	"github.com/toolhost/toolhost/internal/trace"
-	"github.com/toolhost/toolhost/internal/upstream"
+	"github.com/toolhost/toolhost/internal/webguard"
 )
 
 // Path is where the MCP endpoint is served.
@@ -71,10 +69,8 @@ type Server struct {
 	h    Handler
 	opts Options
 	log  zerolog.Logger
-	// port is the listening port, for the server's own origin; loopback
-	// is set when the listener is on a loopback address.
-	port     string
-	loopback bool
+	// guard checks Host, Origin and the token of every request.
+	guard *webguard.Guard
 
 	// stateless serves the 2026-07-28 requests: each POST is its own
 	// request, cancelled when its client goes away.
@@ -114,10 +110,7 @@ func New(h Handler, o Options) *Server {
 	if o.MaxMessage <= 0 {
 		o.MaxMessage = rpc.DefaultMaxMessage
 	}
-	for i, origin := range o.AllowedOrigins {
-		o.AllowedOrigins[i] = normOrigin(origin)
-	}
-	s := &Server{h: h, opts: o, log: o.Log, sessions: map[string]*session{}}
+	s := &Server{h: h, opts: o, log: o.Log, sessions: map[string]*session{}, guard: webguard.New(o.AllowedOrigins)}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.stateless = rpc.NewConn(h, s.connOptions(nil, ""))
 	s.anon = rpc.NewConn(h, s.connOptions(nil, ""))
@@ -138,63 +131,29 @@ func httpTransport(id string) trace.Transport {
 	return trace.Transport{Network: "tcp", Protocol: "http", Version: "1.1", SessionID: id}
 }
 
-// Handler is the HTTP handler: the MCP endpoint at Path behind the Origin
-// check and the bearer check.
+// Handler is the HTTP handler: the MCP endpoint at Path behind the Host,
+// Origin and bearer checks (webguard).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(Path, s.endpoint)
-	want := []byte("Bearer " + s.opts.AuthToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.loopback && !upstream.IsLoopbackHost(hostOnly(r.Host)) {
-			// A page on a rebound DNS name reaches a loopback server with
-			// its own name in Host.
+		if !s.guard.HostAllowed(r.Host) {
 			refuse(w, http.StatusForbidden, rpc.NewError(rpc.CodeInvalidRequest,
-				fmt.Sprintf("Host %q is not this loopback server's (DNS rebinding protection); use http://127.0.0.1:%s%s", r.Host, s.port, Path)))
+				fmt.Sprintf("Host %q is not this loopback server's (DNS rebinding protection); use http://127.0.0.1:%s%s", r.Host, s.guard.Port(), Path)))
 			return
 		}
-		if !s.originAllowed(r.Header.Get("Origin")) {
+		if !s.guard.OriginAllowed(r.Header.Get("Origin")) {
 			refuse(w, http.StatusForbidden, rpc.NewError(rpc.CodeInvalidRequest,
 				fmt.Sprintf("origin %q may not use this server (DNS rebinding protection); serve it with --allow-origin %s to allow it", r.Header.Get("Origin"), r.Header.Get("Origin"))))
 			return
 		}
-		if s.opts.AuthToken != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+		if s.opts.AuthToken != "" && !webguard.BearerOK(r.Header.Get("Authorization"), s.opts.AuthToken) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolhost"`)
 			http.Error(w, "missing or wrong bearer token: send Authorization: Bearer <the --auth-token value>", http.StatusUnauthorized)
 			return
 		}
 		mux.ServeHTTP(w, r)
 	})
-}
-
-func hostOnly(hostport string) string {
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		return h
-	}
-	return strings.Trim(hostport, "[]")
-}
-
-func normOrigin(o string) string {
-	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(o)), "/")
-}
-
-// originAllowed: a request without Origin is not from a browser page and
-// is served; one with Origin only when that is the server's own loopback
-// origin (http://127.0.0.1:PORT, http://localhost:PORT, http://[::1]:PORT)
-// or one allowed by flag. A page on any other origin — the DNS rebinding
-// attack — is refused.
-func (s *Server) originAllowed(origin string) bool {
-	if origin == "" {
-		return true
-	}
-	o := normOrigin(origin)
-	if slices.Contains(s.opts.AllowedOrigins, o) {
-		return true
-	}
-	u, err := url.Parse(o)
-	if err != nil || u.Scheme != "http" || u.Path != "" || u.User != nil {
-		return false
-	}
-	return s.port != "" && u.Port() == s.port && upstream.IsLoopbackHost(u.Hostname())
 }
 
 // refuse answers a request that is not served with an error body without id.
@@ -553,11 +512,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 // taken, in-flight calls may finish within the grace period (those still
 // running then are cancelled and answered saying so), open streams end.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	if host, port, err := net.SplitHostPort(ln.Addr().String()); err == nil {
-		s.port = port
-		ip := net.ParseIP(host)
-		s.loopback = ip != nil && ip.IsLoopback()
-	}
+	s.guard.Bind(ln.Addr())
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: s.opts.BodyTimeout, IdleTimeout: 2 * time.Minute}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -85,3 +85,23 @@ func follow[T any](ctx context.Context, root *os.Root, rel string, o ndjson.Foll
 		return fn(v, next)
 	})
 }
+
+// BackwardEvents hands fn the events newest first, across rotated files,
+// reading from the end (ndjson.Backward), until fn returns false; it returns
+// the cursor to follow from (FollowEvents) so nothing written meanwhile is
+// lost or repeated. Lines that are not events are passed over.
+func BackwardEvents(root *os.Root, o ndjson.Options, fn func(e callctx.Event) bool) (ndjson.Cursor, error) {
+	return backward(root, EventsPath, o, decodeEvent, fn)
+}
+
+// BackwardTimeline is BackwardEvents for the timeline.
+func BackwardTimeline(root *os.Root, o ndjson.Options, fn func(e callctx.TimelineEntry) bool) (ndjson.Cursor, error) {
+	return backward(root, TimelinePath, o, decodeEntry, fn)
+}
+
+func backward[T any](root *os.Root, rel string, o ndjson.Options, decode func([]byte) (T, string), fn func(T) bool) (ndjson.Cursor, error) {
+	return ndjson.Backward(root, rel, o, func(line []byte) bool {
+		v, bad := decode(line)
+		return bad != "" || fn(v)
+	})
+}

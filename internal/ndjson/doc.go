@@ -11,6 +11,9 @@
 //     write is older than the instant asked for. A consumer that cannot parse
 //     a line rejects it (Reader.Reject), and BadLines reports where such lines
 //     were instead of failing the read.
+//   - Backward hands out a log's lines newest first, reading each file from
+//     its end, so what it costs depends on how many lines are taken, not on
+//     the size of the log; it returns the cursor to Follow from.
 //   - Follow tails a log for a live view (the dashboard's event and audit
 //     streams): it delivers every line once, across a rotation, from a
 //     Cursor that survives a reconnect.

@@ -81,6 +81,11 @@ func (s *Sandbox) ReadFile(p string) ([]byte, error) {
 	return readWhole(f, fi.Size(), p)
 }
 
+// OpenRead opens a project-relative file for reading under ReadFile's
+// rules, for a reader that streams it (the dashboard's documents); the
+// caller closes it.
+func (s *Sandbox) OpenRead(p string) (*os.File, fs.FileInfo, error) { return s.openRead(p) }
+
 // MaxReadSize caps every whole-file read (ReadFile, and Update's read of
 // the current content): a file an earlier step blew up (a 100 GB sparse
 // file, say) must fail the tool with a clear error, not exhaust the

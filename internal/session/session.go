@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -45,6 +46,11 @@ type Options struct {
 	Trace *trace.Provider
 	// Limits are the rotation sizes of the shared logs.
 	Limits Limits
+	// Announce emits session.start when the session opens and
+	// session.end when it closes, with the process's pid and start time,
+	// so a live view (the dashboard) knows which servers run now and sees
+	// one that was killed without ending (serve sets it).
+	Announce bool
 }
 
 // Limits are the sizes at which the shared logs are rotated: 0 means the
@@ -167,10 +173,53 @@ func Open(o Options) (*Session, error) {
 	s := &Session{Agent: ag, Agents: set, Policy: pol, Engine: eng, Server: srv, Files: files, Shared: shared, Procs: units}
 	srv.Visible = s.Visible
 	// Closers run last-first: upstreams and units stop (units record their
-	// exits through the sandbox) before the audit sink and the sandboxes close.
-	s.closers = append(s.closers, func() error { ts.End(); return nil }, files.Close, shared.Close, sink.Close, units.Close, func() error { <-swept; return nil }, s.removeStaleTemps(o.Log))
+	// exits through the sandbox) before the audit sink and the sandboxes
+	// close; session.end is the last thing written.
+	// The session's span ends last of all (the provider's flush follows).
+	s.closers = append(s.closers, func() error { ts.End(); return nil }, files.Close, shared.Close)
+	if o.Announce {
+		s.closers = append(s.closers, announce(svc.Events, id, o.Version, o.Log))
+	}
+	s.closers = append(s.closers, sink.Close, units.Close, func() error { <-swept; return nil }, s.removeStaleTemps(o.Log))
 	s.startUpstreams(o)
 	return s, nil
+}
+
+// Kinds of the events a session announces itself with.
+const (
+	EventStart = "session.start"
+	EventEnd   = "session.end"
+)
+
+// Process names a running toolhost process for its whole life: the pid and
+// its start time in clock ticks since boot (procs.Alive checks both, so a
+// pid reused by another process is not taken for it).
+type Process struct {
+	PID        int       `json:"pid"`
+	StartTicks uint64    `json:"start_ticks"`
+	StartedAt  time.Time `json:"started_at"`
+	Version    string    `json:"version,omitempty"`
+}
+
+// announce emits session.start and returns the closer that emits
+// session.end. A failed event is logged, never fatal: the session serves
+// without its announcement.
+func announce(ev callctx.Events, id callctx.Identity, version string, log zerolog.Logger) func() error {
+	st, err := procs.ReadStat(os.Getpid())
+	if err != nil {
+		log.Warn().Err(err).Msg("cannot read this process's start time; the session is not announced")
+		return func() error { return nil }
+	}
+	p := Process{PID: st.PID, StartTicks: st.StartTicks, StartedAt: time.Now().UTC(), Version: version}
+	emit := func(kind string) {
+		err := ev.Emit(callctx.Event{TS: time.Now().UTC(), Kind: kind, ProjectID: id.ProjectID, Agent: id.Agent,
+			UnitID: id.UnitID, Session: id.SessionID, Payload: p})
+		if err != nil {
+			log.Warn().Err(err).Str("event", kind).Msg("cannot record the session's announcement in the events")
+		}
+	}
+	emit(EventStart)
+	return func() error { emit(EventEnd); return nil }
 }
 
 // RuleOptions are what a policy's rules are compiled against in a

@@ -16,6 +16,7 @@ import (
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/fault"
+	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/rpc"
 	"github.com/toolhost/toolhost/internal/session"
 )
@@ -225,4 +226,47 @@ func mustGetwd(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return wd
+}
+
+// TestAnnounce: a session opened with Announce records session.start with
+// this process's pid and start time, and session.end when it closes, after
+// everything else it wrote; without Announce it records neither.
+func TestAnnounce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	id := callctx.Identity{Agent: "coder", UnitID: "api", SessionID: "sess-a", ProjectDir: dir}
+	s, err := session.Open(session.Options{Identity: id, Version: "v-test", Log: zerolog.Nop(), Announce: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	quiet := open(t, callctx.Identity{Agent: "pm", SessionID: "sess-q", ProjectDir: dir}, "")
+	quiet.Close()
+	b, err := os.ReadFile(filepath.Join(dir, ".toolhost", "events.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("events %q, want session.start and session.end of sess-a only", lines)
+	}
+	st, err := procs.ReadStat(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, kind := range []string{session.EventStart, session.EventEnd} {
+		var ev struct {
+			callctx.Event
+			Payload session.Process `json:"payload"`
+		}
+		if err := json.Unmarshal([]byte(lines[i]), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind != kind || ev.Agent != "coder" || ev.UnitID != "api" || ev.Session != "sess-a" ||
+			ev.Payload.PID != os.Getpid() || ev.Payload.StartTicks != st.StartTicks || ev.Payload.Version != "v-test" || ev.Payload.StartedAt.IsZero() {
+			t.Errorf("event %d: %s", i, lines[i])
+		}
+	}
 }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs Debian's chromium for the docs package's real-browser check
-# (internal/tools/devloop/docs: TestBrowserSearch). Safe to run twice.
+# Installs Debian's chromium for the real-browser tests: the docs package's
+# search (internal/tools/devloop/docs: TestBrowserSearch) and the dashboard
+# (internal/dashboard: TestBrowser, driven over CDP by the Go module
+# chromedp, which needs nothing else installed). Safe to run twice.
 set -euo pipefail
 if command -v chromium >/dev/null 2>&1; then
   exit 0

@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/toolhost/toolhost/internal/dashboard"
+	"github.com/toolhost/toolhost/internal/procs"
+	"github.com/toolhost/toolhost/internal/upstream"
+)
+
+// dashboardFlags are the flags of `toolhost dashboard` (and the address of
+// `toolhost demo --dashboard`).
+type dashboardFlags struct {
+	projectDir string
+	addr       string
+	open       bool
+	authToken  string
+	agentsFile string
+	policyFile string
+}
+
+// register adds the flags; the address flag is addrFlag (demo, whose other
+// flags are the demo's, calls it --dashboard-addr, and always opens the
+// browser).
+func (f *dashboardFlags) register(cmd *cobra.Command, addrFlag string, withProject bool) {
+	fl := cmd.Flags()
+	if withProject {
+		fl.StringVar(&f.projectDir, "project-dir", "", "project directory (env TOOLHOST_PROJECT_DIR)")
+		fl.StringVar(&f.agentsFile, "agents", "", "agents file the project's servers use (default: the embedded configs/agents.json)")
+		fl.StringVar(&f.policyFile, "policy", "", "tool policy file the project's servers use (default: the embedded configs/tools.json)")
+		fl.BoolVar(&f.open, "open", false, "open the dashboard in the browser, when there is one")
+	}
+	fl.StringVar(&f.addr, addrFlag, "127.0.0.1:0", "address the dashboard listens on (HOST:PORT; port 0 picks a free one)")
+	fl.StringVar(&f.authToken, "auth-token", "", "token every request must carry (env TOOLHOST_AUTH_TOKEN); needed for a non-loopback address")
+}
+
+func newDashboardCmd(g *globals) *cobra.Command {
+	var f dashboardFlags
+	cmd := &cobra.Command{
+		Use:   "dashboard --project-dir D [--addr 127.0.0.1:0] [--open] [--auth-token T]",
+		Short: "Serve a live dashboard of a project: agents, timeline, bugs, audit, approvals, documents",
+		Long: "dashboard serves one page, live through Server-Sent Events, showing the project's agents (todolist, runtime\n" +
+			"state, last call, whether a toolhost serve runs for them), the timeline, the bug board, the audit stream\n" +
+			"with per-tool durations, the documents, and the calls waiting for a human with Approve and Deny buttons\n" +
+			"that do what `toolhost approve ID [--deny]` does. It reads the project's stores and writes nothing but those\n" +
+			"decisions. It listens on loopback unless --addr names another address, which needs --auth-token; the URL\n" +
+			"it prints carries the token. It runs until Ctrl-C.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.projectDir == "" {
+				f.projectDir = os.Getenv("TOOLHOST_PROJECT_DIR")
+			}
+			if f.projectDir == "" {
+				return usageErr(errors.New("--project-dir is required (or TOOLHOST_PROJECT_DIR)"))
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			run, err := startDashboard(ctx, f, cmd.OutOrStdout(), g.logger())
+			if err != nil {
+				return err
+			}
+			return run()
+		},
+	}
+	f.register(cmd, "addr", true)
+	return cmd
+}
+
+// startDashboard checks the flags, opens the project and listens; it prints
+// the URL (and opens the browser with --open). The function it returns
+// serves until ctx ends.
+func startDashboard(ctx context.Context, f dashboardFlags, out io.Writer, log zerolog.Logger) (func() error, error) {
+	if f.authToken == "" {
+		f.authToken = os.Getenv("TOOLHOST_AUTH_TOKEN")
+	}
+	host, _, err := net.SplitHostPort(f.addr)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("address %q: want HOST:PORT, e.g. 127.0.0.1:8766", f.addr))
+	}
+	if !upstream.IsLoopbackHost(host) && f.authToken == "" {
+		return nil, usageErr(fmt.Errorf("%s is not a loopback address; serving the dashboard there needs --auth-token (or TOOLHOST_AUTH_TOKEN), or use 127.0.0.1", f.addr))
+	}
+	d, err := dashboard.New(dashboard.Options{ProjectDir: f.projectDir, AgentsFile: f.agentsFile, PolicyFile: f.policyFile,
+		AuthToken: f.authToken, Log: log})
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	url := d.URL(ln.Addr())
+	fmt.Fprintf(out, "toolhost dashboard: %s\n", url)
+	if f.open {
+		openBrowser(url, out, log)
+	}
+	return func() error {
+		defer d.Close()
+		return d.Serve(ctx, ln)
+	}, nil
+}
+
+// openBrowser starts the desktop's browser on url when there is one: the
+// program $BROWSER names, else xdg-open, on a machine with a display.
+func openBrowser(url string, out io.Writer, log zerolog.Logger) {
+	var prog string
+	if b := os.Getenv("BROWSER"); b != "" {
+		prog = b
+	} else if os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != "" {
+		prog = "xdg-open"
+	}
+	path, err := exec.LookPath(prog)
+	if prog == "" || err != nil {
+		fmt.Fprintln(out, "no browser to open here: open the URL above in one")
+		return
+	}
+	// Detached: the browser is the user's, not a child to stop with us.
+	if _, err := procs.Spawn(procs.Spec{Name: "browser", Argv: []string{path, url}, Env: os.Environ(), Detached: true}); err != nil {
+		log.Warn().Err(err).Str("browser", path).Msg("cannot start the browser")
+		fmt.Fprintln(out, "the browser did not start: open the URL above in one")
+	}
+}

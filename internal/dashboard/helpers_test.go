@@ -1,0 +1,249 @@
+package dashboard_test
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolhost/toolhost/internal/testutil"
+)
+
+// dash is `toolhost dashboard` running for one test.
+type dash struct {
+	URL    string // http://127.0.0.1:PORT/
+	cmd    *exec.Cmd
+	stderr testutil.SyncBuffer
+	exited chan struct{}
+}
+
+// runDashboard starts the real binary as `toolhost dashboard args...` on
+// a free loopback port and waits for the URL it prints; it is stopped when
+// the test ends.
+func runDashboard(t testing.TB, args ...string) *dash {
+	t.Helper()
+	all := append([]string{"dashboard", "--addr", "127.0.0.1:0"}, args...)
+	cmd := exec.Command(testutil.Toolhost(t), all...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &dash{cmd: cmd, exited: make(chan struct{})}
+	cmd.Stderr = &d.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	urlCh := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "toolhost dashboard: "); ok {
+				urlCh <- u
+			}
+		}
+		_ = cmd.Wait()
+		close(d.exited)
+	}()
+	t.Cleanup(func() { d.stop(t) })
+	select {
+	case d.URL = <-urlCh:
+	case <-d.exited:
+		t.Fatalf("toolhost dashboard exited: %s", d.stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("toolhost dashboard printed no URL: %s", d.stderr.String())
+	}
+	return d
+}
+
+func (d *dash) stop(t testing.TB) {
+	select {
+	case <-d.exited:
+		return
+	default:
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(15 * time.Second):
+		_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+		<-d.exited
+		t.Errorf("toolhost dashboard did not stop on SIGTERM\n%s", d.stderr.String())
+	}
+}
+
+// get fetches path from the dashboard with headers; it returns the status
+// and the body.
+func (d *dash) get(t testing.TB, path string, hdr map[string]string) (int, string) {
+	t.Helper()
+	return do(t, http.MethodGet, strings.TrimSuffix(d.URL, "/")+path, hdr, "")
+}
+
+func do(t testing.TB, method, url string, hdr map[string]string, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	c := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Transport: &http.Transport{Proxy: nil}}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// pageToken reads the per-page token out of the page, as its script does.
+func (d *dash) pageToken(t *testing.T) string { return d.meta(t, "toolhost-token") }
+
+// docsBase is the path under which the page links the documents.
+func (d *dash) docsBase(t *testing.T) string { return d.meta(t, "toolhost-docs") }
+
+func (d *dash) meta(t *testing.T, name string) string {
+	t.Helper()
+	status, page := d.get(t, "/", nil)
+	marker := `name="` + name + `" content="`
+	i := strings.Index(page, marker)
+	if status != http.StatusOK || i < 0 {
+		t.Fatalf("GET / = %d, no token in %.300s", status, page)
+	}
+	rest := page[i+len(marker):]
+	return rest[:strings.IndexByte(rest, '"')]
+}
+
+// state is GET /api/state.
+func (d *dash) state(t testing.TB) snapshot {
+	t.Helper()
+	status, body := d.get(t, "/api/state", nil)
+	if status != http.StatusOK {
+		t.Fatalf("GET /api/state = %d: %s", status, body)
+	}
+	var s snapshot
+	if err := json.Unmarshal([]byte(body), &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// snapshot is the part of /api/state the tests read.
+type snapshot struct {
+	Audit []struct {
+		CallID string `json:"call_id"`
+		Tool   string `json:"tool"`
+		Agent  string `json:"agent"`
+		Status string `json:"status"`
+	} `json:"audit"`
+	Timeline []struct {
+		Message string `json:"message"`
+	} `json:"timeline"`
+	Agents []struct {
+		Short   string `json:"short"`
+		Serving []struct {
+			PID int `json:"pid"`
+		} `json:"serving"`
+		LastServe *struct {
+			State string `json:"state"`
+		} `json:"last_serve"`
+		LastCall *struct {
+			Tool string `json:"tool"`
+		} `json:"last_call"`
+	} `json:"agents"`
+	Approvals struct {
+		Pending []struct {
+			ID   string `json:"id"`
+			Diff *struct {
+				Path    string `json:"path"`
+				Unified string `json:"unified"`
+			} `json:"diff"`
+		} `json:"pending"`
+	} `json:"approvals"`
+}
+
+// eventually retries check until it returns "" or the time is up.
+func eventually(t *testing.T, within time.Duration, check func() string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		msg := check()
+		if msg == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", within, msg)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// treeHash is the names, kinds and contents of every file under dir: what
+// must not change when the dashboard only reads.
+func treeHash(t *testing.T, dir string) string {
+	t.Helper()
+	var lines []string
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		info := e.Type().String()
+		if e.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			info = fmt.Sprintf("%x", sha256.Sum256(b))
+		}
+		lines = append(lines, rel+" "+info)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// confirmPolicy is a policy file in dir under which record_memory needs a
+// human's confirmation, and a rule refuses the keys that start with
+// "draft": the embedded default with those two changes.
+func confirmPolicy(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "configs", "tools.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["tools"].(map[string]any)["record_memory"].(map[string]any)["confirm"] = true
+	doc["rules"] = []map[string]any{{"id": "no-draft-memory", "tool": "record_memory", "when": "args.key.startsWith('draft')",
+		"effect": "deny", "reason": "drafts are not kept in memory"}}
+	out, _ := json.MarshalIndent(doc, "", "  ")
+	p := filepath.Join(dir, "tools.json")
+	if err := os.WriteFile(p, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
