@@ -186,9 +186,11 @@ type Meta struct {
 	CallID        string          `json:"call_id,omitempty"`
 	UnitID        string          `json:"unit_id,omitempty"`
 	ProgressToken json.RawMessage `json:"progressToken,omitempty"`
-	// Traceparent is the caller's W3C trace context (MCP's _meta.traceparent),
-	// kept for the audit row.
+	// Traceparent and Tracestate are the caller's W3C trace context (MCP's
+	// _meta.traceparent and tracestate): the parent of the call's span, and
+	// the audit row keeps the traceparent.
 	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 }
 
 // NewCallID returns a new ULID string.

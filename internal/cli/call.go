@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +20,7 @@ func newCallCmd(g *globals) *cobra.Command {
 	var sf sessionFlags
 	var args string
 	var unit string
+	var traceArgs bool
 	cmd := &cobra.Command{
 		Use:   "call TOOL --args JSON --agent X --project-dir D",
 		Short: "Run one tool call through the full pipeline, without a client",
@@ -32,7 +34,11 @@ func newCallCmd(g *globals) *cobra.Command {
 			if !json.Valid(raw) {
 				return usageErr(fmt.Errorf("--args is not valid JSON: %s", args))
 			}
-			s, err := openSession(sf.options(g))
+			o := sf.options(g)
+			tp, flush := telemetry(o.Log, traceArgs, 10*time.Second)
+			defer flush()
+			o.Trace = tp
+			s, err := openSession(o)
 			if err != nil {
 				return err
 			}
@@ -70,5 +76,6 @@ func newCallCmd(g *globals) *cobra.Command {
 	sf.register(cmd)
 	cmd.Flags().StringVar(&args, "args", "{}", "tool arguments as a JSON object")
 	cmd.Flags().StringVar(&unit, "call-unit", "", "unit id for this call only (like _meta.unit_id)")
+	cmd.Flags().BoolVar(&traceArgs, "trace-args", false, "put the arguments and result, redacted as in the audit trail, on the OpenTelemetry span")
 	return cmd
 }

@@ -27,6 +27,20 @@ type claudeConfig struct {
 	session    string
 	agentsFile string
 	policyFile string
+	// otel are the OTEL_* variables set where the configuration is made:
+	// the server the CLI launches exports its telemetry the same way.
+	otel map[string]string
+}
+
+// otelEnv returns the OTEL_* variables of environ.
+func otelEnv(environ []string) map[string]string {
+	m := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "OTEL_") && v != "" {
+			m[k] = v
+		}
+	}
+	return m
 }
 
 func (c *claudeConfig) serveArgs() []string {
@@ -48,12 +62,16 @@ func (c *claudeConfig) serveArgs() []string {
 
 // MCPConfig is the JSON Claude CLI's --mcp-config takes.
 func (c *claudeConfig) MCPConfig() map[string]any {
+	env := map[string]string{"TOOLHOST_LOG_LEVEL": "info"}
+	for k, v := range c.otel {
+		env[k] = v
+	}
 	return map[string]any{"mcpServers": map[string]any{
 		"toolhost": map[string]any{
 			"type":    "stdio",
 			"command": c.bin,
 			"args":    c.serveArgs(),
-			"env":     map[string]string{"TOOLHOST_LOG_LEVEL": "info"},
+			"env":     env,
 		},
 	}}
 }
@@ -199,6 +217,7 @@ func newMCPConfigCmd(g *globals) *cobra.Command {
 			if resolved, err := filepath.EvalSymlinks(c.bin); err == nil {
 				c.bin = resolved
 			}
+			c.otel = otelEnv(os.Environ())
 			w := cmd.OutOrStdout()
 			allowedTools := func() []string {
 				return c.AllowedTools(all.Registry(), policy.LoadWith(c.policyFile, g.logger(), ruleOptions(c.projectDir)).Current())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/httpserve"
 	"github.com/toolhost/toolhost/internal/rpc"
+	"github.com/toolhost/toolhost/internal/trace"
 	"github.com/toolhost/toolhost/internal/upstream"
 )
 
@@ -27,6 +28,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	var httpAddr, authToken string
 	var allowOrigins []string
 	var bodyTimeout time.Duration
+	var traceArgs bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve one agent session over MCP on stdin/stdout",
@@ -68,6 +70,11 @@ func newServeCmd(g *globals) *cobra.Command {
 			}
 			o := sf.options(g)
 			o.PageSize = pageSize
+			// Deferred before the session's Close, so it runs after it: the
+			// session's span ends, then everything queued is flushed.
+			tp, flush := telemetry(o.Log, traceArgs, grace)
+			defer flush()
+			o.Trace = tp
 			o.Announce = true
 			s, err := openSession(o)
 			if err != nil {
@@ -101,6 +108,7 @@ func newServeCmd(g *globals) *cobra.Command {
 			defer restore()
 			err = rpc.Serve(ctx, &endNotifier{r: in, end: shutdown}, out, s.Server, rpc.Options{
 				LSP: framing == "lsp", MaxMessage: maxMessage, Grace: grace, Log: log,
+				Values: trace.WithTransport(context.Background(), trace.Transport{Network: "pipe"}),
 			})
 			log.Info().Str("event", "exit").Int64("audit_write_failures", s.Engine.AuditFailures()).Msg("session ended")
 			return err
@@ -116,6 +124,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&authToken, "auth-token", "", "bearer token required on every HTTP request (env TOOLHOST_AUTH_TOKEN); needed for a non-loopback --http")
 	cmd.Flags().StringSliceVar(&allowOrigins, "allow-origin", nil, "with --http: a browser origin (e.g. http://localhost:3000) served besides the server's own loopback origin; repeatable")
 	cmd.Flags().DurationVar(&bodyTimeout, "http-body-timeout", httpserve.DefaultBodyTimeout, "with --http: how long a client may take to send a request's headers or body")
+	cmd.Flags().BoolVar(&traceArgs, "trace-args", false, "put tool arguments and results, redacted as in the audit trail, on the OpenTelemetry spans (exported when OTEL_* variables ask for it)")
 	return cmd
 }
 

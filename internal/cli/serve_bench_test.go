@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +27,20 @@ func BenchmarkServeInProcess(b *testing.B) {
 func BenchmarkServeInProcess2026(b *testing.B) {
 	serveInProcess(b, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"parse_placeholder","arguments":{"text":"ping {{var:x}}","vars":{"x":1}},`+
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1.0.0"},"io.modelcontextprotocol/clientCapabilities":{}}}}`+"\n")
+}
+
+// BenchmarkServeInProcessTraced is BenchmarkServeInProcess exporting spans
+// and metrics over OTLP/HTTP to a loopback receiver in this process that
+// discards them: what tracing costs in CPU per call, export included.
+func BenchmarkServeInProcessTraced(b *testing.B) {
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer sink.Close()
+	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sink.URL)
+	b.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	serveInProcess(b, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"parse_placeholder","arguments":{"text":"ping {{var:x}}","vars":{"x":1}}}}`+"\n")
 }
 
 func serveInProcess(b *testing.B, call string) {

@@ -40,15 +40,26 @@ type loadServer struct {
 	out *bufio.Reader
 }
 
+// startLoadServer starts the binary under test with no OTEL_* variable
+// (tracing off) and extra after the usual arguments.
 func startLoadServer(b *testing.B, extra ...string) *loadServer {
 	b.Helper()
-	return startProcess(b, append([]string{testutil.Toolhost(b), "serve", "--agent", "integrator", "--project-dir", b.TempDir(), "--log-level", "warn"}, extra...))
+	return startServer(b, testutil.Toolhost(b), withoutTelemetry(os.Environ()), extra...)
 }
 
-// startProcess spawns a server with its stdio piped to the load client.
-func startProcess(b *testing.B, argv []string) *loadServer {
+// startServer starts bin as an Integrator session with env as its whole
+// environment and args after the usual ones.
+func startServer(b *testing.B, bin string, env []string, args ...string) *loadServer {
+	b.Helper()
+	return startProcess(b, append([]string{bin, "serve", "--agent", "integrator", "--project-dir", b.TempDir(), "--log-level", "warn"}, args...), env)
+}
+
+// startProcess spawns argv with env as its whole environment and its stdio
+// piped to the load client.
+func startProcess(b *testing.B, argv, env []string) *loadServer {
 	b.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
@@ -222,6 +233,7 @@ func coldStart(b *testing.B, request, want string) {
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
 		cmd := exec.Command(bin, "serve", "--agent", "integrator", "--project-dir", dir, "--log-level", "warn")
+		cmd.Env = withoutTelemetry(os.Environ())
 		in, _ := cmd.StdinPipe()
 		out, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {

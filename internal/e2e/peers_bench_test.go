@@ -38,7 +38,7 @@ import (
 //	go test -run '^$' -bench Peers -benchtime 1x ./internal/e2e
 //
 // b.N repeats the whole run; the rounds inside are fixed. With
-// TOOLHOST_BENCH_BASE naming another toolhost binary (an older build), it
+// TOOLHOST_BASE_BIN naming another toolhost binary (an older build), it
 // runs in the same rounds as "toolhost-base", for an interleaved A/B.
 func BenchmarkPeers(b *testing.B) {
 	const (
@@ -138,7 +138,7 @@ func peerServers(b *testing.B) []*peer {
 		{name: "go-sdk", call: echo, argv: fixed(buildPeer(b, "gosdk"))},
 		{name: "mcp-go", call: echo, argv: fixed(buildPeer(b, "mcpgo"))},
 	}
-	if base := os.Getenv("TOOLHOST_BENCH_BASE"); base != "" {
+	if base := os.Getenv("TOOLHOST_BASE_BIN"); base != "" {
 		ps = append(ps, &peer{name: "toolhost-base", call: benchCall, argv: serve(base)})
 	}
 	return ps
@@ -186,7 +186,7 @@ const (
 
 // start spawns the server and initializes the session.
 func (p *peer) start(b *testing.B) *loadServer {
-	s := startProcess(b, p.argv(b.TempDir()))
+	s := startProcess(b, p.argv(b.TempDir()), withoutTelemetry(os.Environ()))
 	if _, err := s.in.Write([]byte(peerInitialize)); err != nil {
 		b.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func mean(v []float64) float64 {
 // BenchmarkValidateSite8 keeps 8 validate_prd_site calls in flight on a
 // 200-chapter site (CPU-heavy: every page parsed and checked), the check
 // that such tools still run in parallel however the per-call path is
-// arranged. With TOOLHOST_BENCH_BASE it runs that binary in the same
+// arranged. With TOOLHOST_BASE_BIN it runs that binary in the same
 // rounds, on the same site:
 //
 //	go test -run '^$' -bench ValidateSite8 -benchtime 1x ./internal/e2e
@@ -321,12 +321,12 @@ func BenchmarkValidateSite8(b *testing.B) {
 	dir := b.TempDir()
 	bins := map[string]string{"toolhost": testutil.Toolhost(b)}
 	names := []string{"toolhost"}
-	if base := os.Getenv("TOOLHOST_BENCH_BASE"); base != "" {
+	if base := os.Getenv("TOOLHOST_BASE_BIN"); base != "" {
 		bins["toolhost-base"] = base
 		names = append(names, "toolhost-base")
 	}
 	serve := func(name string) *loadServer {
-		return startProcess(b, []string{bins[name], "serve", "--agent", "pm", "--project-dir", dir, "--log-level", "warn"})
+		return startProcess(b, []string{bins[name], "serve", "--agent", "pm", "--project-dir", dir, "--log-level", "warn"}, withoutTelemetry(os.Environ()))
 	}
 	s := serve("toolhost")
 	var chs []string

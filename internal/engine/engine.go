@@ -22,6 +22,7 @@ import (
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/rules"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/trace"
 	"github.com/toolhost/toolhost/internal/wirejson"
 )
 
@@ -89,8 +90,11 @@ type Call struct {
 	// fired.
 	timedOut bool
 	// final is the outcome when the attempt's goroutine classified and
-	// audited the call itself (timeout stage).
-	final *Outcome
+	// audited the call itself (timeout stage), finalRow its audit row.
+	final    *Outcome
+	finalRow *audit.Row
+	// span is the call's span; nil when the session exports nothing.
+	span *trace.Call
 }
 
 // Handler is a pipeline stage's continuation.
@@ -123,6 +127,9 @@ type Engine struct {
 	// RetryBase and RetryCap shape the backoff between attempts of a read
 	// tool (DefaultRetryBase, DefaultRetryCap if zero).
 	RetryBase, RetryCap time.Duration
+	// Trace is the session's telemetry; nil exports nothing (a caller's
+	// traceparent still reaches upstreams and commands).
+	Trace *trace.Session
 
 	handler Handler
 	// workers runs attempts (which audit the calls they finish, see
@@ -159,14 +166,19 @@ func (e *Engine) Init() {
 		e.lookup,
 		// The agent's toolPolicy, then the policy file's permission.
 		e.permission,
-		e.validate,
+		// Validation and a human's confirmation have spans of their own
+		// when the call is traced.
+		traceStage(trace.Validate, nil, e.validate),
 		// The policy file's rules on the validated arguments: a deny
 		// refuses, a confirm or allow sets whether the next stage asks.
 		e.rules,
-		e.confirm,
+		traceStage(trace.Confirm, func(c *Call) bool { return c.Decision.Confirm }, e.confirm),
 		e.inject,
 		e.guard,
 		e.retry,
+		// A span per attempt (the upstream call, the commands spawned
+		// below it), and the trace context handed to both.
+		e.traceAttempt,
 		e.timeout,
 		// Innermost, on the attempt's goroutine, which the outer one
 		// cannot see.
@@ -195,13 +207,23 @@ func (e *Engine) Call(ctx context.Context, req Request) *Outcome {
 	if c.Meta.CallID == "" {
 		c.Meta.CallID = callctx.NewCallID()
 	}
+	if e.Trace != nil || c.Meta.Traceparent != "" {
+		ctx, c.span = e.Trace.Call(ctx, c.Tool, c.Meta.CallID, trace.Parent{Traceparent: c.Meta.Traceparent, Tracestate: c.Meta.Tracestate})
+	}
 	err := e.handler(ctx, c)
-	if c.final != nil {
-		return c.final
+	if out := c.final; out != nil {
+		if c.span != nil {
+			c.span.End(e.traceOutcome(c, out, c.finalRow))
+		}
+		return out
 	}
 	out := e.classify(ctx, c, err)
 	out.Duration = time.Since(c.Start)
-	e.writeRow(e.row(c, out))
+	row := e.row(c, out)
+	e.writeRow(row)
+	if c.span != nil {
+		c.span.End(e.traceOutcome(c, out, row))
+	}
 	return out
 }
 
@@ -394,7 +416,7 @@ func (e *Engine) timeout(next Handler) Handler {
 func (e *Engine) ended(c *Call, a *attempt, end attemptEnd, tctx, ctx context.Context) error {
 	c.Result = a.call.Result
 	if end.out != nil {
-		c.final = end.out
+		c.final, c.finalRow = end.out, end.row
 		return errFinished
 	}
 	if end.err != nil && context.Cause(tctx) == errToolTimeout && ctx.Err() == nil {
@@ -416,6 +438,7 @@ type attempt struct {
 type attemptEnd struct {
 	err error
 	out *Outcome
+	row *audit.Row
 }
 
 const (
@@ -436,12 +459,12 @@ func (e *Engine) finish(ctx context.Context, a *attempt, err error) {
 	c := &a.call
 	out := e.classify(ctx, c, err)
 	out.Duration = time.Since(c.Start)
+	row := e.row(c, out)
 	send := func() {
 		if a.sent.CompareAndSwap(false, true) {
-			a.done <- attemptEnd{out: out}
+			a.done <- attemptEnd{out: out, row: row}
 		}
 	}
-	row := e.row(c, out)
 	if e.Audit == nil {
 		send()
 		return
@@ -455,7 +478,7 @@ func (e *Engine) finish(ctx context.Context, a *attempt, err error) {
 	bound := time.AfterFunc(e.AuditTimeout, func() {
 		if a.sent.CompareAndSwap(false, true) {
 			e.auditFailed(row, fmt.Errorf("audit sink did not answer within %s (the row may still land late)", e.AuditTimeout))
-			a.done <- attemptEnd{out: out}
+			a.done <- attemptEnd{out: out, row: row}
 		}
 	})
 	werr := e.Audit.Write(row)
@@ -613,6 +636,7 @@ func (e *Engine) writeRow(row *audit.Row) {
 
 func (e *Engine) auditFailed(row *audit.Row, err error) {
 	n := e.auditFailures.Add(1)
+	e.Trace.AuditFailed()
 	b, _ := json.Marshal(row)
 	e.Log.Error().Str("event", "audit_write_failed").Str("tool", row.Tool).Str("call_id", row.CallID).
 		Int64("audit_write_failures", n).RawJSON("row", b).Err(err).Msg("audit row not stored in the sink")

@@ -29,6 +29,7 @@ import (
 	"github.com/toolhost/toolhost/internal/session"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/trace"
 )
 
 // EchoIn is the input of the test tools.
@@ -120,6 +121,8 @@ type rigOpts struct {
 	denyAgent []string
 	sink      audit.Sink
 	auditTO   time.Duration
+	// trace is the session's telemetry (nil: none).
+	trace *trace.Session
 	// rules are the policy file's rules, compiled against the rig's tools.
 	rules []rules.Rule
 }
@@ -178,6 +181,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		AuditTimeout: o.auditTO,
 		RetryBase:    time.Millisecond,
 		RetryCap:     4 * time.Millisecond,
+		Trace:        o.trace,
 	}
 	eng.Init()
 	return &rig{eng: eng, sink: ms, log: logs, dir: proj, clock: clock, store: store}

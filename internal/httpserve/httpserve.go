@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/rpc"
 	"github.com/toolhost/toolhost/internal/server"
+	"github.com/toolhost/toolhost/internal/trace"
 	"github.com/toolhost/toolhost/internal/webguard"
 )
 
@@ -111,13 +112,23 @@ func New(h Handler, o Options) *Server {
 	}
 	s := &Server{h: h, opts: o, log: o.Log, sessions: map[string]*session{}, guard: webguard.New(o.AllowedOrigins)}
 	s.stopping, s.stop = context.WithCancel(context.Background())
-	s.stateless = rpc.NewConn(h, s.connOptions(nil))
-	s.anon = rpc.NewConn(h, s.connOptions(nil))
+	s.stateless = rpc.NewConn(h, s.connOptions(nil, ""))
+	s.anon = rpc.NewConn(h, s.connOptions(nil, ""))
 	return s
 }
 
-func (s *Server) connOptions(session rpc.Sink) rpc.ConnOptions {
-	return rpc.ConnOptions{MaxInFlight: s.opts.MaxInFlight, Grace: s.opts.Grace, Log: s.log, Session: session}
+// connOptions are the options of a connection: a 2025 session's (named
+// by its Mcp-Session-Id) or, with id "", the stateless requests'.
+func (s *Server) connOptions(session rpc.Sink, id string) rpc.ConnOptions {
+	t := trace.WithTransport(context.Background(), httpTransport(id))
+	return rpc.ConnOptions{MaxInFlight: s.opts.MaxInFlight, Grace: s.opts.Grace, Log: s.log, Session: session, Values: t}
+}
+
+// httpTransport is what the spans of this transport's requests say about
+// it (net/http serves HTTP/1.1 here: no TLS, no h2c); id is the 2025
+// session's Mcp-Session-Id, "" for none.
+func httpTransport(id string) trace.Transport {
+	return trace.Transport{Network: "tcp", Protocol: "http", Version: "1.1", SessionID: id}
 }
 
 // Handler is the HTTP handler: the MCP endpoint at Path behind the Host,
@@ -240,7 +251,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		}
 		// Stateless: no session is minted or read, and the request ends
 		// (cancelled) when its client goes away.
-		s.stateless.Serve(r.Context(), &m, sink)
+		s.stateless.Serve(trace.WithTransport(r.Context(), httpTransport("")), &m, sink)
 		return
 	case server.IsModern(r.Header.Get("MCP-Protocol-Version")):
 		writeJSON(w, http.StatusBadRequest, rpc.EncodeError(m.ID, headerMismatch(fmt.Sprintf(
@@ -383,7 +394,7 @@ func (s *Server) newSession() (*session, *rpc.Error) {
 	// shutdown of the method surface: it must not end the other clients'
 	// subscriptions, so the session's connection does not see the
 	// surface's Drainer.
-	sess.conn = rpc.NewConn(sessionHandler{s.h}, s.connOptions(sess.stream))
+	sess.conn = rpc.NewConn(sessionHandler{s.h}, s.connOptions(sess.stream, sess.id))
 	var gone []*session
 	s.mu.Lock()
 	if s.stopping.Err() != nil {

@@ -73,6 +73,10 @@ type ConnOptions struct {
 	// Session carries the messages that relate to no request; nil drops
 	// them.
 	Session Sink
+	// Values is a context whose values (not its deadline or cancellation)
+	// every request's context carries: what the transport says about the
+	// connection (trace.WithTransport).
+	Values context.Context
 }
 
 // Conn is the JSON-RPC state of one connection, whatever carries it: the
@@ -121,7 +125,11 @@ func NewConn(h Handler, opts ConnOptions) *Conn {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
 	}
-	base, cancel := context.WithCancelCause(context.Background())
+	parent := context.Background()
+	if opts.Values != nil {
+		parent = context.WithoutCancel(opts.Values)
+	}
+	base, cancel := context.WithCancelCause(parent)
 	c := &Conn{h: h, opts: opts, log: opts.Log, base: base, cancel: cancel,
 		cancels: map[string]*context.CancelFunc{}, pending: map[string]chan response{},
 		workers: gopool.New(10 * time.Second)}

@@ -26,6 +26,8 @@ type Options struct {
 	// shutdown starts (default 10 s).
 	Grace time.Duration
 	Log   zerolog.Logger
+	// Values is as in ConnOptions.
+	Values context.Context
 }
 
 // errOutputClosed is the cause given to calls cancelled because nothing
@@ -38,7 +40,7 @@ var errOutputClosed = errors.New("the client closed toolhost's output, so no ans
 func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler, opts Options) error {
 	var c *Conn
 	st := newStream(r, w, opts.LSP, opts.MaxMessage, func() { c.Drain() })
-	c = NewConn(h, ConnOptions{MaxInFlight: opts.MaxInFlight, Grace: opts.Grace, Log: opts.Log, Session: st})
+	c = NewConn(h, ConnOptions{MaxInFlight: opts.MaxInFlight, Grace: opts.Grace, Log: opts.Log, Session: st, Values: opts.Values})
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)

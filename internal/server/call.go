@@ -10,6 +10,7 @@ import (
 	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/rpc"
+	"github.com/toolhost/toolhost/internal/trace"
 	"github.com/toolhost/toolhost/internal/wirejson"
 )
 
@@ -42,7 +43,10 @@ func (s *Server) callTool(ctx context.Context, peer rpc.Peer, params json.RawMes
 	req := engine.Request{Tool: p.Name, Args: p.Arguments,
 		Meta: callctx.Meta{CallID: m.CallID, UnitID: m.UnitID, ProgressToken: m.ProgressToken}}
 	if m.Traceparent != "" && validTraceparent(m.Traceparent) {
-		req.Meta.Traceparent = m.Traceparent
+		req.Meta.Traceparent, req.Meta.Tracestate = m.Traceparent, m.Tracestate
+	}
+	if s.Trace != nil {
+		ctx = trace.Begin(ctx, trace.Parent{Traceparent: req.Meta.Traceparent, Tracestate: req.Meta.Tracestate}, s.version(ri), p.Name)
 	}
 	if tok := m.ProgressToken; len(tok) > 0 && string(tok) != "null" {
 		req.Progress = progressSender(ctx, peer, tok)

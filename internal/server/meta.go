@@ -53,6 +53,7 @@ type wireMeta struct {
 	ClientCapabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
 	LogLevel           *string         `json:"io.modelcontextprotocol/logLevel"`
 	Traceparent        string          `json:"traceparent"`
+	Tracestate         string          `json:"tracestate"`
 	CallID             string          `json:"call_id"`
 	UnitID             string          `json:"unit_id"`
 	ProgressToken      json.RawMessage `json:"progressToken"`

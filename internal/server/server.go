@@ -19,6 +19,7 @@ import (
 	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/rpc"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/trace"
 )
 
 // DefaultPageSize is the number of tools per tools/list page.
@@ -51,6 +52,9 @@ type Server struct {
 	// (upstream servers) are registered: tools/list waits for it, nothing
 	// else does (initialize and built-in calls never wait for discovery).
 	ToolsReady func(ctx context.Context)
+	// Trace is the session's telemetry: a span per request answered here
+	// (nil: none).
+	Trace *trace.Session
 
 	listMu    sync.Mutex
 	listCache atomic.Pointer[listing]
@@ -60,6 +64,9 @@ type Server struct {
 	// formElicit is set by a legacy initialize when the client can answer
 	// form-mode elicitation/create; tools/call reads it on every call.
 	formElicit atomic.Bool
+	// legacyVersion is the revision the last initialize negotiated (for
+	// the spans of legacy requests, which do not name it).
+	legacyVersion atomic.Pointer[string]
 
 	once sync.Once
 	// serverInfo is the Implementation object, encoded once; modernTail
@@ -165,15 +172,20 @@ func ToolEntryOf(s *tool.Spec) ToolEntry {
 }
 
 // Handle implements rpc.Handler: every MCP method, for every revision.
-func (s *Server) Handle(ctx context.Context, peer rpc.Peer, req rpc.Request) (any, error) {
+func (s *Server) Handle(ctx context.Context, peer rpc.Peer, req rpc.Request) (res any, err error) {
 	s.init()
+	if s.Trace != nil {
+		var r *trace.Request
+		ctx, r = s.Trace.Request(ctx, req.Method, req.ID)
+		defer func() { endRequest(r, err) }()
+	}
 	switch req.Method {
 	case "tools/call":
 		// The hot path decodes its params and _meta in one pass.
 		return s.callTool(ctx, peer, req.Params)
 	case "initialize":
 		// initialize selects the legacy rules, whatever its _meta says.
-		return s.initialize(req.Params)
+		return s.initialize(ctx, req.Params)
 	}
 	meta, err := metaOnly(req.Params)
 	if err != nil {
@@ -182,6 +194,9 @@ func (s *Server) Handle(ctx context.Context, peer rpc.Peer, req rpc.Request) (an
 	ri, err := era(meta)
 	if err != nil {
 		return nil, err
+	}
+	if s.Trace != nil {
+		ctx = trace.Begin(ctx, trace.Parent{Traceparent: meta.Traceparent, Tracestate: meta.Tracestate}, s.version(ri), "")
 	}
 	switch req.Method {
 	case "server/discover":
@@ -260,9 +275,36 @@ func (s *Server) capabilities() map[string]any {
 	}
 }
 
-func (s *Server) initialize(params json.RawMessage) (any, error) {
+// version is the revision a request speaks, for its span: its own, or
+// the one the last initialize negotiated.
+func (s *Server) version(ri reqInfo) string {
+	if ri.modern {
+		return Modern
+	}
+	if v := s.legacyVersion.Load(); v != nil {
+		return *v
+	}
+	return ""
+}
+
+// endRequest ends a request's span with the JSON-RPC error it is answered
+// with (rpc turns an error that is not an *rpc.Error into -32603).
+func endRequest(r *trace.Request, err error) {
+	var re *rpc.Error
+	switch {
+	case err == nil:
+		r.End(0, "")
+	case errors.As(err, &re):
+		r.End(re.Code, re.Message)
+	default:
+		r.End(rpc.CodeInternalError, err.Error())
+	}
+}
+
+func (s *Server) initialize(ctx context.Context, params json.RawMessage) (any, error) {
 	var p struct {
-		ProtocolVersion string `json:"protocolVersion"`
+		Meta            wireMeta `json:"_meta"`
+		ProtocolVersion string   `json:"protocolVersion"`
 		Capabilities    struct {
 			Elicitation json.RawMessage `json:"elicitation"`
 		} `json:"capabilities"`
@@ -279,6 +321,10 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 		version = p.ProtocolVersion
 	}
 	s.formElicit.Store(formElicitation(p.Capabilities.Elicitation))
+	s.legacyVersion.Store(&version)
+	if s.Trace != nil {
+		trace.Begin(ctx, trace.Parent{Traceparent: p.Meta.Traceparent, Tracestate: p.Meta.Tracestate}, version, "")
+	}
 	s.Log.Info().Str("event", "initialize").Str("client", p.ClientInfo.Name).Str("client_version", p.ClientInfo.Version).
 		Str("requested", p.ProtocolVersion).Str("negotiated", version).Msg("client initialized")
 	return map[string]any{

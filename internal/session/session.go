@@ -27,6 +27,7 @@ import (
 	"github.com/toolhost/toolhost/internal/server"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/tools/all"
+	"github.com/toolhost/toolhost/internal/trace"
 	"github.com/toolhost/toolhost/internal/upstream"
 )
 
@@ -40,6 +41,9 @@ type Options struct {
 	Log        zerolog.Logger
 	// Registry overrides the built-in tool set (tests).
 	Registry *registry.Registry
+	// Trace exports the session's spans and metrics (nil: nothing is
+	// exported).
+	Trace *trace.Provider
 	// Limits are the rotation sizes of the shared logs.
 	Limits Limits
 	// Announce emits session.start when the session opens and
@@ -164,14 +168,17 @@ func Open(o Options) (*Session, error) {
 		States:  &confirm.States{Door: shared, Clock: svc.Clock},
 		Guard:   guardCommand,
 	}
+	ts := o.Trace.Session(trace.Identity{SessionID: id.SessionID, Agent: id.Agent, ProjectID: id.ProjectID, Unit: id.UnitID})
+	eng.Trace = ts
 	eng.Init()
-	srv := &server.Server{Engine: eng, Name: "toolhost", Version: o.Version, PageSize: o.PageSize, Log: o.Log}
+	srv := &server.Server{Engine: eng, Name: "toolhost", Version: o.Version, PageSize: o.PageSize, Log: o.Log, Trace: ts}
 	s := &Session{Agent: ag, Agents: set, Policy: pol, Engine: eng, Server: srv, Files: files, Shared: shared, Procs: units}
 	srv.Visible = s.Visible
 	// Closers run last-first: upstreams and units stop (units record their
 	// exits through the sandbox) before the audit sink and the sandboxes
 	// close; session.end is the last thing written.
-	s.closers = append(s.closers, files.Close, shared.Close)
+	// The session's span ends last of all (the provider's flush follows).
+	s.closers = append(s.closers, func() error { ts.End(); return nil }, files.Close, shared.Close)
 	if o.Announce {
 		s.closers = append(s.closers, announce(svc.Events, id, o.Version, o.Log))
 	}

@@ -73,7 +73,10 @@ type Spec struct {
 	// the tool executes. nil for tools that start none.
 	Commands func(args json.RawMessage) []Command
 	// Source is "builtin" or "mcp:<server>".
-	Source       string
+	Source string
+	// Remote is an upstream tool's name at its server (the served Name is
+	// "<server>__<tool>"); empty for a built-in.
+	Remote       string
 	InputSchema  json.RawMessage
 	OutputSchema json.RawMessage
 	// Withheld, when set, keeps a registered tool from every agent: it is

@@ -25,6 +25,7 @@ import (
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/trace"
 )
 
 // A stdio upstream that toolhost stops has exitWait to exit after its
@@ -263,7 +264,16 @@ func (c *conn) call(ctx context.Context, remote string, args json.RawMessage) (*
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: remote, Arguments: args})
+	params := &mcp.CallToolParams{Name: remote, Arguments: args}
+	// The trace continues at the upstream: its span is a child of the
+	// engine's span of this call (MCP carries the context in _meta).
+	if tp, ts := trace.Context(ctx); tp != "" {
+		params.Meta = mcp.Meta{"traceparent": tp}
+		if ts != "" {
+			params.Meta["tracestate"] = ts
+		}
+	}
+	res, err := sess.CallTool(ctx, params)
 	if err == nil {
 		c.hooks.answered()
 		return res, nil
@@ -473,11 +483,20 @@ type headerTransport struct {
 	headers map[string]string
 }
 
+// RoundTrip sets the configured headers and, for a request made within a
+// traced call, the W3C traceparent and tracestate headers.
 func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(h.headers) > 0 {
+	tp, ts := trace.Context(r.Context())
+	if len(h.headers) > 0 || tp != "" {
 		r = r.Clone(r.Context())
 		for k, v := range h.headers {
 			r.Header.Set(k, v)
+		}
+		if tp != "" {
+			r.Header.Set("traceparent", tp)
+			if ts != "" {
+				r.Header.Set("tracestate", ts)
+			}
 		}
 	}
 	return h.base.RoundTrip(r)

@@ -16,9 +16,8 @@ import (
 
 // remoteTool is one upstream tool as toolhost serves it.
 type remoteTool struct {
-	spec   tool.Spec
-	remote string
-	conn   *conn
+	spec tool.Spec
+	conn *conn
 }
 
 func (t *remoteTool) Spec() *tool.Spec { return &t.spec }
@@ -26,7 +25,7 @@ func (t *remoteTool) Spec() *tool.Spec { return &t.spec }
 // Call forwards the (already validated) arguments and passes the upstream's
 // result through unchanged: content, structuredContent and isError.
 func (t *remoteTool) Call(ctx context.Context, _ *callctx.Ctx, args json.RawMessage) (tool.Result, error) {
-	res, err := t.conn.call(ctx, t.remote, args)
+	res, err := t.conn.call(ctx, t.spec.Remote, args)
 	if err != nil {
 		return tool.Result{}, err
 	}
@@ -82,7 +81,7 @@ func newRemoteTool(name string, cfg policy.Upstream, c *conn, t *mcp.Tool, f *po
 		title = t.Annotations.Title
 	}
 	spec := tool.Spec{
-		Name: name, Title: title, Description: t.Description, Source: "mcp:" + cfg.Name,
+		Name: name, Title: title, Description: t.Description, Source: "mcp:" + cfg.Name, Remote: t.Name,
 		InputSchema: in, OutputSchema: out, Effect: tool.Destructive,
 	}
 	if cfg.CallTimeoutMS > 0 {
@@ -91,7 +90,7 @@ func newRemoteTool(name string, cfg policy.Upstream, c *conn, t *mcp.Tool, f *po
 	if f != nil && f.Decide(&spec).Permission == policy.Read {
 		spec.Effect = tool.ReadOnly
 	}
-	return &remoteTool{spec: spec, remote: t.Name, conn: c}, nil
+	return &remoteTool{spec: spec, conn: c}, nil
 }
 
 // knownDraft reports whether the validator knows a $schema value (drafts 4,

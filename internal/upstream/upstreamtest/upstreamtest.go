@@ -61,6 +61,8 @@ type HTTPFake struct {
 	Calls atomic.Int32
 	// Header is the X-Fake-Token header of the last request.
 	Header atomic.Value
+	// Traceparent is the traceparent header of the last tools/call.
+	Traceparent atomic.Value
 }
 
 // FreeAddr returns a loopback address nothing listens on (yet).
@@ -106,6 +108,7 @@ func StartHTTPFake(t testing.TB, addr string) *HTTPFake {
 			}
 			if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" {
 				f.Calls.Add(1)
+				f.Traceparent.Store(r.Header.Get("traceparent"))
 				if f.Unavailable.Load() || f.FailNext.Add(-1) >= 0 {
 					http.Error(w, "maintenance", http.StatusServiceUnavailable)
 					return
@@ -130,13 +133,19 @@ func StartHTTPFake(t testing.TB, addr string) *HTTPFake {
 // naming the given upstreams.
 func WriteConfigs(t testing.TB, dir string, rules map[string]policy.Rule, ups ...policy.Upstream) (agentsFile, policyFile string) {
 	t.Helper()
+	return WriteConfigsFor(t, dir, "pm", rules, ups...)
+}
+
+// WriteConfigsFor is WriteConfigs for the agent whose short name is agent.
+func WriteConfigsFor(t testing.TB, dir, agent string, rules map[string]policy.Rule, ups ...policy.Upstream) (agentsFile, policyFile string) {
+	t.Helper()
 	var set map[string]any
 	if err := json.Unmarshal(configs.AgentsJSON, &set); err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range set["agents"].([]any) {
 		ag := a.(map[string]any)
-		if ag["short"] == "pm" {
+		if ag["short"] == agent {
 			cli := ag["cli"].(map[string]any)
 			cli["toolPolicy"] = append(cli["toolPolicy"].([]any), "fake__*", "web__*")
 		}

@@ -186,6 +186,13 @@ func main() {
 			n, _ := args(req)["name"].(string)
 			return text("%s=%s", n, strings.TrimSpace(os.Getenv(n))), nil
 		})
+	s.AddTool(&mcp.Tool{Name: "traceparent", Description: "Report the W3C traceparent the call's _meta carried.", InputSchema: obj(``)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			tp, _ := req.Params.Meta["traceparent"].(string)
+			r := text("%s", tp)
+			r.StructuredContent = map[string]any{"traceparent": tp}
+			return r, nil
+		})
 	s.AddTool(&mcp.Tool{Name: "add_tool", Description: "Add a tool named extra_<suffix> (the server then announces tools/list_changed).",
 		InputSchema: obj(`"suffix":{"type":"string","pattern":"^[a-z0-9]+$"}`, "suffix")},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

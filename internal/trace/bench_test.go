@@ -1,0 +1,50 @@
+package trace
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+// BenchmarkToolCall is the trace work of one tools/call as the server and
+// the engine do it (request span, call, validation stage, one attempt,
+// outcome, the request's end and metrics), with the SDK recording and the
+// exporters discarding: the cost a call pays on its own path.
+func BenchmarkToolCall(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		spans   bool
+		metrics bool
+	}{{"spans+metrics", true, true}, {"spans", true, false}, {"metrics", false, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			var e Exporters
+			if c.spans {
+				e.Spans = tracetest.NewNoopExporter()
+			}
+			if c.metrics {
+				e.Metrics = discardMetrics{}
+			}
+			p, _ := New(e, Options{Log: zerolog.Nop()})
+			s := p.Session(Identity{SessionID: "s", Agent: "integrator"})
+			defer p.Shutdown(context.Background())
+			base := WithTransport(context.Background(), Transport{Network: "pipe"})
+			id := json.RawMessage("7")
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx, r := s.Request(base, "tools/call", id)
+				ctx = Begin(ctx, Parent{}, "2025-06-18", "parse_placeholder")
+				ctx, call := s.Call(ctx, "parse_placeholder", "01HZZZ", Parent{})
+				sctx := call.Stage(ctx, Validate)
+				ctx = call.Handover(sctx)
+				call.EndStage(sctx, nil)
+				_, a := call.Attempt(ctx, 1, "", "")
+				a.End(nil, false)
+				call.End(Outcome{Status: "ok", Permission: "read"})
+				r.End(0, "")
+			}
+		})
+	}
+}
