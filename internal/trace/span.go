@@ -631,10 +631,15 @@ func env(ctx context.Context, env []string) []string {
 // or starts gets TRACEPARENT (and TRACESTATE) of ctx in its environment
 // and, with a session, a span of its own ("spawn bash" until the command
 // exits, "spawn unit" for starting a unit) that the child's own spans hang
-// below.
+// below. owner may be what Procs returned for an earlier attempt of the
+// call: it is the owner that one wraps that gets wrapped.
 func Procs(ctx context.Context, owner procs.Owner, s *Session) procs.Owner {
 	if owner == nil {
 		return nil
+	}
+	if t, ok := owner.(*tracedOwner); ok {
+		// An earlier attempt's: this attempt's spans are its siblings.
+		owner = t.Owner
 	}
 	return &tracedOwner{Owner: owner, ctx: ctx, s: s}
 }
