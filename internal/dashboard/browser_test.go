@@ -153,6 +153,15 @@ func pending(t *testing.T, c *stdioclient.Client, args map[string]any) string {
 
 func js(format string, a ...any) string { return fmt.Sprintf(format, a...) }
 
+// decided is the condition that a confirmation's decision shows: on its
+// card ("Approved: …"), or, once the next state moved the card out of the
+// waiting list, as the first entry of the recent decisions ("approved …").
+func decided(card, id, outcome string) string {
+	return js(`(document.querySelector('%s .outcome') || {textContent: ""}).textContent.startsWith(%q) ||
+		(document.querySelector('#recent-list li[data-id="%s"]') || {textContent: ""}).textContent.startsWith(%q)`,
+		card, outcome, id, strings.ToLower(outcome))
+}
+
 // TestBrowser drives the dashboard in headless Chromium against servers
 // running beside it: a call made by a separate `toolhost serve` shows in
 // the audit stream and its agent's card within a second, without reload;
@@ -188,7 +197,7 @@ func TestBrowser(t *testing.T) {
 		document.querySelector('%s .diff').textContent.includes("+hello from the page")`, card, card), 15*time.Second)
 	b.screenshot(t, "pending")
 	b.run(t, chromedp.Click(chromedp.CSS(card+` button[data-action="approve"]`)))
-	b.waitFor(t, "the approval's outcome", js(`document.querySelector('%s .outcome').textContent.startsWith("Approved")`, card), 15*time.Second)
+	b.waitFor(t, "the approval's outcome", decided(card, id, "Approved"), 15*time.Second)
 	if r := testutil.CallTool(t, pm, "record_memory", map[string]any{"key": "approved-note", "content": "hello from the page"}); r.IsError {
 		t.Fatalf("the approved call was refused: %s", r.Text())
 	}
@@ -202,7 +211,7 @@ func TestBrowser(t *testing.T) {
 	card = js(`.approval[data-id="%s"]`, id)
 	b.waitFor(t, "the second confirmation", js(`!!document.querySelector('%s button[data-action="deny"]')`, card), 15*time.Second)
 	b.run(t, chromedp.Click(chromedp.CSS(card+` button[data-action="deny"]`)))
-	b.waitFor(t, "the denial's outcome", js(`document.querySelector('%s .outcome').textContent.startsWith("Denied")`, card), 15*time.Second)
+	b.waitFor(t, "the denial's outcome", decided(card, id, "Denied"), 15*time.Second)
 	r := testutil.CallTool(t, pm, "record_memory", map[string]any{"key": "denied-note", "content": "no"})
 	if !r.IsError || !strings.Contains(r.Text(), "denied") {
 		t.Fatalf("the denied call: %s", r.Text())

@@ -228,7 +228,9 @@
     var ul = clear($("recent-list"));
     r.forEach(function (a) {
       var when = a.used_at || a.decided_at || a.created_at;
-      add(ul, add(el("li", ""), el("b", "", a.status + " "), document.createTextNode(a.tool + " · " + a.agent + " · " + clock(when) +
+      var li = el("li", "");
+      li.dataset.id = a.id;
+      add(ul, add(li, el("b", "", a.status + " "), document.createTextNode(a.tool + " · " + a.agent + " · " + clock(when) +
         (a.used_by ? " · used by call " + a.used_by : ""))));
     });
   }
