@@ -57,7 +57,8 @@ func (e *Engine) traceAttempt(next Handler) Handler {
 		if orig != nil && orig.Procs != nil {
 			if c.Retries == 0 {
 				// The first attempt's tool gets the call's own Ctx (inject
-				// builds one per call) rather than a copy of it (648 bytes).
+				// builds one per call) rather than a copy of that large
+				// struct.
 				orig.Procs = trace.Procs(ctx, orig.Procs, e.Trace)
 			} else {
 				// A retry's gets a copy: an attempt that timed out may still

@@ -204,8 +204,8 @@ type requestKey struct{}
 
 // attrsPool holds the requests' scratch attribute arrays (room for a tool
 // call's): a request borrows one from Begin to End instead of carrying
-// (and zeroing) an array of its own, which was a third of the bytes a
-// traced call allocates.
+// (and zeroing) an array of its own, the largest thing a traced call
+// allocated.
 var attrsPool = sync.Pool{New: func() any {
 	a := make([]attribute.KeyValue, 0, 24)
 	return &a
@@ -295,12 +295,14 @@ func (r *Request) End(code int64, message string) {
 	}
 	r.span.SetAttributes(attrs...)
 	r.span.End()
-	// The span holds copies now; the strings the array still points at
-	// go with the request.
-	clear(attrs)
-	*r.scratch = attrs[:0]
-	attrsPool.Put(r.scratch)
-	r.scratch, r.attrs = nil, nil
+	if r.scratch != nil {
+		// The span holds copies now; the strings the array still points
+		// at go with the request.
+		clear(attrs)
+		*r.scratch = attrs[:0]
+		attrsPool.Put(r.scratch)
+		r.scratch, r.attrs = nil, nil
+	}
 	in := &r.s.p.inst
 	k := r.op
 	in.operation.Record(context.Background(), time.Since(r.start).Seconds(), in.ops.get(k, func() []attribute.KeyValue { return k.append(nil) }))
@@ -321,7 +323,7 @@ type Call struct {
 	confirm int
 	// first is the first attempt, once it failed (a retry records it).
 	first *firstAttempt
-	// attempt1 is the first attempt (a call has one but when retried).
+	// attempt1 is the first attempt, the only one of a call not retried.
 	attempt1 Attempt
 }
 
