@@ -56,9 +56,18 @@ func (e *Engine) traceAttempt(next Handler) Handler {
 		}
 		orig := c.Ctx
 		if orig != nil && orig.Procs != nil {
-			cx := *orig
-			cx.Procs = trace.Procs(ctx, orig.Procs, e.Trace)
-			c.Ctx = &cx
+			if c.Retries == 0 {
+				// The first attempt's tool gets the call's own Ctx (inject
+				// builds one per call) rather than a copy of that large
+				// struct.
+				orig.Procs = trace.Procs(ctx, orig.Procs, e.Trace)
+			} else {
+				// A retry's gets a copy: an attempt that timed out may still
+				// be running with the call's own.
+				cx := *orig
+				cx.Procs = trace.Procs(ctx, orig.Procs, e.Trace)
+				c.Ctx = &cx
+			}
 		}
 		err := next(ctx, c)
 		c.Ctx = orig

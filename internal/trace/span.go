@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -140,16 +141,19 @@ func parse(traceparent, tracestate string) oteltrace.SpanContext {
 // parentCtx is ctx with the span the request's own spans hang below: the
 // request's trace context when it has a valid one (and a link to the
 // session's span, the ambient context the conventions say to link), else
-// the session's span.
-func (s *Session) parentCtx(ctx context.Context, p Parent) (context.Context, []oteltrace.SpanStartOption) {
+// the session's span. The link's option is appended to opts.
+func (s *Session) parentCtx(ctx context.Context, p Parent, opts []oteltrace.SpanStartOption) (context.Context, []oteltrace.SpanStartOption) {
 	if p.Traceparent != "" {
 		if sc := parse(p.Traceparent, p.Tracestate); sc.IsValid() {
 			return oteltrace.ContextWithRemoteSpanContext(ctx, sc),
-				[]oteltrace.SpanStartOption{oteltrace.WithLinks(oteltrace.Link{SpanContext: s.span.SpanContext()})}
+				append(opts, oteltrace.WithLinks(oteltrace.Link{SpanContext: s.span.SpanContext()}))
 		}
 	}
-	return oteltrace.ContextWithSpan(ctx, s.span), nil
+	return oteltrace.ContextWithSpan(ctx, s.span), opts
 }
+
+// serverKind is the start option of a request's span.
+var serverKind = oteltrace.WithSpanKind(oteltrace.SpanKindServer)
 
 // Transport is what a connection's transport says about itself, for the
 // spans of its requests.
@@ -183,15 +187,29 @@ type Request struct {
 	op opKey
 	// attrs gathers the span's attributes, the tool call's included (added
 	// by Call.End before the server ends the request, on the same
-	// goroutine), so the span gets them in one SetAttributes at its end;
-	// the array holds a tool call's without another allocation.
-	attrs    []attribute.KeyValue
-	attrsBuf [20]attribute.KeyValue
+	// goroutine), so the span gets them in one SetAttributes at its end.
+	// Its array is scratch from attrsPool, returned at End: the SDK copies
+	// what SetAttributes gets.
+	attrs   []attribute.KeyValue
+	scratch *[]attribute.KeyValue
 	// toolError is set when the call's result has isError.
 	toolError bool
+	// opts holds the span's start options, and call the tool call whose
+	// span this is: a request carries them rather than allocating each.
+	opts [3]oteltrace.SpanStartOption
+	call Call
 }
 
 type requestKey struct{}
+
+// attrsPool holds the requests' scratch attribute arrays (room for a tool
+// call's): a request borrows one from Begin to End instead of carrying
+// (and zeroing) an array of its own, the largest thing a traced call
+// allocated.
+var attrsPool = sync.Pool{New: func() any {
+	a := make([]attribute.KeyValue, 0, 24)
+	return &a
+}}
 
 // Request starts timing an MCP request; its span opens at Begin, once the
 // request's _meta has been read (the parent comes from there).
@@ -216,7 +234,8 @@ func Begin(ctx context.Context, parent Parent, version, tool string) context.Con
 func (r *Request) begin(ctx context.Context, parent Parent, version, tool string) context.Context {
 	t, _ := ctx.Value(transportKey{}).(Transport)
 	r.op = opKey{method: r.method, tool: tool, version: version, network: t.Network, protocol: t.Protocol, protocolVersion: t.Version}
-	r.attrs = r.op.append(r.attrsBuf[:0])
+	r.scratch = attrsPool.Get().(*[]attribute.KeyValue)
+	r.attrs = r.op.append((*r.scratch)[:0])
 	if id := requestID(r.id); id != "" {
 		r.attrs = append(r.attrs, keyRequestID.String(id))
 	}
@@ -229,8 +248,8 @@ func (r *Request) begin(ctx context.Context, parent Parent, version, tool string
 	}
 	// The attributes go on at the end (End), all at once: the sampler
 	// decides on the parent alone.
-	pctx, opts := r.s.parentCtx(ctx, parent)
-	opts = append(opts, oteltrace.WithSpanKind(oteltrace.SpanKindServer), oteltrace.WithTimestamp(r.start))
+	pctx, opts := r.s.parentCtx(ctx, parent, r.opts[:0])
+	opts = append(opts, serverKind, oteltrace.WithTimestamp(r.start))
 	ctx, r.span = r.s.p.tracer.Start(pctx, name, opts...)
 	return ctx
 }
@@ -276,6 +295,14 @@ func (r *Request) End(code int64, message string) {
 	}
 	r.span.SetAttributes(attrs...)
 	r.span.End()
+	if r.scratch != nil {
+		// The span holds copies now; the strings the array still points
+		// at go with the request.
+		clear(attrs)
+		*r.scratch = attrs[:0]
+		attrsPool.Put(r.scratch)
+		r.scratch, r.attrs = nil, nil
+	}
 	in := &r.s.p.inst
 	k := r.op
 	in.operation.Record(context.Background(), time.Since(r.start).Seconds(), in.ops.get(k, func() []attribute.KeyValue { return k.append(nil) }))
@@ -296,6 +323,8 @@ type Call struct {
 	confirm int
 	// first is the first attempt, once it failed (a retry records it).
 	first *firstAttempt
+	// attempt1 is the first attempt, the only one of a call not retried.
+	attempt1 Attempt
 }
 
 // Call returns the span of one tool call with its gen_ai and toolhost
@@ -311,14 +340,18 @@ func (s *Session) Call(ctx context.Context, tool, callID string, parent Parent) 
 		}
 		return ctx, nil
 	}
-	c := &Call{s: s, tool: tool, id: callID}
 	if r, _ := ctx.Value(requestKey{}).(*Request); r != nil && r.span != nil {
-		c.req, c.span = r, r.span
-	} else {
-		pctx, opts := s.parentCtx(ctx, parent)
-		ctx, c.span = s.p.tracer.Start(pctx, "tools/call "+tool,
-			append(opts, oteltrace.WithAttributes(keyToolName.String(tool), keyOperation.String(ToolCall)))...)
+		c := &r.call
+		if c.s != nil {
+			c = &Call{}
+		}
+		*c = Call{s: s, tool: tool, id: callID, req: r, span: r.span}
+		return ctx, c
 	}
+	c := &Call{s: s, tool: tool, id: callID}
+	pctx, opts := s.parentCtx(ctx, parent, nil)
+	ctx, c.span = s.p.tracer.Start(pctx, "tools/call "+tool,
+		append(opts, oteltrace.WithAttributes(keyToolName.String(tool), keyOperation.String(ToolCall)))...)
 	return ctx, c
 }
 
@@ -401,7 +434,11 @@ type Attempt struct {
 // "tools/call {remote}" of the call to it, whose context upstream clients
 // pass on (Context).
 func (c *Call) Attempt(ctx context.Context, n int, server, remote string) (context.Context, *Attempt) {
-	a := &Attempt{c: c, n: n, start: time.Now()}
+	a := &c.attempt1
+	if n > 1 {
+		a = &Attempt{}
+	}
+	*a = Attempt{c: c, n: n, start: time.Now()}
 	if prev := c.first; n == 2 && prev != nil {
 		_, sp := c.s.p.tracer.Start(ctx, "attempt", oteltrace.WithTimestamp(prev.start), oteltrace.WithAttributes(keyAttempt.Int(1)))
 		failWith(sp, prev.err, false)
@@ -596,10 +633,15 @@ func env(ctx context.Context, env []string) []string {
 // or starts gets TRACEPARENT (and TRACESTATE) of ctx in its environment
 // and, with a session, a span of its own ("spawn bash" until the command
 // exits, "spawn unit" for starting a unit) that the child's own spans hang
-// below.
+// below. owner may be what Procs returned for an earlier attempt of the
+// call: it is the owner that one wraps that gets wrapped.
 func Procs(ctx context.Context, owner procs.Owner, s *Session) procs.Owner {
 	if owner == nil {
 		return nil
+	}
+	if t, ok := owner.(*tracedOwner); ok {
+		// An earlier attempt's: this attempt's spans are its siblings.
+		owner = t.Owner
 	}
 	return &tracedOwner{Owner: owner, ctx: ctx, s: s}
 }

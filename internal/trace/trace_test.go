@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/procs"
@@ -338,6 +339,34 @@ func TestSpawnedCommandGetsItsSpanInTRACEPARENT(t *testing.T) {
 	}
 	if attr(spawn[0], "process.exit.code") != int64(3) || attr(spawn[0], "process.pid") != int64(child.PID) || attr(spawn[0], "process.executable.name") != "sh" {
 		t.Errorf("spawn span attrs %v", spawn[0].Attributes)
+	}
+}
+
+// A retry's Procs is given the first attempt's owner (the engine leaves it
+// on the call's Ctx): a command the retry spawns hangs below the retry
+// alone, with one span, not below both attempts.
+func TestProcsOfARetryWrapsTheSessionsOwner(t *testing.T) {
+	clearEnv(t)
+	s, _, flush := recorded(t, Options{})
+	ctx, call := s.Call(context.Background(), "bash", "c", Parent{})
+	ctx1, a1 := call.Attempt(ctx, 1, "", "")
+	first := Procs(ctx1, procOwner{}, s)
+	a1.End(context.DeadlineExceeded, false)
+	ctx2, a2 := call.Attempt(ctx, 2, "", "")
+	child, err := Procs(ctx2, first, s).Spawn(procs.Spec{Name: "bash", Argv: []string{"/bin/true"}, Env: []string{"PATH=/usr/bin:/bin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-child.Done()
+	a2.End(nil, false)
+	call.End(Outcome{Status: "ok", Retries: 1})
+	spans := flush()
+	spawn := byName(spans, "spawn bash")
+	if len(spawn) != 1 {
+		t.Fatalf("want one spawn bash span, got %d", len(spawn))
+	}
+	if want := oteltrace.SpanContextFromContext(ctx2).SpanID(); spawn[0].Parent.SpanID() != want {
+		t.Errorf("spawn span's parent %v, want the retry's span %v", spawn[0].Parent.SpanID(), want)
 	}
 }
 
