@@ -191,6 +191,12 @@ func TestRefusedOverHTTP(t *testing.T) {
 		}
 		return "no pending confirmation"
 	})
+	// The server is stopped first: it writes its own files on its own
+	// schedule (the audit checkpoint after its fsync, session.end), and
+	// the tree must change only by what the dashboard does.
+	if err := pm.Close(10 * time.Second); err != nil {
+		t.Fatalf("stopping the pm server: %v", err)
+	}
 	before := treeHash(t, dir)
 	token := d.pageToken(t)
 	host := strings.TrimSuffix(strings.TrimPrefix(d.URL, "http://"), "/")
