@@ -145,11 +145,11 @@ func bashRuleMatcher(rule string) (func(string) bool, bool) {
 // CLI splits compound commands too; the guard's analysis also reaches
 // commands behind wrappers and nested shells), else ask when an ask rule
 // does; otherwise no rule decided.
-func (p claudePermissions) bash(command string) hookVerdict {
+func (p claudePermissions) bash(command string, a *bashguard.Analysis) hookVerdict {
 	if len(p.deny) == 0 && len(p.ask) == 0 {
 		return hookVerdict{}
 	}
-	texts := commandTexts(command)
+	texts := commandTexts(command, a)
 	for _, set := range []struct {
 		rules []claudeRule
 		verb  string
@@ -176,15 +176,11 @@ func (p claudePermissions) bash(command string) hookVerdict {
 }
 
 // commandTexts are the texts a rule is matched against: the whole command,
-// and each simple command it runs as argv joined by spaces, with the
-// program also named by its base name (\curl and /usr/bin/curl are curl).
-func commandTexts(command string) []string {
+// and each simple command of the guard's analysis a of it as argv joined by
+// spaces, with the program also named by its base name (\curl and
+// /usr/bin/curl are curl).
+func commandTexts(command string, a *bashguard.Analysis) []string {
 	texts := []string{strings.TrimSpace(command)}
-	a, err := bashguard.Analyze(command)
-	if err != nil {
-		// The guard refuses what it cannot analyse before this is asked.
-		return texts
-	}
 	for _, c := range a.Commands {
 		if len(c.Args) == 0 {
 			continue

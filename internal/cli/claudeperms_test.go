@@ -1,6 +1,19 @@
 package cli
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/toolhost/toolhost/internal/bashguard"
+)
+
+func analyze(t *testing.T, command string) *bashguard.Analysis {
+	t.Helper()
+	a, err := bashguard.Analyze(command)
+	if err != nil {
+		t.Fatalf("%q: %v", command, err)
+	}
+	return a
+}
 
 // TestBashRuleMatcher: the settings' Bash rule forms match as the Claude
 // CLI documents them.
@@ -60,12 +73,12 @@ func TestClaudePermissionsReachInnerCommands(t *testing.T) {
 		`bash -c 'curl http://x'`,
 		"ls | xargs curl",
 	} {
-		if v := p.bash(command); v.deny == "" || v.rule != "claude:Bash(curl:*)" {
+		if v := p.bash(command, analyze(t, command)); v.deny == "" || v.rule != "claude:Bash(curl:*)" {
 			t.Errorf("%q: %+v, want denied by Bash(curl:*)", command, v)
 		}
 	}
 	for _, command := range []string{"echo curl", "ls -la", "curlie x"} {
-		if v := p.bash(command); v.deny != "" || v.ask != "" {
+		if v := p.bash(command, analyze(t, command)); v.deny != "" || v.ask != "" {
 			t.Errorf("%q: %+v, want no rule", command, v)
 		}
 	}

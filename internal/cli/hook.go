@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,6 +64,15 @@ type hookFlags struct {
 	claudeSettings []string
 }
 
+// hookCall is one PreToolUse call as the hook resolved it: the input, the
+// agent and project dir it was installed for, and tool_input's fields.
+type hookCall struct {
+	in   hookInput
+	ag   *agents.Agent
+	proj string
+	ti   map[string]json.RawMessage
+}
+
 // hookVerdict is what the hook decided about one call.
 type hookVerdict struct {
 	// deny is the reason the call is refused; "" when it is not.
@@ -117,7 +127,8 @@ func newHookCmd(g *globals) *cobra.Command {
 				f.unit = os.Getenv("TOOLHOST_UNIT")
 			}
 			log := g.logger()
-			in, v := decideWithin(cmd.InOrStdin(), f)
+			c, v := decideWithin(cmd.InOrStdin(), f)
+			in := c.in
 			ev := log.Info()
 			if v.deny != "" {
 				ev = log.Warn()
@@ -127,7 +138,7 @@ func newHookCmd(g *globals) *cobra.Command {
 				Str("tool", in.ToolName).Str("session_id", in.SessionID).Str("decision", v.decision()).
 				Str("rule", v.rule).Str("reason", reason).Msg("pretooluse " + v.decision())
 			if v.deny == "" {
-				return allowPreToolUse(cmd.OutOrStdout(), f, in, v.ask)
+				return allowPreToolUse(cmd.OutOrStdout(), f, c, v.ask)
 			}
 			reason = v.deny
 			if f.exitCode {
@@ -158,26 +169,26 @@ func newHookCmd(g *globals) *cobra.Command {
 // decideWithin is decidePreToolUse bounded by f.timeout: input that never
 // ends, or a check that hangs, is denied before the agent CLI gives up on
 // the hook and allows the call.
-func decideWithin(r io.Reader, f hookFlags) (hookInput, hookVerdict) {
+func decideWithin(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
 	type decision struct {
-		in hookInput
-		v  hookVerdict
+		c hookCall
+		v hookVerdict
 	}
 	if f.timeout <= 0 {
-		return hookInput{}, hookVerdict{deny: "toolhost hook: --timeout must be positive; denied"}
+		return hookCall{}, hookVerdict{deny: "toolhost hook: --timeout must be positive; denied"}
 	}
 	done := make(chan decision, 1)
 	go func() {
-		in, v := decidePreToolUse(r, f)
-		done <- decision{in, v}
+		c, v := decidePreToolUse(r, f)
+		done <- decision{c, v}
 	}()
 	t := time.NewTimer(f.timeout)
 	defer t.Stop()
 	select {
 	case d := <-done:
-		return d.in, d.v
+		return d.c, d.v
 	case <-t.C:
-		return hookInput{}, hookVerdict{deny: fmt.Sprintf("toolhost hook: no decision within %v (the input did not end, or a check hung); denied", f.timeout)}
+		return hookCall{}, hookVerdict{deny: fmt.Sprintf("toolhost hook: no decision within %v (the input did not end, or a check hung); denied", f.timeout)}
 	}
 }
 
@@ -185,9 +196,10 @@ func decideWithin(r io.Reader, f hookFlags) (hookInput, hookVerdict) {
 // policy's rules, then the guard or the sandbox, then for Bash the Claude
 // CLI's own settings rules on the command as written. Anything it cannot
 // read or resolve is denied.
-func decidePreToolUse(r io.Reader, f hookFlags) (hookInput, hookVerdict) {
-	var in hookInput
-	deny := func(reason string) (hookInput, hookVerdict) { return in, hookVerdict{deny: reason} }
+func decidePreToolUse(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
+	var c hookCall
+	in := &c.in
+	deny := func(reason string) (hookCall, hookVerdict) { return c, hookVerdict{deny: reason} }
 	raw, err := io.ReadAll(io.LimitReader(r, maxHookInput+1))
 	switch {
 	case err != nil:
@@ -195,7 +207,7 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookInput, hookVerdict) {
 	case len(raw) > maxHookInput:
 		return deny(fmt.Sprintf("toolhost hook: the hook input is larger than %d bytes; denied because it cannot be checked", maxHookInput))
 	}
-	if err := decodeExact(raw, &in); err != nil {
+	if err := decodeExact(raw, in); err != nil {
 		return deny("toolhost hook: malformed hook input (" + err.Error() + "); toolhost denies what it cannot read")
 	}
 	switch {
@@ -208,19 +220,28 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookInput, hookVerdict) {
 	if err != nil {
 		return deny(fmt.Sprintf("toolhost hook: %s tool_input is not an object (%v); denied because it cannot be checked", in.ToolName, err))
 	}
+	c.ti = ti
 	ag, proj, reason := hookAgent(f)
 	if reason != "" {
 		return deny(reason)
 	}
+	c.ag, c.proj = ag, proj
 	// The policy's rules first, as in the engine (before the guard and the
 	// sandbox): a deny ends here; a confirm still needs the checks below
 	// to pass, and then asks.
-	rv, reason := hookRules(f, ag, proj, in, ti)
+	rv, reason := hookRules(f, ag, proj, *in, ti)
 	if reason != "" {
-		return in, hookVerdict{deny: reason, rule: rv.Rule}
+		return c, hookVerdict{deny: reason, rule: rv.Rule}
 	}
-	if reason := decideTool(ag, proj, in, ti); reason != "" {
-		// What decided is the check that refused, not a rule.
+	// What decides below is the check that refused, not a rule.
+	var command string
+	var analysis *bashguard.Analysis
+	if in.ToolName == "Bash" {
+		command, analysis, reason = decideBash(ti)
+	} else {
+		reason = decideWrite(ag, proj, *in, ti)
+	}
+	if reason != "" {
 		return deny(reason)
 	}
 	v := hookVerdict{rule: rv.Rule}
@@ -228,28 +249,24 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookInput, hookVerdict) {
 		v.ask = rv.Ask()
 	}
 	if in.ToolName == "Bash" {
-		// decideBash accepted the command: it is a JSON string.
-		var command string
-		_ = json.Unmarshal(ti["command"], &command)
 		perms, err := loadClaudePermissions(claudeSettingsFiles(proj, in.Cwd), f.claudeSettings)
 		if err != nil {
 			return deny("toolhost hook: " + err.Error() + "; denied because the Claude CLI's own rules for Bash cannot be applied (fix or remove the file)")
 		}
 		// A deny of the settings beats a policy rule's confirm, as the
 		// CLI's deny beats its ask.
-		if cv := perms.bash(command); cv.deny != "" || (cv.ask != "" && v.ask == "") {
-			return in, cv
+		if cv := perms.bash(command, analysis); cv.deny != "" || (cv.ask != "" && v.ask == "") {
+			return c, cv
 		}
 	}
-	return in, v
+	return c, v
 }
 
-// decideTool is the guard's verdict on a Bash call and the sandbox's on a
-// CLI write: the deny reason, "" to allow.
-func decideTool(ag *agents.Agent, proj string, in hookInput, ti map[string]json.RawMessage) string {
+// decideWrite is the sandbox's verdict on a CLI write (Write, Edit,
+// MultiEdit, NotebookEdit): the deny reason, "" to allow. Other tools are
+// not writes.
+func decideWrite(ag *agents.Agent, proj string, in hookInput, ti map[string]json.RawMessage) string {
 	switch in.ToolName {
-	case "Bash":
-		return decideBash(ti)
 	case "Write", "Edit", "MultiEdit", "NotebookEdit":
 		// Every path field present is checked: NotebookEdit writes
 		// notebook_path, the others file_path, and a payload carrying both
@@ -355,8 +372,9 @@ func hookAgent(f hookFlags) (*agents.Agent, string, string) {
 
 // decideBash is the guard's verdict on a Bash call: the command must be a
 // JSON string (null, a number, an array or a missing key is denied), and
-// the Bash guard must allow it.
-func decideBash(ti map[string]json.RawMessage) string {
+// the Bash guard must allow it. It returns the command and the guard's
+// analysis of it (for the settings' rules), or the deny reason.
+func decideBash(ti map[string]json.RawMessage) (string, *bashguard.Analysis, string) {
 	raw := bytes.TrimSpace(ti["command"])
 	var command string
 	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &command) != nil {
@@ -364,12 +382,16 @@ func decideBash(ti map[string]json.RawMessage) string {
 		if len(raw) > 0 {
 			what = "not a string (" + jsonKind(raw) + ")"
 		}
-		return "toolhost hook: Bash tool_input.command is " + what + "; denied because it cannot be checked. Send the command as a JSON string."
+		return "", nil, "toolhost hook: Bash tool_input.command is " + what + "; denied because it cannot be checked. Send the command as a JSON string."
 	}
-	if err := bashguard.Check(command); err != nil {
-		return err.Error()
+	a, err := bashguard.Analyze(command)
+	if err == nil {
+		err = a.Verdict()
 	}
-	return ""
+	if err != nil {
+		return "", nil, err.Error()
+	}
+	return command, a, ""
 }
 
 // jsonKind names the JSON type of raw for a message.
@@ -511,8 +533,8 @@ type hookAsk struct {
 // call a confirm rule holds (ask non-empty), which answers "ask" with the
 // rule's reason. A Bash command that cannot be confined where the agent
 // requires it is denied.
-func allowPreToolUse(w io.Writer, f hookFlags, in hookInput, ask string) error {
-	if in.ToolName != "Bash" {
+func allowPreToolUse(w io.Writer, f hookFlags, c hookCall, ask string) error {
+	if c.in.ToolName != "Bash" {
 		if ask != "" {
 			var a hookAsk
 			a.HookSpecificOutput.HookEventName = "PreToolUse"
@@ -522,7 +544,7 @@ func allowPreToolUse(w io.Writer, f hookFlags, in hookInput, ask string) error {
 		}
 		return nil
 	}
-	updated, reason := confinedBashInput(f, in)
+	updated, reason := confinedBashInput(f, c)
 	if reason != "" {
 		var d hookDeny
 		d.HookSpecificOutput.HookEventName = "PreToolUse"
@@ -563,31 +585,13 @@ func writeHookJSON(w io.Writer, v any) error {
 // (updatedInput replaces the whole input). It is nil when the agent's
 // commands are not confined (sandbox.commands off), and a deny reason when
 // they must be and cannot.
-func confinedBashInput(f hookFlags, in hookInput) (map[string]json.RawMessage, string) {
-	set, err := agents.Load(f.agentsFile)
-	if err != nil {
-		return nil, "toolhost hook: " + err.Error()
-	}
-	if f.agent == "" {
-		return nil, fmt.Sprintf("toolhost hook: --agent is required to confine Bash commands (known: %s)", strings.Join(set.Names(), ", "))
-	}
-	ag, err := set.Find(f.agent)
-	if err != nil {
-		return nil, "toolhost hook: " + err.Error()
-	}
-	if ag.Sandbox.Commands == agents.CommandsOff {
+func confinedBashInput(f hookFlags, c hookCall) (map[string]json.RawMessage, string) {
+	if c.ag.Sandbox.Commands == agents.CommandsOff {
 		return nil, ""
-	}
-	if f.projectDir == "" {
-		return nil, "toolhost hook: --project-dir is required to confine Bash commands"
-	}
-	proj, err := filepath.Abs(f.projectDir)
-	if err != nil {
-		return nil, "toolhost hook: " + err.Error()
 	}
 	// The same plan `toolhost confine` will build, made here only to refuse
 	// early, with the reason, a command that would not be run.
-	plan, err := confine.Prepare(confine.Request{Agent: ag.Name, Sandbox: ag.Sandbox, ProjectDir: proj})
+	plan, err := confine.Prepare(confine.Request{Agent: c.ag.Name, Sandbox: c.ag.Sandbox, ProjectDir: c.proj})
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -596,15 +600,11 @@ func confinedBashInput(f hookFlags, in hookInput) (map[string]json.RawMessage, s
 	if err != nil {
 		return nil, "toolhost hook: cannot name its own binary for the confined command: " + err.Error()
 	}
-	ti, err := exactFields(in.ToolInput)
-	if err != nil {
-		return nil, "toolhost hook: Bash tool_input is not an object"
-	}
 	var command string
-	if err := json.Unmarshal(ti["command"], &command); err != nil {
+	if err := json.Unmarshal(c.ti["command"], &command); err != nil {
 		return nil, "toolhost hook: Bash tool_input.command is not a string"
 	}
-	args := []string{exe, "confine", "--agent", ag.Name, "--project-dir", proj}
+	args := []string{exe, "confine", "--agent", c.ag.Name, "--project-dir", c.proj}
 	if f.agentsFile != "" {
 		abs, err := filepath.Abs(f.agentsFile)
 		if err != nil {
@@ -619,6 +619,7 @@ func confinedBashInput(f hookFlags, in hookInput) (map[string]json.RawMessage, s
 	if err := enc.Encode(shellJoin(args)); err != nil {
 		return nil, "toolhost hook: " + err.Error()
 	}
+	ti := maps.Clone(c.ti)
 	ti["command"] = bytes.TrimSpace(b.Bytes())
 	return ti, ""
 }
