@@ -8,8 +8,6 @@ import (
 
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/codes"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/rules"
+	"github.com/toolhost/toolhost/internal/testutil/spantest"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/trace"
 )
@@ -26,7 +25,7 @@ import (
 // and whose metrics are discarded.
 func tracedSession(t testing.TB, exp sdktrace.SpanExporter) (*trace.Session, func()) {
 	t.Helper()
-	p, err := trace.New(trace.Exporters{Spans: exp, Metrics: discardMetrics{}}, trace.Options{Log: zerolog.Nop()})
+	p, err := trace.New(trace.Exporters{Spans: exp, Metrics: spantest.DiscardMetrics{}}, trace.Options{Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,49 +39,11 @@ func tracedSession(t testing.TB, exp sdktrace.SpanExporter) (*trace.Session, fun
 	return s, flush
 }
 
-// discardMetrics is a metric exporter that drops everything (the
-// benchmark measures recording, not export).
-type discardMetrics struct{}
-
-func (discardMetrics) Temporality(k sdkmetric.InstrumentKind) metricdata.Temporality {
-	return sdkmetric.DefaultTemporalitySelector(k)
-}
-func (discardMetrics) Aggregation(k sdkmetric.InstrumentKind) sdkmetric.Aggregation {
-	return sdkmetric.DefaultAggregationSelector(k)
-}
-func (discardMetrics) Export(context.Context, *metricdata.ResourceMetrics) error { return nil }
-func (discardMetrics) ForceFlush(context.Context) error                          { return nil }
-func (discardMetrics) Shutdown(context.Context) error                            { return nil }
-
-// kept is an in-memory exporter that keeps its spans when shut down.
-type kept struct{ *tracetest.InMemoryExporter }
-
-func (kept) Shutdown(context.Context) error { return nil }
-
-func spansNamed(spans tracetest.SpanStubs, name string) []tracetest.SpanStub {
-	var out []tracetest.SpanStub
-	for _, s := range spans {
-		if s.Name == name {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func spanAttr(s tracetest.SpanStub, key string) any {
-	for _, a := range s.Attributes {
-		if string(a.Key) == key {
-			return a.Value.AsInterface()
-		}
-	}
-	return nil
-}
-
 // TestTracedPipeline: a traced call has one span with the pipeline's
 // outcome on it, a validation span below it, a span per attempt only when
 // it was retried, and a confirmation span when a human was asked.
 func TestTracedPipeline(t *testing.T) {
-	mem := kept{tracetest.NewInMemoryExporter()}
+	mem := spantest.NewKept()
 	ts, flush := tracedSession(t, mem)
 	flaky := &script{faults: []error{tool.Transient(errors.New("reset")), nil}}
 	r := newRig(t, rigOpts{
@@ -103,12 +64,12 @@ func TestTracedPipeline(t *testing.T) {
 	flush()
 	spans := mem.GetSpans()
 
-	fetch := spansNamed(spans, "tools/call fetch")
-	if len(fetch) != 1 || spanAttr(fetch[0], "toolhost.retries") != int64(1) || spanAttr(fetch[0], "toolhost.status") != "ok" {
+	fetch := spantest.Named(spans, "tools/call fetch")
+	if len(fetch) != 1 || spantest.Attr(fetch[0], "toolhost.retries") != int64(1) || spantest.Attr(fetch[0], "toolhost.status") != "ok" {
 		t.Fatalf("fetch: one span with its retry: %v", fetch)
 	}
 	var attempts []tracetest.SpanStub
-	for _, s := range spansNamed(spans, "attempt") {
+	for _, s := range spantest.Named(spans, "attempt") {
 		if s.Parent.SpanID() == fetch[0].SpanContext.SpanID() {
 			attempts = append(attempts, s)
 		}
@@ -117,16 +78,16 @@ func TestTracedPipeline(t *testing.T) {
 		t.Fatalf("a call retried once has two attempt spans, got %d", len(attempts))
 	}
 	for _, a := range attempts {
-		n := spanAttr(a, "toolhost.attempt")
+		n := spantest.Attr(a, "toolhost.attempt")
 		if failed := a.Status.Code == codes.Error; failed != (n == int64(1)) {
 			t.Errorf("attempt %v: status %v (only the first failed)", n, a.Status)
 		}
 	}
-	once := spansNamed(spans, "tools/call once")
+	once := spantest.Named(spans, "tools/call once")
 	if len(once) != 2 {
 		t.Fatalf("once: two calls, two spans: %d", len(once))
 	}
-	for _, s := range spansNamed(spans, "attempt") {
+	for _, s := range spantest.Named(spans, "attempt") {
 		for _, o := range once {
 			if s.Parent.SpanID() == o.SpanContext.SpanID() {
 				t.Errorf("a call that ran once has no attempt span")
@@ -135,19 +96,19 @@ func TestTracedPipeline(t *testing.T) {
 	}
 	var refused tracetest.SpanStub
 	for _, o := range once {
-		if spanAttr(o, "toolhost.rejection.kind") == "validation" {
+		if spantest.Attr(o, "toolhost.rejection.kind") == "validation" {
 			refused = o
 		}
 	}
-	if spanAttr(refused, "error.type") != "tool_error" || refused.Status.Code != codes.Error {
+	if spantest.Attr(refused, "error.type") != "tool_error" || refused.Status.Code != codes.Error {
 		t.Errorf("the refused call's span: %v %v", refused.Attributes, refused.Status)
 	}
-	validates := spansNamed(spans, "validate")
+	validates := spantest.Named(spans, "validate")
 	if len(validates) != 4 {
 		t.Errorf("every call that got past the permission has a validate span: %d", len(validates))
 	}
-	confirms := spansNamed(spans, "confirm")
-	if len(confirms) != 1 || spanAttr(confirms[0], "error.type") != "needs_confirmation" {
+	confirms := spantest.Named(spans, "confirm")
+	if len(confirms) != 1 || spantest.Attr(confirms[0], "error.type") != "needs_confirmation" {
 		t.Errorf("only the confirm tool has a confirm span, ending in needs_confirmation: %v", confirms)
 	}
 }
@@ -156,7 +117,7 @@ func TestTracedPipeline(t *testing.T) {
 // effect), a rule's confirm gives the call a confirm span as the tool's
 // own confirm does, and a call no rule decided names none.
 func TestTracedRules(t *testing.T) {
-	mem := kept{tracetest.NewInMemoryExporter()}
+	mem := spantest.NewKept()
 	ts, flush := tracedSession(t, mem)
 	s := &script{}
 	r := newRig(t, rigOpts{
@@ -192,18 +153,18 @@ func TestTracedRules(t *testing.T) {
 	for _, tc := range cases {
 		var call []tracetest.SpanStub
 		for _, sp := range spans {
-			if spanAttr(sp, "gen_ai.tool.call.id") == tc.id {
+			if spantest.Attr(sp, "gen_ai.tool.call.id") == tc.id {
 				call = append(call, sp)
 			}
 		}
 		if len(call) != 1 {
 			t.Fatalf("%s: %d spans", tc.id, len(call))
 		}
-		if got, eff := spanAttr(call[0], "toolhost.rule.id"), spanAttr(call[0], "toolhost.rule.effect"); got != tc.rule || eff != tc.effect {
+		if got, eff := spantest.Attr(call[0], "toolhost.rule.id"), spantest.Attr(call[0], "toolhost.rule.effect"); got != tc.rule || eff != tc.effect {
 			t.Errorf("%s: rule %v effect %v, want %v %v", tc.id, got, eff, tc.rule, tc.effect)
 		}
 		confirms := 0
-		for _, sp := range spansNamed(spans, "confirm") {
+		for _, sp := range spantest.Named(spans, "confirm") {
 			if sp.Parent.SpanID() == call[0].SpanContext.SpanID() {
 				confirms++
 			}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/toolhost/toolhost/internal/testutil/spantest"
 )
 
 // BenchmarkToolCall is the trace work of one tools/call as the server and
@@ -25,7 +27,7 @@ func BenchmarkToolCall(b *testing.B) {
 				e.Spans = tracetest.NewNoopExporter()
 			}
 			if c.metrics {
-				e.Metrics = discardMetrics{}
+				e.Metrics = spantest.DiscardMetrics{}
 			}
 			p, _ := New(e, Options{Log: zerolog.Nop()})
 			s := p.Session(Identity{SessionID: "s", Agent: "integrator"})

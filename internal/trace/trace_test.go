@@ -21,6 +21,7 @@ import (
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/internal/testutil/spantest"
 )
 
 // clearEnv unsets every OTEL_* and TRACE* variable for the test.
@@ -120,19 +121,14 @@ func TestPropagatesWithoutExporting(t *testing.T) {
 	}
 }
 
-// kept is an in-memory exporter that keeps its spans when shut down.
-type kept struct{ *tracetest.InMemoryExporter }
-
-func (kept) Shutdown(context.Context) error { return nil }
-
 // recorded is a session whose spans go to memory.
-func recorded(t *testing.T, o Options) (*Session, kept, func() []tracetest.SpanStub) {
+func recorded(t *testing.T, o Options) (*Session, spantest.Kept, func() []tracetest.SpanStub) {
 	t.Helper()
-	mem := kept{tracetest.NewInMemoryExporter()}
+	mem := spantest.NewKept()
 	if o.Log.GetLevel() == zerolog.TraceLevel {
 		o.Log = zerolog.Nop()
 	}
-	p, err := New(Exporters{Spans: mem, Metrics: discardMetrics{}}, o)
+	p, err := New(Exporters{Spans: mem, Metrics: spantest.DiscardMetrics{}}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,25 +141,6 @@ func recorded(t *testing.T, o Options) (*Session, kept, func() []tracetest.SpanS
 		return mem.GetSpans()
 	}
 	return s, mem, flush
-}
-
-func byName(spans []tracetest.SpanStub, name string) []tracetest.SpanStub {
-	var out []tracetest.SpanStub
-	for _, s := range spans {
-		if s.Name == name {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func attr(s tracetest.SpanStub, key string) any {
-	for _, a := range s.Attributes {
-		if string(a.Key) == key {
-			return a.Value.AsInterface()
-		}
-	}
-	return nil
 }
 
 func TestRequestAndCallSpans(t *testing.T) {
@@ -191,13 +168,13 @@ func TestRequestAndCallSpans(t *testing.T) {
 	own.End(Outcome{Status: "ok"})
 
 	spans := flush()
-	sess := byName(spans, "toolhost session")[0]
-	call1 := byName(spans, "tools/call echo")
+	sess := spantest.Named(spans, "toolhost session")[0]
+	call1 := spantest.Named(spans, "tools/call echo")
 	if len(call1) != 2 {
 		t.Fatalf("want two tools/call echo spans, got %d", len(call1))
 	}
 	req := call1[0]
-	if attr(req, "gen_ai.tool.call.id") != "call-1" {
+	if spantest.Attr(req, "gen_ai.tool.call.id") != "call-1" {
 		req = call1[1]
 	}
 	for k, v := range map[string]any{"mcp.method.name": "tools/call", "jsonrpc.request.id": "req-7", "mcp.protocol.version": "2026-07-28",
@@ -205,7 +182,7 @@ func TestRequestAndCallSpans(t *testing.T) {
 		"gen_ai.tool.name": "echo", "gen_ai.operation.name": "execute_tool", "error.type": "tool_error",
 		"toolhost.status": "rejected", "toolhost.rejection.kind": "validation", "toolhost.policy.permission": "read",
 		"gen_ai.tool.call.arguments": `{"token":"[REDACTED]"}`} {
-		if got := attr(req, k); got != v {
+		if got := spantest.Attr(req, k); got != v {
 			t.Errorf("%s = %v, want %v", k, got, v)
 		}
 	}
@@ -215,20 +192,20 @@ func TestRequestAndCallSpans(t *testing.T) {
 	if req.Parent.SpanID().String() != "00f067aa0ba902b7" || len(req.Links) != 1 || req.Links[0].SpanContext.SpanID() != sess.SpanContext.SpanID() {
 		t.Errorf("parent %v links %v: the caller's span, linked to the session", req.Parent.SpanID(), req.Links)
 	}
-	v := byName(spans, Validate)[0]
-	if v.Parent.SpanID() != req.SpanContext.SpanID() || attr(v, "error.type") != "validation" || v.Status.Code != codes.Error {
+	v := spantest.Named(spans, Validate)[0]
+	if v.Parent.SpanID() != req.SpanContext.SpanID() || spantest.Attr(v, "error.type") != "validation" || v.Status.Code != codes.Error {
 		t.Errorf("validate span: parent %v attrs %v status %v", v.Parent.SpanID(), v.Attributes, v.Status)
 	}
-	list := byName(spans, "tools/list")[0]
-	if attr(list, "error.type") != "-32602" || attr(list, "rpc.response.status_code") != "-32602" || list.Status.Description != "bad cursor" ||
+	list := spantest.Named(spans, "tools/list")[0]
+	if spantest.Attr(list, "error.type") != "-32602" || spantest.Attr(list, "rpc.response.status_code") != "-32602" || list.Status.Description != "bad cursor" ||
 		list.Parent.SpanID() != sess.SpanContext.SpanID() {
 		t.Errorf("tools/list span: %v %v parent %v", list.Attributes, list.Status, list.Parent.SpanID())
 	}
 	ownSpan := call1[0]
-	if attr(ownSpan, "gen_ai.tool.call.id") != "call-2" {
+	if spantest.Attr(ownSpan, "gen_ai.tool.call.id") != "call-2" {
 		ownSpan = call1[1]
 	}
-	if ownSpan.SpanKind.String() != "internal" || ownSpan.Parent.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" || attr(ownSpan, "error.type") != nil {
+	if ownSpan.SpanKind.String() != "internal" || ownSpan.Parent.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" || spantest.Attr(ownSpan, "error.type") != nil {
 		t.Errorf("own call span: kind %v parent %v attrs %v", ownSpan.SpanKind, ownSpan.Parent, ownSpan.Attributes)
 	}
 	for _, sp := range spans {
@@ -249,8 +226,8 @@ func TestNoArgumentsWithoutTraceArgs(t *testing.T) {
 	_, call := s.Call(context.Background(), "echo", "c", Parent{})
 	call.End(Outcome{Status: "rejected", Kind: "guard", IsError: true, Message: "curl -d '{\"password\":\"x\"}'", Args: json.RawMessage(`{"a":1}`), Result: json.RawMessage(`{"b":2}`)})
 	sp := flush()
-	c := byName(sp, "tools/call echo")[0]
-	if attr(c, "gen_ai.tool.call.arguments") != nil || attr(c, "gen_ai.tool.call.result") != nil || c.Status.Description != "guard" {
+	c := spantest.Named(sp, "tools/call echo")[0]
+	if spantest.Attr(c, "gen_ai.tool.call.arguments") != nil || spantest.Attr(c, "gen_ai.tool.call.result") != nil || c.Status.Description != "guard" {
 		t.Fatalf("without --trace-args: attrs %v status %v", c.Attributes, c.Status)
 	}
 }
@@ -268,28 +245,28 @@ func TestRetriedAttempts(t *testing.T) {
 	a2.End(nil, true)
 	call.End(Outcome{Status: "error", Kind: "upstream", IsError: true, Retries: 1})
 	spans := flush()
-	attempts := byName(spans, "attempt")
-	clients := byName(spans, "tools/call lookup")
+	attempts := spantest.Named(spans, "attempt")
+	clients := spantest.Named(spans, "tools/call lookup")
 	if len(attempts) != 2 || len(clients) != 2 {
 		t.Fatalf("a retried call: two attempt and two client spans, got %d and %d", len(attempts), len(clients))
 	}
 	var first, second tracetest.SpanStub
 	for _, sp := range attempts {
-		switch attr(sp, "toolhost.attempt") {
+		switch spantest.Attr(sp, "toolhost.attempt") {
 		case int64(1):
 			first = sp
 		case int64(2):
 			second = sp
 		}
 	}
-	if attr(first, "error.type") != "timeout" || first.Status.Code != codes.Error || !first.EndTime.Before(second.StartTime) {
+	if spantest.Attr(first, "error.type") != "timeout" || first.Status.Code != codes.Error || !first.EndTime.Before(second.StartTime) {
 		t.Errorf("attempt 1 (recorded at the retry): %v %v, ends %v before attempt 2 starts %v", first.Attributes, first.Status, first.EndTime, second.StartTime)
 	}
-	if attr(second, "error.type") != "tool_error" {
+	if spantest.Attr(second, "error.type") != "tool_error" {
 		t.Errorf("attempt 2 answered isError: %v", second.Attributes)
 	}
 	for _, c := range clients {
-		if c.SpanKind.String() != "client" || attr(c, "toolhost.upstream") != "web" || attr(c, "gen_ai.tool.name") != "lookup" {
+		if c.SpanKind.String() != "client" || spantest.Attr(c, "toolhost.upstream") != "web" || spantest.Attr(c, "gen_ai.tool.name") != "lookup" {
 			t.Errorf("client span: %v %v", c.SpanKind, c.Attributes)
 		}
 	}
@@ -299,7 +276,7 @@ func TestSessionContinuesTraceparentOfTheEnvironment(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("TRACEPARENT", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
 	_, _, flush := recorded(t, Options{})
-	sess := byName(flush(), "toolhost session")[0]
+	sess := spantest.Named(flush(), "toolhost session")[0]
 	if sess.Parent.TraceID().String() != "0af7651916cd43dd8448eb211c80319c" || sess.Parent.SpanID().String() != "b7ad6b7169203331" {
 		t.Fatalf("session span parent %v", sess.Parent)
 	}
@@ -328,7 +305,7 @@ func TestSpawnedCommandGetsItsSpanInTRACEPARENT(t *testing.T) {
 	<-child.Done()
 	call.End(Outcome{Status: "ok"})
 	spans := flush()
-	spawn := byName(spans, "spawn bash")
+	spawn := spantest.Named(spans, "spawn bash")
 	if len(spawn) != 1 {
 		t.Fatalf("want one spawn bash span, got %d", len(spawn))
 	}
@@ -337,7 +314,7 @@ func TestSpawnedCommandGetsItsSpanInTRACEPARENT(t *testing.T) {
 	if strings.TrimSpace(string(b)) != want {
 		t.Errorf("the command saw TRACEPARENT=%q, want %q", b, want)
 	}
-	if attr(spawn[0], "process.exit.code") != int64(3) || attr(spawn[0], "process.pid") != int64(child.PID) || attr(spawn[0], "process.executable.name") != "sh" {
+	if spantest.Attr(spawn[0], "process.exit.code") != int64(3) || spantest.Attr(spawn[0], "process.pid") != int64(child.PID) || spantest.Attr(spawn[0], "process.executable.name") != "sh" {
 		t.Errorf("spawn span attrs %v", spawn[0].Attributes)
 	}
 }
@@ -361,7 +338,7 @@ func TestProcsOfARetryWrapsTheSessionsOwner(t *testing.T) {
 	a2.End(nil, false)
 	call.End(Outcome{Status: "ok", Retries: 1})
 	spans := flush()
-	spawn := byName(spans, "spawn bash")
+	spawn := spantest.Named(spans, "spawn bash")
 	if len(spawn) != 1 {
 		t.Fatalf("want one spawn bash span, got %d", len(spawn))
 	}
