@@ -14,6 +14,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -366,6 +367,24 @@ func shownPath(rel string) error {
 	return nil
 }
 
+// openShown opens a project file the dashboard may show (shownPath's
+// rules, then the read door): the file, or the HTTP status to answer with
+// and the error.
+func (d *Dashboard) openShown(rel string) (*os.File, fs.FileInfo, int, error) {
+	if err := shownPath(rel); err != nil {
+		return nil, nil, http.StatusForbidden, err
+	}
+	f, fi, err := d.read.OpenRead(rel)
+	if err != nil {
+		status := http.StatusForbidden
+		if errors.Is(err, fs.ErrNotExist) {
+			status = http.StatusNotFound
+		}
+		return nil, nil, status, err
+	}
+	return f, fi, http.StatusOK, nil
+}
+
 // Bounds of a file shown as text.
 const (
 	maxFileShown  = 4 << 20
@@ -377,16 +396,8 @@ const (
 // asked for: the files and lines a bug cites.
 func (d *Dashboard) file(w http.ResponseWriter, r *http.Request) {
 	rel := r.URL.Query().Get("path")
-	if err := shownPath(rel); err != nil {
-		fail(w, http.StatusForbidden, "%v", err)
-		return
-	}
-	f, fi, err := d.read.OpenRead(rel)
+	f, fi, status, err := d.openShown(rel)
 	if err != nil {
-		status := http.StatusForbidden
-		if errors.Is(err, fs.ErrNotExist) {
-			status = http.StatusNotFound
-		}
 		fail(w, status, "%v", err)
 		return
 	}
@@ -432,16 +443,8 @@ func (d *Dashboard) doc(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("/doc/ serves the document sites and contracts (%s/); open other files from a bug", strings.Join(docRoots, "/, ")), http.StatusForbidden)
 		return
 	}
-	if err := shownPath(rel); err != nil {
-		http.Error(w, err.Error(), http.StatusForbidden)
-		return
-	}
-	f, fi, err := d.read.OpenRead(rel)
+	f, fi, status, err := d.openShown(rel)
 	if err != nil {
-		status := http.StatusForbidden
-		if errors.Is(err, fs.ErrNotExist) {
-			status = http.StatusNotFound
-		}
 		http.Error(w, err.Error(), status)
 		return
 	}
