@@ -241,3 +241,54 @@ func TestRemoveStaleTemps(t *testing.T) {
 		t.Errorf("second pass removed %d (%v), want the one in the formerly busy directory", n, err)
 	}
 }
+
+// TestOpenAppendWhileRotating: a writer that opens a log without its lock
+// (the audit sink opens first and takes the lock to write) may find the
+// file renamed away by a rotation between its open and its check of the
+// leaf. That is not an error: the open is tried again on what is there
+// now, and every open returns the file at the path.
+func TestOpenAppendWhileRotating(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rot, opener := logDoor(t, dir), logDoor(t, dir)
+	const p = "logs/x.ndjson"
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := rot.AppendLog(p, []byte("{}\n"), 0); err != nil {
+				t.Error(err)
+				return
+			}
+			unlock, err := rot.Lock(p)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_, err = rot.RotateLog(p)
+			unlock()
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for range 3000 {
+		f, err := opener.OpenAppend(p)
+		if err != nil {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("OpenAppend during rotations: %v", err)
+		}
+		f.Close()
+	}
+	close(stop)
+	wg.Wait()
+}

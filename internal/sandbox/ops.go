@@ -255,6 +255,7 @@ func syncDir(dir *os.Root) {
 func (s *Sandbox) AppendFile(p string, data []byte) error { return s.AppendLog(p, data, 0) }
 
 func (s *Sandbox) openAppend(dir *os.Root, t target, access int) (*os.File, error) {
+	var replaced error
 	for range 3 {
 		fi, err := s.checkLeaf(dir, t)
 		if err != nil {
@@ -266,8 +267,10 @@ func (s *Sandbox) openAppend(dir *os.Root, t target, access int) (*os.File, erro
 			flag |= os.O_CREATE | os.O_EXCL
 		}
 		f, err := dir.OpenFile(t.leaf, flag, 0o644)
-		if fi == nil && errors.Is(err, fs.ErrExist) {
-			continue // created by someone else meanwhile: inspect it again
+		if fi == nil && errors.Is(err, fs.ErrExist) || fi != nil && errors.Is(err, fs.ErrNotExist) {
+			// Created or renamed away (a log rotated) by someone else
+			// meanwhile: inspect what is there now.
+			continue
 		}
 		if err != nil {
 			if isEscape(err) {
@@ -277,14 +280,37 @@ func (s *Sandbox) openAppend(dir *os.Root, t target, access int) (*os.File, erro
 		}
 		if err := s.sameLeaf(dir, t, f); err != nil {
 			f.Close()
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errLeafReplaced) {
+				// Renamed away, or replaced, after the open (a log rotated
+				// and started anew): open what is there now.
+				replaced = err
+				continue
+			}
 			return nil, err
 		}
 		return f, nil
 	}
+	if replaced != nil {
+		return nil, s.leafErr(t, replaced)
+	}
 	return nil, fault.Safef("append %s: the file keeps changing; retry", t.rel)
 }
 
-// sameLeaf verifies that f is the regular, single-link file now at the leaf.
+// errLeafReplaced is sameLeaf's answer when the file opened is no longer
+// the one at the leaf.
+var errLeafReplaced = errors.New("replaced while it was being opened")
+
+// leafErr is what a caller reports of sameLeaf's error: a replaced leaf
+// is a violation.
+func (s *Sandbox) leafErr(t target, err error) error {
+	if errors.Is(err, errLeafReplaced) {
+		return s.violation(t.given, t.rel+" was replaced while it was being opened; retry")
+	}
+	return err
+}
+
+// sameLeaf verifies that f is the regular, single-link file now at the leaf
+// (errLeafReplaced when another file is there now).
 func (s *Sandbox) sameLeaf(dir *os.Root, t target, f *os.File) error {
 	opened, err := f.Stat()
 	if err != nil {
@@ -301,7 +327,7 @@ func (s *Sandbox) sameLeaf(dir *os.Root, t target, f *os.File) error {
 		return err
 	}
 	if !os.SameFile(opened, now) {
-		return s.violation(t.given, t.rel+" was replaced while it was being opened; retry")
+		return errLeafReplaced
 	}
 	return nil
 }
@@ -542,7 +568,7 @@ func (s *Sandbox) readLeaf(dir *os.Root, t target, p string, size int64) ([]byte
 	}
 	defer f.Close()
 	if err := s.sameLeaf(dir, t, f); err != nil {
-		return nil, err
+		return nil, s.leafErr(t, err)
 	}
 	return readWhole(f, size, p)
 }
