@@ -22,7 +22,7 @@ func newApproveCmd() *cobra.Command {
 		Short: "Approve (or deny) a tool call that is waiting for human confirmation",
 		Long: "A tool whose policy says confirm: true, called by a client without MCP elicitation, answers\n" +
 			"needs_confirmation with a confirmation_id. approve records a human's decision on it; the agent's next\n" +
-			"identical call (same session, tool and arguments) runs once (or is refused with --deny). Decide within\n" +
+			"identical call (same agent, session, tool and arguments) runs once (or is refused with --deny). Decide within\n" +
 			"the confirmation's TTL (default 10 minutes); the approval then waits the same TTL for its call.\n" +
 			"--list shows the confirmations of the project.",
 		Args: func(cmd *cobra.Command, args []string) error {

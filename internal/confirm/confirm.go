@@ -26,6 +26,11 @@ const DefaultTTL = 10 * time.Minute
 // --list` and post-mortems before they are pruned.
 const keep = 24 * time.Hour
 
+// keepClaim is how long a session id stays bound to its agent after its
+// last use: far longer than any confirmation lives, so an id is never
+// handed to a second agent while a decision made for the first may wait.
+const keepClaim = 30 * 24 * time.Hour
+
 // Entry states.
 const (
 	Pending    = "pending"
@@ -60,6 +65,18 @@ type Entry struct {
 // File is the document at Path.
 type File struct {
 	Confirmations []*Entry `json:"confirmations"`
+	// Sessions binds each session id to the one agent that uses it.
+	Sessions []*Claim `json:"sessions,omitempty"`
+}
+
+// Claim records that a session id belongs to an agent: a confirmation is
+// asked, decided and used inside one agent's session, so a second agent
+// presenting the same id is refused instead of sharing its decisions.
+type Claim struct {
+	SessionID string    `json:"session_id"`
+	Agent     string    `json:"agent"`
+	Since     time.Time `json:"since"`
+	Seen      time.Time `json:"seen"`
 }
 
 // Door is the part of the services' sandbox door the store needs.
@@ -119,6 +136,63 @@ var (
 	ErrExpired  = errors.New("confirmation expired")
 )
 
+// SessionTakenError is a session id that another agent of the project
+// already uses (Claim, Check and Take refuse it).
+type SessionTakenError struct {
+	SessionID string
+	// Agent is the agent the session belongs to.
+	Agent string
+	// Want is the agent that presented the id.
+	Want string
+}
+
+func (e *SessionTakenError) Error() string {
+	return fmt.Sprintf("session %s belongs to agent %s in this project; agent %s must use a session of its own (a different --session, or none for a new id)",
+		e.SessionID, e.Agent, e.Want)
+}
+
+// Claim binds session to agent, or refuses with a *SessionTakenError when
+// another agent holds it. A session opened with an id of its choosing
+// claims it at start, so two agents configured with one id fail at once
+// rather than on their first confirmation.
+func (s *Store) Claim(session, agent string) error {
+	return sandbox.UpdateJSON(s.Door, Path, func(f *File, _ bool) error {
+		now := s.Clock.Now()
+		f.prune(now)
+		changed, err := f.claim(session, agent, now)
+		if err == nil && !changed {
+			return sandbox.ErrUnchanged
+		}
+		return err
+	})
+}
+
+// claim binds session to agent in f: a claim of another agent refuses it
+// (so does a confirmation of another agent in that session, recorded before
+// claims were kept); a claim of this agent is refreshed once an hour.
+func (f *File) claim(session, agent string, now time.Time) (changed bool, err error) {
+	for _, c := range f.Sessions {
+		if c.SessionID != session {
+			continue
+		}
+		if c.Agent != agent {
+			return false, &SessionTakenError{SessionID: session, Agent: c.Agent, Want: agent}
+		}
+		if now.Sub(c.Seen) < time.Hour {
+			return false, nil
+		}
+		c.Seen = now
+		return true, nil
+	}
+	for _, e := range f.Confirmations {
+		if e.SessionID == session && e.Agent != agent {
+			return false, &SessionTakenError{SessionID: session, Agent: e.Agent, Want: agent}
+		}
+	}
+	f.Sessions = append(f.Sessions, &Claim{SessionID: session, Agent: agent, Since: now, Seen: now})
+	return true, nil
+}
+
 // ArgsHash is the identity of a call's arguments: sha256 over the tool name
 // and the canonical JSON (sorted keys, no whitespace), so key order and
 // formatting never make two identical calls differ.
@@ -137,7 +211,10 @@ func ArgsHash(tool string, args json.RawMessage) (string, error) {
 // Check decides a call under the store's lock: it consumes a matching
 // approval or denial exactly once, or returns the pending confirmation the
 // call waits on (creating it and superseding other pending ones of the same
-// tool in the session).
+// tool in the session). A decision matches a call of the same agent in the
+// same session, of the same tool with the same canonical arguments; a
+// session id that belongs to another agent is refused with a
+// *SessionTakenError.
 func (s *Store) Check(c Call) (Result, error) { return s.check(c, true) }
 
 // Take consumes a human's decision on this exact call when one waits
@@ -158,8 +235,12 @@ func (s *Store) check(c Call, create bool) (Result, error) {
 		now := s.Clock.Now()
 		res = Result{}
 		f.prune(now)
+		claimed, err := f.claim(c.SessionID, c.Agent, now)
+		if err != nil {
+			return err
+		}
 		for _, e := range f.Confirmations {
-			if e.SessionID != c.SessionID || e.Tool != c.Tool || e.ArgsHash != h {
+			if !e.matches(c, h) {
 				continue
 			}
 			switch e.Status {
@@ -188,13 +269,13 @@ func (s *Store) check(c Call, create bool) (Result, error) {
 			return nil
 		}
 		if !create {
-			if res.Expired == nil {
+			if res.Expired == nil && !claimed {
 				return sandbox.ErrUnchanged
 			}
 			return nil
 		}
 		for _, e := range f.Confirmations {
-			if e.Status == Pending && e.SessionID == c.SessionID && e.Tool == c.Tool {
+			if e.Status == Pending && e.SessionID == c.SessionID && e.Agent == c.Agent && e.Tool == c.Tool {
 				e.Status = Superseded
 				res.Superseded = append(res.Superseded, e)
 			}
@@ -209,6 +290,14 @@ func (s *Store) check(c Call, create bool) (Result, error) {
 		return nil
 	})
 	return res, err
+}
+
+// matches reports whether e was asked for call c (whose arguments hash to
+// h): the same agent, in the same session, calling the same tool with the
+// same canonical arguments. The agent is part of the identity: two agents
+// can never share a decision, even through one session id.
+func (e *Entry) matches(c Call, h string) bool {
+	return e.SessionID == c.SessionID && e.Agent == c.Agent && e.Tool == c.Tool && e.ArgsHash == h
 }
 
 // Decide records a human's decision on a pending confirmation. An approval
@@ -259,7 +348,7 @@ func (s *Store) List() ([]*Entry, error) {
 }
 
 // prune drops entries that are closed or expired and were created more than
-// keep ago, so the file stays small.
+// keep ago, and claims unused for keepClaim, so the file stays small.
 func (f *File) prune(now time.Time) {
 	kept := f.Confirmations[:0]
 	for _, e := range f.Confirmations {
@@ -269,4 +358,11 @@ func (f *File) prune(now time.Time) {
 		}
 	}
 	f.Confirmations = kept
+	claims := f.Sessions[:0]
+	for _, c := range f.Sessions {
+		if now.Sub(c.Seen) < keepClaim {
+			claims = append(claims, c)
+		}
+	}
+	f.Sessions = claims
 }

@@ -114,7 +114,7 @@ func (e *Engine) confirm(next Handler) Handler {
 			if e.Confirm != nil {
 				res, err := e.Confirm.Take(call)
 				if err != nil {
-					return fmt.Errorf("confirmation store: %w", err)
+					return storeFailure(c, err)
 				}
 				switch res.Verdict {
 				case confirm.Run:
@@ -153,6 +153,18 @@ func (e *Engine) decide(ctx context.Context, c *Call, next Handler, call confirm
 			"declined by user: the human declined %s with these arguments; do not repeat the same call, ask the user what to change", c.Tool)}
 	}
 	return e.approve(ctx, c, next, call, fmt.Sprintf("nobody decided in the client (it answered %q), so a human must decide with toolhost approve. ", ans.Action))
+}
+
+// storeFailure is the answer to a call the confirmation store could not
+// decide: a session id another agent holds is the operator's setup to fix
+// and is said so; anything else is a system error.
+func storeFailure(c *Call, err error) error {
+	var taken *confirm.SessionTakenError
+	if errors.As(err, &taken) {
+		return &ConfirmationError{Kind: fault.ConfirmationFailed, Msg: fmt.Sprintf(
+			"%s needs a human to confirm it and was not run: %v", c.Tool, taken)}
+	}
+	return fmt.Errorf("confirmation store: %w", err)
 }
 
 func denied(c *Call, id string) error {
@@ -240,7 +252,7 @@ func (e *Engine) approve(ctx context.Context, c *Call, next Handler, call confir
 	}
 	res, err := e.Confirm.Check(call)
 	if err != nil {
-		return fmt.Errorf("confirmation store: %w", err)
+		return storeFailure(c, err)
 	}
 	for _, s := range res.Superseded {
 		e.writeRow(e.supersededRow(c, s))

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -111,7 +112,10 @@ func Open(o Options) (*Session, error) {
 		return nil, err
 	}
 	id.ProjectDir = abs
-	if id.SessionID == "" {
+	// A session id chosen at launch may be one another agent of the project
+	// uses; it is claimed below. A new id is unique by construction.
+	chosenSession := id.SessionID != ""
+	if !chosenSession {
 		id.SessionID = "sess-" + callctx.NewCallID()
 	}
 	files, err := sandbox.New(abs, ag.Name, ag.Sandbox.WriteAllowList)
@@ -128,6 +132,19 @@ func Open(o Options) (*Session, error) {
 	if err := sink.Open(); err != nil {
 		_ = sink.Close()
 		return nil, fmt.Errorf("project dir %s is not writable: %w", abs, err)
+	}
+	confirmations := &confirm.Store{Door: shared, Clock: callctx.SystemClock{}}
+	if chosenSession {
+		if err := confirmations.Claim(id.SessionID, id.Agent); err != nil {
+			_ = sink.Close()
+			_ = shared.Close()
+			_ = files.Close()
+			var taken *confirm.SessionTakenError
+			if errors.As(err, &taken) {
+				return nil, &UsageError{Msg: "--session: " + err.Error()}
+			}
+			return nil, fmt.Errorf("claiming session %s: %w", id.SessionID, err)
+		}
 	}
 	if cut, err := journal.Repair(shared); err != nil || cut > 0 {
 		o.Log.Warn().Str("event", "log_tail_repaired").Int64("cut_bytes", cut).AnErr("problem", err).
@@ -164,7 +181,7 @@ func Open(o Options) (*Session, error) {
 	eng := &engine.Engine{
 		Registry: reg, Agent: ag, Policy: pol, Audit: sink,
 		Identity: id, Services: svc, Settings: settings, Log: o.Log,
-		Confirm: &confirm.Store{Door: shared, Clock: svc.Clock},
+		Confirm: confirmations,
 		States:  &confirm.States{Door: shared, Clock: svc.Clock},
 		Guard:   guardCommand,
 	}
