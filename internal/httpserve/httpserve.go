@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"slices"
@@ -206,7 +207,26 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, 
 	return body, 0, nil
 }
 
+// jsonBody reports whether a POST says its body is JSON. Anything else —
+// text/plain and form encodings above all, which a page of another site may
+// send without asking first — is not a message of this transport.
+func jsonBody(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == "application/json"
+}
+
+// noSession is the answer to a 2025 request that names no session: those
+// revisions begin one with initialize and carry it on every later request.
+func noSession() *rpc.Error {
+	return rpc.NewError(rpc.CodeInvalidRequest, "Mcp-Session-Id header required: a 2025 client initializes first and sends the Mcp-Session-Id it got on every later request (a 2026-07-28 request needs none)")
+}
+
 func (s *Server) post(w http.ResponseWriter, r *http.Request) {
+	if !jsonBody(r) {
+		refuse(w, http.StatusUnsupportedMediaType, rpc.NewError(rpc.CodeInvalidRequest,
+			fmt.Sprintf("Content-Type %q is not served: send each message as Content-Type: application/json", r.Header.Get("Content-Type"))))
+		return
+	}
 	body, status, e := s.readBody(w, r)
 	if e != nil {
 		var id json.RawMessage
@@ -226,13 +246,17 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		// A response to one of our requests, or a notification: accepted,
 		// with no body.
 		conn := s.anon
-		if sid != "" {
+		switch {
+		case sid != "":
 			sess := s.session(sid)
 			if sess == nil {
 				refuse(w, http.StatusNotFound, rpc.NewError(rpc.CodeInvalidRequest, "no such session: initialize again (or send 2026-07-28 requests, which need none)"))
 				return
 			}
 			conn = sess.conn
+		case !server.IsModern(server.ProtocolVersionOf(m.Params)) && !server.IsModern(r.Header.Get("MCP-Protocol-Version")):
+			refuse(w, http.StatusBadRequest, noSession())
+			return
 		}
 		sink := newPostSink(w, r)
 		conn.Dispatch(&m, sink)
@@ -285,6 +309,9 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 				s.endSession(sess)
 			}
 		}()
+	default:
+		writeJSON(w, http.StatusBadRequest, rpc.EncodeError(m.ID, noSession()))
+		return
 	}
 	conn.Dispatch(&m, sink)
 	select {
