@@ -26,6 +26,7 @@ import (
 	"github.com/toolhost/toolhost/internal/ndjson"
 	"github.com/toolhost/toolhost/internal/redact"
 	"github.com/toolhost/toolhost/internal/tools/devloop/triage"
+	"github.com/toolhost/toolhost/internal/visible"
 	"github.com/toolhost/toolhost/internal/webguard"
 )
 
@@ -169,7 +170,7 @@ func (d *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 		"frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 	h.Set("X-Frame-Options", "DENY")
 	var b bytes.Buffer
-	if err := pageTemplate.Execute(&b, map[string]string{"Token": d.pageToken(), "Docs": "/doc/" + d.docKey() + "/", "Project": d.dir}); err != nil {
+	if err := pageTemplate.Execute(&b, map[string]string{"Token": d.pageToken(), "Docs": "/doc/" + d.docKey() + "/", "Project": visible.Line(d.dir)}); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
