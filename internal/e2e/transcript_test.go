@@ -392,8 +392,9 @@ type httpTranscript struct {
 }
 
 func startHTTPTranscript(t *testing.T, bin string, args []string, got *received) *httpTranscript {
-	return &httpTranscript{srv: testutil.ServeHTTP(t, bin, args...), got: got,
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	srv := testutil.ServeHTTP(t, bin, args...)
+	return &httpTranscript{srv: srv, got: got,
+		client: &http.Client{Transport: testutil.Bearer(srv.Token, &http.Transport{MaxIdleConnsPerHost: 64})}}
 }
 
 func (h *httpTranscript) stderr() string { return h.srv.Log() }

@@ -41,8 +41,9 @@ const (
 
 // Options configure the HTTP transport.
 type Options struct {
-	// AuthToken, when set, must come as "Authorization: Bearer <token>" on
-	// every request.
+	// AuthToken must come as "Authorization: Bearer <token>" on every
+	// request: a client is trusted as far as it holds the token, and no
+	// further (an empty token refuses every request).
 	AuthToken string
 	// AllowedOrigins are browser origins (scheme://host[:port]) served
 	// besides the server's own loopback origin.
@@ -148,9 +149,13 @@ func (s *Server) Handler() http.Handler {
 				fmt.Sprintf("origin %q may not use this server (DNS rebinding protection); serve it with --allow-origin %s to allow it", r.Header.Get("Origin"), r.Header.Get("Origin"))))
 			return
 		}
-		if s.opts.AuthToken != "" && !webguard.BearerOK(r.Header.Get("Authorization"), s.opts.AuthToken) {
+		if s.opts.AuthToken == "" || !webguard.BearerOK(r.Header.Get("Authorization"), s.opts.AuthToken) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolhost"`)
-			http.Error(w, "missing or wrong bearer token: send Authorization: Bearer <the --auth-token value>", http.StatusUnauthorized)
+			// Nothing of an unauthorized request's body is read, not even
+			// to keep the connection.
+			w.Header().Set("Connection", "close")
+			http.Error(w, "missing or wrong bearer token: send Authorization: Bearer <token>, the token of this agent's server "+
+				"(toolhost mcp-config --agent A --project-dir D --http-headers prints the header)", http.StatusUnauthorized)
 			return
 		}
 		mux.ServeHTTP(w, r)

@@ -34,7 +34,7 @@ func postAs(t *testing.T, url, contentType, body string, headers map[string]stri
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestOrigin(t *testing.T) {
 		req.Header.Set(k, v)
 	}
 	before := timelineLines(t, project)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,8 @@ func TestSlowBody(t *testing.T) {
 	}
 	defer conn.Close()
 	body := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
-	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: %d\r\n\r\n%s", u.Host, len(body), body[:5])
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		u.Host, s.srv.Token, len(body), body[:5])
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	start := time.Now()
 	reply, _ := io.ReadAll(conn)
@@ -224,13 +225,13 @@ func TestLegacySession(t *testing.T) {
 	get, _ := http.NewRequest(http.MethodGet, s.URL, nil)
 	get.Header.Set("Accept", "text/event-stream")
 	get.Header.Set("Mcp-Session-Id", sid)
-	resp, err := http.DefaultClient.Do(get)
+	resp, err := client.Do(get)
 	if err != nil || resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("GET stream: %v %+v", err, resp)
 	}
 	del, _ := http.NewRequest(http.MethodDelete, s.URL, nil)
 	del.Header.Set("Mcp-Session-Id", sid)
-	if r, err := http.DefaultClient.Do(del); err != nil || r.StatusCode != http.StatusNoContent {
+	if r, err := client.Do(del); err != nil || r.StatusCode != http.StatusNoContent {
 		t.Fatalf("DELETE: %v %+v", err, r)
 	}
 	// Ending the session ends its stream.
@@ -252,7 +253,7 @@ func TestLegacySession(t *testing.T) {
 	}
 	for _, m := range []string{http.MethodGet, http.MethodDelete} {
 		req, _ := http.NewRequest(m, s.URL, nil)
-		if r, err := http.DefaultClient.Do(req); err != nil || r.StatusCode != http.StatusMethodNotAllowed {
+		if r, err := client.Do(req); err != nil || r.StatusCode != http.StatusMethodNotAllowed {
 			t.Errorf("%s without a session: %v %+v", m, err, r)
 		}
 	}
