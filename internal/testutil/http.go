@@ -23,10 +23,10 @@ type HTTPServer struct {
 	// test's own.
 	Token      string
 	SecretsDir string
-	Cmd    *exec.Cmd
-	stderr SyncBuffer
-	exited chan struct{}
-	err    error
+	Cmd        *exec.Cmd
+	stderr     SyncBuffer
+	exited     chan struct{}
+	err        error
 }
 
 // Log is what the server wrote to stderr so far.
