@@ -28,6 +28,15 @@ type browser struct {
 	artifacts string
 	mu        sync.Mutex
 	errors    []string
+	// expected are errors a step provokes on purpose (substrings).
+	expected []string
+}
+
+// expectError says that an error containing text is the test's own doing.
+func (b *browser) expectError(text string) {
+	b.mu.Lock()
+	b.expected = append(b.expected, text)
+	b.mu.Unlock()
 }
 
 func newBrowser(t *testing.T) *browser {
@@ -132,8 +141,18 @@ func (b *browser) noErrors(t *testing.T) {
 	t.Helper()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.errors) > 0 {
-		t.Errorf("the page reported errors:\n%s", strings.Join(b.errors, "\n"))
+	var unexpected []string
+	for _, e := range b.errors {
+		ok := false
+		for _, x := range b.expected {
+			ok = ok || strings.Contains(e, x)
+		}
+		if !ok {
+			unexpected = append(unexpected, e)
+		}
+	}
+	if len(unexpected) > 0 {
+		t.Errorf("the page reported errors:\n%s", strings.Join(unexpected, "\n"))
 	}
 }
 
@@ -196,6 +215,19 @@ func TestBrowser(t *testing.T) {
 	b.waitFor(t, "the pending confirmation", js(`(document.querySelector('%s') || {textContent: ""}).textContent.includes("record_memory") &&
 		document.querySelector('%s .diff').textContent.includes("+hello from the page")`, card, card), 15*time.Second)
 	b.screenshot(t, "pending")
+	// Only a signed-in human decides: until the code printed on the
+	// dashboard's terminal is entered, the buttons are off and the page has
+	// no decision token; a wrong code is refused.
+	b.waitFor(t, "the buttons off before the sign-in", js(`document.querySelector('%s button[data-action="approve"]').disabled &&
+		!document.getElementById("signin").hidden && document.querySelector('meta[name="toolhost-token"]').content === ""`, card), 5*time.Second)
+	b.expectError("403 (Forbidden) " + d.URL + "api/session")
+	b.run(t, chromedp.SendKeys(chromedp.CSS("#signin-code"), "00000-00000"), chromedp.Click(chromedp.CSS("#signin-go")))
+	b.waitFor(t, "a wrong code refused", `document.getElementById("signin-note").textContent.startsWith("wrong code")`, 10*time.Second)
+	b.run(t, chromedp.Evaluate[chromedp.Void](`document.getElementById("signin-code").value = ""`), chromedp.SendKeys(chromedp.CSS("#signin-code"), d.code(t)), chromedp.Click(chromedp.CSS("#signin-go")))
+	b.waitFor(t, "signed in", js(`document.getElementById("signin").hidden && !document.querySelector('%s button[data-action="approve"]').disabled`, card), 10*time.Second)
+	if cookie, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.cookie`)); err != nil || strings.Contains(cookie, "toolhost_session") {
+		t.Fatalf("the session cookie is readable by the page's script (%q, %v): it must be HttpOnly", cookie, err)
+	}
 	b.run(t, chromedp.Click(chromedp.CSS(card+` button[data-action="approve"]`)))
 	b.waitFor(t, "the approval's outcome", decided(card, id, "Approved"), 15*time.Second)
 	if r := testutil.CallTool(t, pm, "record_memory", map[string]any{"key": "approved-note", "content": "hello from the page"}); r.IsError {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -25,8 +26,14 @@ type dash struct {
 	URL    string // http://127.0.0.1:PORT/
 	cmd    *exec.Cmd
 	stderr testutil.SyncBuffer
+	stdout testutil.SyncBuffer
 	exited chan struct{}
+	// codes receives each sign-in code the dashboard prints, in order.
+	codes chan string
 }
+
+// codePrinted finds the sign-in code on a line the dashboard printed.
+var codePrinted = regexp.MustCompile(`enter the code ([0-9A-Z]{5}-[0-9A-Z]{5}) there`)
 
 // runDashboard starts the real binary as `toolhost dashboard args...` on
 // a free loopback port and waits for the URL it prints; it is stopped when
@@ -40,7 +47,7 @@ func runDashboard(t testing.TB, args ...string) *dash {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &dash{cmd: cmd, exited: make(chan struct{})}
+	d := &dash{cmd: cmd, exited: make(chan struct{}), codes: make(chan string, 64)}
 	cmd.Stderr = &d.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -49,8 +56,12 @@ func runDashboard(t testing.TB, args ...string) *dash {
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "toolhost dashboard: "); ok {
-				urlCh <- u
+			fmt.Fprintln(&d.stdout, sc.Text())
+			if u, ok := strings.CutPrefix(sc.Text(), "toolhost dashboard: http"); ok {
+				urlCh <- "http" + u
+			}
+			if m := codePrinted.FindStringSubmatch(sc.Text()); m != nil {
+				d.codes <- m[1]
 			}
 		}
 		_ = cmd.Wait()
@@ -114,15 +125,62 @@ func do(t testing.TB, method, url string, hdr map[string]string, body string) (i
 	return res.StatusCode, string(b)
 }
 
-// pageToken reads the per-page token out of the page, as its script does.
-func (d *dash) pageToken(t *testing.T) string { return d.meta(t, "toolhost-token") }
+// code is the newest sign-in code the dashboard printed (waiting for the
+// first one).
+func (d *dash) code(t testing.TB) string {
+	t.Helper()
+	var c string
+	select {
+	case c = <-d.codes:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the dashboard printed no code:\n%s", d.stdout.String())
+	}
+	for {
+		select {
+		case c = <-d.codes:
+		default:
+			return c
+		}
+	}
+}
+
+// signIn trades the printed code for a session, as a human does in the
+// page: the Cookie header that carries it and the page token that goes
+// with it.
+func (d *dash) signIn(t testing.TB) (cookie, token string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, d.URL+"api/session", strings.NewReader(`{"code":"`+d.code(t)+`"}`))
+	req.Header.Set("Content-Type", "application/json")
+	res, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out struct{ Token string }
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode != http.StatusOK || out.Token == "" {
+		t.Fatalf("sign-in: %d %v", res.StatusCode, err)
+	}
+	for _, c := range res.Cookies() {
+		if c.Name == "toolhost_session" {
+			return c.Name + "=" + c.Value, out.Token
+		}
+	}
+	t.Fatalf("sign-in set no session cookie: %v", res.Header)
+	return "", ""
+}
+
+// pageToken reads the page token out of the page as a signed-in browser
+// gets it (cookie: its session).
+func (d *dash) pageToken(t *testing.T, cookie string) string {
+	return d.meta(t, "toolhost-token", map[string]string{"Cookie": cookie})
+}
 
 // docsBase is the path under which the page links the documents.
-func (d *dash) docsBase(t *testing.T) string { return d.meta(t, "toolhost-docs") }
+func (d *dash) docsBase(t *testing.T) string { return d.meta(t, "toolhost-docs", nil) }
 
-func (d *dash) meta(t *testing.T, name string) string {
+func (d *dash) meta(t *testing.T, name string, hdr map[string]string) string {
 	t.Helper()
-	status, page := d.get(t, "/", nil)
+	status, page := d.get(t, "/", hdr)
 	marker := `name="` + name + `" content="`
 	i := strings.Index(page, marker)
 	if status != http.StatusOK || i < 0 {

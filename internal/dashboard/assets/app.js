@@ -8,6 +8,9 @@
   "use strict";
 
   var MAX_ROWS = 500, MAX_TIMELINE = 300;
+  // token is the page's decision token: a page gets one only with a
+  // session, which the browser gets by entering the code printed on the
+  // dashboard's terminal (signIn); until then Approve and Deny are off.
   var token = document.querySelector('meta[name="toolhost-token"]').content;
   var docsBase = document.querySelector('meta[name="toolhost-docs"]').content;
   var S = {
@@ -31,7 +34,7 @@
       return n < 0x20 || n === 0x7f ? "\\x" + (n < 0x10 ? "0" : "") + h : "\\u" + "0000".slice(h.length) + h;
     });
   }
-  function txt(v) { return txt(vis(v)); }
+  function txt(v) { return document.createTextNode(vis(v)); }
   function el(tag, cls, text) {
     var e = document.createElement(tag);
     if (cls) e.className = cls;
@@ -60,6 +63,7 @@
   var es = null, retry = 1000;
   function setConn(state, text) { var c = $("conn"); c.dataset.state = state; c.textContent = text; }
   function connect() {
+    if (es) es.close();
     es = new EventSource("/api/events");
     es.onopen = function () { retry = 1000; setConn("live", "live"); };
     es.onerror = function () {
@@ -259,6 +263,7 @@
     if (a.diff) box.appendChild(diffView(a.diff));
     var approve = el("button", "", "Approve"), deny = el("button", "danger", "Deny");
     approve.dataset.action = "approve"; deny.dataset.action = "deny";
+    if (!token) { approve.disabled = deny.disabled = true; approve.title = deny.title = "sign in with the code first"; }
     var outcome = el("div", "outcome");
     var done = S.outcomes[a.id];
     if (done) { approve.disabled = deny.disabled = true; outcome.textContent = vis(done.text); if (done.err) outcome.className = "outcome err"; box.className = "approval decided"; }
@@ -272,7 +277,7 @@
         var text, err = !r.ok;
         if (r.ok) text = (action === "approve" ? "Approved: " : "Denied: ") + r.j.message;
         else if (r.status === 409) text = "This confirmation is no longer pending (" + r.j.error + "); the agent must call again.";
-        else if (r.status === 403) text = "Refused (" + r.j.error + ").";
+        else if (r.status === 403 || r.status === 401) text = "Refused (" + r.j.error + ").";
         else text = "Failed: " + (r.j.error || r.status);
         S.outcomes[a.id] = { text: text, err: err };
         outcome.textContent = vis(text);
@@ -519,5 +524,31 @@
   setInterval(function () {
     document.querySelectorAll(".ago[data-ts]").forEach(function (e) { e.textContent = ago(e.dataset.ts); });
   }, 1000);
+
+  // ---- sign-in ----
+  function signIn(e) {
+    e.preventDefault();
+    var note = $("signin-note");
+    $("signin-go").disabled = true;
+    fetch("/api/session", {
+      method: "POST", headers: { "Content-Type": "application/json" }, credentials: "same-origin",
+      body: JSON.stringify({ code: $("signin-code").value })
+    }).then(function (res) {
+      return res.json().then(function (j) { return { ok: res.ok, j: j }; });
+    }).then(function (r) {
+      $("signin-go").disabled = false;
+      if (!r.ok) { note.textContent = vis(r.j.error || "refused"); note.className = "signin-note err"; return; }
+      token = r.j.token;
+      docsBase = r.j.docs;
+      if (r.j.project) $("project").textContent = vis(r.j.project);
+      $("signin").hidden = true;
+      $("signin-code").value = "";
+      renderApprovals();
+      renderDocs();
+      if (!es || es.readyState !== EventSource.OPEN) connect();
+    }).catch(function (err) { $("signin-go").disabled = false; note.textContent = vis("sign-in failed: " + err); note.className = "signin-note err"; });
+  }
+  $("signin").onsubmit = signIn;
+  if (!token) $("signin").hidden = false;
   connect();
 })();
