@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/lazyre"
 )
 
@@ -112,7 +113,7 @@ func Locate(read func(rel string) ([]byte, error), name string) (string, []byte,
 	case 1:
 		return found[0], data, nil
 	}
-	return found[0], nil, fmt.Errorf("contract %s is written twice (%s); keep one file per contract", name, strings.Join(found, " and "))
+	return found[0], nil, fault.Safef("contract %s is written twice (%s); keep one file per contract", name, strings.Join(found, " and "))
 }
 
 // isYAML tells YAML from JSON by the first significant byte.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confine"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -119,7 +120,7 @@ func readJSON(c *callctx.Ctx, rel string, v any) error {
 		return err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return tool.Fail("%s is not valid JSON (%v); fix or remove the file", rel, err)
+		return tool.Fail(fault.Content(err), "%s is not valid JSON; fix or remove the file", rel)
 	}
 	return nil
 }
@@ -192,7 +193,7 @@ func tail(lines []numbered, n int) []numbered {
 func stderrTail(c *callctx.Ctx, unit string, n int) []string {
 	lines, _, err := readLog(c, ErrLog(unit))
 	if err != nil {
-		return []string{"(stderr log unreadable: " + err.Error() + ")"}
+		return []string{"(stderr log unreadable: " + tool.Explain(c, err) + ")"}
 	}
 	t := tail(currentRun(lines), n)
 	out := make([]string, len(t))

@@ -78,7 +78,7 @@ func runBash(ctx context.Context, c *callctx.Ctx, in BashInput) (BashOutput, err
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		if err == nil || errors.Is(err, fs.ErrNotExist) {
-			return BashOutput{}, tool.Fail("the working directory %s does not exist; create it first (write a file under it) or ask for the right unit", dir)
+			return BashOutput{}, tool.Fail(nil, "the working directory %s does not exist; create it first (write a file under it) or ask for the right unit", dir)
 		}
 		return BashOutput{}, err
 	}

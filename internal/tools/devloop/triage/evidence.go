@@ -118,9 +118,9 @@ func loadBug(c *callctx.Ctx, id string) (*bugs.Bug, error) {
 	b, err := bugs.Load(c.ProjectDir, id)
 	if err != nil {
 		if _, statErr := readRel(c, bugs.Path(id)); errors.Is(statErr, fs.ErrNotExist) {
-			return nil, tool.Fail("no bug %s: %s does not exist; list bugs with bug_list", id, bugs.Path(id))
+			return nil, tool.Fail(nil, "no bug %s: %s does not exist; list bugs with bug_list", id, bugs.Path(id))
 		}
-		return nil, tool.Fail("%v", err)
+		return nil, tool.Fail(err, "bug %s cannot be loaded", id)
 	}
 	return b, nil
 }
@@ -136,7 +136,7 @@ func extractEvidence(_ context.Context, c *callctx.Ctx, in ExtractEvidenceInput)
 		return ExtractEvidenceOutput{}, err
 	}
 	if !citesAny(bug) {
-		return ExtractEvidenceOutput{}, tool.Fail("no evidence cited: %s has no test, test_file, report, log, log_file or run_id in its evidence "+
+		return ExtractEvidenceOutput{}, tool.Fail(nil, "no evidence cited: %s has no test, test_file, report, log, log_file or run_id in its evidence "+
 			"(repro steps alone cannot be verified); add a citation to the bug before triaging it", bug.ID)
 	}
 	ev, err := collectEvidence(c, bug)
@@ -259,7 +259,7 @@ func (ev *evidence) checkTest(c *callctx.Ctx, bug *bugs.Bug, e bugs.Evidence) er
 	case e.Report != "":
 		data, err := readRel(c, e.Report)
 		if err != nil {
-			ev.miss(kindReport, e.Report, "cannot read the cited report: %s", readReason(err))
+			ev.miss(kindReport, e.Report, "cannot read the cited report: %s", readReason(c, err))
 			break
 		}
 		run, err := vitest.Parse(data)
@@ -384,7 +384,7 @@ func (ev *evidence) checkTestFile(c *callctx.Ctx, bug *bugs.Bug, file string, li
 	for _, p := range cands {
 		data, err := readRel(c, p)
 		if err != nil {
-			reasons = append(reasons, p+": "+readReason(err))
+			reasons = append(reasons, p+": "+readReason(c, err))
 			continue
 		}
 		lines := splitLines(data)
@@ -464,7 +464,7 @@ func (ev *evidence) checkLog(c *callctx.Ctx, e bugs.Evidence) error {
 	}
 	data, err := readRel(c, e.LogFile)
 	if err != nil {
-		ev.miss(kindLogFile, e.LogFile, "cannot read the cited log: %s", readReason(err))
+		ev.miss(kindLogFile, e.LogFile, "cannot read the cited log: %s", readReason(c, err))
 		return nil
 	}
 	lines := splitLines(data)
@@ -541,7 +541,7 @@ func (ev *evidence) checkRun(c *callctx.Ctx, id string) {
 	p := RunPath(id)
 	data, err := readRel(c, p)
 	if err != nil {
-		ev.miss(kindRun, id, "cannot read %s: %s", p, readReason(err))
+		ev.miss(kindRun, id, "cannot read %s: %s", p, readReason(c, err))
 		return
 	}
 	var run caseRun
@@ -707,11 +707,13 @@ func around(lines []string, at, n int) string {
 	return clip(strings.Join(lines[from-1:to], "\n"), maxExcerpt)
 }
 
-func readReason(err error) string {
+// readReason is what the model reads of a cited file that could not be
+// read.
+func readReason(c *callctx.Ctx, err error) string {
 	if errors.Is(err, fs.ErrNotExist) {
 		return "file does not exist"
 	}
-	return err.Error()
+	return tool.Explain(c, err)
 }
 
 // testDesc names a cited test for messages.

@@ -2,7 +2,6 @@ package triage
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"path"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/fault"
 )
 
 // cleanRel validates a project-relative path taken from a bug or an input
@@ -18,15 +18,15 @@ import (
 func cleanRel(p string) (string, error) {
 	switch {
 	case p == "":
-		return "", errors.New("empty path")
+		return "", fault.Safef("empty path")
 	case strings.ContainsRune(p, 0):
-		return "", errors.New("NUL byte in path")
+		return "", fault.Safef("NUL byte in path")
 	case path.IsAbs(p) || filepath.IsAbs(p) || strings.HasPrefix(p, `\`):
-		return "", fmt.Errorf("%q is absolute; cite a path relative to the project dir", p)
+		return "", fault.Safef("%q is absolute; cite a path relative to the project dir", p)
 	}
 	c := path.Clean(filepath.ToSlash(p))
 	if c == "." || c == ".." || strings.HasPrefix(c, "../") {
-		return "", fmt.Errorf("%q leaves the project dir", p)
+		return "", fault.Safef("%q leaves the project dir", p)
 	}
 	return c, nil
 }
