@@ -198,6 +198,34 @@ func (d *plantedDoor) ReadFile(rel string) ([]byte, error) {
 	return d.Sandbox.ReadFile(rel)
 }
 
+func (d *plantedDoor) ReadDir(rel string) ([]fs.DirEntry, error) {
+	if err := d.p.fail("readdir", rel); err != nil {
+		return nil, err
+	}
+	return d.Sandbox.ReadDir(rel)
+}
+
+func (d *plantedDoor) Stat(rel string) (fs.FileInfo, error) {
+	if err := d.p.fail("stat", rel); err != nil {
+		return nil, err
+	}
+	return d.Sandbox.Stat(rel)
+}
+
+func (d *plantedDoor) Walk(rel string, fn fs.WalkDirFunc) error {
+	if err := d.p.fail("walk", rel); err != nil {
+		return err
+	}
+	return d.Sandbox.Walk(rel, fn)
+}
+
+func (d *plantedDoor) RealDir(rel string) (string, error) {
+	if err := d.p.fail("realdir", rel); err != nil {
+		return "", err
+	}
+	return d.Sandbox.RealDir(rel)
+}
+
 func (d *plantedDoor) OpenRead(rel string) (*os.File, fs.FileInfo, error) {
 	if err := d.p.fail("open", rel); err != nil {
 		return nil, nil, err

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -60,7 +58,7 @@ func contractBridge(_ context.Context, c *callctx.Ctx, in ContractBridgeInput) (
 	}
 	src, raw, err := contract.Locate(c.Files.ReadFile, in.Contract)
 	if errors.Is(err, fs.ErrNotExist) {
-		return ContractBridgeOutput{}, tool.Fail(nil, "no contract %s (contracts/%s.json, .yaml or .yml); %s", in.Contract, in.Contract, available(c.ProjectDir))
+		return ContractBridgeOutput{}, tool.Fail(nil, "no contract %s (contracts/%s.json, .yaml or .yml); %s", in.Contract, in.Contract, available(c.Files))
 	}
 	if err != nil {
 		return ContractBridgeOutput{}, tool.Fail(err, "contract %s cannot be read", in.Contract)
@@ -112,8 +110,8 @@ func contractBridge(_ context.Context, c *callctx.Ctx, in ContractBridgeInput) (
 }
 
 // available lists the contracts there are, for the "no such contract" reason.
-func available(projectDir string) string {
-	ents, err := os.ReadDir(filepath.Join(projectDir, contract.Dir))
+func available(files callctx.Files) string {
+	ents, err := files.ReadDir(contract.Dir)
 	var names []string
 	for _, e := range ents {
 		if n := contract.NameOf(contract.Dir + "/" + e.Name()); n != "" && !e.IsDir() {

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -120,10 +118,7 @@ func (k *checker) doc(rel string) *html.Node { return k.read(rel).doc }
 
 // exists reports whether a project-relative file exists.
 func (k *checker) exists(rel string) bool {
-	if rel == ".." || strings.HasPrefix(rel, "../") {
-		return false
-	}
-	_, err := os.Stat(filepath.Join(k.files.ProjectDir(), filepath.FromSlash(rel)))
+	_, err := k.files.Stat(rel)
 	return err == nil
 }
 
@@ -407,7 +402,7 @@ func exampleRef(units []prdUnit) string {
 // checkContracts reports contracts the SDD never references, contracts that
 // do not parse, and contracts whose hash changed since it was recorded.
 func (k *checker) checkContracts(sddPages []string) {
-	entries, err := os.ReadDir(filepath.Join(k.files.ProjectDir(), contract.Dir))
+	entries, err := k.files.ReadDir(contract.Dir)
 	if err != nil {
 		return // no contracts yet: nothing to reference
 	}

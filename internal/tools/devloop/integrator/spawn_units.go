@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -284,22 +285,15 @@ func unitCwd(c *callctx.Ctx, u UnitInput) (string, string, error) {
 	if clean == ".." || strings.HasPrefix(clean, "../") {
 		return "", "", failStart(nil, "cwd %q leaves the project dir; give a directory inside it", rel)
 	}
-	project, err := filepath.EvalSymlinks(c.ProjectDir)
-	if err != nil {
+	real, err := c.Files.RealDir(clean)
+	var se *sandbox.Error
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", "", failStart(nil, "cwd %s does not exist; create the unit's directory (default units/%s) or pass an existing cwd", clean, u.ID)
+	case errors.As(err, &se):
+		return "", "", failStart(nil, "cwd %s cannot be the unit's directory: %s; give a directory inside the project", clean, se.Detail)
+	case err != nil:
 		return "", "", err
-	}
-	real, err := filepath.EvalSymlinks(filepath.Join(project, filepath.FromSlash(clean)))
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", "", failStart(nil, "cwd %s does not exist; create the unit's directory (default units/%s) or pass an existing cwd", clean, u.ID)
-		}
-		return "", "", err
-	}
-	if real != project && !strings.HasPrefix(real, project+string(filepath.Separator)) {
-		return "", "", failStart(nil, "cwd %s resolves to %s, outside the project dir (a symlink?); give a directory inside the project", clean, real)
-	}
-	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
-		return "", "", failStart(nil, "cwd %s is not a directory", clean)
 	}
 	return real, clean, nil
 }
@@ -653,7 +647,7 @@ func confineUnit(c *callctx.Ctx, u UnitInput, port int) (*confine.Plan, error) {
 		owner = procs.Process{}
 	}
 	plan, err := confine.Prepare(confine.Request{
-		Agent: c.AgentName, Sandbox: c.Settings.Sandbox, ProjectDir: c.ProjectDir,
+		Agent: c.AgentName, Sandbox: c.Settings.Sandbox, ProjectDir: c.Files.ProjectDir(),
 		Unit: u.ID, Port: port, TempFor: &owner, Mkdir: c.Files.MkdirAll,
 	})
 	var ue *confine.UnavailableError

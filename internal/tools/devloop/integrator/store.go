@@ -5,8 +5,6 @@ import (
 	"errors"
 	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -213,7 +211,7 @@ func knownUnits(c *callctx.Ctx) ([]string, error) {
 	for id := range uf.Units {
 		seen[id] = true
 	}
-	entries, err := os.ReadDir(filepath.Join(c.ProjectDir, filepath.FromSlash(LogsDir)))
+	entries, err := c.Files.ReadDir(LogsDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}

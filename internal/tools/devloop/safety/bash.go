@@ -74,7 +74,7 @@ func Bash() tool.Tool {
 func runBash(ctx context.Context, c *callctx.Ctx, in BashInput) (BashOutput, error) {
 	dir := c.Settings.Cwd
 	if dir == "" {
-		dir = c.ProjectDir
+		dir = c.Files.ProjectDir()
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		if err == nil || errors.Is(err, fs.ErrNotExist) {
@@ -95,7 +95,7 @@ func runBash(ctx context.Context, c *callctx.Ctx, in BashInput) (BashOutput, err
 	}
 	self := c.Procs.Self()
 	plan, err := confine.Prepare(confine.Request{
-		Agent: c.AgentName, Sandbox: c.Settings.Sandbox, ProjectDir: c.ProjectDir,
+		Agent: c.AgentName, Sandbox: c.Settings.Sandbox, ProjectDir: c.Files.ProjectDir(),
 		TempFor: &self, Mkdir: c.Files.MkdirAll,
 	})
 	if err != nil {

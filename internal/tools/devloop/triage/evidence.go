@@ -15,6 +15,7 @@ import (
 	"github.com/toolhost/toolhost/internal/bugs"
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/lazyre"
+	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/vitest"
 )
@@ -115,7 +116,7 @@ func evidenceTool(name, title string) tool.Tool {
 
 // loadBug loads a bug or returns the expected failure the model can act on.
 func loadBug(c *callctx.Ctx, id string) (*bugs.Bug, error) {
-	b, err := bugs.Load(c.ProjectDir, id)
+	b, err := bugs.Load(c.Files.ProjectDir(), id)
 	if err != nil {
 		if _, statErr := readRel(c, bugs.Path(id)); errors.Is(statErr, fs.ErrNotExist) {
 			return nil, tool.Fail(nil, "no bug %s: %s does not exist; list bugs with bug_list", id, bugs.Path(id))
@@ -369,13 +370,13 @@ var hookCall = lazyre.New(`\b(beforeAll|afterAll|beforeEach|afterEach)\s*\(`)
 func (ev *evidence) checkTestFile(c *callctx.Ctx, bug *bugs.Bug, file string, line int, found *testOutcome) {
 	cands := []string{file}
 	if filepath.IsAbs(file) {
-		rel, err := filepath.Rel(c.ProjectDir, file)
-		if err != nil || strings.HasPrefix(rel, "..") {
+		rel, ok := sandbox.Within(c.Files.ProjectDir(), file)
+		if !ok {
 			// A report's absolute path from another machine: the report
 			// check above already matched it by suffix.
 			return
 		}
-		cands = []string{filepath.ToSlash(rel)}
+		cands = []string{rel}
 	}
 	if bug.UnitID != "" && callctx.ValidUnit(bug.UnitID) && !filepath.IsAbs(file) {
 		cands = append(cands, "units/"+bug.UnitID+"/"+file)

@@ -52,30 +52,21 @@ var skipDirs = map[string]bool{
 // walkFiles returns the project-relative paths of regular files under root
 // (project-relative) accepted by keep, sorted. A missing root is no files.
 func walkFiles(c *callctx.Ctx, root string, keep func(rel string) bool) ([]string, error) {
-	abs := filepath.Join(c.ProjectDir, filepath.FromSlash(root))
 	var out []string
-	err := filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+	err := c.Files.Walk(root, func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && p == abs {
-				return filepath.SkipDir
+			if errors.Is(err, fs.ErrNotExist) && rel == root {
+				return fs.SkipDir
 			}
 			return err
 		}
 		if d.IsDir() {
-			if p != abs && skipDirs[d.Name()] {
-				return filepath.SkipDir
+			if rel != root && skipDirs[d.Name()] {
+				return fs.SkipDir
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		rel, err := filepath.Rel(c.ProjectDir, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if keep(rel) {
+		if d.Type().IsRegular() && keep(rel) {
 			out = append(out, rel)
 		}
 		return nil
