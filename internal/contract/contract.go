@@ -19,8 +19,9 @@ import (
 
 // Formats a contract can be written in.
 const (
-	// FormatToolhost is {name, version, endpoints:[{id, method, path,
-	// request?, response, status}]} (SPEC §11).
+	// FormatToolhost is toolhost's own small format, {name, version,
+	// endpoints:[{id, method, path, request?, response, status}]}, the one
+	// the architect writes when there is no OpenAPI document.
 	FormatToolhost  = "toolhost"
 	FormatOpenAPI30 = "openapi-3.0"
 	FormatOpenAPI31 = "openapi-3.1"
