@@ -558,7 +558,11 @@ func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
 	var pe *panicError
 	switch {
 	case out.Kind == fault.None || out.Kind == fault.Upstream:
-		// A result.
+		// A result; an expected failure may name the error id its
+		// tool logged the cause under.
+		if out.Status == audit.StatusOKFalse {
+			out.ErrorID = c.Result.ErrorID
+		}
 	case errors.As(err, &ir):
 		out.InputRequired = ir
 		out.Message = "waiting for the human's answer: the client asks and calls again with it"
