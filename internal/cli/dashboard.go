@@ -17,7 +17,7 @@ import (
 	"github.com/toolhost/toolhost/internal/dashboard"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/secrets"
-	"github.com/toolhost/toolhost/internal/upstream"
+	"github.com/toolhost/toolhost/internal/webguard"
 )
 
 // dashboardFlags are the flags of `toolhost dashboard` (and the address of
@@ -114,7 +114,7 @@ func startDashboard(ctx context.Context, f dashboardFlags, out io.Writer, log ze
 	}
 	url := d.URL(ln.Addr())
 	fmt.Fprintf(out, "toolhost dashboard: %s\n", url)
-	if !upstream.IsLoopbackHost(host) {
+	if !webguard.IsLoopbackHost(host) {
 		fmt.Fprintln(out, "toolhost dashboard: not on loopback: the code and the session cross the network in clear text; put TLS in front")
 	}
 	if f.open {

@@ -18,7 +18,7 @@ import (
 	"github.com/toolhost/toolhost/internal/rpc"
 	"github.com/toolhost/toolhost/internal/secrets"
 	"github.com/toolhost/toolhost/internal/trace"
-	"github.com/toolhost/toolhost/internal/upstream"
+	"github.com/toolhost/toolhost/internal/webguard"
 )
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -74,7 +74,7 @@ func newServeCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return usageErr(errorf("--http %q: want HOST:PORT, e.g. 127.0.0.1:8765", httpAddr))
 				}
-				loopback = upstream.IsLoopbackHost(host)
+				loopback = webguard.IsLoopbackHost(host)
 			}
 			o := sf.options(g)
 			o.PageSize = pageSize
