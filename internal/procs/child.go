@@ -28,6 +28,9 @@ type Spec struct {
 	// Stdin, Stdout and Stderr are handed to the child as they are (nil:
 	// /dev/null). The caller closes its copies after Spawn.
 	Stdin, Stdout, Stderr *os.File
+	// ExtraFiles are handed to the child as descriptors 3, 4 … (a pipe
+	// back to its parent); the caller closes its copies after Spawn.
+	ExtraFiles []*os.File
 	// Confine runs on the OS thread that forks the child, right before the
 	// fork, so the child starts inside whatever it restricts (a Landlock
 	// ruleset: confine.Plan.Restrict). That thread is never given back to
@@ -87,7 +90,7 @@ func Spawn(spec Spec) (*Child, error) {
 	}
 	cmd := &exec.Cmd{
 		Path: spec.Argv[0], Args: spec.Argv, Dir: spec.Dir, Env: spec.Env,
-		SysProcAttr: attr,
+		SysProcAttr: attr, ExtraFiles: spec.ExtraFiles,
 	}
 	// exec.Cmd opens /dev/null itself for nil streams, on the forking
 	// thread; a confined thread may not be allowed to, so they are opened
