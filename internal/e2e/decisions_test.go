@@ -275,3 +275,36 @@ d.terminate()
 		t.Fatalf("the approved call: %s", r.Text())
 	}
 }
+
+// TestSessionOfAnotherAgent: two agents launched with one session id (the
+// tester's identical call consumed the coder's approval before): the
+// second agent's server is refused at launch with a usage error naming the
+// owner, and the coder's approval waits for the coder.
+func TestSessionOfAnotherAgent(t *testing.T) {
+	t.Parallel()
+	bin := testutil.Toolhost(t)
+	project := t.TempDir()
+	policy := policyFile(t, `{"tools":{"timeline_append":{"confirm":true}}}`)
+	coder := testutil.Serve(t, "--project-dir", project, "--agent", "coder", "--session", "shared", "--policy", policy)
+	args := map[string]any{"kind": "k", "message": "the coder's"}
+	r := testutil.CallTool(t, coder, "timeline_append", args)
+	id := regexp.MustCompile(`cf-[0-9A-Z]+`).FindString(r.Text())
+	if id == "" {
+		t.Fatalf("no confirmation: %s", r.Text())
+	}
+	if out, err := exec.Command(bin, "approve", id, "--project-dir", project).CombinedOutput(); err != nil {
+		t.Fatalf("approve: %v %s", err, out)
+	}
+	cmd := exec.Command(bin, "serve", "--project-dir", project, "--agent", "tester", "--session", "shared", "--policy", policy)
+	cmd.Stdin = strings.NewReader("")
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "session shared belongs to agent coder") {
+		t.Fatalf("the tester on the coder's session: %v\n%s", err, out)
+	}
+	if s := confirmationStatus(t, project, id); s != confirm.Approved {
+		t.Fatalf("the coder's approval is %s", s)
+	}
+	if r := testutil.CallTool(t, coder, "timeline_append", args); r.IsError {
+		t.Fatalf("the coder's approved call: %s", r.Text())
+	}
+}
