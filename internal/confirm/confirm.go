@@ -1,6 +1,7 @@
 package confirm
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,7 +10,8 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/oklog/ulid/v2"
+
 	"github.com/toolhost/toolhost/internal/contract"
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/sandbox"
@@ -68,10 +70,13 @@ type Door interface {
 	ReadFile(rel string) ([]byte, error)
 }
 
-// Store is the confirmation store of one project.
+// Clock is the time source (a fake in tests).
+type Clock interface{ Now() time.Time }
+
+// Store is the confirmation store of one project in its files.
 type Store struct {
 	Door  Door
-	Clock callctx.Clock
+	Clock Clock
 }
 
 // Call is a call that needs confirmation.
@@ -118,6 +123,11 @@ var (
 	ErrClosed   = errors.New("confirmation already closed")
 	ErrExpired  = errors.New("confirmation expired")
 )
+
+// NewID returns a new confirmation id: "cf-" and a ULID.
+func NewID() string {
+	return "cf-" + ulid.MustNew(ulid.Timestamp(time.Now()), rand.Reader).String()
+}
 
 // ArgsHash is the identity of a call's arguments: sha256 over the tool name
 // and the canonical JSON (sorted keys, no whitespace), so key order and
@@ -200,7 +210,7 @@ func (s *Store) check(c Call, create bool) (Result, error) {
 			}
 		}
 		e := &Entry{
-			ID: "cf-" + callctx.NewCallID(), SessionID: c.SessionID, Agent: c.Agent, Tool: c.Tool,
+			ID: NewID(), SessionID: c.SessionID, Agent: c.Agent, Tool: c.Tool,
 			ArgsHash: h, Arguments: c.Preview, CallID: c.CallID, Status: Pending, TTLMS: c.TTL.Milliseconds(),
 			CreatedAt: now, ExpiresAt: now.Add(c.TTL),
 		}

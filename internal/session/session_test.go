@@ -19,6 +19,7 @@ import (
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/rpc"
 	"github.com/toolhost/toolhost/internal/session"
+	"github.com/toolhost/toolhost/internal/store"
 )
 
 func open(t *testing.T, id callctx.Identity, policyFile string) *session.Session {
@@ -256,10 +257,10 @@ func TestAnnounce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, kind := range []string{session.EventStart, session.EventEnd} {
+	for i, kind := range []string{store.EventSessionStart, store.EventSessionEnd} {
 		var ev struct {
-			callctx.Event
-			Payload session.Process `json:"payload"`
+			store.Event
+			Payload store.Process `json:"payload"`
 		}
 		if err := json.Unmarshal([]byte(lines[i]), &ev); err != nil {
 			t.Fatal(err)
