@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,6 +46,12 @@ func (f *auditFlags) register(cmd *cobra.Command) {
 // trail opens the project's store to read its audit trail.
 func (f *auditFlags) trail() (store.Store, error) {
 	if err := f.resolve(true); err != nil {
+		var missing *missingDirError
+		if errors.As(err, &missing) {
+			// A project dir that is not there has no trail either: say so
+			// in the reader's terms.
+			return nil, &store.NoTrailError{Where: filepath.Join(f.projectDir, filepath.FromSlash(audit.Path))}
+		}
 		return nil, err
 	}
 	return f.open(filestore.ReadOnly)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"fmt"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -47,7 +46,7 @@ func (f *stateFlags) resolve(dot bool) error {
 		return usageErr(errors.New("--project-dir is required (or TOOLHOST_PROJECT_DIR)"))
 	}
 	if fi, err := os.Stat(f.projectDir); err != nil || !fi.IsDir() {
-		return usageErr(fmt.Errorf("--project-dir %s is not a directory", f.projectDir))
+		return usageErr(&missingDirError{dir: f.projectDir})
 	}
 	if _, err := storeopen.KindOf(storeopen.SpecFrom(f.store, os.Getenv)); err != nil {
 		return usageErr(err)
@@ -59,3 +58,8 @@ func (f *stateFlags) resolve(dot bool) error {
 func (f *stateFlags) open(access filestore.Access) (store.Store, error) {
 	return storeopen.Open(storeopen.Options{Spec: f.store, ProjectDir: f.projectDir, ProjectID: f.projectID, Access: access})
 }
+
+// missingDirError is a --project-dir that is not a directory.
+type missingDirError struct{ dir string }
+
+func (e *missingDirError) Error() string { return "--project-dir " + e.dir + " is not a directory" }

@@ -8,10 +8,10 @@ import (
 	"io/fs"
 	"math"
 
-	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/ndjson"
 	"github.com/toolhost/toolhost/internal/redact"
+	"github.com/toolhost/toolhost/internal/store"
 )
 
 // Paths of the shared logs, relative to the project dir.

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"os"
 
-	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/internal/ndjson"
+	"github.com/toolhost/toolhost/internal/store"
 )
 
 // ReadTimeline streams the timeline's entries, oldest first, across its

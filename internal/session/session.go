@@ -190,14 +190,14 @@ func Open(o Options) (*Session, error) {
 	s := &Session{Agent: ag, Agents: set, Policy: pol, Engine: eng, Server: srv, Files: files, Shared: shared, Store: st, Procs: units}
 	srv.Visible = s.Visible
 	// Closers run last-first: upstreams and units stop (units record their
-	// exits through the sandbox) before the audit sink and the sandboxes
+	// exits through the sandbox) before the store (its audit trail) and the sandboxes
 	// close; session.end is the last thing written.
 	// The session's span ends last of all (the provider's flush follows).
-	s.closers = append(s.closers, func() error { ts.End(); return nil }, files.Close, shared.Close)
+	s.closers = append(s.closers, func() error { ts.End(); return nil }, files.Close, shared.Close, st.Close)
 	if o.Announce {
 		s.closers = append(s.closers, announce(svc.Events, id, o.Version, o.Log))
 	}
-	s.closers = append(s.closers, st.Close, units.Close, func() error { sweepTimer.Stop(); sweep(); return nil }, s.removeStaleTemps(o.Log))
+	s.closers = append(s.closers, units.Close, func() error { sweepTimer.Stop(); sweep(); return nil }, s.removeStaleTemps(o.Log))
 	s.startUpstreams(o)
 	return s, nil
 }

@@ -269,9 +269,7 @@ func bugSet(ctx context.Context, c *callctx.Ctx) ([]string, string, error) {
 	var ids []string
 	for _, s := range sums {
 		fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%s\n", s.ID, s.Status, s.Evidence, s.UpdatedAt.UnixNano(), s.Unreadable)
-		if s.Unreadable == "" {
-			ids = append(ids, s.ID)
-		}
+		ids = append(ids, s.ID) // an unreadable one is counted as skipped
 	}
 	sort.Strings(ids)
 	return ids, hex.EncodeToString(h.Sum(nil)), nil
