@@ -42,7 +42,7 @@ const (
 )
 
 // requestStates is confirm.StateStore on the two files above.
-type requestStates struct{ door *sandbox.Sandbox }
+type requestStates struct{ door Door }
 
 // Key reads the key, or creates it under the file's lock so two processes
 // agree on one.

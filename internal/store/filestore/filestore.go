@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/bugs"
 	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/journal"
@@ -47,6 +48,18 @@ type Options struct {
 	// Poll is how often Watch and the followers look at the files
 	// (default 250ms).
 	Poll time.Duration
+	// WrapDoor, when set, is what every write goes through instead of the
+	// store's sandbox door itself (a test plants failures there).
+	WrapDoor func(*sandbox.Sandbox) Door
+}
+
+// Door is what the file store writes through: the union of what each
+// store's file code needs of the sandbox door.
+type Door interface {
+	journal.Door
+	audit.Door
+	bugs.Door
+	confirm.Door
 }
 
 // AllowList is the file store's door: the shared logs, toolhost's own
@@ -59,7 +72,8 @@ func AllowList() []string {
 type Store struct {
 	dir  string
 	o    Options
-	door *sandbox.Sandbox
+	sb   *sandbox.Sandbox
+	door Door
 	root *os.Root
 
 	timeline *timelineLog
@@ -109,14 +123,17 @@ func Open(dir string, o Options) (*Store, error) {
 		door.Close()
 		return nil, err
 	}
-	s := &Store{dir: abs, o: o, door: door, root: root}
-	s.timeline = &timelineLog{s: s, w: journal.Timeline{Door: door, MaxBytes: o.TimelineMaxBytes}}
-	s.events = &eventsLog{s: s, w: journal.Events{Door: door, MaxBytes: o.EventsMaxBytes}}
+	s := &Store{dir: abs, o: o, sb: door, door: door, root: root}
+	if o.WrapDoor != nil {
+		s.door = o.WrapDoor(door)
+	}
+	s.timeline = &timelineLog{s: s, w: journal.Timeline{Door: s.door, MaxBytes: o.TimelineMaxBytes}}
+	s.events = &eventsLog{s: s, w: journal.Events{Door: s.door, MaxBytes: o.EventsMaxBytes}}
 	s.audit = &auditTrail{s: s}
-	s.bugs = &bugStore{s: s, w: &bugs.Store{Door: door}}
+	s.bugs = &bugStore{s: s, w: &bugs.Store{Door: s.door}}
 	s.agents = &agentState{s: s}
-	s.confirms = &confirmations{w: &confirm.Store{Door: door, Clock: o.Clock}}
-	s.states = &requestStates{door: door}
+	s.confirms = &confirmations{w: &confirm.Store{Door: s.door, Clock: o.Clock}}
+	s.states = &requestStates{door: s.door}
 	return s, nil
 }
 
@@ -125,7 +142,7 @@ func (s *Store) Dir() string { return s.dir }
 
 // Door is the store's door (the services' door of a session: it writes
 // exactly the store's files).
-func (s *Store) Door() *sandbox.Sandbox { return s.door }
+func (s *Store) Door() *sandbox.Sandbox { return s.sb }
 
 // Repair cuts a torn last line of the events or the timeline (a writer
 // killed inside its write), as a session does at start, and returns how
@@ -146,7 +163,7 @@ func (s *Store) Describe() string                   { return "files in " + s.dir
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closeErr = s.audit.close()
-		s.door.Close()
+		s.sb.Close()
 		s.root.Close()
 	})
 	return s.closeErr
