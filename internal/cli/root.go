@@ -128,6 +128,7 @@ func NewRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		newPolicyCmd(),
 		newAuditCmd(),
 		newApproveCmd(),
+		newStoreCmd(),
 		newUpstreamCmd(g),
 		newGuardCmd(g),
 		newHookCmd(g),

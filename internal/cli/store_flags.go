@@ -15,7 +15,7 @@ import (
 // registerStore adds --store, the flag of every command that reads or
 // writes the project's shared state.
 func registerStore(fl *pflag.FlagSet, spec *string) {
-	fl.StringVar(spec, "store", "", "the project's shared state: files (the project dir's, the default) (env "+storeopen.EnvStore+")")
+	fl.StringVar(spec, "store", "", "the project's shared state: files (the project dir's, the default) or postgres://USER@HOST:PORT/DB (several machines; --pid is the tenant) (env "+storeopen.EnvStore+", and PG*)")
 }
 
 // stateFlags name a project's shared state outside a session: its dir

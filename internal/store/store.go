@@ -69,6 +69,26 @@ type Log[T any] interface {
 	// Follow hands fn every record appended after from (the end of the log
 	// when from is nil), in order, until ctx ends; next resumes after it.
 	Follow(ctx context.Context, from *Cursor, fn func(rec T, next Cursor) error) error
+	// Lines hands fn every line of the log as stored, oldest first: what
+	// `toolhost store export` copies byte for byte.
+	Lines(ctx context.Context, fn func(line []byte) error) error
+}
+
+// Importer takes a project's state record by record, as stored: the
+// target of `toolhost store export` (a file layout) and `store import` (a
+// database). Lines keep their bytes, so the audit chain still verifies.
+type Importer interface {
+	TimelineLine(ctx context.Context, line []byte) error
+	EventLine(ctx context.Context, line []byte) error
+	// AuditLine takes a line of the trail with the file it belongs to.
+	AuditLine(ctx context.Context, file string, line []byte) error
+	Bug(ctx context.Context, b *bugs.Bug) error
+	Todolist(ctx context.Context, agent string, tl *Todolist) error
+	Runtime(ctx context.Context, agent string, rs *RuntimeState) error
+	Confirmation(ctx context.Context, e *confirm.Entry) error
+	RequestStateKey(ctx context.Context, key []byte) error
+	// Done finishes the import (counters, indexes, checkpoints).
+	Done(ctx context.Context) error
 }
 
 // Timeline is the agents' shared log.

@@ -67,3 +67,29 @@ func (s *Store) followOptions(from *store.Cursor) ndjson.FollowOptions {
 	}
 	return o
 }
+
+func (t *timelineLog) Lines(ctx context.Context, fn func([]byte) error) error {
+	return t.s.lines(ctx, journal.TimelinePath, fn)
+}
+
+func (e *eventsLog) Lines(ctx context.Context, fn func([]byte) error) error {
+	return e.s.lines(ctx, journal.EventsPath, fn)
+}
+
+// lines reads every line of a log across its rotated files.
+func (s *Store) lines(ctx context.Context, rel string, fn func([]byte) error) error {
+	r, err := ndjson.Open(s.root, rel, ndjson.Options{MaxLine: 1 << 20})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for r.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(r.Line()); err != nil {
+			return err
+		}
+	}
+	return r.Err()
+}

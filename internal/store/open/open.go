@@ -1,11 +1,14 @@
 // Package open chooses and opens a project's store from the --store flag
 // or TOOLHOST_STORE: empty or "files" is the project dir's files
-// (internal/store/filestore), the embedded default. Every command that
-// reads or writes the shared state opens it here, so the choice exists
-// once.
+// (internal/store/filestore), the embedded default; a postgres:// URL (or
+// "postgres", with the PG* variables) is a PostgreSQL database shared by
+// several machines (internal/store/pgstore), the project id (--pid) its
+// tenant key. Every command that reads or writes the shared state opens it
+// here, so the choice exists once.
 package open
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/internal/store/filestore"
+	"github.com/toolhost/toolhost/internal/store/pgstore"
 )
 
 // EnvStore is the environment variable --store defaults to.
@@ -49,7 +53,8 @@ func SpecFrom(flag string, getenv func(string) string) string {
 
 // Kind of a spec.
 const (
-	KindFiles = "files"
+	KindFiles    = "files"
+	KindPostgres = "postgres"
 )
 
 // KindOf tells which implementation a spec names, or an error saying what
@@ -58,8 +63,10 @@ func KindOf(spec string) (string, error) {
 	switch s := strings.TrimSpace(spec); {
 	case s == "" || s == KindFiles:
 		return KindFiles, nil
+	case pgstore.IsSpec(s):
+		return KindPostgres, nil
 	default:
-		return "", fmt.Errorf("--store %q: want files (the project dir's files, the default)", spec)
+		return "", fmt.Errorf("--store %q: want files (the project dir's files, the default) or a PostgreSQL address (postgres://user@host:5432/db, or postgres with the PG* variables)", spec)
 	}
 }
 
@@ -71,6 +78,8 @@ func Open(o Options) (store.Store, error) {
 		return nil, err
 	}
 	switch kind {
+	case KindPostgres:
+		return pgstore.Open(context.Background(), strings.TrimSpace(spec), pgstore.Options{ProjectID: o.ProjectID})
 	default:
 		fs, err := filestore.Open(o.ProjectDir, filestore.Options{
 			ProjectID: o.ProjectID, Access: o.Access,

@@ -63,7 +63,7 @@ func (l *logTable[T]) appendLine(ctx context.Context, key string, make func(n in
 
 // each hands fn the records with seq in (after, …] in order (newest
 // first when desc), until fn returns false; it returns the last seq read.
-func (l *logTable[T]) each(ctx context.Context, after int64, desc bool, limit int, fn func(seq int64, rec T, line string) bool) (int64, error) {
+func (l *logTable[T]) each(ctx context.Context, after int64, desc bool, limit int, fn func(seq int64, rec T, line string, ok bool) bool) (int64, error) {
 	order := "ASC"
 	if desc {
 		order = "DESC"
@@ -86,10 +86,7 @@ func (l *logTable[T]) each(ctx context.Context, after int64, desc bool, limit in
 		}
 		last = seq
 		rec, ok := l.decode(line)
-		if ok && !fn(seq, rec, line) {
-			return last, nil
-		}
-		if !ok && !fn(seq, rec, "") {
+		if !fn(seq, rec, line, ok) {
 			return last, nil
 		}
 	}
@@ -99,8 +96,8 @@ func (l *logTable[T]) each(ctx context.Context, after int64, desc bool, limit in
 func (l *logTable[T]) Each(ctx context.Context, fn func(T) error) (ndjson.BadLines, error) {
 	var bad ndjson.BadLines
 	var ferr error
-	_, err := l.each(ctx, 0, false, 0, func(seq int64, rec T, line string) bool {
-		if line == "" {
+	_, err := l.each(ctx, 0, false, 0, func(seq int64, rec T, _ string, ok bool) bool {
+		if !ok {
 			bad.Add(ndjson.Pos{Path: l.table, Line: int(seq)}, "not a record")
 			return true
 		}
@@ -115,11 +112,11 @@ func (l *logTable[T]) Each(ctx context.Context, fn func(T) error) (ndjson.BadLin
 
 func (l *logTable[T]) Backward(ctx context.Context, fn func(T) bool) (store.Cursor, error) {
 	newest := int64(-1)
-	_, err := l.each(ctx, 0, true, 0, func(seq int64, rec T, line string) bool {
+	_, err := l.each(ctx, 0, true, 0, func(seq int64, rec T, _ string, ok bool) bool {
 		if newest < 0 {
 			newest = seq
 		}
-		return line == "" || fn(rec)
+		return !ok || fn(rec)
 	})
 	if newest < 0 {
 		newest = 0
@@ -155,10 +152,10 @@ func (l *logTable[T]) Follow(ctx context.Context, from *store.Cursor, fn func(T,
 		for {
 			var ferr error
 			got := 0
-			last, err := l.each(ctx, cur, false, 1000, func(seq int64, rec T, line string) bool {
+			last, err := l.each(ctx, cur, false, 1000, func(seq int64, rec T, _ string, ok bool) bool {
 				got++
 				cur = seq
-				if line == "" {
+				if !ok {
 					return true
 				}
 				ferr = fn(rec, store.Cursor{Seq: seq})
@@ -260,4 +257,24 @@ func (e *eventsLog) Backward(ctx context.Context, fn func(store.Event) bool) (st
 
 func (e *eventsLog) Follow(ctx context.Context, from *store.Cursor, fn func(store.Event, store.Cursor) error) error {
 	return e.log().Follow(ctx, from, fn)
+}
+
+func (l *logTable[T]) Lines(ctx context.Context, fn func([]byte) error) error {
+	var ferr error
+	_, err := l.each(ctx, 0, false, 0, func(_ int64, _ T, line string, _ bool) bool {
+		ferr = fn([]byte(line))
+		return ferr == nil
+	})
+	if ferr != nil {
+		return ferr
+	}
+	return err
+}
+
+func (t *timelineLog) Lines(ctx context.Context, fn func([]byte) error) error {
+	return t.log().Lines(ctx, fn)
+}
+
+func (e *eventsLog) Lines(ctx context.Context, fn func([]byte) error) error {
+	return e.log().Lines(ctx, fn)
 }
