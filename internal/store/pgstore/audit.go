@@ -142,8 +142,8 @@ func insertLine(ctx context.Context, tx pgx.Tx, pid string, h *head, file string
 	var ts *time.Time
 	var agent, tool, status *string
 	if r != nil {
-		t := r.TS
-		ts, agent, tool, status = &t, &r.Agent, &r.Tool, &r.Status
+		t, st := r.TS, string(r.Status)
+		ts, agent, tool, status = &t, &r.Agent, &r.Tool, &st
 	}
 	var seqArg *int64
 	if seq > 0 {

@@ -216,7 +216,7 @@ func eventsLog(t *testing.T, p Project) {
 	}
 }
 
-func row(agent, tool, status string, i int) *audit.Row {
+func row(agent, tool string, status audit.Status, i int) *audit.Row {
 	return &audit.Row{TS: time.Now().UTC(), CallID: fmt.Sprintf("call-%s-%d", agent, i), SessionID: "s-" + agent, Agent: agent,
 		Tool: tool, Arguments: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), Status: status, DurationMS: float64(i)}
 }
