@@ -2,24 +2,20 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confirm"
-	"github.com/toolhost/toolhost/internal/journal"
-	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/store/filestore"
 	"github.com/toolhost/toolhost/internal/visible"
 )
 
 func newApproveCmd() *cobra.Command {
-	var projectDir string
+	var sf stateFlags
 	var deny, list bool
 	var show string
 	cmd := &cobra.Command{
@@ -39,27 +35,25 @@ func newApproveCmd() *cobra.Command {
 			return cobra.ExactArgs(1)(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if projectDir == "" {
-				projectDir = os.Getenv("TOOLHOST_PROJECT_DIR")
+			if err := sf.resolve(false); err != nil {
+				return err
 			}
-			if projectDir == "" {
-				return usageErr(errors.New("--project-dir is required (or TOOLHOST_PROJECT_DIR)"))
-			}
-			if fi, err := os.Stat(projectDir); err != nil || !fi.IsDir() {
-				return usageErr(fmt.Errorf("--project-dir %s is not a directory", projectDir))
-			}
-			door, err := sandbox.New(projectDir, "toolhost", journal.ServiceAllowList)
+			st, err := sf.open(filestore.DecisionsOnly)
 			if err != nil {
 				return err
 			}
-			defer door.Close()
-			store := &confirm.Store{Door: door, Clock: callctx.SystemClock{}}
+			defer st.Close()
+			ctx := cmd.Context()
 			w := cmd.OutOrStdout()
 			if show != "" {
-				return showConfirmation(w, store, show)
+				entries, err := st.Confirmations().List(ctx)
+				if err != nil {
+					return err
+				}
+				return showConfirmation(w, entries, show)
 			}
 			if list {
-				entries, err := store.List()
+				entries, err := st.Confirmations().List(ctx)
 				if err != nil {
 					return err
 				}
@@ -71,7 +65,7 @@ func newApproveCmd() *cobra.Command {
 				}
 				return tw.Flush()
 			}
-			e, err := store.Decide(args[0], !deny)
+			e, err := st.Confirmations().Decide(ctx, args[0], !deny)
 			if err != nil {
 				return err
 			}
@@ -85,7 +79,7 @@ func newApproveCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&projectDir, "project-dir", "", "project directory (env TOOLHOST_PROJECT_DIR)")
+	sf.register(cmd.Flags(), "")
 	cmd.Flags().BoolVar(&deny, "deny", false, "deny the call instead of approving it")
 	cmd.Flags().BoolVar(&list, "list", false, "list the project's confirmations instead of deciding one")
 	cmd.Flags().StringVar(&show, "show", "", "print one confirmation whole, with the exact arguments, instead of deciding one")
@@ -94,11 +88,7 @@ func newApproveCmd() *cobra.Command {
 
 // showConfirmation prints confirmation id whole: who asks, for which tool,
 // and the arguments as they will run, pretty-printed and never cut.
-func showConfirmation(w io.Writer, store *confirm.Store, id string) error {
-	entries, err := store.List()
-	if err != nil {
-		return err
-	}
+func showConfirmation(w io.Writer, entries []*confirm.Entry, id string) error {
 	for _, e := range entries {
 		if e.ID != id {
 			continue
@@ -112,5 +102,5 @@ func showConfirmation(w io.Writer, store *confirm.Store, id string) error {
 			e.CreatedAt.Format(time.RFC3339), e.ExpiresAt.Format(time.RFC3339), visible.Text(string(args)))
 		return nil
 	}
-	return fmt.Errorf("%w: no confirmation %s in %s; toolhost approve --list shows them", confirm.ErrNotFound, id, confirm.Path)
+	return fmt.Errorf("%w: no confirmation %s; toolhost approve --list shows them", confirm.ErrNotFound, id)
 }

@@ -1,6 +1,7 @@
 package confirm
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,7 +10,8 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/oklog/ulid/v2"
+
 	"github.com/toolhost/toolhost/internal/contract"
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/sandbox"
@@ -26,10 +28,10 @@ const DefaultTTL = 10 * time.Minute
 // --list` and post-mortems before they are pruned.
 const keep = 24 * time.Hour
 
-// keepClaim is how long a session id stays bound to its agent after its
-// last use: far longer than any confirmation lives, so an id is never
-// handed to a second agent while a decision made for the first may wait.
-const keepClaim = 30 * 24 * time.Hour
+// KeepClaim is how long a session id stays bound to its agent after its
+// last use: far longer than a confirmation lives, so an id is never handed
+// to a second agent while a decision made for the first may wait.
+const KeepClaim = 30 * 24 * time.Hour
 
 // Entry states.
 const (
@@ -85,10 +87,13 @@ type Door interface {
 	ReadFile(rel string) ([]byte, error)
 }
 
-// Store is the confirmation store of one project.
+// Clock is the time source (a fake in tests).
+type Clock interface{ Now() time.Time }
+
+// Store is the confirmation store of one project in its files.
 type Store struct {
 	Door  Door
-	Clock callctx.Clock
+	Clock Clock
 }
 
 // Call is a call that needs confirmation.
@@ -137,7 +142,8 @@ var (
 )
 
 // SessionTakenError is a session id that another agent of the project
-// already uses (Claim, Check and Take refuse it).
+// already uses: claiming it, and asking, taking or deciding a confirmation
+// under it, are refused.
 type SessionTakenError struct {
 	SessionID string
 	// Agent is the agent the session belongs to.
@@ -158,8 +164,8 @@ func (e *SessionTakenError) Error() string {
 func (s *Store) Claim(session, agent string) error {
 	return sandbox.UpdateJSON(s.Door, Path, func(f *File, _ bool) error {
 		now := s.Clock.Now()
-		f.prune(now)
-		changed, err := f.claim(session, agent, now)
+		f.Prune(now)
+		changed, err := f.ClaimSession(session, agent, now)
 		if err == nil && !changed {
 			return sandbox.ErrUnchanged
 		}
@@ -167,10 +173,12 @@ func (s *Store) Claim(session, agent string) error {
 	})
 }
 
-// claim binds session to agent in f: a claim of another agent refuses it
-// (so does a confirmation of another agent in that session, recorded before
-// claims were kept); a claim of this agent is refreshed once an hour.
-func (f *File) claim(session, agent string, now time.Time) (changed bool, err error) {
+// ClaimSession binds session to agent in f at now: a claim of another
+// agent refuses it, and so does a confirmation of another agent in that
+// session (recorded before claims were kept); this agent's claim is
+// refreshed at most once an hour. changed reports whether f changed. The
+// rule of every store that keeps claims in a File.
+func (f *File) ClaimSession(session, agent string, now time.Time) (changed bool, err error) {
 	for _, c := range f.Sessions {
 		if c.SessionID != session {
 			continue
@@ -191,6 +199,11 @@ func (f *File) claim(session, agent string, now time.Time) (changed bool, err er
 	}
 	f.Sessions = append(f.Sessions, &Claim{SessionID: session, Agent: agent, Since: now, Seen: now})
 	return true, nil
+}
+
+// NewID returns a new confirmation id: "cf-" and a ULID.
+func NewID() string {
+	return "cf-" + ulid.MustNew(ulid.Timestamp(time.Now()), rand.Reader).String()
 }
 
 // ArgsHash is the identity of a call's arguments: sha256 over the tool name
@@ -227,76 +240,86 @@ func (s *Store) check(c Call, create bool) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if c.TTL <= 0 {
-		c.TTL = DefaultTTL
-	}
 	var res Result
 	err = sandbox.UpdateJSON(s.Door, Path, func(f *File, _ bool) error {
 		now := s.Clock.Now()
-		res = Result{}
-		f.prune(now)
-		claimed, err := f.claim(c.SessionID, c.Agent, now)
+		f.Prune(now)
+		claimed, err := f.ClaimSession(c.SessionID, c.Agent, now)
 		if err != nil {
 			return err
 		}
-		for _, e := range f.Confirmations {
-			if !e.matches(c, h) {
-				continue
-			}
-			switch e.Status {
-			case Approved, Denied:
-				if now.After(e.ExpiresAt) {
-					e.Status = Expired
-					res.Expired = e
-					continue
-				}
-				res.Verdict = Run
-				if e.Status == Denied {
-					res.Verdict = Deny
-				}
-				e.Status, e.UsedAt, e.UsedBy = Used, &now, c.CallID
-				res.Entry = e
-				return nil
-			case Pending:
-				if now.After(e.ExpiresAt) {
-					e.Status = Expired
-					continue
-				}
-				res.Entry = e
-			}
+		var changed bool
+		res, changed = f.Apply(c, h, now, create)
+		if !changed && !claimed {
+			return sandbox.ErrUnchanged
 		}
-		if res.Entry != nil {
-			return nil
-		}
-		if !create {
-			if res.Expired == nil && !claimed {
-				return sandbox.ErrUnchanged
-			}
-			return nil
-		}
-		for _, e := range f.Confirmations {
-			if e.Status == Pending && e.SessionID == c.SessionID && e.Agent == c.Agent && e.Tool == c.Tool {
-				e.Status = Superseded
-				res.Superseded = append(res.Superseded, e)
-			}
-		}
-		e := &Entry{
-			ID: "cf-" + callctx.NewCallID(), SessionID: c.SessionID, Agent: c.Agent, Tool: c.Tool,
-			ArgsHash: h, Arguments: c.Preview, CallID: c.CallID, Status: Pending, TTLMS: c.TTL.Milliseconds(),
-			CreatedAt: now, ExpiresAt: now.Add(c.TTL),
-		}
-		f.Confirmations = append(f.Confirmations, e)
-		res.Entry = e
 		return nil
 	})
 	return res, err
 }
 
-// matches reports whether e was asked for call c (whose arguments hash to
+// Apply decides call c (whose ArgsHash is h) at now against the entries
+// of f, changing them in place: it consumes a matching approval or denial,
+// or finds the pending confirmation the call waits on, or (create) adds
+// one and supersedes the other pending ones of the same tool by the same
+// agent in the session (Entry.Matches decides which entries are the
+// call's). changed reports whether any entry changed. The caller holds
+// whatever makes the read-modify-write of f exclusive (the file's lock, a
+// database's row locks); every store decides by these rules.
+func (f *File) Apply(c Call, h string, now time.Time, create bool) (res Result, changed bool) {
+	if c.TTL <= 0 {
+		c.TTL = DefaultTTL
+	}
+	for _, e := range f.Confirmations {
+		if !e.Matches(c, h) {
+			continue
+		}
+		switch e.Status {
+		case Approved, Denied:
+			if now.After(e.ExpiresAt) {
+				e.Status, changed = Expired, true
+				res.Expired = e
+				continue
+			}
+			res.Verdict = Run
+			if e.Status == Denied {
+				res.Verdict = Deny
+			}
+			e.Status, e.UsedAt, e.UsedBy = Used, &now, c.CallID
+			res.Entry = e
+			return res, true
+		case Pending:
+			if now.After(e.ExpiresAt) {
+				e.Status, changed = Expired, true
+				continue
+			}
+			res.Entry = e
+		}
+	}
+	if res.Entry != nil || !create {
+		return res, changed
+	}
+	for _, e := range f.Confirmations {
+		if e.Status == Pending && e.SessionID == c.SessionID && e.Agent == c.Agent && e.Tool == c.Tool {
+			e.Status = Superseded
+			res.Superseded = append(res.Superseded, e)
+		}
+	}
+	e := &Entry{
+		ID: NewID(), SessionID: c.SessionID, Agent: c.Agent, Tool: c.Tool,
+		ArgsHash: h, Arguments: c.Preview, CallID: c.CallID, Status: Pending, TTLMS: c.TTL.Milliseconds(),
+		CreatedAt: now, ExpiresAt: now.Add(c.TTL),
+	}
+	f.Confirmations = append(f.Confirmations, e)
+	res.Entry = e
+	return res, true
+}
+
+// Matches reports whether e was asked for call c (whose arguments hash to
 // h): the same agent, in the same session, calling the same tool with the
 // same canonical arguments. The agent is part of the identity: two agents
-// can never share a decision, even through one session id.
-func (e *Entry) matches(c Call, h string) bool {
+// never share a decision, even through one session id.
+func (e *Entry) Matches(c Call, h string) bool {
 	return e.SessionID == c.SessionID && e.Agent == c.Agent && e.Tool == c.Tool && e.ArgsHash == h
 }
 
@@ -305,30 +328,36 @@ func (e *Entry) matches(c Call, h string) bool {
 func (s *Store) Decide(id string, approve bool) (*Entry, error) {
 	var out *Entry
 	err := sandbox.UpdateJSON(s.Door, Path, func(f *File, _ bool) error {
-		now := s.Clock.Now()
-		for _, e := range f.Confirmations {
-			if e.ID != id {
-				continue
-			}
-			if e.Status != Pending {
-				return fmt.Errorf("%w: %s is %s, only a pending confirmation can be decided; call the tool again for a new id", ErrClosed, id, e.Status)
-			}
-			if now.After(e.ExpiresAt) {
-				return fmt.Errorf("%w: %s expired at %s; call the tool again for a new id", ErrExpired, id, e.ExpiresAt.Format(time.RFC3339))
-			}
-			e.Status, e.Decision = Denied, Denied
-			if approve {
-				e.Status, e.Decision = Approved, Approved
-			}
-			e.DecidedAt = &now
-			e.ExpiresAt = now.Add(time.Duration(e.TTLMS) * time.Millisecond)
-			cp := *e
-			out = &cp
-			return nil
-		}
-		return fmt.Errorf("%w: no confirmation %s in %s; ids are in the needs_confirmation message", ErrNotFound, id, Path)
+		e, err := f.Decide(id, approve, s.Clock.Now())
+		out = e
+		return err
 	})
 	return out, err
+}
+
+// Decide records the decision on entry id of f at now and returns a copy
+// of the entry: the rule of every store (see Apply).
+func (f *File) Decide(id string, approve bool, now time.Time) (*Entry, error) {
+	for _, e := range f.Confirmations {
+		if e.ID != id {
+			continue
+		}
+		if e.Status != Pending {
+			return nil, fmt.Errorf("%w: %s is %s, only a pending confirmation can be decided; call the tool again for a new id", ErrClosed, id, e.Status)
+		}
+		if now.After(e.ExpiresAt) {
+			return nil, fmt.Errorf("%w: %s expired at %s; call the tool again for a new id", ErrExpired, id, e.ExpiresAt.Format(time.RFC3339))
+		}
+		e.Status, e.Decision = Denied, Denied
+		if approve {
+			e.Status, e.Decision = Approved, Approved
+		}
+		e.DecidedAt = &now
+		e.ExpiresAt = now.Add(time.Duration(e.TTLMS) * time.Millisecond)
+		cp := *e
+		return &cp, nil
+	}
+	return nil, fmt.Errorf("%w: no confirmation %s; ids are in the needs_confirmation message", ErrNotFound, id)
 }
 
 // List returns every entry in the store.
@@ -347,9 +376,9 @@ func (s *Store) List() ([]*Entry, error) {
 	return f.Confirmations, nil
 }
 
-// prune drops entries that are closed or expired and were created more than
-// keep ago, and claims unused for keepClaim, so the file stays small.
-func (f *File) prune(now time.Time) {
+// Prune drops from f the entries that are closed or expired and were
+// created more than a day ago, and the claims unused for KeepClaim.
+func (f *File) Prune(now time.Time) {
 	kept := f.Confirmations[:0]
 	for _, e := range f.Confirmations {
 		open := (e.Status == Pending || e.Status == Approved || e.Status == Denied) && !now.After(e.ExpiresAt)
@@ -360,7 +389,7 @@ func (f *File) prune(now time.Time) {
 	f.Confirmations = kept
 	claims := f.Sessions[:0]
 	for _, c := range f.Sessions {
-		if now.Sub(c.Seen) < keepClaim {
+		if now.Sub(c.Seen) < KeepClaim {
 			claims = append(claims, c)
 		}
 	}
