@@ -18,9 +18,9 @@ import (
 
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/ndjson"
-	"github.com/toolhost/toolhost/internal/visible"
 	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/internal/store/filestore"
+	"github.com/toolhost/toolhost/internal/visible"
 )
 
 // auditFlags are shared by audit and its subcommands.

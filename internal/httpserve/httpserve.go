@@ -292,7 +292,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("unsupported MCP-Protocol-Version %q: this server speaks %s", v, strings.Join(server.SupportedVersions, ", ")))))
 		return
 	}
-	conn := s.anon
+	var conn *rpc.Conn
 	switch {
 	case sid != "":
 		sess := s.session(sid)
