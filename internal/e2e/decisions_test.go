@@ -97,8 +97,8 @@ func confirmationStatus(t *testing.T, project, id string) string {
 // PM's real `serve --http` running on the project, a command run by the
 // coder's (confined) bash tool tries every route to decide for the human or
 // to act as another agent — the page's token, the sign-in by guessing,
-// /proc of every process (argv, environment), the secrets directory, the
-// HTTP server without a token or with every token-shaped string it found,
+// /proc of every process (argv, environment), the HTTP server without a
+// token or with every token-shaped string it found,
 // as a 2026-07-28 client answering its own InputRequiredResult, `toolhost
 // approve` and a dashboard of its own — and the effect is checked: the
 // PM's confirmation is still pending, the PM's memory and timeline hold
@@ -109,7 +109,6 @@ func TestConfinedCommandCannotDecide(t *testing.T) {
 	t.Parallel()
 	project := t.TempDir()
 	secretsEnv := "TOOLHOST_SECRETS_DIR=" + filepath.Join(t.TempDir(), "secrets")
-	secretsDir := strings.TrimPrefix(secretsEnv, "TOOLHOST_SECRETS_DIR=")
 	policy := policyFile(t, `{"tools":{"record_memory":{"confirm":true}}}`)
 	env := []string{secretsEnv, "HOME=" + t.TempDir()}
 
@@ -131,7 +130,7 @@ func TestConfinedCommandCannotDecide(t *testing.T) {
 	// bash tool (confined); it prints what it sees, and its effect is what
 	// the test judges.
 	script := `import glob, json, os, re, subprocess, time, urllib.request, http.cookiejar
-D, H, ID, P, S, BIN = %q, %q, %q, %q, %q, %q
+D, H, ID, P, BIN = %q, %q, %q, %q, %q
 
 def req(url, body=None, headers=None, opener=None):
     r = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode(), headers=headers or {})
@@ -156,7 +155,8 @@ jar = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookie
 for guess in ["0000000000", "AAAAAAAAAA", "ZZZZZ-ZZZZZ"] * 4:
     st, _ = req(D + "/api/session", {"code": guess}, js, jar)
 print("last guess:", st, "then approve:", req(D + "/api/confirmations/" + ID + "/approve", {}, dict(js, **{"X-Toolhost-Page-Token": tok}), jar)[0])
-# 3. /proc of every process and the secrets directory
+# 3. /proc of every process (the secrets directory itself is the
+# confinement's to hide: its own e2e test reads it from every source)
 loot = ""
 for d in glob.glob("/proc/[0-9]*"):
     for f in ("cmdline", "environ"):
@@ -164,12 +164,6 @@ for d in glob.glob("/proc/[0-9]*"):
             loot += open(d + "/" + f, "rb").read().decode(errors="replace").replace("\0", "\n") + "\n"
         except Exception:
             pass
-for f in glob.glob(S + "/*") + glob.glob(S + "/.*"):
-    try:
-        loot += open(f).read() + "\n"
-        print("read from the secrets dir:", f)
-    except Exception as e:
-        print("secrets dir:", e)
 cands = sorted(set(re.findall(r"[A-Za-z0-9_-]{40,}", loot)))
 print("token-shaped strings found:", len(cands))
 # 4. the PM's HTTP server with every candidate, and with none
@@ -213,7 +207,7 @@ if url and code:
     print("own sign-in:", st, "approve through it:", req(url + "api/confirmations/" + ID + "/approve", {}, {"Content-Type": "application/json", "X-Toolhost-Page-Token": t2}, jar2))
 d.terminate()
 `
-	script = fmt.Sprintf(script, D, H, id, project, secretsDir, testutil.Toolhost(t))
+	script = fmt.Sprintf(script, D, H, id, project, testutil.Toolhost(t))
 	// The agent could write it itself (units/ is the coder's); the test
 	// puts it there to keep the command short for the guard.
 	if err := os.WriteFile(filepath.Join(project, "units/a/attack.py"), []byte(script), 0o644); err != nil {
