@@ -230,10 +230,16 @@ func (s *Store) classify(err error) error {
 // must find its own earlier write by its key: a try whose commit's answer
 // was lost may have committed.
 func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return s.retry(ctx, func() error { return pgx.BeginFunc(ctx, s.pool, fn) })
+}
+
+// retry runs fn again with backoff while the database cannot be reached
+// (for up to RetryFor); fn must find its own earlier write by its key.
+func (s *Store) retry(ctx context.Context, fn func() error) error {
 	deadline := time.Now().Add(s.o.RetryFor)
 	wait := 20 * time.Millisecond
 	for {
-		err := pgx.BeginFunc(ctx, s.pool, fn)
+		err := fn()
 		if err == nil || !unreachable(err) || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
 			return s.classify(err)
 		}
