@@ -258,16 +258,3 @@ func notify(ctx context.Context, tx pgx.Tx, pid, what, agent string) error {
 	_, err := tx.Exec(ctx, `SELECT pg_notify('toolhost', $1)`, pid+"\x1f"+what+"\x1f"+agent)
 	return err
 }
-
-// nextNumber locks the project's head of log and returns the next number
-// (the head is created on first use).
-func nextNumber(ctx context.Context, tx pgx.Tx, pid, log string) (int64, error) {
-	if _, err := tx.Exec(ctx, `INSERT INTO heads (pid, log) VALUES ($1, $2) ON CONFLICT DO NOTHING`, pid, log); err != nil {
-		return 0, err
-	}
-	var n int64
-	if err := tx.QueryRow(ctx, `UPDATE heads SET n = n + 1 WHERE pid = $1 AND log = $2 RETURNING n`, pid, log).Scan(&n); err != nil {
-		return 0, err
-	}
-	return n, nil
-}
