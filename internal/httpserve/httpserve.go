@@ -272,7 +272,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		conn = sess.conn
-	case *m.Method == "initialize":
+	case startsSession(*m.Method):
 		sess, e := s.newSession()
 		if e != nil {
 			writeJSON(w, http.StatusServiceUnavailable, rpc.EncodeError(m.ID, e))
@@ -297,12 +297,18 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// startsSession reports whether a 2025 request begins a session.
+func startsSession(name string) bool {
+	m, ok := server.Lookup(name)
+	return ok && m.StartsSession
+}
+
 func isLegacy(v string) bool {
 	return v != "" && !server.IsModern(v) && slices.Contains(server.SupportedVersions, v)
 }
 
 func headerMismatch(msg string) *rpc.Error {
-	return &rpc.Error{Code: server.CodeHeaderMismatch, Message: "Header mismatch: " + msg, Status: http.StatusBadRequest}
+	return &rpc.Error{Code: server.CodeHeaderMismatch, Message: "Header mismatch: " + msg, Kind: rpc.KindBadRequest}
 }
 
 // modernHeaders checks the request headers a 2026-07-28 POST must carry
@@ -318,15 +324,11 @@ func modernHeaders(r *http.Request, m *rpc.Message, version string) *rpc.Error {
 	if got := r.Header.Get("Mcp-Method"); got != *m.Method {
 		return headerMismatch(fmt.Sprintf("Mcp-Method header value %q does not match body value %q", got, *m.Method))
 	}
-	field := ""
-	switch *m.Method {
-	case "tools/call", "prompts/get":
-		field = "name"
-	case "resources/read":
-		field = "uri"
-	default:
-		return nil
+	method, _ := server.Lookup(*m.Method)
+	if method == nil || method.NameParam == "" {
+		return nil // names nothing (an unknown method: the method surface answers)
 	}
+	field := method.NameParam
 	var p map[string]json.RawMessage
 	_ = json.Unmarshal(m.Params, &p)
 	var want string

@@ -135,9 +135,18 @@ func (s *postSink) abandon() {
 	}
 }
 
+// statusOf is the HTTP status of an answer, chosen by the kind of its
+// error as the Streamable HTTP binding says: 404 for a method the request's
+// revision does not define, 400 for a request that cannot be served as
+// sent, 200 for everything else (the error is in the body).
 func statusOf(e *rpc.Error) int {
-	if e != nil && e.Status != 0 {
-		return e.Status
+	switch {
+	case e == nil:
+		return http.StatusOK
+	case e.Kind == rpc.KindUnknownMethod:
+		return http.StatusNotFound
+	case e.Kind == rpc.KindBadRequest:
+		return http.StatusBadRequest
 	}
 	return http.StatusOK
 }

@@ -101,14 +101,14 @@ func era(m *wireMeta) (reqInfo, error) {
 func unsupportedVersion(requested string) *rpc.Error {
 	data, _ := json.Marshal(map[string]any{"supported": SupportedVersions, "requested": requested})
 	raw := json.RawMessage(data)
-	return &rpc.Error{Code: CodeUnsupportedProtocolVersion, Status: 400, Data: &raw,
+	return &rpc.Error{Code: CodeUnsupportedProtocolVersion, Kind: rpc.KindBadRequest, Data: &raw,
 		Message: fmt.Sprintf("Unsupported protocol version %q: this server speaks %s", requested, strings.Join(SupportedVersions, ", "))}
 }
 
 // missingMeta is a modern request without a required _meta field: invalid
-// params, 400 on HTTP.
+// params, a bad request.
 func missingMeta(detail string) *rpc.Error {
-	return &rpc.Error{Code: rpc.CodeInvalidParams, Status: 400, Message: "invalid params: " + detail}
+	return &rpc.Error{Code: rpc.CodeInvalidParams, Kind: rpc.KindBadRequest, Message: "invalid params: " + detail}
 }
 
 // metaOnly decodes the _meta of params that carry nothing else toolhost reads.

@@ -179,13 +179,9 @@ func (s *Server) Handle(ctx context.Context, peer rpc.Peer, req rpc.Request) (re
 		ctx, r = s.Trace.Request(ctx, req.Method, req.ID)
 		defer func() { endRequest(r, err) }()
 	}
-	switch req.Method {
-	case "tools/call":
-		// The hot path decodes its params and _meta in one pass.
-		return s.callTool(ctx, peer, req.Params)
-	case "initialize":
-		// initialize selects the legacy rules, whatever its _meta says.
-		return s.initialize(ctx, req.Params)
+	m, known := Lookup(req.Method)
+	if known && m.ownMeta {
+		return m.serve(s, ctx, peer, req, reqInfo{})
 	}
 	meta, err := metaOnly(req.Params)
 	if err != nil {
@@ -198,35 +194,11 @@ func (s *Server) Handle(ctx context.Context, peer rpc.Peer, req rpc.Request) (re
 	if s.Trace != nil {
 		ctx = trace.Begin(ctx, trace.Parent{Traceparent: meta.Traceparent, Tracestate: meta.Tracestate}, s.version(ri), "")
 	}
-	switch req.Method {
-	case "server/discover":
-		if !ri.modern {
-			return nil, missingMeta(fmt.Sprintf("server/discover is a %s request: send _meta %q (e.g. %q) and %q", Modern, MetaProtocolVersion, Modern, MetaClientCapabilities))
-		}
-		return s.discover(), nil
-	case "tools/list":
-		if !ri.modern {
-			// A legacy client that skips initialize still gets list_changed
-			// once it has seen a list.
-			s.subs.addLegacy(peer.Session())
-		}
-		return s.listTools(ctx, ri, req.Params)
-	case "resources/list":
-		return s.emptyList(ri, "resources"), nil
-	case "prompts/list":
-		return s.emptyList(ri, "prompts"), nil
-	case "subscriptions/listen":
-		if ri.modern {
-			return s.listen(ctx, peer, req.ID, req.Params)
-		}
-	case "ping":
-		if !ri.modern {
-			return struct{}{}, nil
-		}
-	case "logging/setLevel":
-		if !ri.modern {
-			return s.setLevel(req.Params)
-		}
+	switch {
+	case known && m.servedIn(ri):
+		return m.serve(s, ctx, peer, req, ri)
+	case known && m.outside != nil:
+		return nil, m.outside(req.Method)
 	}
 	return nil, notFound(req.Method, ri.modern)
 }
@@ -236,7 +208,7 @@ func (s *Server) Handle(ctx context.Context, peer rpc.Peer, req rpc.Request) (re
 func notFound(method string, modern bool) error {
 	e := rpc.NewError(rpc.CodeMethodNotFound, fmt.Sprintf("method %q not found", method))
 	if modern {
-		e.Status = 404
+		e.Kind = rpc.KindUnknownMethod
 		switch method {
 		case "ping":
 			e.Message += fmt.Sprintf(" in protocol revision %s (removed there: every request stands alone, no connection to keep alive)", Modern)
