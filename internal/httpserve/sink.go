@@ -20,7 +20,7 @@ var (
 
 // postSink is the rpc.Sink of one POSTed request: its answer is one JSON
 // body, or — once something must reach the client before the answer (a
-// progress notification, a log message, an elicitation/create of a legacy
+// progress notification, a log message, an elicitation/create of a 2025
 // session) — an SSE stream that the answer ends.
 type postSink struct {
 	w      http.ResponseWriter
@@ -157,7 +157,7 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// streamSink is a legacy session's GET stream: the messages that relate to
+// streamSink is a 2025 session's GET stream: the messages that relate to
 // no request (notifications/tools/list_changed). They are dropped while no
 // stream is open, as nothing could deliver them.
 type streamSink struct {

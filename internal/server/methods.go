@@ -55,17 +55,17 @@ var methods = []Method{
 		}},
 	{Name: "server/discover", Revisions: PerRequest,
 		outside: func(method string) error {
-			return missingMeta(fmt.Sprintf("%s is a %s request: send _meta %q (e.g. %q) and %q", method, Modern, MetaProtocolVersion, Modern, MetaClientCapabilities))
+			return missingMeta(fmt.Sprintf("%s is a %s request: send _meta %q (e.g. %q) and %q", method, PerRequestVersion, MetaProtocolVersion, PerRequestVersion, MetaClientCapabilities))
 		},
 		serve: func(s *Server, _ context.Context, _ rpc.Peer, _ rpc.Request, _ reqInfo) (any, error) {
 			return s.discover(), nil
 		}},
 	{Name: "tools/list", Revisions: PerRequest | Negotiated,
 		serve: func(s *Server, ctx context.Context, peer rpc.Peer, req rpc.Request, ri reqInfo) (any, error) {
-			if !ri.modern {
+			if !ri.perRequest {
 				// A 2025 client that skips initialize still gets
 				// list_changed once it has seen a list.
-				s.subs.addLegacy(peer.Session())
+				s.subs.addNegotiated(peer.Session())
 			}
 			return s.listTools(ctx, ri, req.Params)
 		}},
@@ -105,7 +105,7 @@ func Lookup(name string) (*Method, bool) {
 
 // servedIn reports whether m is served in the revision ri speaks.
 func (m *Method) servedIn(ri reqInfo) bool {
-	if ri.modern {
+	if ri.perRequest {
 		return m.Revisions&PerRequest != 0
 	}
 	return m.Revisions&Negotiated != 0
