@@ -1,7 +1,6 @@
 package dashboard_test
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -9,27 +8,22 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/testutil"
 )
 
-// dash is `toolhost dashboard` running for one test.
+// dash is a dashboard served by the real binary for one test.
 type dash struct {
-	URL    string // http://127.0.0.1:PORT/
-	cmd    *exec.Cmd
-	stderr testutil.SyncBuffer
-	stdout testutil.SyncBuffer
-	exited chan struct{}
-	// codes receives each sign-in code the dashboard prints, in order.
-	codes chan string
+	URL  string // http://127.0.0.1:PORT/
+	proc *testutil.Process
+	// used are the sign-in codes the test already entered.
+	used map[string]bool
 }
 
 // codePrinted finds the sign-in code on a line the dashboard printed.
@@ -41,58 +35,11 @@ var codePrinted = regexp.MustCompile(`enter the code ([0-9A-Z]{5}-[0-9A-Z]{5}) t
 func runDashboard(t testing.TB, args ...string) *dash {
 	t.Helper()
 	all := append([]string{"dashboard", "--addr", "127.0.0.1:0"}, args...)
-	cmd := exec.Command(testutil.Toolhost(t), all...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &dash{cmd: cmd, exited: make(chan struct{}), codes: make(chan string, 64)}
-	cmd.Stderr = &d.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	urlCh := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			fmt.Fprintln(&d.stdout, sc.Text())
-			if u, ok := strings.CutPrefix(sc.Text(), "toolhost dashboard: http"); ok {
-				urlCh <- "http" + u
-			}
-			if m := codePrinted.FindStringSubmatch(sc.Text()); m != nil {
-				d.codes <- m[1]
-			}
-		}
-		_ = cmd.Wait()
-		close(d.exited)
-	}()
-	t.Cleanup(func() { d.stop(t) })
-	select {
-	case d.URL = <-urlCh:
-	case <-d.exited:
-		t.Fatalf("toolhost dashboard exited: %s", d.stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("toolhost dashboard printed no URL: %s", d.stderr.String())
-	}
-	return d
+	p := testutil.Start(t, testutil.Toolhost(t), all, nil, testutil.DashboardURL)
+	return &dash{URL: p.URL, proc: p, used: map[string]bool{}}
 }
 
-func (d *dash) stop(t testing.TB) {
-	select {
-	case <-d.exited:
-		return
-	default:
-	}
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.exited:
-	case <-time.After(15 * time.Second):
-		_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-		<-d.exited
-		t.Errorf("toolhost dashboard did not stop on SIGTERM\n%s", d.stderr.String())
-	}
-}
+func (d *dash) stop(t testing.TB) { _ = d.proc.Stop(t) }
 
 // get fetches path from the dashboard with headers; it returns the status
 // and the body.
@@ -125,23 +72,29 @@ func do(t testing.TB, method, url string, hdr map[string]string, body string) (i
 	return res.StatusCode, string(b)
 }
 
-// code is the newest sign-in code the dashboard printed (waiting for the
-// first one).
+// code is the newest sign-in code the dashboard printed that the test has
+// not entered yet (waiting for it: a code is printed when the last one is
+// used); it counts as entered from now on.
 func (d *dash) code(t testing.TB) string {
 	t.Helper()
 	var c string
-	select {
-	case c = <-d.codes:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the dashboard printed no code:\n%s", d.stdout.String())
+	_, ok := d.proc.WaitFor(30*time.Second, func(l string) bool {
+		m := codePrinted.FindStringSubmatch(l)
+		if m != nil && !d.used[m[1]] {
+			c = m[1]
+		}
+		return m != nil && !d.used[m[1]]
+	})
+	if !ok {
+		t.Fatalf("the dashboard printed no new code:\n%s", d.proc.Log())
 	}
-	for {
-		select {
-		case c = <-d.codes:
-		default:
-			return c
+	for _, m := range codePrinted.FindAllStringSubmatch(d.proc.Log(), -1) {
+		if !d.used[m[1]] {
+			c = m[1]
 		}
 	}
+	d.used[c] = true
+	return c
 }
 
 // signIn trades the printed code for a session, as a human does in the

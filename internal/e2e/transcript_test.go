@@ -377,9 +377,9 @@ func (s *stdioTranscript) finish(t *testing.T) string {
 
 // httpTranscript POSTs each line as a conforming Streamable HTTP client
 // would: the 2026-07-28 request headers mirrored from the body, and the
-// session id of the latest legacy initialize on legacy requests. A legacy
+// session id of the latest 2025 initialize on 2025 requests. A 2025
 // request needs a session over HTTP (400 without one), so a transcript
-// whose legacy requests come before any initialize — a stdio client that
+// whose 2025 requests come before any initialize — a stdio client that
 // never initializes — runs them in a session begun by an initialize of its
 // own, whose answer is not part of the output.
 type httpTranscript struct {

@@ -224,7 +224,7 @@ func TestHTTPNeedsItsToken(t *testing.T) {
 			{"right token", "Bearer " + s.srv.Token, http.StatusOK},
 		} {
 			before := timelineLines(t, project)
-			h := modernHeaders("tools/call", "timeline_append")
+			h := perRequestHeaders("tools/call", "timeline_append")
 			h[noAuth] = "1"
 			if c.auth != "" {
 				h["Authorization"] = c.auth

@@ -43,7 +43,7 @@ func postAs(t *testing.T, url, contentType, body string, headers map[string]stri
 	return resp.StatusCode, resp.Header, string(b)
 }
 
-func modernHeaders(method, name string) map[string]string {
+func perRequestHeaders(method, name string) map[string]string {
 	h := map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
 	if name != "" {
 		h["Mcp-Name"] = name
@@ -81,7 +81,7 @@ func TestOrigin(t *testing.T) {
 		{"http://LOCALHOST:3000/", http.StatusOK},
 	} {
 		before := timelineLines(t, project)
-		h := modernHeaders("tools/call", "timeline_append")
+		h := perRequestHeaders("tools/call", "timeline_append")
 		if c.origin != "" {
 			h["Origin"] = c.origin
 		}
@@ -100,7 +100,7 @@ func TestOrigin(t *testing.T) {
 	// A rebound DNS name reaches the loopback server with its own Host.
 	req, _ := http.NewRequest(http.MethodPost, s.URL, strings.NewReader(call))
 	req.Host = "evil.example:" + u.Port()
-	for k, v := range modernHeaders("tools/call", "timeline_append") {
+	for k, v := range perRequestHeaders("tools/call", "timeline_append") {
 		req.Header.Set(k, v)
 	}
 	before := timelineLines(t, project)
@@ -137,7 +137,7 @@ func TestSlowBody(t *testing.T) {
 	}
 	// A call slower than the body timeout is not cut off.
 	status, _, out := post(t, s.URL, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"update_todo_item","arguments":{"id":"step-001","status":"done"},`+modernMeta+`}}`,
-		modernHeaders("tools/call", "update_todo_item"))
+		perRequestHeaders("tools/call", "update_todo_item"))
 	if status != http.StatusOK || !strings.Contains(out, `"ok\":false`) {
 		t.Fatalf("after the slow client: %d %s", status, out)
 	}
@@ -157,13 +157,13 @@ func TestModernHeaders(t *testing.T) {
 		code    int
 	}{
 		{"no headers", map[string]string{}, -32020},
-		{"wrong tool name", modernHeaders("tools/call", "record_memory"), -32020},
-		{"wrong method", modernHeaders("tools/list", "timeline_append"), -32020},
-		{"no Mcp-Name", modernHeaders("tools/call", ""), -32020},
+		{"wrong tool name", perRequestHeaders("tools/call", "record_memory"), -32020},
+		{"wrong method", perRequestHeaders("tools/list", "timeline_append"), -32020},
+		{"no Mcp-Name", perRequestHeaders("tools/call", ""), -32020},
 		{"wrong revision header", map[string]string{"MCP-Protocol-Version": "2025-11-25", "Mcp-Method": "tools/call", "Mcp-Name": "timeline_append"}, -32020},
-		{"bad base64 name", modernHeaders("tools/call", "=?base64?!!!?="), -32020},
-		{"base64 name", modernHeaders("tools/call", "=?base64?dGltZWxpbmVfYXBwZW5k?="), 0},
-		{"right headers", modernHeaders("tools/call", "timeline_append"), 0},
+		{"bad base64 name", perRequestHeaders("tools/call", "=?base64?!!!?="), -32020},
+		{"base64 name", perRequestHeaders("tools/call", "=?base64?dGltZWxpbmVfYXBwZW5k?="), 0},
+		{"right headers", perRequestHeaders("tools/call", "timeline_append"), 0},
 	} {
 		before := timelineLines(t, project)
 		status, _, body := post(t, s.URL, call, c.headers)
@@ -180,7 +180,7 @@ func TestModernHeaders(t *testing.T) {
 			t.Errorf("%s: %d %s, ran %v; want 400 with %d for id 7, nothing run", c.name, status, body, ran, c.code)
 		}
 	}
-	// The modern errors the binding gives a status of its own.
+	// The 2026-07-28 errors the binding gives a status of its own.
 	for _, c := range []struct {
 		body, method string
 		status       int
@@ -189,7 +189,7 @@ func TestModernHeaders(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, "tools/list", http.StatusBadRequest},
 		{`{"jsonrpc":"2.0","id":1,"method":"nope/nope","params":{` + modernMeta + `}}`, "nope/nope", http.StatusNotFound},
 	} {
-		h := modernHeaders(c.method, "")
+		h := perRequestHeaders(c.method, "")
 		if strings.Contains(c.body, "1999") {
 			h["MCP-Protocol-Version"] = "1999-01-01"
 		}
@@ -269,10 +269,10 @@ func TestBodyCap(t *testing.T) {
 		m := `{"jsonrpc":"2.0","id":"cap","method":"tools/list","params":{` + modernMeta + `,"pad":"`
 		return m + strings.Repeat("x", n-len(m)-3) + `"}}`
 	}
-	if status, _, body := post(t, s.URL, msg(limit), modernHeaders("tools/list", "")); status != http.StatusOK || !strings.Contains(body, `"result":{`) {
+	if status, _, body := post(t, s.URL, msg(limit), perRequestHeaders("tools/list", "")); status != http.StatusOK || !strings.Contains(body, `"result":{`) {
 		t.Errorf("exactly the cap: %d %s", status, body)
 	}
-	status, _, body := post(t, s.URL, msg(limit+1), modernHeaders("tools/list", ""))
+	status, _, body := post(t, s.URL, msg(limit+1), perRequestHeaders("tools/list", ""))
 	if status != http.StatusRequestEntityTooLarge || !strings.Contains(body, `"id":"cap"`) || !strings.Contains(body, "4096-byte limit") {
 		t.Errorf("one byte over the cap: %d %s", status, body)
 	}
@@ -291,7 +291,7 @@ func TestOnlyJSONBodiesAndSessions(t *testing.T) {
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"timeline_append","arguments":{"kind":"k","message":"m"},` + modernMeta + `}}`
 	for _, ct := range []string{"text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "", "application/jsonx", "application/json-patch+json"} {
 		before := timelineLines(t, project)
-		status, _, body := postAs(t, s.URL, ct, call, modernHeaders("tools/call", "timeline_append"))
+		status, _, body := postAs(t, s.URL, ct, call, perRequestHeaders("tools/call", "timeline_append"))
 		if status != http.StatusUnsupportedMediaType || !strings.Contains(body, "application/json") {
 			t.Errorf("Content-Type %q: %d %s, want 415 naming application/json", ct, status, body)
 		}
@@ -299,7 +299,7 @@ func TestOnlyJSONBodiesAndSessions(t *testing.T) {
 			t.Errorf("Content-Type %q: the call ran", ct)
 		}
 	}
-	if status, _, body := postAs(t, s.URL, "application/json; charset=utf-8", call, modernHeaders("tools/call", "timeline_append")); status != http.StatusOK || timelineLines(t, project) != 1 {
+	if status, _, body := postAs(t, s.URL, "application/json; charset=utf-8", call, perRequestHeaders("tools/call", "timeline_append")); status != http.StatusOK || timelineLines(t, project) != 1 {
 		t.Fatalf("application/json with a charset: %d %s", status, body)
 	}
 

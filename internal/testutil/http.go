@@ -3,48 +3,180 @@ package testutil
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// HTTPServer is `toolhost serve --http` running for one test.
-type HTTPServer struct {
-	// URL is the MCP endpoint (http://127.0.0.1:PORT/mcp).
+// Process is the real binary running as a server for one test (serve
+// --http, dashboard, demo --dashboard): in its own process group, every
+// line it prints kept, the URL it announced, and stopped (SIGTERM, then
+// SIGKILL of its group) when the test ends. It is the one way tests start
+// a server from the binary.
+type Process struct {
+	// URL is what the process announced (an MCP endpoint, a dashboard).
 	URL string
-	// Token is the bearer token every request must carry; SecretsDir the
-	// secrets directory (TOOLHOST_SECRETS_DIR) the server keeps it in, the
-	// test's own.
-	Token      string
-	SecretsDir string
-	Cmd        *exec.Cmd
-	stderr     SyncBuffer
-	exited     chan struct{}
-	err        error
+	Cmd *exec.Cmd
+
+	mu      sync.Mutex
+	lines   []string
+	changed chan struct{} // closed and replaced on each line and at exit
+	exited  chan struct{}
+	err     error
 }
 
-// Log is what the server wrote to stderr so far.
-func (s *HTTPServer) Log() string { return s.stderr.String() }
+// Start runs bin with args (env nil: the test's environment) and waits
+// until found recognises the URL in a line of its stdout or stderr.
+func Start(t testing.TB, bin string, args, env []string, found func(line string) (url string, ok bool)) *Process {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p := &Process{Cmd: cmd, changed: make(chan struct{}), exited: make(chan struct{})}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var readers sync.WaitGroup
+	for _, r := range []io.Reader{stdout, stderr} {
+		readers.Go(func() {
+			sc := bufio.NewScanner(r)
+			sc.Buffer(make([]byte, 64<<10), 4<<20)
+			for sc.Scan() {
+				p.add(sc.Text())
+			}
+		})
+	}
+	go func() {
+		readers.Wait()
+		err := cmd.Wait()
+		p.mu.Lock()
+		p.err = err
+		close(p.exited)
+		p.notifyLocked()
+		p.mu.Unlock()
+	}()
+	t.Cleanup(func() { p.Stop(t) })
+	line, ok := p.WaitFor(60*time.Second, func(l string) bool { _, ok := found(l); return ok })
+	if !ok {
+		t.Fatalf("%s %s announced no URL (exited: %t, %v):\n%s", bin, strings.Join(args, " "), p.Exited(), p.err, p.Log())
+	}
+	p.URL, _ = found(line)
+	return p
+}
+
+func (p *Process) add(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lines = append(p.lines, line)
+	p.notifyLocked()
+}
+
+func (p *Process) notifyLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// WaitFor waits until a line printed so far or later satisfies match, and
+// returns it; false when the process exits or d passes first.
+func (p *Process) WaitFor(d time.Duration, match func(line string) bool) (string, bool) {
+	deadline := time.After(d)
+	seen := 0
+	for {
+		p.mu.Lock()
+		for ; seen < len(p.lines); seen++ {
+			if match(p.lines[seen]) {
+				l := p.lines[seen]
+				p.mu.Unlock()
+				return l, true
+			}
+		}
+		changed, exited := p.changed, p.exited
+		p.mu.Unlock()
+		select {
+		case <-exited:
+			// Lines read before the exit are in; look once more.
+			p.mu.Lock()
+			n := len(p.lines)
+			p.mu.Unlock()
+			if seen == n {
+				return "", false
+			}
+		case <-changed:
+		case <-deadline:
+			return "", false
+		}
+	}
+}
+
+// Log is what the process printed so far, stdout and stderr, a line each.
+func (p *Process) Log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.lines, "\n")
+}
+
+// Exited reports whether the process has ended.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Done is closed when the process has ended; Err is then its exit error.
+func (p *Process) Done() <-chan struct{} { return p.exited }
+
+// Err is the process's exit error, once Done is closed.
+func (p *Process) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
 
 // Stop sends SIGTERM (the shutdown a service manager sends) and waits for
-// the server to exit, returning its exit error.
-func (s *HTTPServer) Stop(t testing.TB) error {
+// the process to exit, returning its exit error; a process that does not
+// stop within 20 s has its group killed and fails the test. Stopping an
+// ended process returns its exit error.
+func (p *Process) Stop(t testing.TB) error {
 	t.Helper()
-	_ = s.Cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(20 * time.Second):
-		_ = syscall.Kill(-s.Cmd.Process.Pid, syscall.SIGKILL)
-		<-s.exited
-		t.Errorf("toolhost --http did not stop on SIGTERM\n%s", s.Log())
+	if !p.Exited() {
+		_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(20 * time.Second):
+			_ = syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGKILL)
+			<-p.exited
+			t.Errorf("%s did not stop on SIGTERM\n%s", p.Cmd.Path, p.Log())
+		}
 	}
-	return s.err
+	return p.Err()
+}
+
+// HTTPServer is `toolhost serve --http` running for one test, with the
+// bearer token every request must carry and the secrets directory
+// (TOOLHOST_SECRETS_DIR) it keeps it in, the test's own unless the test
+// names one.
+type HTTPServer struct {
+	*Process
+	Token      string
+	SecretsDir string
 }
 
 // Client is an HTTP client whose every request carries the server's
@@ -74,8 +206,8 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // ServeHTTP starts bin as `bin serve args... --http 127.0.0.1:0` (args
-// may name another --http) with a secrets directory of the test's own, and
-// waits until it listens; the server is stopped when the test ends.
+// may name another --http) and waits until it listens (its http_listening
+// log event), reading the token from the file that event names.
 func ServeHTTP(t testing.TB, bin string, args ...string) *HTTPServer {
 	t.Helper()
 	return ServeHTTPEnv(t, bin, nil, args...)
@@ -86,73 +218,43 @@ func ServeHTTP(t testing.TB, bin string, args ...string) *HTTPServer {
 // secrets directory.
 func ServeHTTPEnv(t testing.TB, bin string, env []string, args ...string) *HTTPServer {
 	t.Helper()
+	all := append([]string{"serve"}, args...)
 	hasAddr := false
 	for _, a := range args {
-		if a == "--http" {
-			hasAddr = true
-		}
+		hasAddr = hasAddr || a == "--http"
 	}
-	all := append([]string{"serve"}, args...)
 	if !hasAddr {
 		all = append(all, "--http", "127.0.0.1:0")
 	}
-	cmd := exec.Command(bin, all...)
 	secretsDir := filepath.Join(t.TempDir(), "secrets")
-	cmd.Env = append(append(os.Environ(), "TOOLHOST_SECRETS_DIR="+secretsDir), env...)
+	full := append(append(os.Environ(), "TOOLHOST_SECRETS_DIR="+secretsDir), env...)
 	for _, kv := range env {
 		if d, ok := strings.CutPrefix(kv, "TOOLHOST_SECRETS_DIR="); ok {
 			secretsDir = d
 		}
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	errPipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &HTTPServer{Cmd: cmd, exited: make(chan struct{}), SecretsDir: secretsDir}
-	type listening struct{ url, tokenFile string }
-	urlCh := make(chan listening, 1)
-	go func() {
-		sc := bufio.NewScanner(errPipe)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		for sc.Scan() {
-			fmt.Fprintln(&s.stderr, sc.Text())
-			var e struct {
-				Event, URL string
-				TokenFile  string `json:"bearer_file"`
-			}
-			if json.Unmarshal(sc.Bytes(), &e) == nil && e.Event == "http_listening" {
-				urlCh <- listening{e.URL, e.TokenFile}
-			}
+	var tokenFile string
+	p := Start(t, bin, all, full, func(line string) (string, bool) {
+		var e struct {
+			Event, URL string
+			TokenFile  string `json:"bearer_file"`
 		}
-		close(urlCh)
-		s.err = cmd.Wait()
-		close(s.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-s.exited:
-		default:
-			_ = s.Stop(t)
+		if json.Unmarshal([]byte(line), &e) == nil && e.Event == "http_listening" {
+			tokenFile = e.TokenFile
+			return e.URL, true
 		}
+		return "", false
 	})
-	select {
-	case u, ok := <-urlCh:
-		if !ok {
-			<-s.exited
-			t.Fatalf("toolhost exited before listening: %v\n%s", s.err, s.Log())
-		}
-		s.URL = u.url
-		b, err := os.ReadFile(u.tokenFile)
-		if err != nil {
-			t.Fatalf("the server's token file: %v", err)
-		}
-		s.Token = strings.TrimSpace(string(b))
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no http_listening event\n%s", s.Log())
+	b, err := os.ReadFile(tokenFile)
+	if err != nil {
+		t.Fatalf("the server's token file: %v", err)
 	}
-	return s
+	return &HTTPServer{Process: p, Token: strings.TrimSpace(string(b)), SecretsDir: secretsDir}
+}
+
+// DashboardURL recognises the line `toolhost dashboard` (and `demo
+// --dashboard`) prints with its URL (not the lines with its sign-in codes).
+func DashboardURL(line string) (string, bool) {
+	u, ok := strings.CutPrefix(line, "toolhost dashboard: ")
+	return u, ok && strings.HasPrefix(u, "http")
 }
