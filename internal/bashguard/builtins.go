@@ -492,7 +492,8 @@ func (c *checker) mapfile(args []string) {
 	arr := c.array(name, false)
 	clear(arr.elems)
 	arr.next, arr.lost = 0, false
-	for i := 0; ; i++ {
+	var lines []string
+	for {
 		line, ok := in.readLine(delim)
 		if !ok || !c.b.step() {
 			break
@@ -501,18 +502,31 @@ func (c *checker) mapfile(args []string) {
 			// Without -t each element keeps its newline.
 			line += string(delim)
 		}
-		if !exact || hasMarks(line) {
-			line = joinValue(line, string(markExternal))
+		lines = append(lines, line)
+	}
+	if !exact {
+		// Lines skipped, a count, an origin: which line is which element
+		// is not known, so each may be any of them.
+		all := string(markExternal)
+		for _, l := range lines {
+			all = joinValue(all, l)
+			if isJSONValue(l) {
+				all = joinValue(l, string(markExternal))
+				break
+			}
 		}
+		for i := range lines {
+			lines[i] = all
+		}
+		arr.lost = true
+	}
+	for i, line := range lines {
 		arr.put(strconv.Itoa(i), line)
 		arr.next = i + 1
 		if callback != "" && i < maxIterations {
 			// mapfile -C evaluates "callback index line".
 			c.code(callback+" "+strconv.Itoa(i)+" "+shellQuote(line), "mapfile -C", []string{"mapfile -C"}, -1)
 		}
-	}
-	if !exact {
-		arr.lost = true
 	}
 }
 

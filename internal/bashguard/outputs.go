@@ -65,7 +65,7 @@ func (c *checker) output(name string, fields []string) (stream, bool) {
 		// reached them may still reach a client, but which lines do is
 		// not known. Options that change the lines (counts, -c bytes,
 		// -o) make the output a program's.
-		ops := operands(args)
+		ops := operandsOf(name, args)
 		isGrep := strings.Contains(name, "grep") || name == "rg"
 		if isGrep && len(ops) > 1 || !isGrep && len(ops) > 0 {
 			return stream{{kind: segFile, via: "the output of " + name}}, true
@@ -85,7 +85,7 @@ func (c *checker) output(name string, fields []string) (stream, bool) {
 		if name == "dd" && len(args) == 0 {
 			return c.in.readAll(), true
 		}
-		if len(operands(args)) > 0 && name != "dd" && name != "cut" {
+		if len(operandsOf(name, args)) > 0 && name != "dd" {
 			return stream{{kind: segFile, via: "the output of " + name}}, true
 		}
 		// Parts of lines: the output is made from the input, not a copy.
@@ -268,6 +268,32 @@ func binPath(name string) string {
 		return name
 	}
 	return "/usr/bin/" + name
+}
+
+// valueOptions are the short options of filters that take the next
+// argument as their value.
+var valueOptions = map[string]string{"head": "cn", "tail": "cn", "sort": "ktoST", "uniq": "fsw", "grep": "efmABCd", "egrep": "efmABCd",
+	"fgrep": "efmABCd", "rg": "efmABCgtTM", "cut": "bcdf", "fold": "w", "nl": "bdfhilnpsvw"}
+
+// operandsOf are a filter's operands: its arguments that are neither
+// options nor the value of one.
+func operandsOf(name string, args []string) []string {
+	takes := valueOptions[name]
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return append(out, args[i+1:]...)
+		case strings.HasPrefix(a, "--") || a == "-" || !strings.HasPrefix(a, "-"):
+			if !strings.HasPrefix(a, "--") {
+				out = append(out, a)
+			}
+		case len(a) == 2 && strings.ContainsRune(takes, rune(a[1])):
+			i++
+		}
+	}
+	return out
 }
 
 // operands are the arguments that do not start with "-" (after "--", all).

@@ -215,7 +215,7 @@ func joinValue(a, b string) string {
 // mayBuildJSON reports whether v could be part of JSON built from pieces
 // (a loop appending '{', '"a"', ':1' …).
 func mayBuildJSON(v string) bool {
-	return strings.ContainsAny(v, `{}[]":\%`+string(markJSON))
+	return strings.ContainsAny(v, `{}[]"\%`+string(markJSON))
 }
 
 // scope is the state a shell keeps: variables, functions, aliases, the
