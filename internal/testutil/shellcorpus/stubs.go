@@ -2,10 +2,14 @@ package shellcorpus
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -41,6 +45,41 @@ var stubBuild struct {
 	out  []byte
 }
 
+// stubBinary builds the stub once per version of its source, into a
+// directory of the system temp dir named by that version (kept between
+// test processes: every stub script names it).
+func stubBinary(t testing.TB) string {
+	t.Helper()
+	stubBuild.once.Do(func() {
+		src, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "internal", "testutil", "shellcorpus", "stub", "main.go"))
+		if err != nil {
+			stubBuild.err = err
+			return
+		}
+		sum := sha256.Sum256(append(src, runtime.Version()...))
+		dir := filepath.Join(os.TempDir(), "shellcorpus-stub-"+hex.EncodeToString(sum[:8]))
+		stubBuild.path = filepath.Join(dir, "stub")
+		if _, err := os.Stat(stubBuild.path); err == nil {
+			return
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			stubBuild.err = err
+			return
+		}
+		tmp := stubBuild.path + fmt.Sprintf(".%d", os.Getpid())
+		cmd := exec.Command("go", "build", "-o", tmp, "./internal/testutil/shellcorpus/stub")
+		cmd.Dir = testutil.RepoRoot(t)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if stubBuild.out, stubBuild.err = cmd.CombinedOutput(); stubBuild.err == nil {
+			stubBuild.err = os.Rename(tmp, stubBuild.path)
+		}
+	})
+	if stubBuild.err != nil {
+		t.Fatalf("build the stub: %v\n%s", stubBuild.err, stubBuild.out)
+	}
+	return stubBuild.path
+}
+
 // Stubs is a directory of stub programs, one per name of Pass and
 // Record, each a distinct file that records itself as the program it
 // stands for.
@@ -50,37 +89,19 @@ type Stubs struct {
 	Log string
 	// RealPath is where the passed-through programs are found.
 	RealPath string
+	bin      string
 }
 
-// NewStubs builds the stubs into dir; log is their default log.
+// NewStubs writes the stubs into dir; log is their default log.
 func NewStubs(t testing.TB, dir, log string) *Stubs {
 	t.Helper()
-	stubBuild.once.Do(func() {
-		tmp, err := os.MkdirTemp("", "shellcorpus-stub-")
-		if err != nil {
-			stubBuild.err = err
-			return
-		}
-		stubBuild.path = filepath.Join(tmp, "stub")
-		cmd := exec.Command("go", "build", "-o", stubBuild.path, "./internal/testutil/shellcorpus/stub")
-		cmd.Dir = testutil.RepoRoot(t)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		stubBuild.out, stubBuild.err = cmd.CombinedOutput()
-	})
-	if stubBuild.err != nil {
-		t.Fatalf("build the stub: %v\n%s", stubBuild.err, stubBuild.out)
-	}
-	bin, err := os.ReadFile(stubBuild.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &Stubs{Dir: dir, Log: log, RealPath: realPath()}
+	s := &Stubs{Dir: dir, Log: log, RealPath: realPath(), bin: stubBinary(t)}
 	for _, name := range append(slices.Clone(Pass), Record...) {
-		s.write(t, name, name, bin)
+		s.write(t, name, name)
 	}
 	// Another name of a program the stubs have: what the file is decides.
-	s.write(t, "fetch", "curl", bin)         // a copy of curl
-	s.write(t, "python3.11", "python3", bin) // a versioned interpreter
+	s.write(t, "fetch", "curl")         // a copy of curl
+	s.write(t, "python3.11", "python3") // a versioned interpreter
 	if err := os.Link(filepath.Join(dir, "perl"), filepath.Join(dir, "perl5.36.0")); err != nil {
 		t.Fatal(err)
 	}
@@ -90,11 +111,11 @@ func NewStubs(t testing.TB, dir, log string) *Stubs {
 	return s
 }
 
-func (s *Stubs) write(t testing.TB, file, name string, bin []byte) {
+func (s *Stubs) write(t testing.TB, file, name string) {
 	t.Helper()
 	tr, _ := json.Marshal(map[string]any{"name": name, "log": s.Log, "pass": slices.Contains(Pass, name), "real": s.RealPath})
-	data := append(slices.Clip(bin), append([]byte(trailerMark), tr...)...)
-	if err := os.WriteFile(filepath.Join(s.Dir, file), append(data, '\n'), 0o755); err != nil {
+	script := "#!" + s.bin + trailerMark + string(tr) + "\n"
+	if err := os.WriteFile(filepath.Join(s.Dir, file), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 }

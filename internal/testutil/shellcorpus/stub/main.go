@@ -1,12 +1,12 @@
 // Command stub is the recording stub of the shell corpus: every program a
-// corpus command may run is a copy of this binary on PATH, with the name of
-// the program the copy stands for appended to it (a trailer, which the ELF
-// loader ignores). So a copy of the curl stub under another name, or a
-// link to it, still records itself as curl: what is recorded is what the
-// file is, whatever it was called. It appends its argv (its own name
+// corpus command may run is a small script on PATH whose #! line names this
+// binary and whose second line names the program the script stands for. So
+// a copy of the curl script under another name, or a link to it, still
+// records itself as curl: what is recorded is what the file is, whatever it
+// was called. The stub appends the script's arguments (the program's name
 // first) as a JSON line to the log ($SHELLCORPUS_LOG, else the log the
-// trailer names), then, for a program the trailer marks as passed through,
-// execs the real program of that name found in the trailer's directories
+// script names), then, for a program the script marks as passed through,
+// execs the real program of that name found in the script's directories
 // (it then finds the stubs on PATH for what it runs), else exits 0.
 package main
 
@@ -30,19 +30,20 @@ type trailer struct {
 }
 
 func main() {
-	exe, err := os.Executable()
-	if err != nil {
+	// The kernel runs a #! script as: stub SCRIPT ARGS…
+	if len(os.Args) < 2 {
 		os.Exit(98)
 	}
-	t, ok := readTrailer(exe)
+	t, ok := readTrailer(os.Args[1])
 	if !ok {
 		os.Exit(97)
 	}
+	args := os.Args[2:]
 	log := os.Getenv("SHELLCORPUS_LOG")
 	if log == "" {
 		log = t.Log
 	}
-	line, _ := json.Marshal(append([]string{t.Name}, os.Args[1:]...))
+	line, _ := json.Marshal(append([]string{t.Name}, args...))
 	f, err := os.OpenFile(log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		os.Exit(99)
@@ -55,26 +56,15 @@ func main() {
 	for _, dir := range strings.Split(t.Real, ":") {
 		p := filepath.Join(dir, t.Name)
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-			_ = syscall.Exec(p, append([]string{t.Name}, os.Args[1:]...), os.Environ())
+			_ = syscall.Exec(p, append([]string{t.Name}, args...), os.Environ())
 		}
 	}
 	os.Exit(127)
 }
 
-func readTrailer(exe string) (trailer, bool) {
-	f, err := os.Open(exe)
-	if err != nil {
-		return trailer{}, false
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return trailer{}, false
-	}
-	const tail = 4096
-	off := max(fi.Size()-tail, 0)
-	buf := make([]byte, fi.Size()-off)
-	if _, err := f.ReadAt(buf, off); err != nil {
+func readTrailer(script string) (trailer, bool) {
+	buf, err := os.ReadFile(script)
+	if err != nil || len(buf) > 64<<10 {
 		return trailer{}, false
 	}
 	i := bytes.LastIndex(buf, []byte(trailerMark))
