@@ -49,7 +49,24 @@ type Finder struct {
 	known  *table
 	built  time.Time
 	hashes map[version]string
+	// found are recent answers: what a word finds changes only when a
+	// file outside the agents' reach changes, which an administrator does
+	// (a file an agent can write is unknown, and stays so).
+	found map[query]answer
 }
+
+type query struct {
+	word, path, dir string
+	dirKnown        bool
+}
+
+type answer struct {
+	p  bashguard.Program
+	at time.Time
+}
+
+// maxFound bounds the answers kept.
+const maxFound = 4096
 
 // tableTTL is how long the identities of the known programs are kept
 // before they are looked up again (a package upgrade replaces a file).
@@ -71,7 +88,7 @@ func New(cfg Config) *Finder {
 	for i, w := range cfg.Writable {
 		cfg.Writable[i] = filepath.Clean(w)
 	}
-	return &Finder{cfg: cfg, path: p, tempDir: filepath.Clean(os.TempDir()), hashes: map[version]string{}}
+	return &Finder{cfg: cfg, path: p, tempDir: filepath.Clean(os.TempDir()), hashes: map[version]string{}, found: map[query]answer{}}
 }
 
 // Path implements bashguard.Programs.
@@ -80,6 +97,24 @@ func (f *Finder) Path() string { return f.path }
 // Find implements bashguard.Programs: the file bash runs for word, found
 // on path from dir, and what program it is.
 func (f *Finder) Find(word, path, dir string, dirKnown bool) bashguard.Program {
+	q := query{word, path, dir, dirKnown}
+	f.mu.Lock()
+	a, ok := f.found[q]
+	f.mu.Unlock()
+	if ok && time.Since(a.at) < tableTTL {
+		return a.p
+	}
+	p := f.find(word, path, dir, dirKnown)
+	f.mu.Lock()
+	if len(f.found) >= maxFound {
+		clear(f.found)
+	}
+	f.found[q] = answer{p, time.Now()}
+	f.mu.Unlock()
+	return p
+}
+
+func (f *Finder) find(word, path, dir string, dirKnown bool) bashguard.Program {
 	name := bashguard.Canonical(baseName(word))
 	if strings.Contains(word, "/") {
 		p := word
@@ -151,8 +186,10 @@ func (f *Finder) identify(p, word string) bashguard.Program {
 			return bashguard.Program{Name: name, File: p, Unsure: "the program " + word + " is " + v + ", a path " + why + ", so it may be any program by the time it runs"}
 		}
 	}
-	if strings.HasPrefix(real, "/proc/") || strings.HasPrefix(real, "/dev/") {
-		return bashguard.Program{Name: name, File: p, Unsure: "the program " + word + " is " + real + ", which names a process's file or a device, not a program on disk"}
+	for _, v := range append([]string{filepath.Clean(p)}, visited...) {
+		if strings.HasPrefix(v, "/proc/") || strings.HasPrefix(v, "/dev/") {
+			return bashguard.Program{Name: name, File: p, Unsure: "the program " + word + " goes through " + v + ", which names a process's file or a device, not a program on disk"}
+		}
 	}
 	fi, err := os.Stat(real)
 	if err != nil || !fi.Mode().IsRegular() {
