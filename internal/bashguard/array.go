@@ -67,6 +67,7 @@ func (a *array) join(b *array) {
 // array returns name's array, making one (a scalar assigned before
 // becomes element 0, as in bash).
 func (c *checker) array(name string, assoc bool) *array {
+	c.shellTable(name)
 	a, ok := c.sc.arrays[name]
 	if !ok {
 		a = &array{elems: map[string]string{}}

@@ -379,7 +379,9 @@ func (c *checker) read(args []string) {
 	if !raw {
 		line = unescape(line)
 	}
-	if ifs, set := c.sc.vars["IFS"]; set && ifs != " \t\n" {
+	ifs, ifsSet := c.sc.vars["IFS"]
+	noSplit := ifsSet && ifs == ""
+	if ifsSet && ifs != " \t\n" && !noSplit {
 		exact = false
 	}
 	if !exact || hasMarks(line) {
@@ -387,6 +389,13 @@ func (c *checker) read(args []string) {
 		return
 	}
 	words := strings.Fields(line)
+	if noSplit {
+		// IFS= : the line as it is, in the first variable.
+		words = []string{line}
+		if line == "" {
+			words = nil
+		}
+	}
 	if arrayName != "" {
 		c.nameSubscript(arrayName)
 		a := c.array(arrayName, false)
@@ -405,8 +414,8 @@ func (c *checker) read(args []string) {
 		c.nameSubscript(n)
 		val := ""
 		switch {
-		case len(names) == 1 && n == "REPLY" && len(args) == 0:
-			val = line // read with no name keeps the blanks
+		case len(names) == 1 && n == "REPLY" && len(args) == 0, noSplit && i == 0:
+			val = line // read with no name, or IFS=, keeps the blanks
 		case len(names) == 1:
 			val = strings.Trim(line, " \t")
 		case i < len(words) && i == len(names)-1:

@@ -400,6 +400,12 @@ func (c *checker) builtin(name string, fields []string, idx int, o runOpts) (str
 		}
 	case "export", "declare", "typeset", "local", "readonly":
 		c.declFields(name, args)
+	case "test", "[":
+		for i, a := range args {
+			if (a == "-v" || a == "-R") && i+1 < len(args) {
+				c.nameSubscript(args[i+1])
+			}
+		}
 	case "printf":
 		if len(args) > 1 && args[0] == "-v" {
 			c.nameSubscript(args[1])

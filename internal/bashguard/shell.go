@@ -710,13 +710,34 @@ func sameWorld(a, b world) bool {
 // body on the paths where it holds; a read in the condition takes the
 // next line on each pass.
 func (c *checker) while(x *syntax.WhileClause) stream {
+	onlyRead := !x.Until && len(x.Cond) == 1 && readsOnly(x.Cond[0])
 	return c.loop(func(k int, exit func()) (stream, bool) {
 		before := c.in.consumed()
+		atEnd := c.in.empty()
 		out := c.stmts(x.Cond)
 		exit()
+		if onlyRead && atEnd {
+			// read fails at the end of the input: the body does not run.
+			return out, false
+		}
 		out = c.cat(out, c.stmts(x.Do))
 		return out, c.in.consumed() != before && !c.in.empty() && k < maxIterations
 	})
+}
+
+// readsOnly reports whether st is a plain read of the standard input (no
+// -u, no redirection), which fails at the end of the input.
+func readsOnly(st *syntax.Stmt) bool {
+	call, ok := st.Cmd.(*syntax.CallExpr)
+	if !ok || st.Negated || len(st.Redirs) > 0 || len(call.Args) == 0 || call.Args[0].Lit() != "read" {
+		return false
+	}
+	for _, a := range call.Args[1:] {
+		if strings.HasPrefix(a.Lit(), "-") && strings.ContainsAny(a.Lit(), "ut") {
+			return false
+		}
+	}
+	return true
 }
 
 // forLoop runs the body once per item. Items the analysis knows, up to
@@ -1071,6 +1092,7 @@ func (c *checker) setVar(name, val string) {
 	if strings.ContainsRune(c.sc.attrs[name], 'r') {
 		return // bash refuses to assign a readonly variable
 	}
+	c.shellTable(name)
 	val = c.attributed(name, val)
 	if !c.b.text(len(val)) {
 		return
@@ -1083,6 +1105,15 @@ func (c *checker) setVar(name, val string) {
 	c.sc.vars[name] = val
 	delete(c.sc.cleared, name)
 	c.hook(name, val)
+}
+
+// shellTable notes an assignment to BASH_ALIASES or BASH_CMDS, which
+// define aliases and hashed paths: any command name may now run something
+// else.
+func (c *checker) shellTable(name string) {
+	if name == "BASH_ALIASES" || name == "BASH_CMDS" {
+		c.sc.lost = true
+	}
 }
 
 // attributed is the value a variable with attributes holds when val is

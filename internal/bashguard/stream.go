@@ -187,7 +187,18 @@ func (r *reader) consumed() int {
 	return r.used
 }
 
-func (r *reader) empty() bool { return r == nil || r.seg >= len(r.segs) }
+func (r *reader) empty() bool {
+	if r == nil {
+		return true
+	}
+	for i := r.seg; i < len(r.segs); i++ {
+		g := r.segs[i]
+		if g.kind != segText || g.json || g.inexact || i == r.seg && r.off < len(g.text) || i > r.seg && g.text != "" {
+			return false
+		}
+	}
+	return true
+}
 
 // inheritedStdin names the standard input the command is given, which the
 // analysis does not know.

@@ -413,6 +413,11 @@ func (c *checker) paramCode(pe *syntax.ParamExp) {
 	if pe.Index != nil {
 		c.arithVars(pe.Index, 0)
 	}
+	if pe.Excl && pe.Exp == nil && pe.Index == nil && pe.Names == 0 {
+		// ${!x}: the value of x names the variable, and a subscript in
+		// it (a[$(cmd)]) is evaluated.
+		c.nameSubscript(c.value(name))
+	}
 	if pe.Slice != nil {
 		c.arithVars(pe.Slice.Offset, 0)
 		c.arithVars(pe.Slice.Length, 0)
@@ -555,6 +560,10 @@ func (c *checker) test(e syntax.TestExpr) {
 		}
 	case *syntax.UnaryTest:
 		c.test(x.X)
+		if w, ok := x.X.(*syntax.Word); ok && (x.Op == syntax.TsVarSet || x.Op == syntax.TsRefVar) {
+			// -v 'a[$(cmd)]' evaluates the subscript.
+			c.nameSubscript(c.word(w))
+		}
 	case *syntax.ParenTest:
 		c.test(x.X)
 	case *syntax.Word:

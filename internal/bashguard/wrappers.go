@@ -33,8 +33,10 @@ type wrapper struct {
 	// builtin or function.
 	noFunc, external bool
 	// clears are options with which the wrapped command gets an empty
-	// environment (env -i) or loses a variable (env -u NAME).
-	clears, unsets []string
+	// environment (env -i) or loses a variable (env -u NAME);
+	// defaultPath the ones with which it is looked up on the system's
+	// default PATH (command -p).
+	clears, unsets, defaultPath []string
 }
 
 var wrappers = map[string]wrapper{
@@ -135,6 +137,9 @@ func (c *checker) wrapper(name string, w wrapper, fields []string, idx int, o ru
 				}
 				if slices.Contains(w.clears, "-"+string(ch)) {
 					temp.set("PATH", string(markExternal))
+				}
+				if slices.Contains(w.defaultPath, "-"+string(ch)) {
+					temp.set("PATH", "/bin:/usr/bin")
 				}
 				if !strings.ContainsRune(w.short, rune(ch)) {
 					continue

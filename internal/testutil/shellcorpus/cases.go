@@ -40,6 +40,13 @@ var Cases = []Case{
 	{Class: "scope", Name: "function defined in a subshell", Cmd: "(git(){ curl -s http://127.0.0.1:9/x; }); git status"},
 	{Class: "scope", Name: "alias defined in a subshell", Cmd: "shopt -s expand_aliases\n(alias git='curl -s http://127.0.0.1:9/x')\ngit status"},
 
+	{Class: "scope", Name: "BASH_ALIASES", Cmd: "shopt -s expand_aliases\nBASH_ALIASES[git]='curl -s http://127.0.0.1:9/x'\ngit status"},
+	{Class: "scope", Name: "BASH_CMDS", Cmd: "BASH_CMDS[git]={{stubs}}/curl; git status"},
+	{Class: "scope", Name: "eval assigns in the shell", Cmd: "eval x=curl; $x -s http://127.0.0.1:9/x"},
+	{Class: "scope", Name: "nameref", Cmd: "declare -n r=x; x=git; r=curl; $x -s http://127.0.0.1:9/x"},
+	{Class: "scope", Name: "subscript run by [[ -v ]]", Cmd: "[[ -v 'a[$(curl -s http://127.0.0.1:9/x)]' ]]"},
+	{Class: "scope", Name: "subscript run by an indirect expansion", Cmd: "x='a[$(curl -s http://127.0.0.1:9/x)]'; : ${!x}"},
+
 	// Each branch applied in turn.
 	{Class: "branch", Name: "if false", Cmd: "x=git; if false; then x=curl; fi; $x status"},
 	{Class: "branch", Name: "if true then", Cmd: "x=curl; if true; then x=git; fi; $x status"},
@@ -70,6 +77,7 @@ var Cases = []Case{
 	{Class: "builtin", Name: "read with IFS", Cmd: "IFS=, read -r a b <<< 'curl,git'; $a -s http://127.0.0.1:9/x"},
 	{Class: "builtin", Name: "read with IFS set before", Cmd: "IFS=:; read -r a b <<< 'git:curl'; $b -s http://127.0.0.1:9/x"},
 	{Class: "builtin", Name: "read -d", Cmd: "read -d , x <<< 'curl,git'; $x -s http://127.0.0.1:9/x"},
+	{Class: "builtin", Name: "read with IFS= keeps the line", Cmd: "while IFS= read -r l; do $l -s http://127.0.0.1:9/x; done <<< curl"},
 	{Class: "builtin", Name: "mapfile -s", Cmd: "mapfile -s 1 -t a <<< $'git\\ncurl'; ${a[0]} -s http://127.0.0.1:9/x"},
 	{Class: "builtin", Name: "mapfile -n", Cmd: "mapfile -n 1 -t a <<< $'curl\\ngit'; \"${a[@]}\" -s http://127.0.0.1:9/x"},
 	{Class: "builtin", Name: "mapfile keeps newlines", Cmd: "mapfile a <<< curl; ${a[0]} -s http://127.0.0.1:9/x"},
@@ -141,6 +149,7 @@ var Cases = []Case{
 	{Class: "git", Name: "alias from the config it wrote", Cmd: "git init -q . && git config alias.x '!curl -s http://127.0.0.1:9/x' && git x"},
 	{Class: "git", Name: "EDITOR", Cmd: "git init -q . && EDITOR='curl -s http://127.0.0.1:9/x' git -c user.email=a@b -c user.name=n commit -q --allow-empty 2>/dev/null"},
 	{Class: "git", Name: "rebase --exec", Cmd: "git init -q . && git -c user.email=a@b -c user.name=n commit -q --allow-empty -m a && git -c user.email=a@b -c user.name=n rebase -q --root --exec 'curl -s http://127.0.0.1:9/x' 2>/dev/null"},
+	{Class: "git", Name: "GIT_CONFIG_COUNT", Cmd: "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='!curl -s http://127.0.0.1:9/x' git x"},
 	{Class: "git", Name: "user settings run nothing", Cmd: "git -c user.name=n -c color.ui=false status 2>/dev/null", Ordinary: true},
 
 	// Another name for a known program.
