@@ -173,15 +173,13 @@ func (c *checker) script(src string, via []string) stream {
 	c.src = src
 	c.via = append(slices.Clip(c.via), via...)
 	c.depth++
-	if c.inAlias == nil || len(c.inAlias) == 0 {
+	if len(c.inAlias) == 0 {
 		c.lineEnd = 0
 	}
 	out := c.lines(f.Stmts)
 	c.depth--
-	c.src, c.via, c.lineEnd = savedSrc, savedVia, savedEnd
-	if len(c.inAlias) > 0 {
-		c.view = savedView
-	}
+	// The line bash read before this script is still the one it runs.
+	c.src, c.via, c.lineEnd, c.view = savedSrc, savedVia, savedEnd, savedView
 	return out
 }
 

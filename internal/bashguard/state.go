@@ -26,8 +26,6 @@ const (
 	unsure
 )
 
-func (t tri) maybe() bool { return t != off }
-
 func joinTri(a, b tri) tri {
 	if a == b {
 		return a

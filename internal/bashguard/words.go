@@ -483,11 +483,6 @@ func (c *checker) arith(e syntax.ArithmExpr) {
 	c.unset = nil
 }
 
-// arithWord evaluates a word as arithmetic (declare -i x=…).
-func (c *checker) arithWord(w *syntax.Word) {
-	c.arithValue(c.word(w), "a declare -i value", 0)
-}
-
 // arithVars checks the values of the variables an arithmetic expression
 // names: bash evaluates a variable's value as arithmetic too, and a
 // subscript inside it (a[$(cmd)]) runs cmd.

@@ -653,8 +653,7 @@ func reversedListEquality(a *cel.Ast) (located, bool) {
 	// Comprehension variables ranging over cmd (c in cmd.commands) are
 	// cmd too.
 	fromCmd := map[string]bool{"cmd": true}
-	var mentions func(e celast.Expr) bool
-	mentions = func(e celast.Expr) bool {
+	mentions := func(e celast.Expr) bool {
 		found := false
 		celast.PreOrderVisit(e, celast.NewExprVisitor(func(x celast.Expr) {
 			if x.Kind() == celast.IdentKind && fromCmd[x.AsIdent()] {
