@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -530,10 +531,18 @@ func init() {
 	}
 }
 
+// IsKnownProgram reports whether name is one of KnownPrograms.
+func IsKnownProgram(name string) bool {
+	_, ok := slices.BinarySearch(knownPrograms(), name)
+	return ok
+}
+
 // KnownPrograms are the names of the programs the analysis has a model of
 // or that rules commonly ask about: a file that is one of them (a link or
 // a copy under another name) should be named so (Programs.Find).
-func KnownPrograms() []string {
+func KnownPrograms() []string { return slices.Clone(knownPrograms()) }
+
+var knownPrograms = sync.OnceValue(func() []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(n string) {
@@ -558,4 +567,4 @@ func KnownPrograms() []string {
 	}
 	slices.Sort(out)
 	return out
-}
+})

@@ -358,6 +358,12 @@ func (f *Finder) namesOf(real string, fi fs.FileInfo, name string) []string {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.known == nil && f.isKnown(name, id) {
+		// The name it was run as is a known program and this is its file:
+		// no need to look every known program up (the hook answers one
+		// call per process).
+		return []string{name}
+	}
 	t := f.table()
 	if names := t.byID[id]; len(names) > 0 {
 		return names
@@ -375,29 +381,71 @@ func (f *Finder) namesOf(real string, fi fs.FileInfo, name string) []string {
 	return out
 }
 
+// knownDirs are where the known programs are looked up: PATH's absolute
+// directories and the system ones, where no agent writes.
+func (f *Finder) knownDirs() []string {
+	var dirs []string
+	for _, d := range append(strings.Split(f.path, ":"), systemDirs...) {
+		if filepath.IsAbs(d) && !slices.Contains(dirs, d) && f.dirWritable(d) == "" {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// knownFile is the file a known program's name resolves to in dir, when
+// no agent may have put it there.
+func (f *Finder) knownFile(dir, name string) (fs.FileInfo, string, bool) {
+	p := filepath.Join(dir, name)
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return nil, "", false
+	}
+	real := p
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		r, visited, err := resolve(p)
+		if err != nil || slices.ContainsFunc(visited, func(v string) bool { return f.writable(v) != "" }) {
+			return nil, "", false
+		}
+		if fi, err = os.Stat(r); err != nil {
+			return nil, "", false
+		}
+		real = r
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, "", false
+	}
+	return fi, real, true
+}
+
+// isKnown reports whether name is a known program and id one of the files
+// it resolves to.
+func (f *Finder) isKnown(name string, id fileID) bool {
+	if !bashguard.IsKnownProgram(name) {
+		return false
+	}
+	for _, d := range f.knownDirs() {
+		if fi, _, ok := f.knownFile(d, name); ok {
+			if kid, ok := idOf(fi); ok && kid == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // table builds (or reuses) the identities of the known programs: each
-// name looked up on PATH and in the system directories, where no agent
-// writes.
+// name looked up on PATH and in the system directories.
 func (f *Finder) table() *table {
 	if f.known != nil && time.Since(f.built) < tableTTL {
 		return f.known
 	}
 	t := &table{byID: map[fileID][]string{}, bySize: map[int64][]known{}}
-	var dirs []string
-	for _, d := range append(strings.Split(f.path, ":"), systemDirs...) {
-		if filepath.IsAbs(d) && !slices.Contains(dirs, d) && f.writable(d) == "" {
-			dirs = append(dirs, d)
-		}
-	}
+	dirs := f.knownDirs()
 	for _, n := range bashguard.KnownPrograms() {
 		for _, d := range dirs {
-			p := filepath.Join(d, n)
-			real, visited, err := resolve(p)
-			if err != nil || slices.ContainsFunc(visited, func(v string) bool { return f.writable(v) != "" }) {
-				continue
-			}
-			fi, err := os.Stat(real)
-			if err != nil || !fi.Mode().IsRegular() {
+			fi, real, ok := f.knownFile(d, n)
+			if !ok {
 				continue
 			}
 			id, ok := idOf(fi)
