@@ -33,6 +33,8 @@ type contractRoute struct {
 	ID, Method, Path, Norm string
 	File                   string
 	Line                   int
+	// Status is the success status the contract declares (0 when none).
+	Status int
 }
 
 // normalizePath rewrites every path parameter (:id, :id?, :id(\d+), {id},
@@ -77,7 +79,7 @@ func loadContract(c *callctx.Ctx, name string) (*contract.Contract, []contractRo
 	}
 	var rs []contractRoute
 	for _, e := range ct.Endpoints {
-		rs = append(rs, contractRoute{ID: e.ID, Method: e.Method, Path: e.Path, Norm: normalizePath(e.Path), File: p, Line: e.Line})
+		rs = append(rs, contractRoute{ID: e.ID, Method: e.Method, Path: e.Path, Norm: normalizePath(e.Path), File: p, Line: e.Line, Status: e.Status})
 	}
 	return ct, rs, nil
 }
