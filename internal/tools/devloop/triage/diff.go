@@ -73,13 +73,13 @@ func loadContract(c *callctx.Ctx, name string) (*contract.Contract, []contractRo
 	if err != nil {
 		return nil, nil, err
 	}
-	ct, err := contract.Parse(data, name)
+	ct, err := contract.Load(func(rel string) ([]byte, error) { return readRel(c, rel) }, p, data, name)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", p, err)
 	}
 	var rs []contractRoute
 	for _, e := range ct.Endpoints {
-		rs = append(rs, contractRoute{ID: e.ID, Method: e.Method, Path: e.Path, Norm: normalizePath(e.Path), File: p, Line: e.Line, Status: e.Status})
+		rs = append(rs, contractRoute{ID: e.ID, Method: e.Method, Path: e.Path, Norm: normalizePath(e.Path), File: e.File, Line: e.Line, Status: e.Status})
 	}
 	return ct, rs, nil
 }
