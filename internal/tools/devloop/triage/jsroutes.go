@@ -84,6 +84,10 @@ type jsUnit struct {
 	// implied are objects of receivers the analysis did not see created:
 	// function parameters (bound to what callers pass), globals.
 	implied map[*js.Var]*jsObj
+	// created is the object each creating expression made (new Hono(),
+	// express(), a chain on one), so the declarations and the walk over
+	// the calls see the same object.
+	created map[js.IExpr]*jsObj
 }
 
 // jsParse turns one source file into a module; TypeScript and JSX go
@@ -174,7 +178,7 @@ func resolveVar(v *js.Var) *js.Var {
 // jsAnalyze reads the routes of a unit's sources (project-relative path →
 // content). Files that do not parse are returned as unparsed.
 func jsAnalyze(files map[string][]byte) ([]implRoute, []UnresolvedRoute, []Unparsed) {
-	u := &jsUnit{mods: map[string]*jsModule{}, implied: map[*js.Var]*jsObj{}}
+	u := &jsUnit{mods: map[string]*jsModule{}, implied: map[*js.Var]*jsObj{}, created: map[js.IExpr]*jsObj{}}
 	var unparsed []Unparsed
 	for rel := range files {
 		u.order = append(u.order, rel)
@@ -522,10 +526,51 @@ func templatePart(b []byte) []byte {
 	return []byte(strings.TrimSuffix(string(b), "${"))
 }
 
-// create returns the app or router object an expression creates, or nil.
+// create returns the app or router object an expression creates, or nil:
+// a creation (express(), new Hono(), new Router({prefix})), or a chain of
+// calls on one (new Hono().get(…).post(…)), which is the object itself.
+// Each expression creates its object once, however often it is asked.
 func (u *jsUnit) create(m *jsModule, e js.IExpr) *jsObj {
+	switch e.(type) {
+	case *js.CallExpr, *js.NewExpr:
+	default:
+		return nil
+	}
+	if o, ok := u.created[e]; ok {
+		return o
+	}
+	o := u.creation(m, e)
+	u.created[e] = o
+	return o
+}
+
+// chainsOn are the router methods that return their receiver, so a call
+// of one is the router again: route methods (with a path and a handler),
+// use, Hono's on and route(path, sub), Fastify's register and hooks,
+// koa-router's prefix.
+func chainsOn(call *js.CallExpr) bool {
+	dot, ok := call.X.(*js.DotExpr)
+	if !ok {
+		return false
+	}
+	n := len(call.Args.List)
+	switch name := propName(dot); {
+	case httpMethods[name] != "":
+		return n >= 2
+	case name == "route":
+		return n == 2
+	case name == "use", name == "on", name == "register", name == "prefix", name == "addHook", name == "decorate", name == "param":
+		return n >= 1
+	}
+	return false
+}
+
+func (u *jsUnit) creation(m *jsModule, e js.IExpr) *jsObj {
 	switch e := e.(type) {
 	case *js.CallExpr:
+		if chainsOn(e) {
+			return u.create(m, e.X.(*js.DotExpr).X)
+		}
 		switch callee := e.X.(type) {
 		case *js.Var:
 			switch string(callee.Data) {
@@ -729,14 +774,10 @@ func (v *jsVisitor) call(call *js.CallExpr) {
 			return
 		}
 	}
-	recv, ok := dot.X.(*js.Var)
-	if !ok {
+	o := u.recvObj(m, dot.X)
+	if o == nil {
 		// request(app).get('/x'), this.api.get(…): not a router the
 		// unit declares.
-		return
-	}
-	o, _ := u.objOf(m, recv, true)
-	if o == nil {
 		return
 	}
 	switch {
@@ -790,7 +831,7 @@ func (v *jsVisitor) call(call *js.CallExpr) {
 			prefix, rest = args[0].Value, args[1:]
 		}
 		for _, a := range rest {
-			if sub, _ := u.objOf(m, a.Value, false); sub != nil || isRouterLike(a.Value) {
+			if sub, _ := u.objOf(m, a.Value, false); sub != nil || isRouterLike(a.Value) && !u.routerMiddleware(m, a.Value) {
 				v.addMount(o, prefix, a.Value, line)
 			}
 		}
@@ -815,6 +856,51 @@ func (v *jsVisitor) call(call *js.CallExpr) {
 	default:
 		v.passObjects(call)
 	}
+}
+
+// recvObj resolves the receiver of a router call: a binding (or a
+// receiver never seen created, which gets an object of its own), a
+// creation, or a chain of calls that return their receiver
+// (router.get(…).post(…), app.use(a.routes()).use(a.allowedMethods())).
+func (u *jsUnit) recvObj(m *jsModule, e js.IExpr) *jsObj {
+	switch e := e.(type) {
+	case *js.Var:
+		o, _ := u.objOf(m, e, true)
+		return o
+	case *js.GroupExpr:
+		return u.recvObj(m, e.X)
+	case *js.NewExpr:
+		return u.create(m, e)
+	case *js.CallExpr:
+		if chainsOn(e) {
+			return u.recvObj(m, e.X.(*js.DotExpr).X)
+		}
+		return u.create(m, e)
+	}
+	return nil
+}
+
+// routerMiddleware reports a call of a method of a router the unit
+// declares that is not its routes (koa-router's allowedMethods()): a
+// middleware it makes, not a router to mount.
+func (u *jsUnit) routerMiddleware(m *jsModule, e js.IExpr) bool {
+	call, ok := e.(*js.CallExpr)
+	if !ok {
+		return false
+	}
+	dot, ok := call.X.(*js.DotExpr)
+	if !ok {
+		return false
+	}
+	switch propName(dot) {
+	case "routes", "middleware":
+		return false
+	}
+	if v, ok := dot.X.(*js.Var); ok {
+		o, _ := u.objOf(m, v, false)
+		return o != nil
+	}
+	return u.recvObj(m, dot.X) != nil
 }
 
 // routeCallOf finds x.route('/p') under a chain of .get(h).post(h) calls.
@@ -976,6 +1062,10 @@ func (v *jsVisitor) addMount(o *jsObj, prefix, target js.IExpr, line int) {
 		}
 	}
 	sub, f := u.objOf(m, target, false)
+	if sub == nil && f == nil {
+		// An inline plugin: register(async (app) => { … }, opts).
+		f = funcExpr(target)
+	}
 	if sub == nil && f != nil && len(f.params) > 0 && f.params[0] != nil {
 		// A Fastify plugin (or any function handed the router): its first
 		// parameter is the router it declares routes on.
@@ -1051,7 +1141,7 @@ func (u *jsUnit) resolve() ([]implRoute, []UnresolvedRoute) {
 				next = joinRoute(prefix, "*")
 			}
 			if mt.target == nil {
-				unresolved = append(unresolved, UnresolvedRoute{Method: "ALL", Path: next + "/*", File: mt.file, Line: mt.line,
+				unresolved = append(unresolved, UnresolvedRoute{Method: "ALL", Path: joinRoute(next, "*"), File: mt.file, Line: mt.line,
 					Reason: "mounts " + mt.unknown + ": its routes cannot be read statically"})
 				continue
 			}
