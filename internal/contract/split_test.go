@@ -126,7 +126,7 @@ func TestSplitContractHash(t *testing.T) {
 func TestSplitContractRefs(t *testing.T) {
 	t.Parallel()
 	tree := files{
-		"contracts/t.yaml": "openapi: 3.1.0\ninfo: {title: t, version: '1'}\nservers: [{url: /api/v2}]\npaths:\n  /nodes:\n    get:\n      responses:\n        '200':\n          description: ok\n          content: {application/json: {schema: {$ref: './t/node.yaml'}}}\n",
+		"contracts/t.yaml":      "openapi: 3.1.0\ninfo: {title: t, version: '1'}\nservers: [{url: /api/v2}]\npaths:\n  /nodes:\n    get:\n      responses:\n        '200':\n          description: ok\n          content: {application/json: {schema: {$ref: './t/node.yaml'}}}\n",
 		"contracts/t/node.yaml": "type: object\nproperties:\n  children: {type: array, items: {$ref: '#'}}\n  parent: {$ref: './node.yaml'}\n",
 	}
 	c := load(t, tree, "contracts/t.yaml")
