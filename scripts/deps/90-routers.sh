@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 want_routers="fastify@5.12.8 hono@4.13.19 @hono/node-server@2.1.8 koa@2.16.4 @koa/router@15.7.0"
-want_nest="@nestjs/core@12.5.1 @nestjs/common@12.5.1 @nestjs/platform-express@12.5.1 reflect-metadata@0.2.2 rxjs@7.8.2"
+want_nest="@nestjs/core@12.5.1 @nestjs/common@12.5.1 @nestjs/platform-express@12.5.1 reflect-metadata@0.2.2 rxjs@7.8.2 @types/node@20.19.43"
 if ! command -v npm >/dev/null 2>&1; then
   apt-get update
   apt-get install -y nodejs npm

@@ -69,7 +69,7 @@ type goUnit struct {
 
 // goAnalyze reads the routes of a unit's Go files (project-relative path →
 // content).
-func goAnalyze(files map[string][]byte) ([]implRoute, []UnresolvedRoute, []Unparsed) {
+func goAnalyze(files map[string][]byte) *analysis {
 	u := &goUnit{pkgs: map[string]*goPkg{}, roots: map[*goObj]bool{}, seen: map[string]bool{}, reached: map[*ast.FuncDecl]bool{}}
 	var unparsed []Unparsed
 	var rels []string
@@ -155,7 +155,17 @@ func goAnalyze(files map[string][]byte) ([]implRoute, []UnresolvedRoute, []Unpar
 	}
 	un := u.unresolved()
 	sortUnresolved(un)
-	return u.resolve(), un, unparsed
+	a := &analysis{routes: u.resolve(), unresolved: un, unparsed: unparsed, routers: len(u.objs)}
+	for _, p := range u.pkgs {
+		for _, f := range p.files {
+			for _, imp := range f.Imports {
+				if ip, err := strconv.Unquote(imp.Path.Value); err == nil && strings.Contains(strings.Split(ip, "/")[0], ".") {
+					a.packages = append(a.packages, ip)
+				}
+			}
+		}
+	}
+	return a
 }
 
 // goRouterTypes are the type names of routers a function may be handed.

@@ -1,9 +1,12 @@
 package triage
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -84,6 +87,10 @@ type jsUnit struct {
 	// implied are objects of receivers the analysis did not see created:
 	// function parameters (bound to what callers pass), globals.
 	implied map[*js.Var]*jsObj
+	// unreadable are the NestJS controllers found: routes declared by
+	// decorators, which are not read.
+	unreadable []string
+	nestRoute  string
 	// created is the object each creating expression made (new Hono(),
 	// express(), a chain on one), so the declarations and the walk over
 	// the calls see the same object.
@@ -91,13 +98,25 @@ type jsUnit struct {
 }
 
 // jsParse turns one source file into a module; TypeScript and JSX go
-// through esbuild first.
-func jsParse(rel string, src []byte) (*jsModule, error) {
+// through esbuild first, with the decorators the unit's tsconfig enables
+// (experimentalDecorators: TypeScript's, else the standard ones), lowered
+// to the calls they stand for.
+func jsParse(rel string, src []byte, experimentalDecorators bool) (*jsModule, error) {
 	code := src
-	var lineMap func(int) int
+	var lineMap func(line, col int) int
 	loader := map[string]api.Loader{".ts": api.LoaderTS, ".mts": api.LoaderTS, ".cts": api.LoaderTS, ".tsx": api.LoaderTSX, ".jsx": api.LoaderJSX}[path.Ext(rel)]
+	if loader == api.LoaderNone && bytes.Contains(src, []byte("@")) {
+		// JavaScript with decorators: the JS parser reads no decorator,
+		// so they are lowered first, like TypeScript's.
+		loader = api.LoaderJS
+	}
 	if loader != api.LoaderNone {
-		res := api.Transform(string(src), api.TransformOptions{Loader: loader, Sourcefile: rel, Sourcemap: api.SourceMapExternal, Target: api.ESNext})
+		opts := api.TransformOptions{Loader: loader, Sourcefile: rel, Sourcemap: api.SourceMapExternal, Target: api.ESNext,
+			Supported: map[string]bool{"decorators": false}}
+		if experimentalDecorators {
+			opts.TsconfigRaw = `{"compilerOptions":{"experimentalDecorators":true}}`
+		}
+		res := api.Transform(string(src), opts)
 		if len(res.Errors) > 0 {
 			e := res.Errors[0]
 			if e.Location != nil {
@@ -123,7 +142,7 @@ func jsParse(rel string, src []byte) (*jsModule, error) {
 		if pe, ok := err.(*parse.Error); ok {
 			line := pe.Line
 			if lineMap != nil {
-				line = lineMap(line)
+				line = lineMap(line, pe.Column-1)
 			}
 			msg = fmt.Sprintf("line %d: %s", line, pe.Message)
 		}
@@ -144,7 +163,7 @@ func jsParse(rel string, src []byte) (*jsModule, error) {
 		}
 		line := sort.Search(len(starts), func(i int) bool { return starts[i] > off })
 		if lineMap != nil {
-			return lineMap(line)
+			return lineMap(line, off-starts[line-1])
 		}
 		return line
 	}
@@ -176,8 +195,10 @@ func resolveVar(v *js.Var) *js.Var {
 }
 
 // jsAnalyze reads the routes of a unit's sources (project-relative path →
-// content). Files that do not parse are returned as unparsed.
-func jsAnalyze(files map[string][]byte) ([]implRoute, []UnresolvedRoute, []Unparsed) {
+// content), each compiled with the nearest of the unit's tsconfig.json
+// files (path → content) above it. Files that do not parse are returned
+// as unparsed.
+func jsAnalyze(files, configs map[string][]byte) *analysis {
 	u := &jsUnit{mods: map[string]*jsModule{}, implied: map[*js.Var]*jsObj{}, created: map[js.IExpr]*jsObj{}}
 	var unparsed []Unparsed
 	for rel := range files {
@@ -186,7 +207,7 @@ func jsAnalyze(files map[string][]byte) ([]implRoute, []UnresolvedRoute, []Unpar
 	sort.Strings(u.order)
 	var kept []string
 	for _, rel := range u.order {
-		m, err := jsParse(rel, files[rel])
+		m, err := jsParse(rel, files[rel], experimentalDecorators(configs, rel))
 		if err != nil {
 			unparsed = append(unparsed, Unparsed{File: rel, Reason: err.Error()})
 			continue
@@ -204,7 +225,111 @@ func jsAnalyze(files map[string][]byte) ([]implRoute, []UnresolvedRoute, []Unpar
 	}
 	routes, unresolved := u.resolve()
 	sortUnresolved(unresolved)
-	return routes, unresolved, unparsed
+	a := &analysis{routes: routes, unresolved: unresolved, unparsed: unparsed, unreadable: u.unreadable}
+	if len(a.unreadable) == 0 && u.nestRoute != "" {
+		a.unreadable = []string{u.nestRoute}
+	}
+	for _, o := range u.created {
+		if o != nil {
+			a.routers++
+		}
+	}
+	for _, rel := range u.order {
+		for _, imp := range u.mods[rel].imports {
+			if !strings.HasPrefix(imp.module, ".") {
+				a.packages = append(a.packages, imp.module)
+			}
+		}
+	}
+	return a
+}
+
+// experimentalDecorators reports whether the tsconfig.json nearest above
+// rel (or one it extends, within the unit) turns TypeScript's experimental
+// decorators on.
+func experimentalDecorators(configs map[string][]byte, rel string) bool {
+	for dir := path.Dir(rel); ; dir = path.Dir(dir) {
+		if cfg, ok := configs[path.Join(dir, tsconfigName)]; ok {
+			return tsconfigEnables(configs, path.Join(dir, tsconfigName), cfg, 0)
+		}
+		if dir == "." || dir == "/" || strings.Count(dir, "/") < 2 {
+			return false // units/<unit> is the highest a unit's config sits
+		}
+	}
+}
+
+// tsconfigEnables reads compilerOptions.experimentalDecorators of a
+// tsconfig (JSON with comments and trailing commas, as tsc reads it),
+// following a relative extends.
+func tsconfigEnables(configs map[string][]byte, rel string, data []byte, depth int) bool {
+	var cfg struct {
+		Extends         string `json:"extends"`
+		CompilerOptions struct {
+			ExperimentalDecorators *bool `json:"experimentalDecorators"`
+		} `json:"compilerOptions"`
+	}
+	if json.Unmarshal(jsonc(data), &cfg) != nil {
+		return false
+	}
+	if v := cfg.CompilerOptions.ExperimentalDecorators; v != nil {
+		return *v
+	}
+	if strings.HasPrefix(cfg.Extends, ".") && depth < 5 {
+		base := path.Join(path.Dir(rel), cfg.Extends)
+		if path.Ext(base) != ".json" {
+			base += ".json"
+		}
+		if b, ok := configs[base]; ok {
+			return tsconfigEnables(configs, base, b, depth+1)
+		}
+	}
+	return false
+}
+
+// jsonc strips the comments and trailing commas tsconfig files may hold,
+// outside strings.
+func jsonc(data []byte) []byte {
+	var out []byte
+	inStr := false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case inStr:
+			out = append(out, c)
+			if c == '\\' && i+1 < len(data) {
+				i++
+				out = append(out, data[i])
+			} else if c == '"' {
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+			out = append(out, c)
+		case c == '/' && i+1 < len(data) && data[i+1] == '/':
+			for i < len(data) && data[i] != '\n' {
+				i++
+			}
+			out = append(out, '\n')
+		case c == '/' && i+1 < len(data) && data[i+1] == '*':
+			i += 2
+			for i+1 < len(data) && !(data[i] == '*' && data[i+1] == '/') {
+				i++
+			}
+			i++
+		case c == ',':
+			j := i + 1
+			for j < len(data) && strings.ContainsRune(" \t\r\n", rune(data[j])) {
+				j++
+			}
+			if j < len(data) && (data[j] == '}' || data[j] == ']') {
+				continue
+			}
+			out = append(out, c)
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // declare records a module's objects, functions, string constants, imports
@@ -759,6 +884,7 @@ func (v *jsVisitor) call(call *js.CallExpr) {
 	args := call.Args.List
 	dot, ok := call.X.(*js.DotExpr)
 	if !ok {
+		v.decorator(call)
 		v.passObjects(call)
 		return
 	}
@@ -983,6 +1109,37 @@ func isRouterLike(e js.IExpr) bool {
 		}
 	}
 	return true
+}
+
+// nestRouteDecorators are NestJS's decorators that declare routes.
+var nestRouteDecorators = map[string]bool{"Controller": true, "Get": true, "Post": true, "Put": true, "Patch": true, "Delete": true, "All": true}
+
+// decorator records a NestJS route decorator (lowered to a call of the
+// decorator imported from @nestjs/common): routes no reader here reads.
+func (v *jsVisitor) decorator(call *js.CallExpr) {
+	fn, ok := call.X.(*js.Var)
+	if !ok {
+		return
+	}
+	imp, ok := v.m.imports[resolveVar(fn)]
+	if !ok || imp.module != "@nestjs/common" || !nestRouteDecorators[imp.name] {
+		return
+	}
+	if imp.name != "Controller" {
+		// A route decorator outside a controller still declares a
+		// route; inside one, the controller names the place.
+		if v.u.nestRoute == "" {
+			v.u.nestRoute = fmt.Sprintf("%s:%d @%s", v.m.rel, v.m.lineOfBytes(fn.Data), imp.name)
+		}
+		return
+	}
+	arg := ""
+	if len(call.Args.List) > 0 {
+		if s, ok := stringValue(v.m, call.Args.List[0].Value); ok {
+			arg = strconv.Quote(s)
+		}
+	}
+	v.u.unreadable = append(v.u.unreadable, fmt.Sprintf("%s:%d @%s(%s)", v.m.rel, v.m.lineOfBytes(fn.Data), imp.name, arg))
 }
 
 // passObjects handles f(app) where f is a function of the unit: its

@@ -207,3 +207,72 @@ func refStrings(rs []RouteRef) []string {
 	}
 	return s
 }
+
+// TestUnreadableRoutesAreSaidSo: a NestJS app (decorators, enabled by the
+// unit's tsconfig) and a bare node:http server declare routes no reader
+// here reads: diff_contract_vs_impl says so (ok:false, "routes not
+// readable", naming where), never an app with no routes and every contract
+// route missing; the decorators parse. The running Nest app serves the
+// contract's routes, which is what a verdict of "no routes" would have
+// denied.
+func TestUnreadableRoutesAreSaidSo(t *testing.T) {
+	t.Parallel()
+	bare := map[string]string{
+		"package.json": `{ "name": "shop-bare", "private": true }` + "\n",
+		"src/server.js": `const http = require('node:http');
+
+http.createServer((req, res) => {
+  if (req.method === 'GET' && req.url === '/health') return res.end('{"ok":true}');
+  res.statusCode = 404;
+  res.end();
+}).listen(Number(process.argv[2]), '127.0.0.1');
+`,
+	}
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		says  []string
+	}{
+		{"nest", appFiles(t, "js", "nest"), []string{"routes not readable", "NestJS", `units/nest/src/orders.controller.ts:5 @Controller("orders")`, `units/nest/src/app.module.ts:4 @Controller("health")`}},
+		{"bare", bare, []string{"routes not readable", "creates no app or router this tool reads", "(it imports node:http)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			unitDir := filepath.Join(dir, "units", tc.name)
+			writeTree(t, unitDir, tc.files)
+			writeTree(t, dir, contracttest.ShopParts)
+			writeTree(t, dir, map[string]string{"contracts/shop.yaml": contracttest.Shop30YAML})
+			_, err := diffContractVsImpl(context.Background(), newCtx(t, dir), DiffInput{Contract: "shop", UnitID: tc.name})
+			reason := failReason(t, err)
+			for _, want := range tc.says {
+				if !strings.Contains(reason, want) {
+					t.Errorf("reason %q; want it to say %q", reason, want)
+				}
+			}
+			if strings.Contains(reason, "decorator") && strings.Contains(reason, "enabled") {
+				t.Errorf("reason %q reports a decorator parse error", reason)
+			}
+			if tc.name != "nest" {
+				return
+			}
+			// The decorators parse with the unit's tsconfig.
+			srcs, configs := map[string][]byte{}, map[string][]byte{"units/nest/tsconfig.json": []byte(tc.files["tsconfig.json"])}
+			for rel, content := range tc.files {
+				if strings.HasSuffix(rel, ".ts") {
+					srcs["units/nest/"+rel] = []byte(content)
+				}
+			}
+			if bad := jsAnalyze(srcs, configs).unparsed; len(bad) != 0 {
+				t.Errorf("with experimentalDecorators on, unparsed %+v", bad)
+			}
+			base := startApp(t, "js", "nest", unitDir)
+			for _, r := range []string{"GET /health", "GET /api/v1/orders", "POST /api/v1/orders", "GET /api/v1/orders/7/attachments"} {
+				method, p, _ := strings.Cut(r, " ")
+				if code := probe(t, method, base+p); code/100 != 2 {
+					t.Errorf("the Nest app answers %s with %d", r, code)
+				}
+			}
+		})
+	}
+}
