@@ -180,11 +180,13 @@ func DiffContractVsImpl() tool.Tool {
 		Name:  "diff_contract_vs_impl",
 		Title: "Diff contract vs implementation",
 		Description: "Compare a contract's endpoints with the routes a unit implements, read from the syntax trees of its JS/TS source " +
-			"(Express apps and routers mounted with use() across files through require/import, route() chains, Fastify register with prefix, " +
-			"Hono route(), Koa and koa-router with prefix) and Go source (net/http ServeMux with Go 1.22 \"GET /path/{id}\" patterns and " +
-			"StripPrefix, chi Route/Group/Mount, gin and echo groups, gorilla subrouters). Path parameters (:id, {id}, <id>) are normalised first. " +
+			"(Express apps and routers mounted with use() across files through require/import, route() chains and chained calls, Fastify register with prefix, nested and inline, " +
+			"Hono route() of chained sub-apps, Koa and @koa/router with prefix) and Go source (net/http ServeMux with Go 1.22 \"GET /path/{id}\" patterns and " +
+			"StripPrefix, chi Route/Group/Mount, gin, echo and fiber groups, gorilla subrouters, methods of handler types handed a group), against the contract's " +
+			"routes under its servers' base path. Path parameters (:id, {id}, <id>) are normalised first. " +
 			"Returns missing, extra and method_mismatch routes with file and line; a route whose path is computed at run time is unresolved " +
-			"(with file and line), never missing or extra.",
+			"(with file and line), never missing or extra, and the contract routes it may serve are undecided or hedged. A unit whose routes the tool cannot read " +
+			"(NestJS decorators, no known framework) is ok:false \"routes not readable\".",
 		Effect: tool.ReadOnly, Timeout: 30 * time.Second,
 	}, diffContractVsImpl)
 }
