@@ -123,7 +123,7 @@ func Parse(data []byte) (*Run, error) {
 		case r.Success == nil || r.NumTotalTests == nil:
 			return nil, fmt.Errorf("%w: testResults is empty and numTotalTests, success and startTime, which Vitest writes in every report, are missing: an empty or hand-made object, not a run; rerun vitest run --reporter=json --outputFile=<path>", ErrNotReport)
 		case !*r.Success:
-			return nil, errors.New("Vitest ran no test file and failed the run: no file matched its include patterns (it printed \"No test files found\"); check the test file names and vitest.config's include, or the directory it ran in")
+			return nil, errors.New("the run found no test file: Vitest ran none and failed the run: no file matched its include patterns (it printed \"No test files found\"); check the test file names and vitest.config's include, or the directory it ran in")
 		}
 	}
 	run := &Run{Report: r}

@@ -285,7 +285,7 @@ func TestParseVitestEmptyReports(t *testing.T) {
 		config string
 		says   string // in the reason; "" for ok with 0 tests
 	}{
-		{"export default { test: { include: ['spec/**/*.test.ts'] } };\n", "ran no test file"},
+		{"export default { test: { include: ['spec/**/*.test.ts'] } };\n", "found no test file"},
 		{"export default { test: { include: ['spec/**/*.test.ts'], passWithNoTests: true } };\n", ""},
 	} {
 		res := vitesttest.Run(t, 3, t.TempDir(), map[string]string{"package.json": `{"type":"module"}`, "vitest.config.mjs": tc.config, "src/a.test.ts": "it('x', () => {});\n"})
