@@ -27,7 +27,7 @@ type Filter struct {
 // Match reports whether r passes the filter.
 func (f Filter) Match(r *Row) bool {
 	return (f.Tool == "" || r.Tool == f.Tool) &&
-		(f.Status == "" || r.Status == f.Status) &&
+		(f.Status == "" || string(r.Status) == f.Status) &&
 		(f.Agent == "" || r.Agent == f.Agent || "devloop-"+r.Agent == f.Agent) &&
 		(f.Since.IsZero() || !r.TS.Before(f.Since))
 }
@@ -156,7 +156,7 @@ type toolAcc struct {
 }
 
 // Add counts one row.
-func (b *StatsBuilder) Add(tool, status string, durationMS float64) {
+func (b *StatsBuilder) Add(tool string, status Status, durationMS float64) {
 	if status == StatusSuperseded || status == StatusPin {
 		return
 	}
@@ -219,7 +219,7 @@ type statsRow struct {
 	CallID     string       `json:"call_id"`
 	Agent      string       `json:"agent"`
 	Tool       string       `json:"tool"`
-	Status     string       `json:"status"`
+	Status     Status       `json:"status"`
 	DurationMS float64      `json:"duration_ms"`
 	Chain      *ChainRecord `json:"chain"`
 }

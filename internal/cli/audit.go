@@ -188,7 +188,7 @@ func newAuditCmd() *cobra.Command {
 			n := 0
 			err := f.each(cmd.ErrOrStderr(), func(r *audit.Row, _ []byte) error {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%s\n", r.TS.UTC().Format("2006-01-02T15:04:05.000Z"),
-					cell(r.Agent, maxCell), cell(r.Tool, maxCell), cell(r.Status, maxCell), cell(dash(r.ErrorKind), maxCell),
+					cell(r.Agent, maxCell), cell(r.Tool, maxCell), cell(string(r.Status), maxCell), cell(dash(r.ErrorKind), maxCell),
 					cell(dash(r.Rule), maxCell), r.RetryCount, r.DurationMS, cell(r.CallID, maxCell), oneLine(r.Error, 80))
 				if n++; n%tableBlock == 0 {
 					return tw.Flush()

@@ -16,7 +16,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/dashboard"
 	"github.com/toolhost/toolhost/internal/procs"
-	"github.com/toolhost/toolhost/internal/upstream"
+	"github.com/toolhost/toolhost/internal/webguard"
 )
 
 // dashboardFlags are the flags of `toolhost dashboard` (and the address of
@@ -88,7 +88,7 @@ func startDashboard(ctx context.Context, f dashboardFlags, out io.Writer, log ze
 	if err != nil {
 		return nil, usageErr(fmt.Errorf("address %q: want HOST:PORT, e.g. 127.0.0.1:8766", f.addr))
 	}
-	if !upstream.IsLoopbackHost(host) && f.authToken == "" {
+	if !webguard.IsLoopbackHost(host) && f.authToken == "" {
 		return nil, usageErr(fmt.Errorf("%s is not a loopback address; serving the dashboard there needs --auth-token (or TOOLHOST_AUTH_TOKEN), or use 127.0.0.1", f.addr))
 	}
 	d, err := dashboard.New(dashboard.Options{ProjectDir: f.projectDir, AgentsFile: f.agentsFile, PolicyFile: f.policyFile,

@@ -58,7 +58,7 @@ type call struct {
 	ts       time.Time
 	agent    string
 	tool     string
-	status   string
+	status   audit.Status
 	duration float64
 }
 

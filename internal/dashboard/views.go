@@ -23,16 +23,16 @@ const (
 
 // AuditRow is one call as the audit stream shows it.
 type AuditRow struct {
-	TS        time.Time `json:"ts"`
-	CallID    string    `json:"call_id"`
-	SessionID string    `json:"session_id,omitempty"`
-	Agent     string    `json:"agent"`
-	UnitID    string    `json:"unit_id,omitempty"`
-	Tool      string    `json:"tool"`
-	Source    string    `json:"source,omitempty"`
-	Status    string    `json:"status"`
-	ErrorKind string    `json:"error_kind,omitempty"`
-	Error     string    `json:"error,omitempty"`
+	TS        time.Time    `json:"ts"`
+	CallID    string       `json:"call_id"`
+	SessionID string       `json:"session_id,omitempty"`
+	Agent     string       `json:"agent"`
+	UnitID    string       `json:"unit_id,omitempty"`
+	Tool      string       `json:"tool"`
+	Source    string       `json:"source,omitempty"`
+	Status    audit.Status `json:"status"`
+	ErrorKind string       `json:"error_kind,omitempty"`
+	Error     string       `json:"error,omitempty"`
 	// Rule is the policy rule that decided the call (a refusal's reason).
 	Rule       string  `json:"rule,omitempty"`
 	RetryCount int     `json:"retry_count,omitempty"`
@@ -55,7 +55,7 @@ func auditRow(r *audit.Row) AuditRow {
 // notACall reports whether a row records something other than a call
 // (a superseded confirmation, an upstream pin): the figures and an agent's
 // last call pass it over, as audit.StatsBuilder does.
-func notACall(status string) bool {
+func notACall(status audit.Status) bool {
 	return status == audit.StatusSuperseded || status == audit.StatusPin
 }
 
@@ -169,11 +169,11 @@ type Runtime struct {
 
 // LastCall is the newest call of an agent.
 type LastCall struct {
-	TS         time.Time `json:"ts"`
-	Tool       string    `json:"tool"`
-	Status     string    `json:"status"`
-	ErrorKind  string    `json:"error_kind,omitempty"`
-	DurationMS float64   `json:"duration_ms"`
+	TS         time.Time    `json:"ts"`
+	Tool       string       `json:"tool"`
+	Status     audit.Status `json:"status"`
+	ErrorKind  string       `json:"error_kind,omitempty"`
+	DurationMS float64      `json:"duration_ms"`
 }
 
 // Serve is one `toolhost serve` session of an agent.

@@ -35,7 +35,7 @@ func TestConfirmByElicitation(t *testing.T) {
 		args       string
 		wantAsked  bool
 		wantRun    bool
-		wantStatus string
+		wantStatus audit.Status
 		wantKind   string
 		wantMsg    string
 	}{

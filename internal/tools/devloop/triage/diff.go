@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/contract"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -76,7 +77,7 @@ func loadContract(c *callctx.Ctx, name string) (*contract.Contract, []contractRo
 	}
 	ct, err := contract.Load(func(rel string) ([]byte, error) { return readRel(c, rel) }, p, data, name)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", p, err)
+		return nil, nil, fault.Content(fmt.Errorf("%s: %w", p, err))
 	}
 	var rs []contractRoute
 	for _, e := range ct.Endpoints {
@@ -220,9 +221,9 @@ func diffContractVsImpl(_ context.Context, c *callctx.Ctx, in DiffInput) (DiffOu
 	_, croutes, err := loadContract(c, in.Contract)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return DiffOutput{}, tool.Fail("no contract %s: contracts/%s.json, .yaml or .yml does not exist; contracts here: %s", in.Contract, in.Contract, listOrNone(contractNames(c)))
+			return DiffOutput{}, tool.Fail(nil, "no contract %s: contracts/%s.json, .yaml or .yml does not exist; contracts here: %s", in.Contract, in.Contract, listOrNone(contractNames(c)))
 		}
-		return DiffOutput{}, tool.Fail("%v", err)
+		return DiffOutput{}, tool.Fail(err, "contract %s cannot be read", in.Contract)
 	}
 	unitDir := "units/" + in.UnitID
 	files, err := walkFiles(c, unitDir, func(rel string) bool { return isSource(rel) || path.Base(rel) == tsconfigName })
@@ -241,9 +242,9 @@ func diffContractVsImpl(_ context.Context, c *callctx.Ctx, in DiffInput) (DiffOu
 	})
 	if len(files) == 0 {
 		if _, statErr := readRel(c, unitDir); errors.Is(statErr, fs.ErrNotExist) {
-			return DiffOutput{}, tool.Fail("no unit %s: %s/ does not exist", in.UnitID, unitDir)
+			return DiffOutput{}, tool.Fail(nil, "no unit %s: %s/ does not exist", in.UnitID, unitDir)
 		}
-		return DiffOutput{}, tool.Fail("%s/ has no JS/TS or Go source outside tests and node_modules; nothing to compare", unitDir)
+		return DiffOutput{}, tool.Fail(nil, "%s/ has no JS/TS or Go source outside tests and node_modules; nothing to compare", unitDir)
 	}
 	out := DiffOutput{Status: tool.Status{OK: true}, Contract: in.Contract, UnitID: in.UnitID,
 		Matched: []RouteRef{}, Missing: []RouteRef{}, Extra: []RouteRef{}, MethodMismatch: []MethodMismatch{}}
@@ -252,7 +253,7 @@ func diffContractVsImpl(_ context.Context, c *callctx.Ctx, in DiffInput) (DiffOu
 	for _, f := range files {
 		data, err := readRel(c, f)
 		if err != nil {
-			out.Unparsed = append(out.Unparsed, Unparsed{File: f, Reason: readReason(err)})
+			out.Unparsed = append(out.Unparsed, Unparsed{File: f, Reason: readReason(c, err)})
 			continue
 		}
 		if len(data) > maxSourceBytes {
@@ -271,11 +272,11 @@ func diffContractVsImpl(_ context.Context, c *callctx.Ctx, in DiffInput) (DiffOu
 	impl, out.Unresolved, out.Unparsed = found.routes, found.unresolved, append(out.Unparsed, found.unparsed...)
 	// Routes the tool cannot read are never an app without routes.
 	if len(found.unreadable) > 0 {
-		return DiffOutput{}, tool.Fail("routes not readable: %s declares its routes with NestJS decorators (%s), which this tool does not read, so it cannot say which contract routes the unit serves; "+
+		return DiffOutput{}, tool.Fail(nil, "routes not readable: %s declares its routes with NestJS decorators (%s), which this tool does not read, so it cannot say which contract routes the unit serves; "+
 			"start the unit (spawn_units) and probe the contract's routes (run_case) instead", unitDir, strings.Join(found.unreadable, ", "))
 	}
 	if found.routers == 0 && len(impl) == 0 && len(out.Unresolved) == 0 {
-		return DiffOutput{}, tool.Fail("routes not readable: %s creates no app or router this tool reads (Express, Fastify, Hono, Koa and koa-router, net/http's ServeMux, chi, gin, echo, gorilla/mux, fiber)%s, so it cannot say which contract routes the unit serves; "+
+		return DiffOutput{}, tool.Fail(nil, "routes not readable: %s creates no app or router this tool reads (Express, Fastify, Hono, Koa and koa-router, net/http's ServeMux, chi, gin, echo, gorilla/mux, fiber)%s, so it cannot say which contract routes the unit serves; "+
 			"start the unit (spawn_units) and probe the contract's routes (run_case) instead", unitDir, importsSeen(found.packages))
 	}
 	if out.Unresolved == nil {
