@@ -1,4 +1,4 @@
-package contract
+package contract_test
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolhost/toolhost/internal/contract"
 	"github.com/toolhost/toolhost/internal/contract/contracttest"
 	"github.com/toolhost/toolhost/internal/testutil"
 )
@@ -34,11 +35,11 @@ func shop(root, doc string) files {
 	return f
 }
 
-func load(t *testing.T, f files, root string) *Contract {
+func load(t *testing.T, f files, root string) *contract.Contract {
 	t.Helper()
-	c, err := Load(f.read, root, []byte(f[root]), NameOf(root))
+	c, err := contract.Load(f.read, root, []byte(f[root]), contract.NameOf(root))
 	if err != nil {
-		t.Fatalf("Load(%s): %v", root, err)
+		t.Fatalf("contract.Load(%s): %v", root, err)
 	}
 	return c
 }
@@ -60,7 +61,7 @@ func TestSplitContracts(t *testing.T) {
 			f := shop(tc.root, tc.doc)
 			c := load(t, f, tc.root)
 			var routes []string
-			byID := map[string]Endpoint{}
+			byID := map[string]contract.Endpoint{}
 			for _, e := range c.Endpoints {
 				routes = append(routes, e.Method+" "+e.Path)
 				byID[e.ID] = e
@@ -105,7 +106,7 @@ func TestSplitContractHash(t *testing.T) {
 	root := "contracts/shop.yaml"
 	f := shop(root, contracttest.Shop30YAML)
 	base := load(t, f, root).SHA256
-	if single, _ := Hash([]byte(contracttest.Shop30YAML)); single == base {
+	if single, _ := contract.Hash([]byte(contracttest.Shop30YAML)); single == base {
 		t.Errorf("the hash of the split contract is the root file's alone")
 	}
 	item := "contracts/shop/schemas/item.yaml"
@@ -145,14 +146,14 @@ func TestSplitContractRefs(t *testing.T) {
 			"contracts/p.yaml":    "get: {responses: {'200': {description: ok}}}\n",
 			"contracts/loop.yaml": "$ref: './loop.yaml'\n",
 		}
-		_, err := Load(f.read, "contracts/x.yaml", []byte(f["contracts/x.yaml"]), "x")
+		_, err := contract.Load(f.read, "contracts/x.yaml", []byte(f["contracts/x.yaml"]), "x")
 		if err == nil || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "paths./a") {
 			t.Errorf("%s: %v; want an error at paths./a saying %q", tc.name, err, tc.says)
 		}
 	}
 	// Bytes alone cannot follow a ref to another file: an error, never a
 	// path item dropped.
-	if _, err := Parse([]byte(contracttest.Shop30YAML), "shop"); err == nil || !strings.Contains(err.Error(), "paths./orders") {
+	if _, err := contract.Parse([]byte(contracttest.Shop30YAML), "shop"); err == nil || !strings.Contains(err.Error(), "paths./orders") {
 		t.Errorf("Parse of a split contract: %v; want the path item's ref named", err)
 	}
 }
@@ -259,7 +260,7 @@ func TestSplitContractsAgainstSwaggerParser(t *testing.T) {
 }
 
 // dereference replaces the refs of a schema by the contract's schemas.
-func dereference(c *Contract, raw json.RawMessage, depth int) (any, error) {
+func dereference(c *contract.Contract, raw json.RawMessage, depth int) (any, error) {
 	if raw == nil {
 		return nil, nil
 	}
@@ -270,7 +271,7 @@ func dereference(c *Contract, raw json.RawMessage, depth int) (any, error) {
 	return derefValue(c, v, depth)
 }
 
-func derefValue(c *Contract, v any, depth int) (any, error) {
+func derefValue(c *contract.Contract, v any, depth int) (any, error) {
 	if depth > 50 {
 		return nil, errors.New("refs nest too deep")
 	}
