@@ -124,9 +124,12 @@ func main() {
 	fmt.Fprintln(os.Stderr, "starting worker")
 	var wg sync.WaitGroup
 	wg.Add(1)
+	// Done only after the call: a deferred Done would run while the
+	// goroutine panics and let main return, exit 0, before the runtime
+	// prints the panic.
 	go func() {
-		defer wg.Done()
 		fmt.Println(pick([]string{"a", "b"}, len(os.Args)+2))
+		wg.Done()
 	}()
 	wg.Wait()
 }
@@ -153,7 +156,6 @@ func main() {
 }
 
 func count(counts map[int]int, wg *sync.WaitGroup) {
-	defer wg.Done()
 	for i := 0; ; i++ {
 		counts[i%64]++
 	}

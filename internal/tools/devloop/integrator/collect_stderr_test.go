@@ -152,7 +152,7 @@ func TestCollectStderrOnRealRuntimes(t *testing.T) {
 		trace  string    // in the trace
 	}{
 		{"go concurrent map writes", crash.GoConcurrentMapWrites,
-			Signature{Kind: SigGoPanic, Text: "fatal error: concurrent map writes", At: "main.go:18", Count: 1}, "main.count("},
+			Signature{Kind: SigGoPanic, Text: "fatal error: concurrent map writes", At: "main.go:17", Count: 1}, "main.count("},
 		{"net/http handler panic, three requests", func(t testing.TB) string { return crash.GoHTTPHandlerPanic(t, 3) },
 			Signature{Kind: SigGoPanic, Text: "http: panic serving 127.0.0.1:", Summary: "nil pointer dereference", At: "main.go:14", Count: 3}, "main.show("},
 		{"python server, three tracebacks", func(t testing.TB) string { return crash.PythonServerTracebacks(t, 3) },
