@@ -118,6 +118,11 @@ func (s *postSink) Reply(msg []byte, e *rpc.Error) error {
 	case s.sse:
 		return s.event(msg)
 	}
+	if e != nil && e.Code == rpc.CodeOverloaded {
+		// The server's bound on requests in flight: a slot frees as
+		// soon as one is answered.
+		s.w.Header().Set("Retry-After", "1")
+	}
 	writeJSON(s.w, statusOf(e), msg)
 	return nil
 }
@@ -136,7 +141,12 @@ func (s *postSink) abandon() {
 }
 
 func statusOf(e *rpc.Error) int {
-	if e != nil && e.Status != 0 {
+	switch {
+	case e == nil:
+		return http.StatusOK
+	case e.Code == rpc.CodeOverloaded:
+		return http.StatusServiceUnavailable
+	case e.Status != 0:
 		return e.Status
 	}
 	return http.StatusOK
