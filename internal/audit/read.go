@@ -348,3 +348,29 @@ func Backward(root *os.Root, o ndjson.Options, fn func(r *Row) bool) (ndjson.Cur
 		return fn(&e.Row)
 	})
 }
+
+// ParseLine reads a line of the trail into r. row reports whether it is a
+// call's row (false for one of the chain's own records, and for a line that
+// is neither, whose reason says why): how every store's readers decode.
+func ParseLine(line []byte, r *Row) (row bool, reason string) {
+	var e entry
+	if reason := e.decode(line); reason != "" {
+		return false, reason
+	}
+	if e.Chain != nil {
+		return false, ""
+	}
+	*r = e.Row
+	return true, ""
+}
+
+// ChainOf returns the chain fields of a line: its seq (0 when the line is
+// not part of the chain) and, for one of the chain's own records, the
+// record.
+func ChainOf(line []byte) (seq int64, rec *ChainRecord) {
+	l, ok := link(line)
+	if !ok {
+		return 0, nil
+	}
+	return l.Seq, l.Chain
+}

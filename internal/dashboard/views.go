@@ -7,8 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolhost/toolhost/internal/audit"
-	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/redact"
+	"github.com/toolhost/toolhost/internal/store"
 )
 
 // What the page is sent. Every string that an agent, a tool or a command
@@ -110,7 +110,7 @@ type TimelineEntry struct {
 	Data    string    `json:"data,omitempty"`
 }
 
-func timelineEntry(e callctx.TimelineEntry) TimelineEntry {
+func timelineEntry(e store.TimelineEntry) TimelineEntry {
 	t := TimelineEntry{Seq: e.Seq, TS: e.TS, Agent: shortAgent(e.Agent), UnitID: e.UnitID, Kind: e.Kind,
 		Message: clip(redact.String(e.Message), maxTextShown)}
 	if e.Data != nil {
@@ -183,10 +183,25 @@ type Serve struct {
 	PID        int       `json:"pid"`
 	StartTicks uint64    `json:"-"`
 	StartedAt  time.Time `json:"started_at"`
+	// Host is the machine the server runs on.
+	Host string `json:"host,omitempty"`
 	// State is serveRunning, serveEnded (it said so) or serveGone (its
 	// process is not there any more and it never said it ended: killed).
 	State   string     `json:"state"`
 	EndedAt *time.Time `json:"ended_at,omitempty"`
+}
+
+// triageSummary is the part of the triager's summary
+// (bugs.TriageSummaryPath) the board shows.
+type triageSummary struct {
+	Bugs map[string]*struct {
+		Category   string  `json:"category"`
+		Confidence float64 `json:"confidence"`
+		Similar    []struct {
+			ID    string  `json:"bug_id"`
+			Score float64 `json:"score"`
+		} `json:"similar"`
+	} `json:"bugs"`
 }
 
 // States of a server.

@@ -21,6 +21,7 @@ import (
 	"github.com/toolhost/toolhost/internal/redact"
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/rules"
+	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/trace"
 	"github.com/toolhost/toolhost/internal/wirejson"
@@ -117,7 +118,7 @@ type Engine struct {
 	// CheckArgv); nil allows all.
 	Guard func(tool.Command) error
 	// Confirm keeps confirmations for clients without elicitation.
-	Confirm *confirm.Store
+	Confirm store.Confirmations
 	// States signs and redeems the request states of multi-round-trip
 	// confirmations.
 	States *confirm.States
