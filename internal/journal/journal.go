@@ -164,8 +164,9 @@ const (
 )
 
 // lastSeqOf reads the end of one timeline file, in growing windows, and
-// the whole file only when its last entries are larger than tailWindow. A file that has
-// content but no readable entry is an error: its seq cannot be continued.
+// the whole file only when its last entries are larger than tailWindow. A
+// file that has content but no readable entry is an error: its seq cannot
+// be continued.
 func (t Timeline) lastSeqOf(rel string) (int64, tailState, error) {
 	for _, window := range []int64{firstWindow, tailWindow, math.MaxInt64} {
 		b, err := t.Door.ReadTail(rel, window)
