@@ -22,7 +22,7 @@ type Peer interface {
 	// Call sends a request to the client and waits for its result.
 	Call(ctx context.Context, method string, params, result any) error
 	// Session is the peer for messages that relate to no request (a
-	// legacy session's notifications/tools/list_changed): the stdio
+	// 2025 session's notifications/tools/list_changed): the stdio
 	// stream, or an HTTP session's GET stream.
 	Session() Peer
 }
@@ -215,7 +215,8 @@ func (c *Conn) admit(key string, entry *context.CancelFunc) *Error {
 	case l.slots <- struct{}{}:
 	default:
 		if !c.opts.Wait {
-			return NewError(CodeOverloaded, fmt.Sprintf("server overloaded: %d requests already in flight; retry when some have been answered", l.Max()))
+			return &Error{Code: CodeOverloaded, Kind: KindOverloaded,
+				Message: fmt.Sprintf("server overloaded: %d requests already in flight; retry when some have been answered", l.Max())}
 		}
 		select {
 		case l.slots <- struct{}{}:
