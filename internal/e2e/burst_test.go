@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -259,8 +260,18 @@ func TestHTTPPastTheBound(t *testing.T) {
 	holdCtx, release := context.WithCancel(context.Background())
 	held := make(chan error, 1)
 	go func() {
-		_, _, _, err := postModern(holdCtx, srv.URL, 1, "debug_sleep", `{"ms":600000}`)
-		held <- err
+		for {
+			// Refused while a probe below had the slot: ask again.
+			status, _, b, err := postModern(holdCtx, srv.URL, 1, "debug_sleep", `{"ms":600000}`)
+			if err == nil && status == http.StatusServiceUnavailable {
+				continue
+			}
+			if err == nil {
+				err = fmt.Errorf("the holder was answered (HTTP %d) before it was let go: %.300s", status, b)
+			}
+			held <- err
+			return
+		}
 	}()
 	deadline := time.Now().Add(2 * time.Minute)
 	id := 100
@@ -277,12 +288,21 @@ func TestHTTPPastTheBound(t *testing.T) {
 			break
 		}
 		// Served: the holder was not in flight yet.
+		select {
+		case err := <-held:
+			t.Fatalf("holder: %v", err)
+		default:
+		}
 		if status != http.StatusOK || time.Now().After(deadline) {
 			t.Fatalf("HTTP %d %s (no refusal while a call holds the only slot)", status, b)
 		}
+		// Leave the slot free a while, so the holder gets it.
+		time.Sleep(10 * time.Millisecond)
 	}
 	release()
-	<-held
+	if err := <-held; !errors.Is(err, context.Canceled) {
+		t.Fatalf("holder: %v", err)
+	}
 	for {
 		id++
 		status, _, b, err := postModern(context.Background(), srv.URL, id, "debug_echo", `{"text":"again"}`)
