@@ -250,61 +250,54 @@ func postModern(ctx context.Context, url string, id int, tool, args string) (int
 }
 
 // TestHTTPPastTheBound: with --max-in-flight 1 and a call holding the one
-// slot, the next POST is refused with 503, Retry-After and the JSON-RPC
-// -32001 error with its id; once the holder's client
-// goes away (which cancels a stateless request) the server serves again.
+// slot (a bash command that marks a file, then sleeps), the next POST is
+// refused with 503, Retry-After and the JSON-RPC -32001 error with its id;
+// once the holder's client goes away (which cancels a stateless request)
+// the server serves again. The holder is seen in flight by the file its
+// command made, so no probe ever races it for the slot.
 func TestHTTPPastTheBound(t *testing.T) {
 	t.Parallel()
 	project := t.TempDir()
-	srv := testutil.ServeHTTP(t, binary(t), "--agent", "coder", "--agents", agentsFile(t), "--project-dir", project, "--max-in-flight", "1")
+	if err := os.MkdirAll(filepath.Join(project, "units", "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mark := filepath.Join(project, "units", "a", "holding")
+	srv := testutil.ServeHTTP(t, binary(t), "--agent", "coder", "--unit", "a", "--agents", agentsFile(t),
+		"--project-dir", project, "--max-in-flight", "1")
 	holdCtx, release := context.WithCancel(context.Background())
 	held := make(chan error, 1)
 	go func() {
-		for {
-			// Refused while a probe below had the slot: ask again.
-			status, _, b, err := postModern(holdCtx, srv.URL, 1, "debug_sleep", `{"ms":600000}`)
-			if err == nil && status == http.StatusServiceUnavailable {
-				continue
-			}
-			if err == nil {
-				err = fmt.Errorf("the holder was answered (HTTP %d) before it was let go: %.300s", status, b)
-			}
-			held <- err
-			return
+		args, _ := json.Marshal(map[string]any{"command": "touch '" + mark + "' && exec sleep 600", "timeout_ms": 600000})
+		status, _, b, err := postModern(holdCtx, srv.URL, 1, "bash", string(args))
+		if err == nil {
+			err = fmt.Errorf("the holder was answered (HTTP %d) before it was let go: %.300s", status, b)
 		}
+		held <- err
 	}()
-	deadline := time.Now().Add(2 * time.Minute)
-	id := 100
 	for {
-		id++
-		status, h, b, err := postModern(context.Background(), srv.URL, id, "debug_echo", `{"text":"x"}`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if status == http.StatusServiceUnavailable {
-			if h.Get("Retry-After") == "" || !bytes.Contains(b, []byte(fmt.Sprintf(`"id":%d`, id))) || !bytes.Contains(b, []byte(`"code":-32001`)) {
-				t.Fatalf("refusal without Retry-After, its id or -32001: %v %s", h, b)
-			}
+		if _, err := os.Stat(mark); err == nil {
 			break
 		}
-		// Served: the holder was not in flight yet.
 		select {
 		case err := <-held:
 			t.Fatalf("holder: %v", err)
-		default:
+		case <-time.After(20 * time.Millisecond):
 		}
-		if status != http.StatusOK || time.Now().After(deadline) {
-			t.Fatalf("HTTP %d %s (no refusal while a call holds the only slot)", status, b)
-		}
-		// Leave the slot free a while, so the holder gets it.
-		time.Sleep(10 * time.Millisecond)
+	}
+	status, h, b, err := postModern(context.Background(), srv.URL, 2, "debug_echo", `{"text":"x"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status != http.StatusServiceUnavailable || h.Get("Retry-After") == "" || !bytes.Contains(b, []byte(`"id":2`)) || !bytes.Contains(b, []byte(`"code":-32001`)) {
+		t.Fatalf("while a call holds the only slot: want 503 with Retry-After, its id and -32001, got HTTP %d %v %s", status, h, b)
 	}
 	release()
 	if err := <-held; !errors.Is(err, context.Canceled) {
 		t.Fatalf("holder: %v", err)
 	}
-	for {
-		id++
+	// The slot frees once the cancelled command has been killed and its
+	// answer written: until then the server may still refuse.
+	for id := 3; ; id++ {
 		status, _, b, err := postModern(context.Background(), srv.URL, id, "debug_echo", `{"text":"again"}`)
 		if err != nil {
 			t.Fatal(err)
@@ -312,7 +305,7 @@ func TestHTTPPastTheBound(t *testing.T) {
 		if status == http.StatusOK && bytes.Contains(b, []byte("again")) {
 			break
 		}
-		if status != http.StatusServiceUnavailable || time.Now().After(deadline) {
+		if status != http.StatusServiceUnavailable {
 			t.Fatalf("not served again after the holder went away: HTTP %d %s", status, b)
 		}
 		time.Sleep(100 * time.Millisecond)
