@@ -237,6 +237,11 @@ func (s *Store) unavailable(err error, maybe bool) error {
 	if err == nil || !unreachable(err) || store.IsUnavailable(err) {
 		return err
 	}
+	return s.away(err, maybe)
+}
+
+// away is the error of a write the database was not there for.
+func (s *Store) away(err error, maybe bool) error {
 	return &store.UnavailableError{Store: "PostgreSQL at " + s.addr, MaybeStored: maybe, Err: err}
 }
 
