@@ -71,9 +71,9 @@ type failingServer struct {
 	// killed says which of them were killed: what they kept in memory
 	// died with them, and their log is where it is.
 	killed []bool
-	busy  bool                // a call is in flight
-	calls int                 // attempts begun
-	done  bool                // its worker made its last call
+	busy   bool // a call is in flight
+	calls  int  // attempts begun
+	done   bool // its worker made its last call
 }
 
 func (s *failingServer) start(t *testing.T) error {
