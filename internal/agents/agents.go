@@ -49,6 +49,11 @@ type Sandbox struct {
 	// Network limits the TCP ports the agent's commands may connect to and
 	// bind; unset rules mean any port.
 	Network Network `json:"network,omitzero"`
+	// Env are the variables (names, or patterns such as NODE_*) the
+	// agent's commands receive from toolhost's environment besides the
+	// few every command gets (PATH, HOME, the locale …). A pattern never
+	// passes a name that looks like a credential; name one exactly.
+	Env []string `json:"env,omitempty"`
 }
 
 // The values of Sandbox.Commands.
@@ -249,6 +254,11 @@ func (s *Sandbox) check() error {
 			return fmt.Errorf("readAllowList pattern %q is not a valid glob", p)
 		}
 	}
+	for _, p := range s.Env {
+		if err := validEnvPattern(p); err != nil {
+			return fmt.Errorf("sandbox.%w", err)
+		}
+	}
 	switch s.Commands {
 	case "":
 		s.Commands = CommandsRequire
@@ -260,6 +270,18 @@ func (s *Sandbox) check() error {
 		return fmt.Errorf(`sandbox.network: "own" is only for unitBind (a unit's own port); connect and bind take "any" or a list of ports`)
 	}
 	s.Network = s.Network.WithDefaults()
+	return nil
+}
+
+// validEnvPattern checks one entry of sandbox.env: a variable name or a
+// glob over names.
+func validEnvPattern(p string) error {
+	if p == "" || strings.ContainsAny(p, "=\x00") {
+		return fmt.Errorf("env %q: want a variable name or a pattern such as NODE_*", p)
+	}
+	if _, err := path.Match(p, ""); err != nil {
+		return fmt.Errorf("env %q: %v", p, err)
+	}
 	return nil
 }
 

@@ -61,6 +61,14 @@ type Request struct {
 	// Mkdir creates a missing directory named by a `dir/**` pattern
 	// through the sandbox door; nil leaves a missing root ungranted.
 	Mkdir func(rel string) error
+	// Kind selects the variables passed from Environ by default.
+	Kind Kind
+	// Environ is the environment variables are passed from (nil:
+	// toolhost's own).
+	Environ []string
+	// SetEnv are variables (K=V) the process gets with these values: a
+	// unit's own env and PORT, an upstream entry's env.
+	SetEnv []string
 }
 
 // Plan is the confinement of one command: what the kernel will enforce, in
@@ -95,14 +103,18 @@ type Plan struct {
 	// TempDir is the command's private temp dir ("" when it has none: it
 	// runs unconfined, or Request.TempFor was not set).
 	TempDir string `json:"temp_dir,omitempty"`
+	// Env are the names of the variables the process receives.
+	Env []string `json:"env"`
 
+	// env is the process's whole environment.
+	env                           []string
 	handledFS, handledNet, scoped uint64
-	// mptcpArch, when set, is the audit arch of the seccomp filter that
-	// keeps MPTCP sockets from passing the TCP rules.
-	mptcpArch uint32
-	rules     []pathRule
-	ports     []portRule
-	ruleFD    int
+	// filter is the seccomp program (nil: none, the mode is off or the
+	// kernel or arch has no seccomp filter).
+	filter []unix.SockFilter
+	rules  []pathRule
+	ports  []portRule
+	ruleFD int
 }
 
 type pathRule struct {
@@ -162,25 +174,26 @@ func prepare(req Request, tmp string) (*Plan, error) {
 	if p.Mode == "" {
 		p.Mode = agents.CommandsRequire
 	}
+	p.setEnv(req)
 	if p.Mode == agents.CommandsOff {
 		p.Unconfined = "sandbox.commands is off for " + req.Agent
 		return p, nil
+	}
+	if err := p.seccomp(req); err != nil {
+		return nil, err
 	}
 	k := Detect()
 	if k.ABI < 1 {
 		return p.cannot(k.Reason)
 	}
 	p.ABI = k.ABI
-	if err := p.network(req, k); err != nil {
-		return nil, err
-	}
-	if p.ABI >= abiScoped {
-		p.scoped = unix.LANDLOCK_SCOPE_SIGNAL | unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
-		p.Scoped = true
-	} else {
-		p.NotEnforced = append(p.NotEnforced, fmt.Sprintf("signals and abstract unix sockets are not scoped (Landlock ABI %d; scoping needs %d)", p.ABI, abiScoped))
+	p.network(req, k)
+	p.older(k)
+	if p.Mode == agents.CommandsRequire && len(p.NotEnforced) > 0 {
+		return nil, &UnavailableError{Agent: p.Agent, Reason: "this kernel cannot enforce all of it: " + strings.Join(p.NotEnforced, "; ")}
 	}
 	p.TempDir = tmp
+	p.setEnv(req)
 	if err := p.files(req); err != nil {
 		p.Close()
 		return nil, err
@@ -192,6 +205,65 @@ func prepare(req Request, tmp string) (*Plan, error) {
 	}
 	p.ruleFD = fd
 	return p, nil
+}
+
+// setEnv builds the process's environment (again once the temp dir is
+// known).
+func (p *Plan) setEnv(req Request) {
+	environ := req.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	p.env = buildEnv(environ, req.Kind, req.Sandbox.Env, req.SetEnv, p.TempDir)
+	p.Env = envNames(p.env)
+}
+
+// seccomp prepares the filter every confined process gets (seccomp.go). A
+// kernel or arch without seccomp filters cannot close io_uring and TIOCSTI:
+// require refuses, best-effort says so.
+func (p *Plan) seccomp(req Request) error {
+	arch := nativeArch()
+	if arch == 0 || !seccompUsable() {
+		what := "io_uring and TIOCSTI are not refused (this kernel has no seccomp filters)"
+		if arch == 0 {
+			what = fmt.Sprintf("io_uring and TIOCSTI are not refused (no seccomp filter is written for %s)", runtime.GOARCH)
+		}
+		if p.Mode == agents.CommandsRequire {
+			return &UnavailableError{Agent: p.Agent, Reason: what}
+		}
+		p.NotEnforced = append(p.NotEnforced, what)
+		return nil
+	}
+	n := req.Sandbox.Network.WithDefaults()
+	limited := !n.Connect.Any || (req.Unit == "" && !n.Bind.Any) || (req.Unit != "" && !n.UnitBind.Any)
+	prog, err := commandFilter(arch, filterOptions{tcpOnly: limited})
+	if err != nil {
+		return err
+	}
+	p.filter = prog
+	return nil
+}
+
+// older lists what an older ABI leaves out of every plan (require
+// refuses the command for any of it, best-effort runs without it).
+func (p *Plan) older(k Kernel) {
+	for _, f := range []struct {
+		abi  int
+		what string
+	}{
+		{2, "linking and renaming into a root from outside (refer)"},
+		{3, "truncating files outside the roots"},
+		{5, "ioctl on devices other than /dev/null, /dev/tty …"},
+		{abiScoped, "scoping signals and abstract unix sockets to the command, so it could signal toolhost or any process of this user"},
+	} {
+		if p.ABI < f.abi {
+			p.NotEnforced = append(p.NotEnforced, fmt.Sprintf("%s needs Landlock ABI %d; %s", f.what, f.abi, abiWords(k)))
+		}
+	}
+	if p.ABI >= abiScoped {
+		p.scoped = unix.LANDLOCK_SCOPE_SIGNAL | unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+		p.Scoped = true
+	}
 }
 
 // cannot is a plan the kernel cannot enforce at all.
@@ -227,7 +299,7 @@ func (p *Plan) String() string { return p.Report().String() }
 
 // network sets the TCP rules: the agent's connect rule, and its bind rule
 // for a command or unitBind for a unit.
-func (p *Plan) network(req Request, k Kernel) error {
+func (p *Plan) network(req Request, k Kernel) {
 	n := req.Sandbox.Network.WithDefaults()
 	bind := n.Bind
 	if req.Unit != "" {
@@ -240,21 +312,17 @@ func (p *Plan) network(req Request, k Kernel) error {
 		}
 	}
 	if n.Connect.Any && bind.Any {
-		return nil
+		return
 	}
 	p.Connect, p.Bind = portWords(n.Connect), portWords(bind)
-	arch := nativeArch()
-	if p.ABI < abiNet || arch == 0 {
+	if p.ABI < abiNet || p.filter == nil {
 		what := fmt.Sprintf("TCP rules (connect %s, bind %s) need Landlock ABI %d; %s", p.Connect, p.Bind, abiNet, abiWords(k))
-		if arch == 0 {
-			what = fmt.Sprintf("TCP rules (connect %s, bind %s) cannot be held on %s (MPTCP sockets pass them and no seccomp filter is written for it)", p.Connect, p.Bind, runtime.GOARCH)
-		}
-		if p.Mode == agents.CommandsRequire {
-			return &UnavailableError{Agent: p.Agent, Reason: "its " + what}
+		if p.filter == nil {
+			what = fmt.Sprintf("TCP rules (connect %s, bind %s) cannot be held without a seccomp filter (MPTCP sockets pass them)", p.Connect, p.Bind)
 		}
 		p.NotEnforced = append(p.NotEnforced, what)
 		p.Connect, p.Bind = "any", "any"
-		return nil
+		return
 	}
 	add := func(r agents.Ports, right uint64) {
 		if r.Any {
@@ -267,8 +335,6 @@ func (p *Plan) network(req Request, k Kernel) error {
 	}
 	add(n.Connect, unix.LANDLOCK_ACCESS_NET_CONNECT_TCP)
 	add(bind, unix.LANDLOCK_ACCESS_NET_BIND_TCP)
-	p.mptcpArch = arch
-	return nil
 }
 
 func portWords(r agents.Ports) string {
@@ -671,19 +737,19 @@ func quoted(list []string) []string {
 	return out
 }
 
-// Env returns env with the command's private temp dir set under every
-// name programs look for it.
-func (p *Plan) Env(env []string) []string {
-	tempDir := p.TempDir
-	if tempDir == "" {
-		return env
-	}
-	out := slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
-		k, _, _ := strings.Cut(kv, "=")
-		return k == TempDirVar || k == "TMP" || k == "TEMP"
-	})
-	return append(out, TempDirVar+"="+tempDir, "TMP="+tempDir, "TEMP="+tempDir)
+// Command is the spec of a process confined by the plan: its whole
+// environment (Environ) and the restriction of the thread that forks it
+// (Restrict: capabilities, no_new_privs, seccomp, Landlock). Every path
+// that starts a confined process (the bash tool, spawn_units, upstream
+// servers, `toolhost confine`) builds its spec here and starts it through
+// procs, which gives every child its own session and only descriptors 0-2.
+func (p *Plan) Command(name string, argv []string, dir string) procs.Spec {
+	return procs.Spec{Name: name, Argv: argv, Dir: dir, Env: p.Environ(), Confine: p.Restrict}
 }
+
+// Environ is the process's whole environment: what passed from toolhost's
+// (Plan.Env names it), the caller's own values and the private temp dir.
+func (p *Plan) Environ() []string { return slices.Clone(p.env) }
 
 // Report is how a command was confined, as a tool's result shows it.
 type Report struct {
@@ -697,21 +763,22 @@ type Report struct {
 	Bind        string   `json:"bind,omitempty" jsonschema_description:"TCP ports the command could listen on: any, none or a list"`
 	Scoped      bool     `json:"scoped,omitempty" jsonschema_description:"true when the command could not signal, or reach through abstract unix sockets, any process outside itself"`
 	NotEnforced []string `json:"not_enforced,omitempty" jsonschema_description:"what this machine's kernel could not enforce"`
+	Env         []string `json:"env,omitempty" jsonschema_description:"the environment variables the command received (names only); sandbox.env of the agent passes more"`
 }
 
 // Report is the plan as a result shows it.
 func (p *Plan) Report() Report {
 	if !p.Confined() {
-		return Report{Unconfined: p.Unconfined}
+		return Report{Unconfined: p.Unconfined, NotEnforced: p.NotEnforced, Env: p.Env}
 	}
 	return Report{Confined: true, ABI: p.ABI, Write: p.Write, Read: p.Read, Skipped: p.Skipped,
-		Connect: p.Connect, Bind: p.Bind, Scoped: p.Scoped, NotEnforced: p.NotEnforced}
+		Connect: p.Connect, Bind: p.Bind, Scoped: p.Scoped, NotEnforced: p.NotEnforced, Env: p.Env}
 }
 
 // String is the report in one line, for the audit row.
 func (r Report) String() string {
 	if !r.Confined {
-		return "unconfined: " + r.Unconfined
+		return "unconfined: " + r.Unconfined + r.envWords()
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "landlock abi %d; write %s", r.ABI, strings.Join(r.Write, " "))
@@ -728,5 +795,10 @@ func (r Report) String() string {
 	for _, s := range r.NotEnforced {
 		b.WriteString("; not enforced: " + s)
 	}
+	b.WriteString(r.envWords())
 	return b.String()
+}
+
+func (r Report) envWords() string {
+	return "; env " + strings.Join(r.Env, " ")
 }

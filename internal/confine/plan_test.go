@@ -213,7 +213,9 @@ func TestKernelWithout(t *testing.T) {
 		{"0", agents.CommandsBestEffort, "", ""},
 		{"3", agents.CommandsRequire, "TCP rules (connect 443, bind any) need Landlock ABI 4", ""},
 		{"3", agents.CommandsBestEffort, "", "TCP rules (connect 443, bind any) need Landlock ABI 4"},
-		{"5", agents.CommandsRequire, "", "signals and abstract unix sockets are not scoped"},
+		// Signal scoping is needed by every plan: require refuses below 6.
+		{"5", agents.CommandsRequire, "scoping signals and abstract unix sockets to the command, so it could signal toolhost or any process of this user needs Landlock ABI 6", ""},
+		{"5", agents.CommandsBestEffort, "", "scoping signals and abstract unix sockets to the command"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.abi+"/"+tc.mode, func(t *testing.T) {
