@@ -88,10 +88,10 @@ func newConfineCmd(_ *globals) *cobra.Command {
 				// signal, not an exit status.
 				signal.Reset(sig)
 				_ = syscall.Kill(os.Getpid(), sig)
-				return &exitError{code: 128 + int(sig), }
+				return &exitError{code: 128 + int(sig)}
 			}
 			if code != 0 {
-				return &exitError{code: code, }
+				return &exitError{code: code}
 			}
 			return nil
 		},
