@@ -255,7 +255,7 @@ func (s *Sandbox) check() error {
 		}
 	}
 	for _, p := range s.Env {
-		if err := validEnvPattern(p); err != nil {
+		if err := ValidEnvPattern(p); err != nil {
 			return fmt.Errorf("sandbox.%w", err)
 		}
 	}
@@ -273,9 +273,9 @@ func (s *Sandbox) check() error {
 	return nil
 }
 
-// validEnvPattern checks one entry of sandbox.env: a variable name or a
+// ValidEnvPattern checks one entry of a sandbox's env list: a variable name or a
 // glob over names.
-func validEnvPattern(p string) error {
+func ValidEnvPattern(p string) error {
 	if p == "" || strings.ContainsAny(p, "=\x00") {
 		return fmt.Errorf("env %q: want a variable name or a pattern such as NODE_*", p)
 	}

@@ -69,6 +69,9 @@ type Request struct {
 	// SetEnv are variables (K=V) the process gets with these values: a
 	// unit's own env and PORT, an upstream entry's env.
 	SetEnv []string
+	// Hide are absolute directories the process may not read, list or
+	// write beneath, besides toolhost's secrets (hide.go).
+	Hide []string
 }
 
 // Plan is the confinement of one command: what the kernel will enforce, in
@@ -88,6 +91,9 @@ type Plan struct {
 	// Read are the read roots when sandbox.readAllowList limits reads;
 	// empty means reads and execution are allowed everywhere.
 	Read []string `json:"read,omitempty"`
+	// Hidden are the directories nothing of the process may read, list or
+	// write beneath (toolhost's secrets).
+	Hidden []string `json:"hidden,omitempty"`
 	// Skipped are allow-list patterns (or parts of them) that grant
 	// commands nothing, each with the reason.
 	Skipped []string `json:"skipped,omitempty"`
@@ -353,14 +359,16 @@ func abiWords(k Kernel) string {
 
 // files opens every root the plan grants and sets the handled rights.
 func (p *Plan) files(req Request) error {
-	p.handledFS = fsRights(p.ABI) &^ readRights
 	s := req.Sandbox
-	restrictRead := s.ReadAllowList != nil
-	extra := uint64(0)
-	if restrictRead {
-		p.handledFS |= readRights
-		extra = readRights
-		p.Read = []string{}
+	hidden := resolveHidden(req.Hide)
+	// Reads are handled when the agent limits them or something must stay
+	// unreadable; then every root grants reading too.
+	restrictRead := s.ReadAllowList != nil || len(hidden) > 0
+	p.handledFS = fsRights(p.ABI)
+	extra := uint64(readRights)
+	if !restrictRead {
+		p.handledFS &^= readRights
+		extra = 0
 	}
 	proj, err := unix.Open(req.ProjectDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -381,14 +389,21 @@ func (p *Plan) files(req Request) error {
 	for _, d := range []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"} {
 		_ = b.absolute(d, d, devices)
 	}
-	if restrictRead {
+	switch {
+	case s.ReadAllowList != nil:
+		p.Read = []string{}
 		for _, d := range systemReadDirs() {
 			_ = b.absolute(d, "", readRights)
 		}
 		for _, pat := range s.ReadAllowList {
 			b.readPattern(pat)
 		}
+	case restrictRead:
+		// Everything, less what hide carves out below.
+		_ = b.absolute("/", "", readRights)
 	}
+	b.hide(hidden)
+	p.Hidden = hidden
 	return nil
 }
 
@@ -416,6 +431,8 @@ const maxRules = 1024
 type builder struct {
 	plan *Plan
 	proj int
+	// carved counts the rules hide added.
+	carved int
 }
 
 // beneath is how a root inside the project is opened: never through a
@@ -428,6 +445,10 @@ func (b *builder) skip(format string, args ...any) {
 
 // writePattern grants what one writeAllowList pattern can express.
 func (b *builder) writePattern(pat string, dirAccess, fileAccess uint64, mkdir func(string) error) {
+	if filepath.IsAbs(pat) {
+		b.writeAbsolute(pat, dirAccess, fileAccess)
+		return
+	}
 	prefix, tree, ok := splitPattern(pat)
 	switch {
 	case !ok:
@@ -445,6 +466,75 @@ func (b *builder) writePattern(pat string, dirAccess, fileAccess uint64, mkdir f
 	default:
 		b.writeFile(pat, prefix, fileAccess)
 	}
+}
+
+// writeAbsolute grants an absolute write pattern (an upstream server's
+// sandbox.write): a path or path/**, opened as named. Inside the project it
+// is the project-relative pattern, so toolhost's stores stay out; a
+// directory that holds the project grants everything around it, and the
+// project as "**" (its stores carved out).
+func (b *builder) writeAbsolute(pat string, dirAccess, fileAccess uint64) {
+	prefix, tree, ok := splitPattern(pat)
+	if !ok || hasMeta(prefix) {
+		b.skip("%s: an absolute pattern must be a path or path/**", pat)
+		return
+	}
+	proj, err := fdPath(b.proj)
+	if err != nil {
+		b.skip("%s: the project dir cannot be located: %v", pat, err)
+		return
+	}
+	real, err := filepath.EvalSymlinks(prefix)
+	if err != nil {
+		b.skip("%s: %v", pat, err)
+		return
+	}
+	if beneathPath(real, proj) {
+		rel, _ := filepath.Rel(proj, real)
+		if tree {
+			rel = path.Join(filepath.ToSlash(rel), "**")
+		}
+		b.writePattern(rel, dirAccess, fileAccess, nil)
+		return
+	}
+	access := fileAccess
+	if tree {
+		access = dirAccess
+	}
+	n := len(b.plan.rules)
+	if err := b.absolute(real, "", access); err != nil {
+		b.skip("%s: %v", pat, err)
+		return
+	}
+	r := b.plan.rules[n]
+	if !r.dir && (tree || !regularSingleLink(r.fd)) {
+		b.plan.rules = b.plan.rules[:n]
+		unix.Close(r.fd)
+		b.skip("%s: %s is not a directory, or not a regular file with a single link", pat, real)
+		return
+	}
+	if r.dir && !tree {
+		b.plan.rules = b.plan.rules[:n]
+		unix.Close(r.fd)
+		b.skip("%s: %s is a directory; write %s/** to grant it", pat, real, prefix)
+		return
+	}
+	name := real
+	if r.dir {
+		name += "/"
+	}
+	b.plan.Write = append(b.plan.Write, name)
+	if r.dir && beneathPath(proj, real) {
+		b.plan.rules = b.plan.rules[:n]
+		b.around(r, real, []string{proj})
+		unix.Close(r.fd)
+		b.writeDir(pat, ".", dirAccess, fileAccess, nil)
+	}
+}
+
+func regularSingleLink(fd int) bool {
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1
 }
 
 // splitPattern reads a pattern as "prefix/**" (tree) or a single path with
@@ -758,6 +848,7 @@ type Report struct {
 	Unconfined  string   `json:"unconfined,omitempty" jsonschema_description:"why the command ran without confinement (sandbox.commands is best-effort or off)"`
 	Write       []string `json:"write,omitempty" jsonschema_description:"where the command could write: project-relative directories (ending in /) and files, and $TMPDIR (its private temp dir, removed afterwards); everything else was refused by the kernel"`
 	Read        []string `json:"read,omitempty" jsonschema_description:"where the command could read when the agent limits reads (readAllowList); empty: everywhere"`
+	Hidden      []string `json:"hidden,omitempty" jsonschema_description:"directories the command could not read, list or write beneath (toolhost's secrets); nor could it list the directories on the way to them"`
 	Skipped     []string `json:"skipped,omitempty" jsonschema_description:"allow-list patterns that commands cannot write, and why (toolhost's tools write them)"`
 	Connect     string   `json:"connect,omitempty" jsonschema_description:"TCP ports the command could connect to: any, none or a list"`
 	Bind        string   `json:"bind,omitempty" jsonschema_description:"TCP ports the command could listen on: any, none or a list"`
@@ -771,7 +862,7 @@ func (p *Plan) Report() Report {
 	if !p.Confined() {
 		return Report{Unconfined: p.Unconfined, NotEnforced: p.NotEnforced, Env: p.Env}
 	}
-	return Report{Confined: true, ABI: p.ABI, Write: p.Write, Read: p.Read, Skipped: p.Skipped,
+	return Report{Confined: true, ABI: p.ABI, Write: p.Write, Read: p.Read, Hidden: p.Hidden, Skipped: p.Skipped,
 		Connect: p.Connect, Bind: p.Bind, Scoped: p.Scoped, NotEnforced: p.NotEnforced, Env: p.Env}
 }
 
@@ -787,6 +878,9 @@ func (r Report) String() string {
 	}
 	if len(r.Read) > 0 {
 		fmt.Fprintf(&b, "; read %s", strings.Join(r.Read, " "))
+	}
+	if len(r.Hidden) > 0 {
+		fmt.Fprintf(&b, "; hidden %s", strings.Join(r.Hidden, " "))
 	}
 	fmt.Fprintf(&b, "; connect %s; bind %s", r.Connect, r.Bind)
 	if r.Scoped {

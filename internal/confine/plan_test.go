@@ -329,3 +329,79 @@ func TestReadAllowList(t *testing.T) {
 		t.Fatalf("output %q, want units/a/f read and prd/p refused", got)
 	}
 }
+
+// runConfined runs a shell script under the plan in dir and returns what it
+// printed (stdout and stderr together).
+func runConfined(t *testing.T, p *Plan, dir, script string) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := p.Command("sh", []string{"/bin/sh", "-c", script}, dir)
+	spec.Stdout, spec.Stderr = w, w
+	c, err := procs.Spawn(spec)
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(r)
+	<-c.Done()
+	return string(out)
+}
+
+// TestHiddenDirectory: a hidden directory (toolhost's secrets) cannot be
+// read, listed or written beneath by a confined command, even through a
+// symlink planted beside it or inside its write roots, while its siblings
+// and everything else stay readable; a write root holding it loses it too.
+func TestHiddenDirectory(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	secrets := filepath.Join(base, "state", "toolhost", "secrets")
+	for _, f := range []string{filepath.Join(secrets, "token"), filepath.Join(base, "state", "toolhost", "other"), filepath.Join(base, "sibling")} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte("content-"+filepath.Base(f)+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := tree(t, "units/a/f")
+	if err := os.Symlink(secrets, filepath.Join(dir, "units/a/link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secrets, filepath.Join(base, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range []agents.Sandbox{
+		{WriteAllowList: []string{"units/**"}},
+		{WriteAllowList: []string{"units/**"}, ReadAllowList: []string{"units/**", base + "/**"}},
+	} {
+		sb.Commands = agents.CommandsRequire
+		p, err := Prepare(Request{Agent: "devloop-test", Sandbox: sb, ProjectDir: dir, Mkdir: mkdirIn(dir), Hide: []string{secrets}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.Confined() {
+			t.Skipf("Landlock is not available: %s", p.Unconfined)
+		}
+		got := runConfined(t, p, dir, `
+			for f in `+secrets+`/token units/a/link/token `+base+`/link/token; do cat "$f" 2>/dev/null || echo "no-read $f"; done
+			ls `+secrets+` >/dev/null 2>&1 || echo no-list
+			echo x > `+secrets+`/planted 2>/dev/null || echo no-write
+			cat `+base+`/sibling `+base+`/state/toolhost/other units/a/f /etc/hostname >/dev/null && echo siblings-read
+			echo y > units/a/w && cat units/a/w`)
+		p.Close()
+		for _, want := range []string{"no-read " + secrets + "/token", "no-read units/a/link/token", "no-read " + base + "/link/token", "no-list", "no-write", "siblings-read", "y\n"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("readAllowList %v: output %q lacks %q", sb.ReadAllowList, got, want)
+			}
+		}
+		if strings.Contains(got, "content-token") {
+			t.Errorf("readAllowList %v: the secret was read: %q", sb.ReadAllowList, got)
+		}
+		if _, err := os.Stat(filepath.Join(secrets, "planted")); err == nil {
+			t.Errorf("readAllowList %v: a file was planted in the hidden dir", sb.ReadAllowList)
+		}
+	}
+}
