@@ -76,6 +76,10 @@ type Network struct {
 	// UnitBind is what a unit started by spawn_units may listen on: "own"
 	// (the default: only the port it was given), "any" or a list.
 	UnitBind Ports `json:"unitBind,omitzero"`
+	// ReachToolhost lets the commands connect to toolhost's own servers (a
+	// loopback serve --http, toolhost dashboard), whose ports they are
+	// otherwise refused.
+	ReachToolhost bool `json:"reachToolhost,omitempty"`
 }
 
 // Ports is a TCP port rule: "any", "own" (UnitBind only) or a list of ports

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/dashboard"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/upstream"
@@ -101,12 +102,20 @@ func startDashboard(ctx context.Context, f dashboardFlags, out io.Writer, log ze
 		d.Close()
 		return nil, err
 	}
+	// Confined commands are refused the port while it is registered.
+	release, err := confine.RegisterServer(ln.Addr())
+	if err != nil {
+		ln.Close()
+		d.Close()
+		return nil, err
+	}
 	url := d.URL(ln.Addr())
 	fmt.Fprintf(out, "toolhost dashboard: %s\n", url)
 	if f.open {
 		openBrowser(url, out, log)
 	}
 	return func() error {
+		defer release()
 		defer d.Close()
 		return d.Serve(ctx, ln)
 	}, nil

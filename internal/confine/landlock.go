@@ -211,11 +211,16 @@ func (p *Plan) Restrict() error {
 		// kernel's audit log, where an administrator can see them.
 		flags |= unix.LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON
 	}
-	if err := restrictSelf(p.ruleFD, flags); err != nil {
-		if errors.Is(err, unix.E2BIG) {
-			return fmt.Errorf("landlock_restrict_self: this process is already inside 16 nested Landlock domains: %w", err)
+	for _, fd := range []int{p.ruleFD, p.exclFD} {
+		if fd < 0 {
+			continue
 		}
-		return fmt.Errorf("landlock_restrict_self: %w", err)
+		if err := restrictSelf(fd, flags); err != nil {
+			if errors.Is(err, unix.E2BIG) {
+				return fmt.Errorf("landlock_restrict_self: this process is already inside 16 nested Landlock domains: %w", err)
+			}
+			return fmt.Errorf("landlock_restrict_self: %w", err)
+		}
 	}
 	return nil
 }

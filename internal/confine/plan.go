@@ -115,12 +115,16 @@ type Plan struct {
 	// env is the process's whole environment.
 	env                           []string
 	handledFS, handledNet, scoped uint64
-	// filter is the seccomp program (nil: none, the mode is off or the
-	// kernel or arch has no seccomp filter).
-	filter []unix.SockFilter
-	rules  []pathRule
-	ports  []portRule
-	ruleFD int
+	// canFilter is true when the kernel and arch take the seccomp filter;
+	// filter is its program (nil: none).
+	canFilter bool
+	filter    []unix.SockFilter
+	rules     []pathRule
+	ports     []portRule
+	ruleFD    int
+	// exclFD is a second ruleset, granting every TCP port but those of
+	// toolhost's servers (-1: none).
+	exclFD int
 }
 
 type pathRule struct {
@@ -176,7 +180,7 @@ func Prepare(req Request) (*Plan, error) {
 func (p *Plan) RemoveTempDir() { RemoveTempDir(p.TempDir) }
 
 func prepare(req Request, tmp string) (*Plan, error) {
-	p := &Plan{Agent: req.Agent, Mode: req.Sandbox.Commands, ruleFD: -1, Connect: "any", Bind: "any", Write: []string{}}
+	p := &Plan{Agent: req.Agent, Mode: req.Sandbox.Commands, ruleFD: -1, exclFD: -1, Connect: "any", Bind: "any", Write: []string{}}
 	if p.Mode == "" {
 		p.Mode = agents.CommandsRequire
 	}
@@ -185,16 +189,23 @@ func prepare(req Request, tmp string) (*Plan, error) {
 		p.Unconfined = "sandbox.commands is off for " + req.Agent
 		return p, nil
 	}
-	if err := p.seccomp(req); err != nil {
+	if err := p.seccompAvailable(); err != nil {
 		return nil, err
 	}
 	k := Detect()
 	if k.ABI < 1 {
+		if err := p.buildFilter(); err != nil {
+			return nil, err
+		}
 		return p.cannot(k.Reason)
 	}
 	p.ABI = k.ABI
 	p.network(req, k)
 	p.older(k)
+	if err := p.buildFilter(); err != nil {
+		p.Close()
+		return nil, err
+	}
 	if p.Mode == agents.CommandsRequire && len(p.NotEnforced) > 0 {
 		return nil, &UnavailableError{Agent: p.Agent, Reason: "this kernel cannot enforce all of it: " + strings.Join(p.NotEnforced, "; ")}
 	}
@@ -224,25 +235,33 @@ func (p *Plan) setEnv(req Request) {
 	p.Env = envNames(p.env)
 }
 
-// seccomp prepares the filter every confined process gets (seccomp.go). A
-// kernel or arch without seccomp filters cannot close io_uring and TIOCSTI:
-// require refuses, best-effort says so.
-func (p *Plan) seccomp(req Request) error {
+// seccompAvailable checks that the kernel and arch take the filter every
+// confined process gets (seccomp.go): without it io_uring and TIOCSTI stay
+// open, so require refuses and best-effort says so.
+func (p *Plan) seccompAvailable() error {
 	arch := nativeArch()
-	if arch == 0 || !seccompUsable() {
-		what := "io_uring and TIOCSTI are not refused (this kernel has no seccomp filters)"
-		if arch == 0 {
-			what = fmt.Sprintf("io_uring and TIOCSTI are not refused (no seccomp filter is written for %s)", runtime.GOARCH)
-		}
-		if p.Mode == agents.CommandsRequire {
-			return &UnavailableError{Agent: p.Agent, Reason: what}
-		}
-		p.NotEnforced = append(p.NotEnforced, what)
+	if arch != 0 && seccompUsable() {
+		p.canFilter = true
 		return nil
 	}
-	n := req.Sandbox.Network.WithDefaults()
-	limited := !n.Connect.Any || (req.Unit == "" && !n.Bind.Any) || (req.Unit != "" && !n.UnitBind.Any)
-	prog, err := commandFilter(arch, filterOptions{tcpOnly: limited})
+	what := "io_uring and TIOCSTI are not refused (this kernel has no seccomp filters)"
+	if arch == 0 {
+		what = fmt.Sprintf("io_uring and TIOCSTI are not refused (no seccomp filter is written for %s)", runtime.GOARCH)
+	}
+	if p.Mode == agents.CommandsRequire {
+		return &UnavailableError{Agent: p.Agent, Reason: what}
+	}
+	p.NotEnforced = append(p.NotEnforced, what)
+	return nil
+}
+
+// buildFilter writes the filter, refusing the sockets TCP rules would not
+// see whenever the plan has any.
+func (p *Plan) buildFilter() error {
+	if !p.canFilter {
+		return nil
+	}
+	prog, err := commandFilter(nativeArch(), filterOptions{tcpOnly: p.handledNet != 0 || p.exclFD >= 0})
 	if err != nil {
 		return err
 	}
@@ -281,12 +300,14 @@ func (p *Plan) cannot(reason string) (*Plan, error) {
 	return p, nil
 }
 
-// Close releases the ruleset. Safe to call twice.
+// Close releases the rulesets. Safe to call twice.
 func (p *Plan) Close() {
 	p.closeRules()
-	if p.ruleFD >= 0 {
-		unix.Close(p.ruleFD)
-		p.ruleFD = -1
+	for _, fd := range []*int{&p.ruleFD, &p.exclFD} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+		}
 	}
 }
 
@@ -304,7 +325,8 @@ func (p *Plan) Confined() bool { return p.Unconfined == "" }
 func (p *Plan) String() string { return p.Report().String() }
 
 // network sets the TCP rules: the agent's connect rule, and its bind rule
-// for a command or unitBind for a unit.
+// for a command or unitBind for a unit; and keeps toolhost's own servers
+// out of reach (servers.go).
 func (p *Plan) network(req Request, k Kernel) {
 	n := req.Sandbox.Network.WithDefaults()
 	bind := n.Bind
@@ -317,13 +339,25 @@ func (p *Plan) network(req Request, k Kernel) {
 			}
 		}
 	}
-	if n.Connect.Any && bind.Any {
+	var servers []int
+	if !n.ReachToolhost {
+		servers = serverPorts()
+	}
+	connect := n.Connect
+	if !connect.Any {
+		connect.List = slices.DeleteFunc(slices.Clone(connect.List), func(port int) bool { return slices.Contains(servers, port) })
+	}
+	exclude := connect.Any && len(servers) > 0
+	if connect.Any && bind.Any && !exclude {
 		return
 	}
-	p.Connect, p.Bind = portWords(n.Connect), portWords(bind)
-	if p.ABI < abiNet || p.filter == nil {
+	p.Connect, p.Bind = portWords(connect), portWords(bind)
+	if exclude {
+		p.Connect = "any except toolhost's servers " + agents.Ports{List: servers}.String()
+	}
+	if p.ABI < abiNet || !p.canFilter {
 		what := fmt.Sprintf("TCP rules (connect %s, bind %s) need Landlock ABI %d; %s", p.Connect, p.Bind, abiNet, abiWords(k))
-		if p.filter == nil {
+		if !p.canFilter {
 			what = fmt.Sprintf("TCP rules (connect %s, bind %s) cannot be held without a seccomp filter (MPTCP sockets pass them)", p.Connect, p.Bind)
 		}
 		p.NotEnforced = append(p.NotEnforced, what)
@@ -339,8 +373,17 @@ func (p *Plan) network(req Request, k Kernel) {
 			p.ports = append(p.ports, portRule{port: port, access: right})
 		}
 	}
-	add(n.Connect, unix.LANDLOCK_ACCESS_NET_CONNECT_TCP)
+	add(connect, unix.LANDLOCK_ACCESS_NET_CONNECT_TCP)
 	add(bind, unix.LANDLOCK_ACCESS_NET_BIND_TCP)
+	if exclude {
+		fd, err := excludingRuleset(servers)
+		if err != nil {
+			p.NotEnforced = append(p.NotEnforced, "keeping toolhost's servers out of reach: "+err.Error())
+			p.Connect = "any"
+			return
+		}
+		p.exclFD = fd
+	}
 }
 
 func portWords(r agents.Ports) string {
