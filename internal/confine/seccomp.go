@@ -29,6 +29,10 @@ import (
 //     default) or SCTP would pass them. An AF_INET or AF_INET6 socket may
 //     then only be TCP, UDP or ICMP; any other protocol fails with
 //     EPROTONOSUPPORT, a kernel without it, so programs fall back to TCP.
+//     And TCP Fast Open connects from inside sendto/sendmsg (MSG_FASTOPEN),
+//     where Landlock's connect check never runs (a denied port was reached
+//     that way on Linux 6.18): the flag fails with EOPNOTSUPP, the answer
+//     of a kernel with Fast Open off; a plain connect still works.
 
 // nativeArch is the seccomp audit arch of this build, 0 where the filter
 // is not written for it.
@@ -127,6 +131,9 @@ func commandFilter(arch uint32, o filterOptions) ([]unix.SockFilter, error) {
 	a.jump(unix.BPF_JEQ, unix.SYS_IOCTL, "ioctl", "")
 	if o.tcpOnly {
 		a.jump(unix.BPF_JEQ, unix.SYS_SOCKET, "socket", "")
+		a.jump(unix.BPF_JEQ, unix.SYS_SENDTO, "flags3", "")
+		a.jump(unix.BPF_JEQ, unix.SYS_SENDMMSG, "flags3", "")
+		a.jump(unix.BPF_JEQ, unix.SYS_SENDMSG, "flags2", "")
 	}
 	a.ret(unix.SECCOMP_RET_ALLOW)
 
@@ -150,6 +157,17 @@ func commandFilter(arch uint32, o filterOptions) ([]unix.SockFilter, error) {
 		a.ret(errno(unix.EPROTONOSUPPORT))
 		a.label("allow")
 		a.ret(unix.SECCOMP_RET_ALLOW)
+
+		a.label("flags3")
+		a.ld(offArg(3))
+		a.jump(unix.BPF_JSET, unix.MSG_FASTOPEN, "eopnotsupp", "")
+		a.ret(unix.SECCOMP_RET_ALLOW)
+		a.label("flags2")
+		a.ld(offArg(2))
+		a.jump(unix.BPF_JSET, unix.MSG_FASTOPEN, "eopnotsupp", "")
+		a.ret(unix.SECCOMP_RET_ALLOW)
+		a.label("eopnotsupp")
+		a.ret(errno(unix.EOPNOTSUPP))
 	}
 
 	a.label("enosys")
