@@ -122,6 +122,7 @@ type Plan struct {
 	rules     []pathRule
 	ports     []portRule
 	ruleFD    int
+	kind Kind
 	// exclFD is a second ruleset, granting every TCP port but those of
 	// toolhost's servers (-1: none).
 	exclFD int
@@ -144,13 +145,20 @@ type portRule struct {
 type UnavailableError struct {
 	Agent  string
 	Reason string
+	// Upstream is set for an upstream server's process, whose setting is
+	// in the policy file.
+	Upstream bool
 }
 
 func (e *UnavailableError) Error() string {
-	return fmt.Sprintf("%s's commands must run confined by the kernel (sandbox.commands is %q), but %s; "+
-		"run toolhost on Linux 5.13 or later with Landlock enabled (`toolhost sandbox probe` shows what this machine offers), "+
-		"or set sandbox.commands of %s to %q (run with what the kernel can enforce, said in every result and audit row) or %q in the agents file",
-		e.Agent, agents.CommandsRequire, e.Reason, e.Agent, agents.CommandsBestEffort, agents.CommandsOff)
+	what, where := e.Agent+"'s commands", "sandbox.commands of "+e.Agent+" in the agents file"
+	if e.Upstream {
+		what, where = e.Agent+"'s process", "sandbox.commands of its entry in the policy file"
+	}
+	return fmt.Sprintf("%s must run confined by the kernel (sandbox.commands is %q), but %s; "+
+		"run toolhost on a kernel that offers it (Linux 6.12 or later with Landlock enabled; `toolhost sandbox probe` shows what this machine offers), "+
+		"or set %s to %q (run with what the kernel can enforce, said in every result and audit row) or %q",
+		what, agents.CommandsRequire, e.Reason, where, agents.CommandsBestEffort, agents.CommandsOff)
 }
 
 // RejectionKind makes the refusal a fault.Rejection.
@@ -180,7 +188,7 @@ func Prepare(req Request) (*Plan, error) {
 func (p *Plan) RemoveTempDir() { RemoveTempDir(p.TempDir) }
 
 func prepare(req Request, tmp string) (*Plan, error) {
-	p := &Plan{Agent: req.Agent, Mode: req.Sandbox.Commands, ruleFD: -1, exclFD: -1, Connect: "any", Bind: "any", Write: []string{}}
+	p := &Plan{Agent: req.Agent, Mode: req.Sandbox.Commands, kind: req.Kind, ruleFD: -1, exclFD: -1, Connect: "any", Bind: "any", Write: []string{}}
 	if p.Mode == "" {
 		p.Mode = agents.CommandsRequire
 	}
@@ -207,7 +215,7 @@ func prepare(req Request, tmp string) (*Plan, error) {
 		return nil, err
 	}
 	if p.Mode == agents.CommandsRequire && len(p.NotEnforced) > 0 {
-		return nil, &UnavailableError{Agent: p.Agent, Reason: "this kernel cannot enforce all of it: " + strings.Join(p.NotEnforced, "; ")}
+		return nil, &UnavailableError{Agent: p.Agent, Reason: "this kernel cannot enforce all of it: " + strings.Join(p.NotEnforced, "; "), Upstream: p.kind == KindUpstream}
 	}
 	p.TempDir = tmp
 	p.setEnv(req)
@@ -249,7 +257,7 @@ func (p *Plan) seccompAvailable() error {
 		what = fmt.Sprintf("io_uring and TIOCSTI are not refused (no seccomp filter is written for %s)", runtime.GOARCH)
 	}
 	if p.Mode == agents.CommandsRequire {
-		return &UnavailableError{Agent: p.Agent, Reason: what}
+		return &UnavailableError{Agent: p.Agent, Reason: what, Upstream: p.kind == KindUpstream}
 	}
 	p.NotEnforced = append(p.NotEnforced, what)
 	return nil
@@ -294,7 +302,7 @@ func (p *Plan) older(k Kernel) {
 // cannot is a plan the kernel cannot enforce at all.
 func (p *Plan) cannot(reason string) (*Plan, error) {
 	if p.Mode == agents.CommandsRequire {
-		return nil, &UnavailableError{Agent: p.Agent, Reason: reason}
+		return nil, &UnavailableError{Agent: p.Agent, Reason: reason, Upstream: p.kind == KindUpstream}
 	}
 	p.ABI, p.Unconfined = 0, reason
 	return p, nil
