@@ -44,8 +44,10 @@ func SeverityRank(s string) int {
 	return len(Severities)
 }
 
-// transitions is the state machine of SPEC §11: forward along the normal
-// life, reopen from fixed/verified/closed, wontfix from open/triaged.
+// transitions is the bug's state machine: forward along the normal life
+// (open → triaged → fixing → fixed → verified → closed), reopen from
+// fixed/verified/closed, wontfix from open/triaged; any other move is
+// refused, so a bug's history is always a path through this graph.
 var transitions = map[string][]string{
 	StatusOpen:     {StatusTriaged, StatusWontfix},
 	StatusTriaged:  {StatusFixing, StatusWontfix},

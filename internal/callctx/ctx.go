@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -48,13 +49,29 @@ func (id *Identity) FromEnv(getenv func(string) string) {
 	set(&id.ProjectID, "TOOLHOST_PID")
 }
 
-// Files is the sandbox door: every write a tool makes goes through it. Reads
-// are allowed anywhere inside the project dir.
+// Files is the sandbox door: every read, listing and write a tool makes of
+// the project goes through it, by project-relative name. Reads are allowed
+// anywhere inside the project dir (a symlink is followed only while it
+// stays inside), writes only inside the agent's allow-list. A tool never
+// touches the project by absolute path.
 type Files interface {
-	// ProjectDir is the absolute project directory.
+	// ProjectDir is the absolute project directory, for what must name it
+	// to the kernel (a command's confinement); never for reading files.
 	ProjectDir() string
 	// ReadFile reads a project-relative file (never outside the project).
 	ReadFile(rel string) ([]byte, error)
+	// ReadDir lists a project-relative directory, sorted by name.
+	ReadDir(rel string) ([]fs.DirEntry, error)
+	// Stat returns the info of a project-relative file or directory.
+	Stat(rel string) (fs.FileInfo, error)
+	// Walk walks the tree under a project-relative directory as
+	// fs.WalkDir does, with project-relative slash names; symlinks are
+	// reported, never descended into.
+	Walk(rel string, fn fs.WalkDirFunc) error
+	// RealDir is the real absolute path of a project-relative directory
+	// (its symlinks resolved, still inside the project), for a process
+	// started in it.
+	RealDir(rel string) (string, error)
 	// WriteFile atomically replaces rel with data.
 	WriteFile(rel string, data []byte) error
 	// WriteJSON writes v pretty-printed with a trailing newline, atomically.

@@ -471,7 +471,7 @@ func checkHookWrite(ag *agents.Agent, proj, cwd, p string) string {
 		}
 		abs = filepath.Join(base, p)
 	}
-	rel, ok := projectRel(proj, filepath.Clean(abs))
+	rel, ok := sandbox.Within(proj, abs)
 	if !ok {
 		e := &sandbox.Error{Agent: ag.Name, Path: p, Allowed: ag.Sandbox.WriteAllowList, Detail: "the path is outside the project dir " + proj}
 		return e.Error()
@@ -489,22 +489,6 @@ func checkHookWrite(ag *agents.Agent, proj, cwd, p string) string {
 		return err.Error()
 	}
 	return ""
-}
-
-// projectRel returns abs relative to the project dir, trying the dir as
-// given and with its symlinks resolved (the CLI may report either form).
-func projectRel(proj, abs string) (string, bool) {
-	roots := []string{proj}
-	if real, err := filepath.EvalSymlinks(proj); err == nil && real != proj {
-		roots = append(roots, real)
-	}
-	for _, root := range roots {
-		rel, err := filepath.Rel(root, abs)
-		if err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") {
-			return filepath.ToSlash(rel), true
-		}
-	}
-	return "", false
 }
 
 // hookRewrite is the PreToolUse answer that replaces a Bash call's input.

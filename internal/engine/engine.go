@@ -531,7 +531,7 @@ func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
 	case err == nil && c.Result.UpstreamError:
 		out.Status, out.Kind = audit.StatusError, fault.Upstream
 	case err == nil && c.Result.Failed:
-		out.Status = audit.StatusOKFalse
+		out.Status, out.ErrorID = audit.StatusOKFalse, c.Result.ErrorID
 	case err == nil:
 		out.Status = audit.StatusOK
 	case errors.As(err, &rej):

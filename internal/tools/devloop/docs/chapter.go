@@ -8,6 +8,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -55,7 +56,7 @@ func writeChapter(_ context.Context, c *callctx.Ctx, in WriteChapterInput) (Writ
 	}
 	p, _ := s.chapter(in.ChapterID)
 	if p == nil {
-		return WriteOutput{}, tool.Fail("chapter %q is not in %s/site.json (chapters: %s); use one of those ids, or add the chapter with bootstrap_%s_site overwrite=true", in.ChapterID, in.Site, chapterIDs(s), in.Site)
+		return WriteOutput{}, tool.Fail(nil, "chapter %q is not in %s/site.json (chapters: %s); use one of those ids, or add the chapter with bootstrap_%s_site overwrite=true", in.ChapterID, in.Site, chapterIDs(s), in.Site)
 	}
 	return writePage(c, s, *p, in.HTML, nil)
 }
@@ -69,7 +70,7 @@ func writePage(c *callctx.Ctx, s *Site, p Page, body string, extra func() ([]san
 	rel := path.Join(s.Kind, p.Page)
 	nodes, err := parseFragment(body)
 	if err != nil {
-		return WriteOutput{}, tool.Fail("html could not be parsed: %v", err)
+		return WriteOutput{}, tool.Fail(fault.Content(err), "html could not be parsed")
 	}
 	nodes, removed := sanitize(nodes)
 	holder := &html.Node{Type: html.ElementNode, Data: "article"}

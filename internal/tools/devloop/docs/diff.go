@@ -40,7 +40,7 @@ func resolve(c *callctx.Ctx, in DiffInput) (from, to side, err error) {
 		if n == 0 {
 			b, err := c.Files.ReadFile(rel)
 			if notFound(err) {
-				return side{}, tool.Fail("%s does not exist; give the path of an existing document", rel)
+				return side{}, tool.Fail(nil, "%s does not exist; give the path of an existing document", rel)
 			}
 			if err != nil {
 				return side{}, err
@@ -49,7 +49,7 @@ func resolve(c *callctx.Ctx, in DiffInput) (from, to side, err error) {
 			return side{label: rel + "@current", doc: doc}, err
 		}
 		if vs.find(n) == nil {
-			return side{}, tool.Fail("%s has no archived version %d (archived: %s); pick one of those, or omit from/to", rel, n, versionList(vs))
+			return side{}, tool.Fail(nil, "%s has no archived version %d (archived: %s); pick one of those, or omit from/to", rel, n, versionList(vs))
 		}
 		b, err := c.Files.ReadFile(versionPath(rel, n))
 		if err != nil {
@@ -80,9 +80,9 @@ func resolve(c *callctx.Ctx, in DiffInput) (from, to side, err error) {
 		}
 		if fromN == 0 {
 			if in.To == 0 {
-				return side{}, side{}, tool.Fail("%s has no archived version to compare with; archive_doc it (write_chapter does this) or pass from", rel)
+				return side{}, side{}, tool.Fail(nil, "%s has no archived version to compare with; archive_doc it (write_chapter does this) or pass from", rel)
 			}
-			return side{}, side{}, tool.Fail("%s has no archived version before %d; pass from", rel, in.To)
+			return side{}, side{}, tool.Fail(nil, "%s has no archived version before %d; pass from", rel, in.To)
 		}
 	}
 	if from, err = load(fromN); err != nil {

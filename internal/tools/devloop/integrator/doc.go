@@ -1,4 +1,4 @@
-// Package integrator holds the Integrator agent's tools (SPEC §11):
+// Package integrator holds the Integrator agent's tools:
 // port_picker, spawn_units, health_wait, run_case, parse_placeholder and
 // collect_stderr. They reserve loopback ports, run the project's units as
 // real process groups, wait for them to answer, drive HTTP test cases

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confine"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/sandbox"
@@ -188,13 +190,19 @@ func duplicateID(units []UnitInput) string {
 	return ""
 }
 
-// startError is a unit that could not start for a reason the caller can fix.
-type startError struct{ msg string }
+// startError is a unit that could not start for a reason the caller can
+// fix: msg in the tool's words and, like tool.Fail, the error behind it
+// (nil when msg says it all), which the unit's error gives as
+// tool.Explain words it.
+type startError struct {
+	msg string
+	err error
+}
 
 func (e *startError) Error() string { return e.msg }
 
-func failStart(format string, args ...any) error {
-	return &startError{msg: fmt.Sprintf(format, args...)}
+func failStart(err error, format string, args ...any) error {
+	return &startError{msg: fmt.Sprintf(format, args...), err: err}
 }
 
 // startUnit starts one unit; a problem the model can fix becomes the unit's
@@ -215,6 +223,9 @@ func startUnit(c *callctx.Ctx, i int, u UnitInput) (UnitStatus, error) {
 		return st, nil
 	case errors.As(err, &se):
 		st.Error = se.msg
+		if se.err != nil {
+			st.Error += ": " + tool.Explain(c, se.err)
+		}
 		return st, nil
 	}
 	return st, err
@@ -225,7 +236,7 @@ func startUnit(c *callctx.Ctx, i int, u UnitInput) (UnitStatus, error) {
 func prepareStart(c *callctx.Ctx, i int, u UnitInput) (procs.UnitSpec, string, int, error) {
 	field := fmt.Sprintf("units[%d]", i)
 	if len(u.Argv) == 0 {
-		return procs.UnitSpec{}, "", 0, failStart("%s.argv is required for start: give the program and its arguments, e.g. [\"node\", \"server.js\"]", field)
+		return procs.UnitSpec{}, "", 0, failStart(nil, "%s.argv is required for start: give the program and its arguments, e.g. [\"node\", \"server.js\"]", field)
 	}
 	dir, rel, err := unitCwd(c, u)
 	if err != nil {
@@ -245,7 +256,7 @@ func prepareStart(c *callctx.Ctx, i int, u UnitInput) (procs.UnitSpec, string, i
 	}
 	if port != 0 {
 		if holder := pf.holder(c, u.ID, port, c.Clock.Now()); holder != "" {
-			return procs.UnitSpec{}, "", 0, failStart("port %d is reserved by unit %s; call port_picker for %s or pass another port", port, holder, u.ID)
+			return procs.UnitSpec{}, "", 0, failStart(nil, "port %d is reserved by unit %s; call port_picker for %s or pass another port", port, holder, u.ID)
 		}
 		env = setEnv(env, "PORT", strconv.Itoa(port))
 	}
@@ -255,7 +266,7 @@ func prepareStart(c *callctx.Ctx, i int, u UnitInput) (procs.UnitSpec, string, i
 	}
 	prog, err := lookProgram(u.Argv[0], dir, searchPath)
 	if err != nil {
-		return procs.UnitSpec{}, "", 0, failStart("%s.argv[0]: %v", field, err)
+		return procs.UnitSpec{}, "", 0, failStart(err, "%s.argv[0]", field)
 	}
 	argv := append([]string{prog}, u.Argv[1:]...)
 	return procs.UnitSpec{Unit: u.ID, Argv: argv, Dir: dir, Env: env, Detached: u.Detached}, rel, port, nil
@@ -268,28 +279,21 @@ func unitCwd(c *callctx.Ctx, u UnitInput) (string, string, error) {
 		rel = "units/" + u.ID
 	}
 	if strings.ContainsRune(rel, 0) || filepath.IsAbs(rel) || path.IsAbs(filepath.ToSlash(rel)) {
-		return "", "", failStart("cwd %q must be a path relative to the project dir", rel)
+		return "", "", failStart(nil, "cwd %q must be a path relative to the project dir", rel)
 	}
 	clean := path.Clean(filepath.ToSlash(rel))
 	if clean == ".." || strings.HasPrefix(clean, "../") {
-		return "", "", failStart("cwd %q leaves the project dir; give a directory inside it", rel)
+		return "", "", failStart(nil, "cwd %q leaves the project dir; give a directory inside it", rel)
 	}
-	project, err := filepath.EvalSymlinks(c.ProjectDir)
-	if err != nil {
+	real, err := c.Files.RealDir(clean)
+	var se *sandbox.Error
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", "", failStart(nil, "cwd %s does not exist; create the unit's directory (default units/%s) or pass an existing cwd", clean, u.ID)
+	case errors.As(err, &se):
+		return "", "", failStart(nil, "cwd %s cannot be the unit's directory: %s; give a directory inside the project", clean, se.Detail)
+	case err != nil:
 		return "", "", err
-	}
-	real, err := filepath.EvalSymlinks(filepath.Join(project, filepath.FromSlash(clean)))
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", "", failStart("cwd %s does not exist; create the unit's directory (default units/%s) or pass an existing cwd", clean, u.ID)
-		}
-		return "", "", err
-	}
-	if real != project && !strings.HasPrefix(real, project+string(filepath.Separator)) {
-		return "", "", failStart("cwd %s resolves to %s, outside the project dir (a symlink?); give a directory inside the project", clean, real)
-	}
-	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
-		return "", "", failStart("cwd %s is not a directory", clean)
 	}
 	return real, clean, nil
 }
@@ -303,10 +307,10 @@ func unitEnv(field string, u UnitInput) ([]string, error) {
 	for _, k := range keys {
 		v := u.Env[k]
 		if !envName().MatchString(k) {
-			return nil, failStart("%s.env: %q is not a valid variable name (letters, digits, _; not starting with a digit)", field, k)
+			return nil, failStart(nil, "%s.env: %q is not a valid variable name (letters, digits, _; not starting with a digit)", field, k)
 		}
 		if strings.ContainsRune(v, 0) {
-			return nil, failStart("%s.env.%s: the value holds a NUL byte", field, k)
+			return nil, failStart(nil, "%s.env.%s: the value holds a NUL byte", field, k)
 		}
 		env = setEnv(env, k, v)
 	}
@@ -340,8 +344,8 @@ func lookProgram(name, dir, pathEnv string) (string, error) {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, p)
 		}
-		if err := executable(p); err != nil {
-			return "", fmt.Errorf("%s: %v", name, err)
+		if problem := executable(p); problem != "" {
+			return "", fault.Safef("%s: %s", name, problem)
 		}
 		return p, nil
 	}
@@ -350,24 +354,25 @@ func lookProgram(name, dir, pathEnv string) (string, error) {
 			continue
 		}
 		p := filepath.Join(d, name)
-		if executable(p) == nil {
+		if executable(p) == "" {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%q not found on PATH (%s); give an absolute path or one relative to the unit's cwd", name, pathEnv)
+	return "", fault.Safef("%q not found on PATH (%s); give an absolute path or one relative to the unit's cwd", name, pathEnv)
 }
 
-func executable(p string) error {
+// executable says what keeps p from being run ("" when nothing does).
+func executable(p string) string {
 	fi, err := os.Stat(p)
 	switch {
 	case err != nil:
-		return errors.New("no such file")
+		return "no such file"
 	case fi.IsDir():
-		return errors.New("is a directory")
+		return "is a directory"
 	case fi.Mode()&0o111 == 0:
-		return errors.New("not executable")
+		return "not executable"
 	}
-	return nil
+	return ""
 }
 
 // appendOpener is the sandbox's way to hand a log file to a child process.
@@ -388,7 +393,7 @@ func launch(c *callctx.Ctx, u UnitInput, spec procs.UnitSpec, rel string, port i
 			uf.Units = map[string]*UnitRecord{}
 		}
 		if old := uf.Units[u.ID]; old != nil && c.Procs.Alive(procs.Process{PID: old.PID, StartTicks: old.StartTicks}) {
-			return failStart("unit %s is already running (pid %d, started by toolhost pid %d); stop it first", u.ID, old.PID, old.OwnerPID)
+			return failStart(nil, "unit %s is already running (pid %d, started by toolhost pid %d); stop it first", u.ID, old.PID, old.OwnerPID)
 		}
 		now := c.Clock.Now()
 		marker := fmt.Sprintf("%s%s at %s: %s ===\n", startMarker, u.ID, now.Format(time.RFC3339), strings.Join(u.Argv, " "))
@@ -418,7 +423,7 @@ func launch(c *callctx.Ctx, u UnitInput, spec procs.UnitSpec, rel string, port i
 			_ = spec.Stdout.File.Close()
 			_ = spec.Stderr.File.Close()
 			plan.RemoveTempDir()
-			return failStart("could not start %s: %v", u.Argv[0], err)
+			return failStart(err, "could not start %s", u.Argv[0])
 		}
 		self := c.Procs.Self()
 		report := plan.Report()
@@ -580,7 +585,7 @@ func stopUnit(ctx context.Context, c *callctx.Ctx, id string, rec *UnitRecord) (
 		st := liveStatus(c, id, rec)
 		st.Stop = &rep
 		if err != nil {
-			st.State, st.Error = "failed", err.Error()
+			st.State, st.Error = "failed", tool.Explain(c, err)
 			return st, nil
 		}
 		// recordExit releases the port of a unit stopped on request; one
@@ -602,13 +607,13 @@ func stopUnit(ctx context.Context, c *callctx.Ctx, id string, rec *UnitRecord) (
 	rep, err := c.Procs.StopGroup(ctx, rec.group(), procs.DefaultGrace)
 	if errors.Is(err, procs.ErrForeignGroup) {
 		st := liveStatus(c, id, rec)
-		st.Note = strings.TrimPrefix(st.Note+"; ", "; ") + "nothing stopped: " + err.Error()
+		st.Note = strings.TrimPrefix(st.Note+"; ", "; ") + "nothing stopped: its recorded process group id now belongs to another process"
 		return st, nil
 	}
 	st := recordStatus(rec, true)
 	st.Stop = &rep
 	if err != nil {
-		st.State, st.Error = "failed", err.Error()
+		st.State, st.Error = "failed", tool.Explain(c, err)
 		return st, nil
 	}
 	now := c.Clock.Now()
@@ -638,13 +643,13 @@ func confineUnit(c *callctx.Ctx, u UnitInput, port int, env []string) (*confine.
 		owner = procs.Process{}
 	}
 	plan, err := confine.Prepare(confine.Request{
-		Agent: c.AgentName, Sandbox: c.Settings.Sandbox, ProjectDir: c.ProjectDir,
+		Agent: c.AgentName, Sandbox: c.Settings.Sandbox, ProjectDir: c.Files.ProjectDir(),
 		Unit: u.ID, Port: port, TempFor: &owner, Mkdir: c.Files.MkdirAll,
 		Kind: confine.KindUnit, SetEnv: env,
 	})
 	var ue *confine.UnavailableError
 	if errors.As(err, &ue) {
-		return nil, failStart("%v", ue)
+		return nil, failStart(ue, "unit %s cannot start", u.ID)
 	}
 	return plan, err
 }
@@ -676,7 +681,7 @@ func sweepOrphans(ctx context.Context, c *callctx.Ctx) ([]UnitStatus, error) {
 			rep, err := c.Procs.StopGroup(ctx, rec.group(), procs.DefaultGrace)
 			st.Stop = &rep
 			if err != nil && !errors.Is(err, procs.ErrForeignGroup) {
-				st.State, st.Error = "failed", err.Error()
+				st.State, st.Error = "failed", tool.Explain(c, err)
 				found = append(found, st)
 				continue
 			}

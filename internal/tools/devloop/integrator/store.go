@@ -5,14 +5,13 @@ import (
 	"errors"
 	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confine"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -119,7 +118,7 @@ func readJSON(c *callctx.Ctx, rel string, v any) error {
 		return err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return tool.Fail("%s is not valid JSON (%v); fix or remove the file", rel, err)
+		return tool.Fail(fault.Content(err), "%s is not valid JSON; fix or remove the file", rel)
 	}
 	return nil
 }
@@ -192,7 +191,7 @@ func tail(lines []numbered, n int) []numbered {
 func stderrTail(c *callctx.Ctx, unit string, n int) []string {
 	lines, _, err := readLog(c, ErrLog(unit))
 	if err != nil {
-		return []string{"(stderr log unreadable: " + err.Error() + ")"}
+		return []string{"(stderr log unreadable: " + tool.Explain(c, err) + ")"}
 	}
 	t := tail(currentRun(lines), n)
 	out := make([]string, len(t))
@@ -212,7 +211,7 @@ func knownUnits(c *callctx.Ctx) ([]string, error) {
 	for id := range uf.Units {
 		seen[id] = true
 	}
-	entries, err := os.ReadDir(filepath.Join(c.ProjectDir, filepath.FromSlash(LogsDir)))
+	entries, err := c.Files.ReadDir(LogsDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}

@@ -225,7 +225,7 @@ func updateTodoItem(_ context.Context, c *callctx.Ctx, in UpdateTodoItemInput) (
 	p := TodoPath(c.Agent)
 	err := sandbox.UpdateJSON(c.Files, p, func(tl *Todolist, existed bool) error {
 		if !existed {
-			return tool.Fail("no todolist yet at %s; call write_todolist first", p)
+			return tool.Fail(nil, "no todolist yet at %s; call write_todolist first", p)
 		}
 		it := tl.find(in.ID)
 		if it == nil {
@@ -233,11 +233,11 @@ func updateTodoItem(_ context.Context, c *callctx.Ctx, in UpdateTodoItemInput) (
 			for i, x := range tl.Items {
 				ids[i] = x.ID
 			}
-			return tool.Fail("unknown step %s; the todolist has %s", in.ID, strings.Join(ids, ", "))
+			return tool.Fail(nil, "unknown step %s; the todolist has %s", in.ID, strings.Join(ids, ", "))
 		}
 		if in.Status == "doing" || in.Status == "done" {
 			if open := openDeps(it, tl.statusByID()); len(open) > 0 {
-				return tool.Fail("%s cannot be %s while %s not done; finish those first", in.ID, in.Status, strings.Join(open, ", "))
+				return tool.Fail(nil, "%s cannot be %s while %s not done; finish those first", in.ID, in.Status, strings.Join(open, ", "))
 			}
 		}
 		it.Status, it.Note, it.UpdatedAt = in.Status, in.Note, c.Clock.Now()

@@ -73,11 +73,11 @@ func Bash() tool.Tool {
 func runBash(ctx context.Context, c *callctx.Ctx, in BashInput) (BashOutput, error) {
 	dir := c.Settings.Cwd
 	if dir == "" {
-		dir = c.ProjectDir
+		dir = c.Files.ProjectDir()
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		if err == nil || errors.Is(err, fs.ErrNotExist) {
-			return BashOutput{}, tool.Fail("the working directory %s does not exist; create it first (write a file under it) or ask for the right unit", dir)
+			return BashOutput{}, tool.Fail(nil, "the working directory %s does not exist; create it first (write a file under it) or ask for the right unit", dir)
 		}
 		return BashOutput{}, err
 	}
@@ -94,7 +94,7 @@ func runBash(ctx context.Context, c *callctx.Ctx, in BashInput) (BashOutput, err
 	}
 	self := c.Procs.Self()
 	plan, err := confine.Prepare(confine.Request{
-		Agent: c.AgentName, Sandbox: c.Settings.Sandbox, ProjectDir: c.ProjectDir,
+		Agent: c.AgentName, Sandbox: c.Settings.Sandbox, ProjectDir: c.Files.ProjectDir(),
 		TempFor: &self, Mkdir: c.Files.MkdirAll,
 	})
 	if err != nil {

@@ -63,17 +63,17 @@ func bugOpen(_ context.Context, c *callctx.Ctx, in BugOpenInput) (BugOpenOutput,
 		LogFile: e.LogFile, LogLine: e.LogLine, RunID: e.RunID, Repro: e.Repro,
 	}
 	if ev.Test == "" && ev.TestFile == "" && ev.Log == "" && ev.RunID == "" && ev.Repro == "" {
-		return BugOpenOutput{}, tool.Fail("evidence needs at least one of test, test_file, log, run_id or repro, so the bug can be checked; e.g. evidence.test = the failing test's full name from parse_vitest, or evidence.test_file alone for a file-level failure (a file that does not load, a failing beforeAll)")
+		return BugOpenOutput{}, tool.Fail(nil, "evidence needs at least one of test, test_file, log, run_id or repro, so the bug can be checked; e.g. evidence.test = the failing test's full name from parse_vitest, or evidence.test_file alone for a file-level failure (a file that does not load, a failing beforeAll)")
 	}
 	if ev.LogLine > 0 && ev.LogFile == "" {
-		return BugOpenOutput{}, tool.Fail("evidence.log_line needs evidence.log_file: name the log the line number refers to")
+		return BugOpenOutput{}, tool.Fail(nil, "evidence.log_line needs evidence.log_file: name the log the line number refers to")
 	}
 	unit := in.UnitID
 	if unit == "" {
 		unit = c.UnitID
 	}
 	if bugs.NormalizeTitle(in.Title) == "" {
-		return BugOpenOutput{}, tool.Fail("title %q has no letters or digits; say what is wrong in words", in.Title)
+		return BugOpenOutput{}, tool.Fail(nil, "title %q has no letters or digits; say what is wrong in words", in.Title)
 	}
 	res, err := c.Bugs.Open(bugs.NewBug{
 		Title: in.Title, UnitID: unit, Severity: in.Severity, Category: in.Category,
@@ -137,7 +137,7 @@ func bugTransition(_ context.Context, c *callctx.Ctx, in BugTransitionInput) (Bu
 	case errors.As(err, &te):
 		return BugTransitionOutput{Status: tool.Status{Reason: te.Error()}, ID: in.ID, From: te.From, Allowed: orEmpty(te.Allowed)}, nil
 	case errors.Is(err, bugs.ErrNotFound):
-		return BugTransitionOutput{}, tool.Fail("no bug %s in bugs/; bug_list shows the existing ids", in.ID)
+		return BugTransitionOutput{}, tool.Fail(nil, "no bug %s in bugs/; bug_list shows the existing ids", in.ID)
 	case err != nil:
 		return BugTransitionOutput{}, err
 	}

@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -265,7 +263,7 @@ func bugText(b *bugs.Bug) string {
 // and modification times: it changes whenever a bug is added, removed or
 // rewritten.
 func bugFiles(c *callctx.Ctx) ([]string, string, error) {
-	ents, err := os.ReadDir(filepath.Join(c.ProjectDir, bugs.Dir))
+	ents, err := c.Files.ReadDir(bugs.Dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, "", err
 	}
@@ -341,7 +339,7 @@ func buildIndex(c *callctx.Ctx, ids []string, fp string) *similarIndex {
 	var df []int
 	var tfs []map[int32]int
 	for _, id := range ids {
-		b, err := bugs.Load(c.ProjectDir, id)
+		b, err := bugs.Load(c.Files.ProjectDir(), id)
 		if err != nil {
 			x.Skipped++
 			continue
