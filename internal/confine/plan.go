@@ -18,6 +18,7 @@ import (
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/ndjson"
 	"github.com/toolhost/toolhost/internal/procs"
+	"github.com/toolhost/toolhost/internal/secrets"
 )
 
 // Stores are toolhost's own files and directories (project-relative), and
@@ -70,7 +71,7 @@ type Request struct {
 	// unit's own env and PORT, an upstream entry's env.
 	SetEnv []string
 	// Hide are absolute directories the process may not read, list or
-	// write beneath, besides toolhost's secrets (hide.go).
+	// write beneath, besides toolhost's secrets (secrets.Dir; hide.go).
 	Hide []string
 }
 
@@ -411,7 +412,15 @@ func abiWords(k Kernel) string {
 // files opens every root the plan grants and sets the handled rights.
 func (p *Plan) files(req Request) error {
 	s := req.Sandbox
-	hidden := resolveHidden(req.Hide)
+	hide := slices.Clone(req.Hide)
+	if dir, err := secrets.Dir(); err == nil {
+		hide = append(hide, dir)
+	} else {
+		// toolhost keeps no secret where it cannot locate a safe
+		// directory (secrets refuses to use it), so there is none to hide.
+		p.Skipped = append(p.Skipped, "toolhost's secrets directory: "+err.Error())
+	}
+	hidden := resolveHidden(hide)
 	// Reads are handled when the agent limits them or something must stay
 	// unreadable; then every root grants reading too.
 	restrictRead := s.ReadAllowList != nil || len(hidden) > 0

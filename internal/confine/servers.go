@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/toolhost/toolhost/internal/procs"
+	"github.com/toolhost/toolhost/internal/secrets"
 )
 
 // toolhost's own servers (a loopback `serve --http`, `toolhost dashboard`)
@@ -51,7 +52,9 @@ import (
 const EnvServersDir = "TOOLHOST_SERVERS_DIR"
 
 // ServersDir is the directory toolhost's servers register in: EnvServersDir,
-// else $XDG_STATE_HOME/toolhost/servers, else ~/.local/state/toolhost/servers.
+// else "servers" beside toolhost's secrets directory (secrets.Dir:
+// ~/.local/state/toolhost/servers by default), which only this user may
+// write.
 func ServersDir() (string, error) {
 	if d := os.Getenv(EnvServersDir); d != "" {
 		if !filepath.IsAbs(d) {
@@ -59,14 +62,11 @@ func ServersDir() (string, error) {
 		}
 		return filepath.Clean(d), nil
 	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "toolhost", "servers"), nil
-	}
-	home, err := os.UserHomeDir()
+	dir, err := secrets.Dir()
 	if err != nil {
-		return "", fmt.Errorf("no home directory for toolhost's server registry (set %s): %w", EnvServersDir, err)
+		return "", fmt.Errorf("toolhost's server registry (set %s): %w", EnvServersDir, err)
 	}
-	return filepath.Join(home, ".local", "state", "toolhost", "servers"), nil
+	return filepath.Join(filepath.Dir(dir), "servers"), nil
 }
 
 // RegisterServer records that this process serves on addr's TCP port until

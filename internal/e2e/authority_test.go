@@ -488,3 +488,46 @@ func (st *stage) startServers(t *testing.T) (dash, mcp string) {
 	mcp = start("http://127.0.0.1:", "serve", "--project-dir", st.project, "--agent", "pm", "--http", "127.0.0.1:0")
 	return dash, mcp
 }
+
+// TestSecretsOutOfReach: toolhost's secrets directory (the bearer token of
+// serve --http and any other secret toolhost keeps) can be read, listed or
+// written beneath by no confined process, not even through a symlink
+// planted in a directory it may write, while the files beside it stay
+// readable. Unconfined, the same user reads the token.
+func TestSecretsOutOfReach(t *testing.T) {
+	t.Parallel()
+	eachSource(t, stageOptions{}, func(t *testing.T, st *stage, src source) {
+		state := filepath.Join(st.home, ".local/state/toolhost")
+		dir := filepath.Join(state, "secrets")
+		mkdir(t, dir)
+		token := filepath.Join(dir, "http-token")
+		write(t, token, "secret-token-6\n")
+		write(t, filepath.Join(state, "beside"), "beside-content\n")
+		link := filepath.Join(st.project, "integration/cases/link")
+		if err := os.Symlink(dir, link); err != nil {
+			t.Fatal(err)
+		}
+		if st.id.uid >= 0 {
+			chownTree(t, st.home, st.id.uid)
+		}
+		if err := os.Chmod(token, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if control := st.unconfined("-read", token); !strings.Contains(control.raw, "secret-token-6") {
+			t.Fatalf("control: the user cannot read its own token unconfined: %s", control.raw)
+		}
+		planted := filepath.Join(dir, "planted")
+		r := src.run(st, []string{"-read", token, "-read", link + "/http-token", "-list", dir, "-list", link,
+			"-write", planted, "-read", filepath.Join(state, "beside")})
+		mustRun(t, r)
+		if strings.Contains(r.raw, "secret-token-6") || strings.Contains(r.lines["list "+dir].Value+r.lines["list "+link].Value, "http-token") {
+			t.Errorf("a confined process read or listed the secrets: %s", r.raw)
+		}
+		if _, err := os.Stat(planted); err == nil {
+			t.Error("a confined process planted a file among the secrets")
+		}
+		if !strings.Contains(r.raw, "beside-content") {
+			t.Errorf("the file beside the secrets was not readable: %s", r.raw)
+		}
+	})
+}

@@ -9,6 +9,7 @@
 //	-sigkill PID     send SIGKILL to PID (repeatable)
 //	-fork            start a child that ignores SIGTERM and sleeps
 //	-read P          read file P and report its content (repeatable)
+//	-list D          list directory D (repeatable)
 //	-env NAME        report the variable's value (repeatable)
 //	-fds             write a line to every descriptor above stderr
 //	-tiocsti T       push "echo PWNED" and a newline into the input of the
@@ -81,12 +82,13 @@ func main() {
 		wrap(os.Args[2:])
 		return
 	}
-	var writes, binds, signals, kills, reads, envs, ttys, chattrs, chowns, connects, mptcps, tfos, urings list
+	var writes, binds, signals, kills, reads, lists, envs, ttys, chattrs, chowns, connects, mptcps, tfos, urings list
 	flag.Var(&writes, "write", "file to create")
 	flag.Var(&binds, "bind", "TCP port to listen on (0: $PORT)")
 	flag.Var(&signals, "signal", "pid to send signal 0")
 	flag.Var(&kills, "sigkill", "pid to send SIGKILL")
 	flag.Var(&reads, "read", "file to read")
+	flag.Var(&lists, "list", "directory to list")
 	flag.Var(&envs, "env", "variable to report")
 	flag.Var(&ttys, "tiocsti", "terminal to push input into (path or fd:N)")
 	flag.Var(&chattrs, "chattr", "file to make immutable")
@@ -134,6 +136,18 @@ func main() {
 		} else {
 			reportValue("read", r, string(b))
 		}
+	}
+	for _, d := range lists {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			report("list", d, err)
+			continue
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		reportValue("list", d, strings.Join(names, " "))
 	}
 	for _, e := range envs {
 		v, ok := os.LookupEnv(e)
