@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/toolhost/toolhost/internal/agents"
@@ -419,3 +421,7 @@ func TestFilterAssembles(t *testing.T) {
 		}
 	}
 }
+
+func fakeAddr(port int) net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port} }
+
+func closeFD(fd int) { _ = syscall.Close(fd) }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -369,7 +370,14 @@ func TestOrdinaryCommandsRunConfined(t *testing.T) {
 				"git":      `git init -q . && git add Makefile && git -c user.name=a -c user.email=a@b commit -qm one && git log --oneline | wc -l`,
 				"make":     `make`,
 			} {
-				res := testutil.CallTool(t, c, "bash", map[string]any{"command": "cd integration/cases/w && " + command, "timeout_ms": 300000})
+				// A cold build cache on a loaded machine takes a while:
+				// longer than CallTool's minute.
+				ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+				res, err := c.CallTool(ctx, "bash", map[string]any{"command": "cd integration/cases/w && " + command, "timeout_ms": 300000}, nil)
+				cancel()
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
 				var out bashResult
 				testutil.DecodeResult(t, "bash", res, &out)
 				if res.IsError || !out.OK {
