@@ -70,6 +70,10 @@ type Request struct {
 	// SetEnv are variables (K=V) the process gets with these values: a
 	// unit's own env and PORT, an upstream entry's env.
 	SetEnv []string
+	// DecideOnly stops at the verdict (refused, or how it would run)
+	// without opening the roots or building a ruleset: the hook's early
+	// refusal of a command `toolhost confine` would not run.
+	DecideOnly bool
 	// Hide are absolute directories the process may not read, list or
 	// write beneath, besides toolhost's secrets (secrets.Dir; hide.go).
 	Hide []string
@@ -215,7 +219,11 @@ func prepare(req Request, tmp string) (*Plan, error) {
 		p.Close()
 		return nil, err
 	}
+	if req.DecideOnly {
+		return p, nil
+	}
 	if p.Mode == agents.CommandsRequire && len(p.NotEnforced) > 0 {
+		p.Close()
 		return nil, &UnavailableError{Agent: p.Agent, Reason: "this kernel cannot enforce all of it: " + strings.Join(p.NotEnforced, "; "), Upstream: p.kind == KindUpstream}
 	}
 	p.TempDir = tmp
@@ -384,7 +392,7 @@ func (p *Plan) network(req Request, k Kernel) {
 	}
 	add(connect, unix.LANDLOCK_ACCESS_NET_CONNECT_TCP)
 	add(bind, unix.LANDLOCK_ACCESS_NET_BIND_TCP)
-	if exclude {
+	if exclude && !req.DecideOnly {
 		fd, err := excludingRuleset(servers)
 		if err != nil {
 			p.NotEnforced = append(p.NotEnforced, "keeping toolhost's servers out of reach: "+err.Error())
