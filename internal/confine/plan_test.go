@@ -425,3 +425,48 @@ func TestFilterAssembles(t *testing.T) {
 func fakeAddr(port int) net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port} }
 
 func closeFD(fd int) { _ = syscall.Close(fd) }
+
+// TestEnvironment: a process gets its kind's variables, the sandbox's names
+// and patterns (a pattern never passes a credential-looking name, an exact
+// name does), the caller's values and its temp dir; nothing else of
+// toolhost's environment.
+func TestEnvironment(t *testing.T) {
+	t.Parallel()
+	environ := []string{"PATH=/bin", "HOME=/h", "LC_ALL=C", "TERM=xterm", "ANTHROPIC_API_KEY=sk-1", "AWS_SECRET_ACCESS_KEY=s2",
+		"GITHUB_TOKEN=t3", "NODE_ENV=test", "NODE_AUTH_TOKEN=t4", "npm_config__authToken=t5", "GIT_AUTHOR_NAME=a", "DB_PASSWORD=p6",
+		"SESSION_ID=s7", "OTHER=o", "TZ=UTC"}
+	cases := []struct {
+		name string
+		kind Kind
+		env  []string
+		set  []string
+		want string
+	}{
+		{"command defaults", KindCommand, nil, nil, "HOME LC_ALL PATH TERM TZ"},
+		{"unit defaults and its own", KindUnit, nil, []string{"PORT=3000", "HOME=/u"}, "HOME PATH PORT TZ"},
+		{"upstream defaults", KindUpstream, nil, []string{"GITHUB_TOOLSETS=issues"}, "GITHUB_TOOLSETS HOME PATH"},
+		{"patterns pass no credential", KindCommand, []string{"NODE_*", "npm_*", "GIT_*", "DB_*", "*SESSION*"}, nil,
+			"GIT_AUTHOR_NAME HOME LC_ALL NODE_ENV PATH TERM TZ"},
+		{"an exact name passes a credential", KindCommand, []string{"GITHUB_TOKEN", "NODE_AUTH_TOKEN"}, nil,
+			"GITHUB_TOKEN HOME LC_ALL NODE_AUTH_TOKEN PATH TERM TZ"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := buildEnv(environ, tc.kind, tc.env, tc.set, "")
+			if got := strings.Join(envNames(env), " "); got != tc.want {
+				t.Fatalf("names %q, want %q (env %q)", got, tc.want, env)
+			}
+			for _, kv := range tc.set {
+				if !slices.Contains(env, kv) {
+					t.Errorf("%s missing from %q", kv, env)
+				}
+			}
+		})
+	}
+	env := buildEnv(environ, KindCommand, nil, nil, "/tmp/x")
+	for _, kv := range []string{"TMPDIR=/tmp/x", "TMP=/tmp/x", "TEMP=/tmp/x"} {
+		if !slices.Contains(env, kv) {
+			t.Errorf("%s missing from %q", kv, env)
+		}
+	}
+}
