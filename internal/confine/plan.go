@@ -127,7 +127,7 @@ type Plan struct {
 	rules     []pathRule
 	ports     []portRule
 	ruleFD    int
-	kind Kind
+	kind      Kind
 	// exclFD is a second ruleset, granting every TCP port but those of
 	// toolhost's servers (-1: none).
 	exclFD int
