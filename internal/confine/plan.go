@@ -215,16 +215,16 @@ func prepare(req Request, tmp string) (*Plan, error) {
 	p.ABI = k.ABI
 	p.network(req, k)
 	p.older(k)
+	if p.Mode == agents.CommandsRequire && len(p.NotEnforced) > 0 {
+		p.Close()
+		return nil, &UnavailableError{Agent: p.Agent, Reason: "this kernel cannot enforce all of it: " + strings.Join(p.NotEnforced, "; "), Upstream: p.kind == KindUpstream}
+	}
 	if err := p.buildFilter(); err != nil {
 		p.Close()
 		return nil, err
 	}
 	if req.DecideOnly {
 		return p, nil
-	}
-	if p.Mode == agents.CommandsRequire && len(p.NotEnforced) > 0 {
-		p.Close()
-		return nil, &UnavailableError{Agent: p.Agent, Reason: "this kernel cannot enforce all of it: " + strings.Join(p.NotEnforced, "; "), Upstream: p.kind == KindUpstream}
 	}
 	p.TempDir = tmp
 	p.setEnv(req)
