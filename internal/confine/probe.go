@@ -44,6 +44,9 @@ func Probe() ProbeResult {
 		f.Usable = r.ABI >= f.ABI
 		r.Features = append(r.Features, f)
 	}
+	// Not Landlock's (ABI 0): the seccomp filter every confined process gets.
+	r.Features = append(r.Features, Feature{Name: "no io_uring, TIOCSTI, 32-bit calls, MPTCP or TCP Fast Open past the TCP rules (seccomp)",
+		Usable: nativeArch() != 0 && seccompUsable()})
 	r.Enforced, r.Check = liveCheck()
 	return r
 }
