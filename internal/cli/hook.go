@@ -20,6 +20,7 @@ import (
 	"github.com/toolhost/toolhost/internal/bashguard"
 	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/progid"
 	"github.com/toolhost/toolhost/internal/rules"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/session"
@@ -71,6 +72,9 @@ type hookCall struct {
 	ag   *agents.Agent
 	proj string
 	ti   map[string]json.RawMessage
+	// progs finds the files the command's words run, for the guard and
+	// the rules alike.
+	progs *progid.Finder
 }
 
 // hookVerdict is what the hook decided about one call.
@@ -221,15 +225,20 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
 		return deny(fmt.Sprintf("toolhost hook: %s tool_input is not an object (%v); denied because it cannot be checked", in.ToolName, err))
 	}
 	c.ti = ti
-	ag, proj, reason := hookAgent(f)
+	set, ag, proj, reason := hookAgent(f)
 	if reason != "" {
 		return deny(reason)
 	}
 	c.ag, c.proj = ag, proj
+	cwd := in.Cwd
+	if !filepath.IsAbs(cwd) {
+		cwd = filepath.Join(proj, cwd)
+	}
+	c.progs = progid.ForProject(set, proj, cwd, "")
 	// The policy's rules first, as in the engine (before the guard and the
 	// sandbox): a deny ends here; a confirm still needs the checks below
 	// to pass, and then asks.
-	rv, reason := hookRules(f, ag, proj, *in, ti)
+	rv, reason := hookRules(f, ag, proj, *in, ti, c.progs)
 	if reason != "" {
 		return c, hookVerdict{deny: reason, rule: rv.Rule}
 	}
@@ -237,7 +246,7 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
 	var command string
 	var analysis *bashguard.Analysis
 	if in.ToolName == "Bash" {
-		command, analysis, reason = decideBash(ti)
+		command, analysis, reason = decideBash(ti, c.progs)
 	} else {
 		reason = decideWrite(ag, proj, *in, ti)
 	}
@@ -299,7 +308,7 @@ func decideWrite(ag *agents.Agent, proj string, in hookInput, ti map[string]json
 // verdict, and the deny reason of a deny rule. A policy that cannot be
 // read or whose rules do not compile denies every call: the hook cannot
 // apply the policy, and a running serve would not use such a file either.
-func hookRules(f hookFlags, ag *agents.Agent, proj string, in hookInput, ti map[string]json.RawMessage) (rules.Verdict, string) {
+func hookRules(f hookFlags, ag *agents.Agent, proj string, in hookInput, ti map[string]json.RawMessage, progs bashguard.Programs) (rules.Verdict, string) {
 	var data []byte
 	name := "the embedded default policy"
 	if f.policyFile != "" {
@@ -330,6 +339,7 @@ func hookRules(f hookFlags, ag *agents.Agent, proj string, in hookInput, ti map[
 		var command string
 		_ = json.Unmarshal(ti["command"], &command)
 		input.Commands = func() []tool.Command { return []tool.Command{{Script: command}} }
+		input.Programs = progs
 	}
 	v := tr.Decide(input)
 	if v.Effect == rules.Deny {
@@ -338,24 +348,24 @@ func hookRules(f hookFlags, ag *agents.Agent, proj string, in hookInput, ti map[
 	return v, ""
 }
 
-// hookAgent resolves the agent and project dir the hook was installed
-// for. Without them nothing can be checked, so every tool is denied: an
+// hookAgent resolves the agents, the agent and the project dir the hook
+// was installed for. Without them nothing can be checked, so every tool is denied: an
 // unknown --agent or a missing --project-dir must not turn the hook into an
 // allow-all.
-func hookAgent(f hookFlags) (*agents.Agent, string, string) {
+func hookAgent(f hookFlags) (*agents.Set, *agents.Agent, string, string) {
 	set, err := agents.Load(f.agentsFile)
 	if err != nil {
-		return nil, "", "toolhost hook: " + err.Error() + "; denied because nothing can be checked without the agents file"
+		return nil, nil, "", "toolhost hook: " + err.Error() + "; denied because nothing can be checked without the agents file"
 	}
 	if f.agent == "" {
-		return nil, "", fmt.Sprintf("toolhost hook: --agent (or TOOLHOST_AGENT) is required (known: %s); denied because nothing can be checked without it", strings.Join(set.Names(), ", "))
+		return nil, nil, "", fmt.Sprintf("toolhost hook: --agent (or TOOLHOST_AGENT) is required (known: %s); denied because nothing can be checked without it", strings.Join(set.Names(), ", "))
 	}
 	ag, err := set.Find(f.agent)
 	if err != nil {
-		return nil, "", "toolhost hook: " + err.Error() + "; fix --agent in the hook command (toolhost mcp-config --settings prints it)"
+		return nil, nil, "", "toolhost hook: " + err.Error() + "; fix --agent in the hook command (toolhost mcp-config --settings prints it)"
 	}
 	if f.projectDir == "" {
-		return nil, "", "toolhost hook: --project-dir (or TOOLHOST_PROJECT_DIR) is required; denied because nothing can be checked without it"
+		return nil, nil, "", "toolhost hook: --project-dir (or TOOLHOST_PROJECT_DIR) is required; denied because nothing can be checked without it"
 	}
 	proj, err := filepath.Abs(f.projectDir)
 	if err == nil {
@@ -365,16 +375,16 @@ func hookAgent(f hookFlags) (*agents.Agent, string, string) {
 		}
 	}
 	if err != nil {
-		return nil, "", fmt.Sprintf("toolhost hook: project dir %s is not usable (%v); denied because nothing can be checked without it", f.projectDir, err)
+		return nil, nil, "", fmt.Sprintf("toolhost hook: project dir %s is not usable (%v); denied because nothing can be checked without it", f.projectDir, err)
 	}
-	return ag, proj, ""
+	return set, ag, proj, ""
 }
 
 // decideBash is the guard's verdict on a Bash call: the command must be a
 // JSON string (null, a number, an array or a missing key is denied), and
 // the Bash guard must allow it. It returns the command and the guard's
 // analysis of it (for the settings' rules), or the deny reason.
-func decideBash(ti map[string]json.RawMessage) (string, *bashguard.Analysis, string) {
+func decideBash(ti map[string]json.RawMessage, progs bashguard.Programs) (string, *bashguard.Analysis, string) {
 	raw := bytes.TrimSpace(ti["command"])
 	var command string
 	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &command) != nil {
@@ -384,7 +394,7 @@ func decideBash(ti map[string]json.RawMessage) (string, *bashguard.Analysis, str
 		}
 		return "", nil, "toolhost hook: Bash tool_input.command is " + what + "; denied because it cannot be checked. Send the command as a JSON string."
 	}
-	a, err := bashguard.Analyze(command)
+	a, err := bashguard.AnalyzeWith(command, bashguard.Options{Programs: progs})
 	if err == nil {
 		err = a.Verdict()
 	}

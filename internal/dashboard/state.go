@@ -3,9 +3,11 @@ package dashboard
 import (
 	"reflect"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/audit"
+	"github.com/toolhost/toolhost/internal/procs"
 )
 
 // Bounds of the state kept: what the page shows, not what the stores hold.
@@ -58,7 +60,7 @@ type call struct {
 	ts       time.Time
 	agent    string
 	tool     string
-	status   string
+	status   audit.Status
 	duration float64
 }
 
@@ -81,8 +83,18 @@ type state struct {
 
 type sessionInfo struct {
 	agent string
+	// boot is the boot id of the machine the server runs on ("": a server
+	// from before the id was announced, which ran on this machine).
+	boot string
 	Serve
 }
+
+// thisBoot is this machine's boot id, read once.
+var thisBoot = sync.OnceValue(procs.BootID)
+
+// here reports whether the server runs on this machine (in this boot), so
+// that its pid can be checked: a pid of another machine means nothing here.
+func (si *sessionInfo) here() bool { return si.boot == "" || si.boot == thisBoot() }
 
 func (s *state) init(d *Dashboard) {
 	s.byShort = map[string]*Card{}
@@ -94,16 +106,14 @@ func (s *state) init(d *Dashboard) {
 	s.board = Board{Columns: []Column{}}
 	s.docs = []Doc{}
 	pol := d.policy.Current()
+	specs := d.reg.Specs()
 	for _, ag := range d.agents.List {
 		c := &Card{Name: ag.Name, Short: ag.Short, Model: ag.CLI.Model, Loop: ag.Loop, Tools: []string{}, Serving: []Serve{}}
-		for _, e := range d.reg.List() {
-			switch a := pol.Access(ag, e.Spec); {
-			case a.Visible():
-				c.Tools = append(c.Tools, e.Spec.Name)
-			case ag.Allows(e.Spec.Name):
-				c.Hidden++
-			}
+		offered, hidden := pol.Offered(ag, specs)
+		for _, s := range offered {
+			c.Tools = append(c.Tools, s.Name)
 		}
+		c.Hidden = len(hidden)
 		sort.Strings(c.Tools)
 		s.cards = append(s.cards, c)
 		s.byShort[ag.Short] = c

@@ -301,7 +301,7 @@ func runTranscript(t *testing.T, bin, agents, file, transport string) {
 func auditSummary(t *testing.T, project string) string {
 	var lines []string
 	bad, err := audit.Each(project, audit.Filter{}, func(row *audit.Row) error {
-		line := strings.TrimSpace(row.Tool + " " + row.Status + " " + row.ErrorKind)
+		line := strings.TrimSpace(row.Tool + " " + string(row.Status) + " " + row.ErrorKind)
 		if !volatile[0].re.MatchString(row.CallID) {
 			line += " call=" + row.CallID
 		}
@@ -377,7 +377,7 @@ func (s *stdioTranscript) finish(t *testing.T) string {
 
 // httpTranscript POSTs each line as a conforming Streamable HTTP client
 // would: the 2026-07-28 request headers mirrored from the body, and the
-// session id of the latest legacy initialize on legacy requests.
+// session id of the latest 2025 initialize on 2025 requests.
 type httpTranscript struct {
 	srv     *testutil.HTTPServer
 	got     *received

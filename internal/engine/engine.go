@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/audit"
+	"github.com/toolhost/toolhost/internal/bashguard"
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/fault"
@@ -21,6 +23,7 @@ import (
 	"github.com/toolhost/toolhost/internal/redact"
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/rules"
+	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/trace"
 	"github.com/toolhost/toolhost/internal/wirejson"
@@ -56,7 +59,7 @@ type Outcome struct {
 	IsError bool
 	// Message is what the model reads when IsError is set.
 	Message string
-	Status  string
+	Status  audit.Status
 	// Kind is why the call did not end in a result (fault.None when it did).
 	Kind     fault.Kind
 	ErrorID  string
@@ -114,10 +117,13 @@ type Engine struct {
 	Settings callctx.Settings
 	Log      zerolog.Logger
 	// Guard checks a command a tool would start (bashguard.Check or
-	// CheckArgv); nil allows all.
+	// CheckArgv); nil allows all. A command's Dir reaches it absolute.
 	Guard func(tool.Command) error
+	// Programs finds the files command words run (progid), for the
+	// rules' cmd; nil names programs as written.
+	Programs bashguard.Programs
 	// Confirm keeps confirmations for clients without elicitation.
-	Confirm *confirm.Store
+	Confirm store.Confirmations
 	// States signs and redeems the request states of multi-round-trip
 	// confirmations.
 	States *confirm.States
@@ -298,8 +304,9 @@ func (e *Engine) rules(next Handler) Handler {
 		if c.Meta.UnitID != "" {
 			in.Unit = c.Meta.UnitID
 		}
-		if commands := c.Entry.Spec.Commands; commands != nil {
-			in.Commands = func() []tool.Command { return commands(c.Args) }
+		if c.Entry.Spec.Commands != nil {
+			in.Commands = func() []tool.Command { return e.commands(c) }
+			in.Programs = e.Programs
 		}
 		c.Rule = tr.Decide(in)
 		switch c.Rule.Effect {
@@ -331,13 +338,24 @@ func (e *Engine) inject(next Handler) Handler {
 	}
 }
 
+// commands are the commands the call would run, each Dir made absolute
+// (a tool names it relative to the project dir).
+func (e *Engine) commands(c *Call) []tool.Command {
+	cmds := c.Entry.Spec.Commands(c.Args)
+	for i := range cmds {
+		if d := cmds[i].Dir; d != "" && !filepath.IsAbs(d) {
+			cmds[i].Dir = filepath.Join(e.Identity.ProjectDir, filepath.FromSlash(d))
+		}
+	}
+	return cmds
+}
+
 func (e *Engine) guard(next Handler) Handler {
 	return func(ctx context.Context, c *Call) error {
-		commands := c.Entry.Spec.Commands
-		if commands == nil || e.Guard == nil {
+		if c.Entry.Spec.Commands == nil || e.Guard == nil {
 			return next(ctx, c)
 		}
-		for _, cmd := range commands(c.Args) {
+		for _, cmd := range e.commands(c) {
 			if err := e.Guard(cmd); err != nil {
 				if cmd.Where != "" {
 					return &whereRejection{where: cmd.Where, err: err}
@@ -518,42 +536,73 @@ func execute(ctx context.Context, c *Call) error {
 	return nil
 }
 
-// classify is the one place that turns a call's error into an outcome.
-func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
-	out := &Outcome{Result: c.Result, Retries: c.Retries, Err: err}
+// verdict is the one classification of how a call, or one of its stages
+// or attempts, ended with err: its audit status and why it did not end in
+// a result (fault.None when it did). classify builds the outcome on it and
+// the trace hooks record it on the spans.
+func verdict(ctx context.Context, c *Call, err error) (audit.Status, fault.Kind) {
 	var rej fault.Rejection
 	var pe *panicError
-	var ir *InputRequired
 	switch {
-	case errors.As(err, &ir):
-		out.InputRequired, out.Status, out.Kind = ir, audit.StatusRejected, ir.RejectionKind()
-		out.Message = "waiting for the human's answer: the client asks and calls again with it"
 	case err == nil && c.Result.UpstreamError:
-		out.Status, out.Kind = audit.StatusError, fault.Upstream
+		return audit.StatusError, fault.Upstream
 	case err == nil && c.Result.Failed:
-		out.Status, out.ErrorID = audit.StatusOKFalse, c.Result.ErrorID
+		return audit.StatusOKFalse, fault.None
 	case err == nil:
-		out.Status = audit.StatusOK
+		return audit.StatusOK, fault.None
 	case errors.As(err, &rej):
-		out.IsError, out.Status, out.Kind, out.Message = true, audit.StatusRejected, rej.RejectionKind(), rej.Error()
+		// An InputRequired too: the call waits for the human's answer.
+		return audit.StatusRejected, rej.RejectionKind()
 	case c.timedOut:
-		out.IsError, out.Status, out.Kind = true, audit.StatusTimeout, fault.Timeout
-		out.Message = fmt.Sprintf("%s timed out after %d ms; narrow the request or raise timeout_ms in the tool policy", c.Tool, c.Decision.Timeout.Milliseconds())
+		return audit.StatusTimeout, fault.Timeout
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
-		out.IsError, out.Status, out.Kind, out.Message = true, audit.StatusCancelled, fault.Cancelled, "cancelled by the client"
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 			// Cancelled by toolhost itself (shutdown), not by the client.
-			out.Kind = fault.Shutdown
-			out.Message = fmt.Sprintf("%s did not finish: %v; it may have done part of its work, so check before calling it again", c.Tool, cause)
+			return audit.StatusCancelled, fault.Shutdown
 		}
+		return audit.StatusCancelled, fault.Cancelled
 	case errors.As(err, &pe):
-		out.IsError, out.Status, out.Kind = true, audit.StatusError, fault.Panic
+		return audit.StatusError, fault.Panic
+	}
+	return audit.StatusError, fault.System
+}
+
+// classify is the one place that turns a call's error into an outcome:
+// the verdict, and what the model reads of it.
+func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
+	out := &Outcome{Result: c.Result, Retries: c.Retries, Err: err}
+	out.Status, out.Kind = verdict(ctx, c, err)
+	var ir *InputRequired
+	var pe *panicError
+	switch {
+	case out.Kind == fault.None || out.Kind == fault.Upstream:
+		// A result; an expected failure may name the error id its
+		// tool logged the cause under.
+		if out.Status == audit.StatusOKFalse {
+			out.ErrorID = c.Result.ErrorID
+		}
+	case errors.As(err, &ir):
+		out.InputRequired = ir
+		out.Message = "waiting for the human's answer: the client asks and calls again with it"
+	case out.Status == audit.StatusRejected:
+		rej, _ := errors.AsType[fault.Rejection](err)
+		out.IsError, out.Message = true, rej.Error()
+	case out.Kind == fault.Timeout:
+		out.IsError = true
+		out.Message = fmt.Sprintf("%s timed out after %d ms; narrow the request or raise timeout_ms in the tool policy", c.Tool, c.Decision.Timeout.Milliseconds())
+	case out.Kind == fault.Cancelled:
+		out.IsError, out.Message = true, "cancelled by the client"
+	case out.Kind == fault.Shutdown:
+		out.IsError = true
+		out.Message = fmt.Sprintf("%s did not finish: %v; it may have done part of its work, so check before calling it again", c.Tool, context.Cause(ctx))
+	case errors.As(err, &pe):
+		out.IsError = true
 		out.ErrorID = callctx.NewCallID()
 		out.Message = fmt.Sprintf("internal error in %s (error id %s); the daemon is still serving, report the id", c.Tool, out.ErrorID)
 		e.Log.Error().Str("event", "tool_panic").Str("tool", c.Tool).Str("error_id", out.ErrorID).
 			Str("panic", fmt.Sprint(pe.value)).Str("stack", string(pe.stack)).Msg("tool panicked")
 	default:
-		out.IsError, out.Status, out.Kind = true, audit.StatusError, fault.System
+		out.IsError = true
 		out.ErrorID = callctx.NewCallID()
 		out.Message = fmt.Sprintf("%s failed: %s (error id %s)", c.Tool, fault.Explain(err), out.ErrorID)
 		e.Log.Error().Str("event", "tool_error").Str("tool", c.Tool).Str("error_id", out.ErrorID).Err(err).Msg("tool failed")

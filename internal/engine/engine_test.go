@@ -37,7 +37,7 @@ func TestRetry(t *testing.T) {
 		permission string
 		maxRetries int
 		faults     []error
-		wantStatus string
+		wantStatus audit.Status
 		wantCalls  int32
 		wantRetry  int
 	}{
@@ -157,9 +157,10 @@ func TestAuditCompleteness(t *testing.T) {
 		},
 	})
 	cases := []struct {
-		tool, args   string
-		status, kind string
-		ctx          func() (context.Context, context.CancelFunc)
+		tool, args string
+		status     audit.Status
+		kind       string
+		ctx        func() (context.Context, context.CancelFunc)
 	}{
 		{tool: "echo", args: `{"text":"hi","token":"s3cr3t","data":{"Password":"pw","nested":[{"api_key":"k"}]}}`, status: audit.StatusOK},
 		{tool: "expected_fail", args: `{"text":"x"}`, status: audit.StatusOKFalse},

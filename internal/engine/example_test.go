@@ -31,7 +31,7 @@ type noteOutput struct {
 type printSink struct{}
 
 func (printSink) Write(r *audit.Row) error {
-	fmt.Println("audit:", strings.TrimSpace(r.Tool+" "+r.Status+" "+r.ErrorKind))
+	fmt.Println("audit:", strings.TrimSpace(r.Tool+" "+string(r.Status)+" "+r.ErrorKind))
 	return nil
 }
 

@@ -17,12 +17,11 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/toolhost/toolhost/internal/bugs"
 	"github.com/toolhost/toolhost/internal/callctx"
-	"github.com/toolhost/toolhost/internal/journal"
 	"github.com/toolhost/toolhost/internal/rpc"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/session"
+	"github.com/toolhost/toolhost/internal/store/filestore"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/tools/all"
@@ -64,9 +63,15 @@ func TestPlantedErrorsNeverReachTheWire(t *testing.T) {
 	files, shared := &plantedDoor{Sandbox: s.Files, p: plant}, &plantedDoor{Sandbox: s.Shared, p: plant}
 	svc := &s.Engine.Services
 	svc.Files, svc.Shared = files, shared
-	svc.Timeline = journal.Timeline{Door: shared}
-	svc.Events = journal.Events{Door: shared}
-	svc.Bugs = &bugs.Store{Door: shared}
+	// The project's store writes through a planted door too.
+	fst, err := filestore.Open(dir, filestore.Options{WrapDoor: func(sb *sandbox.Sandbox) filestore.Door {
+		return &plantedDoor{Sandbox: sb, p: plant}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fst.Close()
+	svc.Timeline, svc.Events, svc.Bugs, svc.Agents = fst.Timeline(), fst.Events(), fst.Bugs(), fst.Agents()
 
 	call := func(name string, args string) string {
 		params := fmt.Sprintf(`{"name":%q,"arguments":%s}`, name, args)

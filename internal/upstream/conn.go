@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -27,6 +26,7 @@ import (
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/trace"
+	"github.com/toolhost/toolhost/internal/webguard"
 )
 
 // A stdio upstream that toolhost stops has exitWait to exit after its
@@ -503,19 +503,10 @@ func httpClient(cfg policy.Upstream) (*http.Client, error) {
 		return nil, fmt.Errorf("upstream %s: url %q must be an absolute http(s) URL", cfg.Name, cfg.URL)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if IsLoopbackHost(u.Hostname()) {
+	if webguard.IsLoopbackHost(u.Hostname()) {
 		tr.Proxy = nil
 	}
 	return &http.Client{Transport: &headerTransport{base: tr, headers: cfg.Headers}}, nil
-}
-
-// IsLoopbackHost reports whether host names this machine's loopback.
-func IsLoopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 type headerTransport struct {

@@ -282,7 +282,7 @@ func EchoDiff() tool.Tool {
 // maxListed bounds the unit lines of a summary so it stays short.
 const maxListed = 12
 
-func echoDiff(_ context.Context, c *callctx.Ctx, in DiffInput) (EchoDiffOutput, error) {
+func echoDiff(ctx context.Context, c *callctx.Ctx, in DiffInput) (EchoDiffOutput, error) {
 	from, to, err := resolve(c, in)
 	if err != nil {
 		return EchoDiffOutput{}, err
@@ -295,7 +295,7 @@ func echoDiff(_ context.Context, c *callctx.Ctx, in DiffInput) (EchoDiffOutput, 
 			changed = append(changed, u)
 		}
 	}
-	seq, err := c.AppendTimeline("doc.diff", md, map[string]any{
+	seq, err := c.AppendTimeline(ctx, "doc.diff", md, map[string]any{
 		"path": strings.SplitN(from.label, "@", 2)[0], "from": from.label, "to": to.label, "counts": n, "units": changed,
 	})
 	if err != nil {

@@ -238,7 +238,7 @@ func bootstrapTool(dir, label string) tool.Tool {
 	})
 }
 
-func bootstrap(_ context.Context, c *callctx.Ctx, dir string, in BootstrapInput) (BootstrapOutput, error) {
+func bootstrap(ctx context.Context, c *callctx.Ctx, dir string, in BootstrapInput) (BootstrapOutput, error) {
 	seen := map[string]bool{}
 	for i, ch := range in.Chapters {
 		switch {
@@ -319,7 +319,7 @@ func bootstrap(_ context.Context, c *callctx.Ctx, dir string, in BootstrapInput)
 		return BootstrapOutput{}, err
 	}
 	out.Files = append(out.Files, path.Join(dir, searchIndexJSON), path.Join(dir, searchIndexJS))
-	if err := c.Emit("doc.site", map[string]any{"site": dir, "chapters": len(s.Chapters), "overwrite": exists}); err != nil {
+	if err := c.Emit(ctx, "doc.site", map[string]any{"site": dir, "chapters": len(s.Chapters), "overwrite": exists}); err != nil {
 		return BootstrapOutput{}, err
 	}
 	return out, nil

@@ -45,7 +45,7 @@ func ParsePlaceholder() tool.Tool {
 	return tool.New(tool.Spec{
 		Name:  "parse_placeholder",
 		Title: "Resolve placeholders",
-		Description: "Resolve {{port:<unit>}} (from integration/ports.json), {{var:<name>}} (from vars), {{env:<NAME>}} (only " +
+		Description: "Resolve {{port:<unit>}} (from .toolhost/ports.json), {{var:<name>}} (from vars), {{env:<NAME>}} (only " +
 			"names on the policy's env allow-list) and {{uuid}} in a text or, recursively, in the strings of a JSON value. " +
 			"Every placeholder that cannot be resolved is listed with the reason, and ok is false.",
 		Effect: tool.ReadOnly,

@@ -27,7 +27,7 @@ import (
 
 // UnitInput is one unit of a spawn_units call.
 type UnitInput struct {
-	ID       string            `json:"id" jsonschema:"pattern=^[A-Za-z0-9][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"unit id: names units/<id>/, the logs integration/logs/<id>.*.log and the record in integration/units.json"`
+	ID       string            `json:"id" jsonschema:"pattern=^[A-Za-z0-9][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"unit id: names units/<id>/, the logs integration/logs/<id>.*.log and the record in .toolhost/units.json"`
 	Argv     []string          `json:"argv,omitempty" jsonschema:"minItems=1,maxItems=256" jsonschema_description:"start only (required there): the program and its arguments, run directly without a shell; argv[0] is a program on PATH or a path relative to the unit's cwd"`
 	Cwd      string            `json:"cwd,omitempty" jsonschema:"maxLength=1024" jsonschema_description:"start only: working directory relative to the project dir (default units/<id>); it must exist and stay inside the project"`
 	Env      map[string]string `json:"env,omitempty" jsonschema_description:"start only: extra environment variables; the unit gets only PATH, HOME, LANG and TZ from toolhost, these, and PORT"`
@@ -38,7 +38,7 @@ type UnitInput struct {
 // SpawnUnitsInput is the spawn_units request.
 type SpawnUnitsInput struct {
 	Action string      `json:"action" jsonschema:"enum=start,enum=stop,enum=status" jsonschema_description:"start the units, stop them (whole process group: SIGTERM, 3 s, SIGKILL) or report their status"`
-	Units  []UnitInput `json:"units,omitempty" jsonschema:"maxItems=50" jsonschema_description:"the units; for stop and status only id is read, and leaving the list out means every unit in integration/units.json"`
+	Units  []UnitInput `json:"units,omitempty" jsonschema:"maxItems=50" jsonschema_description:"the units; for stop and status only id is read, and leaving the list out means every unit in .toolhost/units.json"`
 }
 
 // UnitStatus is one unit in a spawn_units result.
@@ -83,7 +83,7 @@ func SpawnUnits() tool.Tool {
 		Title: "Start, stop or inspect units",
 		Description: "start: run each unit's argv (no shell) in its own process group, in units/<id>/ (or cwd), with a minimal " +
 			"environment plus env and PORT; stdout/stderr are appended to integration/logs/<id>.out.log|.err.log and the pid, " +
-			"process group and start time are recorded in integration/units.json. stop: SIGTERM the whole group, wait 3 s, " +
+			"process group and start time are recorded in .toolhost/units.json. stop: SIGTERM the whole group, wait 3 s, " +
 			"SIGKILL what is left; no process of the group survives. status: running or exited with exit code, also for units " +
 			"another toolhost process started. The kernel (Landlock) confines every unit: it writes only where the integrator's allow-list allows " +
 			"(never toolhost's own stores) and in its private $TMPDIR, listens only on its own port, and cannot signal processes outside itself. " +
@@ -103,7 +103,11 @@ func unitCommands(args json.RawMessage) []tool.Command {
 	var out []tool.Command
 	for i, u := range in.Units {
 		if len(u.Argv) > 0 {
-			out = append(out, tool.Command{Argv: u.Argv, Env: u.Env, Where: fmt.Sprintf("units[%d].argv", i)})
+			dir := u.Cwd
+			if dir == "" {
+				dir = "units/" + u.ID
+			}
+			out = append(out, tool.Command{Argv: u.Argv, Env: u.Env, Dir: dir, Where: fmt.Sprintf("units[%d].argv", i)})
 		}
 	}
 	return out
@@ -388,7 +392,7 @@ func launch(c *callctx.Ctx, u UnitInput, spec procs.UnitSpec, rel string, port i
 		return nil, errors.New("the session's file door cannot open log files for a child process")
 	}
 	var rec *UnitRecord
-	err := sandbox.UpdateJSON(c.Files, UnitsPath, func(uf *UnitsFile, _ bool) error {
+	err := sandbox.UpdateJSON(c.Shared, UnitsPath, func(uf *UnitsFile, _ bool) error {
 		if uf.Units == nil {
 			uf.Units = map[string]*UnitRecord{}
 		}
@@ -469,7 +473,7 @@ func recordExit(c *callctx.Ctx, p *procs.Proc) {
 		state = "stopped"
 	}
 	now := c.Clock.Now()
-	err := sandbox.UpdateJSON(c.Files, UnitsPath, func(uf *UnitsFile, _ bool) error {
+	err := sandbox.UpdateJSON(c.Shared, UnitsPath, func(uf *UnitsFile, _ bool) error {
 		rec := uf.Units[p.Unit]
 		if rec == nil || rec.PID != p.PID || rec.StartTicks != p.StartTicks {
 			return sandbox.ErrUnchanged
@@ -619,7 +623,7 @@ func stopUnit(ctx context.Context, c *callctx.Ctx, id string, rec *UnitRecord) (
 	now := c.Clock.Now()
 	st.State, st.ExitCode, st.Signal = "stopped", nil, ""
 	st.Note = fmt.Sprintf("exit code unknown: the unit was started by toolhost pid %d, so this process cannot read its exit status", rec.OwnerPID)
-	err = sandbox.UpdateJSON(c.Files, UnitsPath, func(uf *UnitsFile, _ bool) error {
+	err = sandbox.UpdateJSON(c.Shared, UnitsPath, func(uf *UnitsFile, _ bool) error {
 		r := uf.Units[id]
 		if r == nil || r.PID != rec.PID || r.StartTicks != rec.StartTicks {
 			return sandbox.ErrUnchanged
@@ -690,7 +694,7 @@ func sweepOrphans(ctx context.Context, c *callctx.Ctx) ([]UnitStatus, error) {
 		}
 		st.State, st.ExitCode, st.Signal = state, nil, ""
 		now := c.Clock.Now()
-		err = sandbox.UpdateJSON(c.Files, UnitsPath, func(uf *UnitsFile, _ bool) error {
+		err = sandbox.UpdateJSON(c.Shared, UnitsPath, func(uf *UnitsFile, _ bool) error {
 			r := uf.Units[id]
 			if r == nil || r.PID != rec.PID || r.StartTicks != rec.StartTicks || r.State != "running" {
 				return sandbox.ErrUnchanged

@@ -13,13 +13,17 @@ import (
 	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/procs"
+	"github.com/toolhost/toolhost/internal/store/local"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
-// Where the integrator keeps its records, relative to the project dir.
+// Where the integrator keeps its records, relative to the project dir. The
+// port reservations and the units (their process groups) are toolhost's
+// machine-local state, in .toolhost/ (written through the services' door,
+// never by a command); the rest is the integrator's own directory.
 const (
-	PortsPath = "integration/ports.json"
-	UnitsPath = "integration/units.json"
+	PortsPath = local.PortsPath
+	UnitsPath = local.UnitsPath
 	LogsDir   = "integration/logs"
 	CasesDir  = "integration/cases"
 	RunsDir   = "integration/runs"
@@ -62,7 +66,7 @@ func (r Reservation) held(c *callctx.Ctx, now time.Time) bool {
 	return now.Sub(r.ReservedAt) < ReservationTTL
 }
 
-// PortsFile is integration/ports.json.
+// PortsFile is the port reservations (PortsPath).
 type PortsFile struct {
 	Reservations map[string]Reservation `json:"reservations"`
 }
@@ -103,14 +107,14 @@ func (r *UnitRecord) group() procs.Group {
 	return procs.Group{PGID: r.PGID, LeaderPID: r.PID, LeaderTicks: r.StartTicks}
 }
 
-// UnitsFile is integration/units.json.
+// UnitsFile is the units started on this machine (UnitsPath).
 type UnitsFile struct {
 	Units map[string]*UnitRecord `json:"units"`
 }
 
 // readJSON reads a project file into v; a missing file leaves v as is.
 func readJSON(c *callctx.Ctx, rel string, v any) error {
-	b, err := c.Files.ReadFile(rel)
+	b, err := c.Shared.ReadFile(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/vitest"
 )
@@ -93,7 +94,7 @@ type EvidenceRecord struct {
 }
 
 // RecordPath is the evidence record of a bug.
-func RecordPath(bugID string) string { return "triage/" + bugID + ".json" }
+func RecordPath(bugID string) string { return bugs.TriageRecordPath(bugID) }
 
 const extractDescription = "Collect the evidence a bug cites and verify each citation where it says it is: " +
 	"the failing test in the cited (or newest) Vitest report under reports/ or units/*/, the quoted stderr lines at or near the cited log line " +
@@ -115,12 +116,14 @@ func evidenceTool(name, title string) tool.Tool {
 }
 
 // loadBug loads a bug or returns the expected failure the model can act on.
-func loadBug(c *callctx.Ctx, id string) (*bugs.Bug, error) {
-	b, err := bugs.Load(c.Files.ProjectDir(), id)
-	if err != nil {
-		if _, statErr := readRel(c, bugs.Path(id)); errors.Is(statErr, fs.ErrNotExist) {
-			return nil, tool.Fail(nil, "no bug %s: %s does not exist; list bugs with bug_list", id, bugs.Path(id))
-		}
+func loadBug(ctx context.Context, c *callctx.Ctx, id string) (*bugs.Bug, error) {
+	b, err := c.Bugs.Get(ctx, id)
+	switch {
+	case errors.Is(err, bugs.ErrNotFound):
+		return nil, tool.Fail(nil, "no bug %s in the project's bug tracker; list bugs with bug_list", id)
+	case store.IsUnavailable(err):
+		return nil, err
+	case err != nil:
 		return nil, tool.Fail(err, "bug %s cannot be loaded", id)
 	}
 	return b, nil
@@ -131,8 +134,8 @@ func cites(e bugs.Evidence) bool {
 	return e.Test != "" || e.TestFile != "" || e.Report != "" || e.Log != "" || e.LogFile != "" || e.RunID != ""
 }
 
-func extractEvidence(_ context.Context, c *callctx.Ctx, in ExtractEvidenceInput) (ExtractEvidenceOutput, error) {
-	bug, err := loadBug(c, in.BugID)
+func extractEvidence(ctx context.Context, c *callctx.Ctx, in ExtractEvidenceInput) (ExtractEvidenceOutput, error) {
+	bug, err := loadBug(ctx, c, in.BugID)
 	if err != nil {
 		return ExtractEvidenceOutput{}, err
 	}
