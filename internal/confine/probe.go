@@ -75,10 +75,7 @@ func liveCheck() (bool, string) {
 		return false, "not run: " + plan.Unconfined
 	}
 	sh := "/bin/sh"
-	child, err := procs.Spawn(procs.Spec{
-		Name: "probe", Argv: []string{sh, "-c", "echo in > root/in; echo out > out"}, Dir: base,
-		Env: []string{"PATH=/usr/bin:/bin"}, Confine: plan.Restrict,
-	})
+	child, err := procs.Spawn(plan.Command("probe", []string{sh, "-c", "echo in > root/in; echo out > out"}, base))
 	plan.Close()
 	if err != nil {
 		return false, err.Error()
