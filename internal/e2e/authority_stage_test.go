@@ -295,7 +295,13 @@ func (st *stage) serve(extra ...string) *stdioclient.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Close(20 * time.Second) })
+	t.Cleanup(func() {
+		_ = c.Close(20 * time.Second)
+		// A failed call names only an error id: its cause is in the log.
+		if t.Failed() {
+			t.Logf("toolhost's log:\n%s", c.Stderr())
+		}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := c.Initialize(ctx, "2025-06-18", nil); err != nil {

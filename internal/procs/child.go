@@ -275,17 +275,21 @@ func (c *Child) Stop(ctx context.Context) (StopReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	return rep, awaitStopped(c.done, c.Name, c.PID)
+	return rep, awaitStopped(ctx, c.done, c.Name, c.PID)
 }
 
-// awaitStopped waits for the bookkeeping of a stopped leader (done), which
-// follows at once unless the kernel is slow to finish a SIGKILLed process.
-func awaitStopped(done <-chan struct{}, name string, pid int) error {
+// awaitStopped waits for the bookkeeping of a stopped leader (done): the
+// group is empty by now, so the reap follows, but a unit's bookkeeping
+// writes its record durably, which on a busy disk takes seconds. The wait
+// ends with the caller's context, or after reapWait without one.
+func awaitStopped(ctx context.Context, done <-chan struct{}, name string, pid int) error {
 	select {
 	case <-done:
 		return nil
-	case <-time.After(killWait):
-		return fmt.Errorf("%s: leader %d not reaped after stop", name, pid)
+	case <-ctx.Done():
+		return fmt.Errorf("%s: leader %d stopped, its bookkeeping unfinished: %w", name, pid, context.Cause(ctx))
+	case <-time.After(reapWait):
+		return fmt.Errorf("%s: leader %d not reaped %s after stop", name, pid, reapWait)
 	}
 }
 
