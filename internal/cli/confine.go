@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -85,9 +83,9 @@ func newConfineCmd(_ *globals) *cobra.Command {
 			}
 			if sig != 0 {
 				// Die the way the command died, so the caller sees the
-				// signal, not an exit status.
-				signal.Reset(sig)
-				_ = syscall.Kill(os.Getpid(), sig)
+				// signal, not an exit status; a signal whose default is
+				// not to end a process leaves the shell's 128+n.
+				procs.DieBy(sig)
 				return &exitError{code: 128 + int(sig)}
 			}
 			if code != 0 {
