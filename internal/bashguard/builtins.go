@@ -229,13 +229,15 @@ func (c *checker) enable(args []string) {
 // unset applies unset [-fvn] NAME…: a variable, else a function of that
 // name.
 func (c *checker) unsetVars(args []string) {
-	funcs, vars := false, false
+	funcs, vars, nref := false, false, false
 	for _, a := range args {
 		switch {
 		case a == "-f":
 			funcs = true
-		case a == "-v" || a == "-n":
+		case a == "-v":
 			vars = true
+		case a == "-n":
+			vars, nref = true, true
 		case strings.HasPrefix(a, "-"):
 		case hasMarks(a):
 			// Which one is not known: anything may be gone.
@@ -263,8 +265,13 @@ func (c *checker) unsetVars(args []string) {
 						c.sc.unsure[name] = true
 					}
 				}
-				if t, ok := c.sc.refs[name]; ok && a != "-n" {
-					name = t
+				if t, ok := c.sc.refs[name]; ok {
+					if nref {
+						// unset -n r removes the reference itself.
+						delete(c.sc.refs, name)
+					} else if t != "" {
+						name = t
+					}
 				}
 				delete(c.sc.vars, name)
 				delete(c.sc.arrays, name)
@@ -545,6 +552,11 @@ func (c *checker) declFields(variant string, args []string) {
 	flags := ""
 	for _, a := range args {
 		switch {
+		case hasMarks(strings.SplitN(a, "=", 2)[0]):
+			// An option or a name only known when the command runs:
+			// any variable may be declared, with any attribute.
+			c.sc.havoc()
+			return
 		case strings.HasPrefix(a, "-"):
 			flags += a[1:]
 		case strings.HasPrefix(a, "+"):
@@ -568,17 +580,25 @@ func (c *checker) declFields(variant string, args []string) {
 				c.sc.exportedFuncs[base] = on
 			}
 			continue
-		case !ok:
-			continue
 		case strings.Contains(flags, "n"):
-			c.sc.refs[base] = v
+			if v == "" && !ok {
+				if _, ok := c.sc.refs[base]; !ok {
+					c.sc.refs[base] = ""
+				}
+			} else if v != base {
+				c.sc.refs[base] = v
+			}
 			continue
 		case strings.HasPrefix(v, "("):
 			// NAME=(…) as a word: bash parses it as an array.
 			c.array(base, strings.Contains(flags, "A")).forget()
 			continue
+		case !ok:
+			c.readonlyAfter(variant, flags, base)
+			continue
 		}
 		c.setVar(base, v)
+		c.readonlyAfter(variant, flags, base)
 	}
 }
 
@@ -601,6 +621,7 @@ func (c *checker) arithText(s, what string) {
 		return
 	}
 	c.runSubsts(e, what)
+	c.arithSeen = nil
 	c.arithVars(e, 1)
 	c.arithAssigns(e)
 }

@@ -408,13 +408,21 @@ func (c *checker) builtin(name string, fields []string, idx int, o runOpts) (str
 			}
 		}
 	case "printf":
-		if len(args) > 1 && args[0] == "-v" {
-			c.nameSubscript(args[1])
-			text, exact := c.printf(args[2:])
+		// printf -v NAME or -vNAME (bash's only option) assigns.
+		target, rest, ok := "", args, false
+		switch {
+		case len(args) > 1 && args[0] == "-v":
+			target, rest, ok = args[1], args[2:], true
+		case len(args) > 0 && strings.HasPrefix(args[0], "-v") && len(args[0]) > 2:
+			target, rest, ok = args[0][2:], args[1:], true
+		}
+		if ok {
+			c.nameSubscript(target)
+			text, exact := c.printf(rest)
 			if !exact {
 				text = joinValue(text, string(markExternal))
 			}
-			c.setVar(strings.SplitN(args[1], "[", 2)[0], text)
+			c.setVar(strings.SplitN(target, "[", 2)[0], text)
 			return nil, true
 		}
 		return nil, false

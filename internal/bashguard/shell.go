@@ -116,6 +116,9 @@ type checker struct {
 	// globbed is set by the expander when it tried to match a file name
 	// pattern in the field it is expanding.
 	globbed bool
+	// arithSeen are the variables whose values the arithmetic expression
+	// being checked has read already.
+	arithSeen map[string]bool
 }
 
 func newChecker(o Options) *checker {
@@ -935,11 +938,39 @@ func (c *checker) local(name string) {
 func (c *checker) decl(d *syntax.DeclClause) {
 	variant := d.Variant.Value
 	flags := declFlags(d)
+	// A quoted or computed operand (declare 'x=1', declare "$v", declare
+	// $o): bash reads its expansion as NAME=VALUE, a name or an option.
+	dynamic := map[int][]string{}
+	for i, a := range d.Args {
+		if a.Name != nil || !a.Naked || a.Value == nil || isFlagWord(a.Value) {
+			continue
+		}
+		fs := c.fields(a.Value)
+		for _, f := range fs {
+			switch {
+			case hasMarks(strings.SplitN(f, "=", 2)[0]):
+				// Which variable, or which option, is only known when
+				// the command runs.
+				c.sc.havoc()
+				return
+			case strings.HasPrefix(f, "-"):
+				flags += f[1:]
+			case strings.HasPrefix(f, "+"):
+				flags += "+" + f[1:]
+			}
+		}
+		dynamic[i] = fs
+	}
 	if !c.declares(variant, flags) {
 		return
 	}
-	for _, a := range d.Args {
+	for i, a := range d.Args {
 		if a.Name == nil {
+			for _, f := range dynamic[i] {
+				if !strings.HasPrefix(f, "-") && !strings.HasPrefix(f, "+") {
+					c.declFields(variant, append(flagFields(flags), f))
+				}
+			}
 			continue
 		}
 		name := a.Name.Value
@@ -951,9 +982,16 @@ func (c *checker) decl(d *syntax.DeclClause) {
 			}
 			continue
 		case strings.Contains(flags, "n"):
-			if !a.Naked && a.Value != nil {
+			switch {
+			case !a.Naked && a.Value != nil:
 				if target := c.literal(a.Value); target != "" && target != name {
 					c.sc.refs[name] = target
+				}
+			case a.Naked:
+				if _, ok := c.sc.refs[name]; !ok {
+					// A reference to nothing yet: its first
+					// assignment names its target.
+					c.sc.refs[name] = ""
 				}
 			}
 			continue
@@ -962,10 +1000,19 @@ func (c *checker) decl(d *syntax.DeclClause) {
 		case strings.Contains(flags, "a"):
 			c.array(name, false)
 		}
-		if a.Naked {
-			continue
+		if !a.Naked {
+			c.assign1(a)
 		}
-		c.assign1(a)
+		c.readonlyAfter(variant, flags, name)
+	}
+}
+
+// readonlyAfter makes name readonly once its declaration assigned it
+// (readonly x=1, declare -r x=1).
+func (c *checker) readonlyAfter(variant, flags, name string) {
+	name, _, _ = strings.Cut(name, "[")
+	if (variant == "readonly" || strings.Contains(strings.SplitN(flags, "+", 2)[0], "r")) && !strings.ContainsRune(c.sc.attrs[name], 'r') {
+		c.sc.attrs[name] += "r"
 	}
 }
 
@@ -995,17 +1042,35 @@ func (c *checker) declName(variant, flags, name string) {
 		c.sc.exported[name] = off
 	}
 	attrs := c.sc.attrs[name]
-	for _, ch := range "lucir" {
+	for _, ch := range "luci" {
 		if strings.ContainsRune(flags, ch) && !strings.ContainsRune(attrs, ch) {
 			attrs += string(ch)
 		}
 	}
-	if variant == "readonly" && !strings.ContainsRune(attrs, 'r') {
-		attrs += "r"
-	}
 	if attrs != "" {
 		c.sc.attrs[name] = attrs
 	}
+}
+
+// isFlagWord reports whether w is an option of declare as written: a
+// literal word starting with - or +.
+func isFlagWord(w *syntax.Word) bool {
+	f := w.Lit()
+	return f != "" && (strings.HasPrefix(f, "-") || strings.HasPrefix(f, "+"))
+}
+
+// flagFields gives declare's option letters (declFlags) back as option
+// words: "n+x" is -n +x.
+func flagFields(flags string) []string {
+	minus, plus, hasPlus := strings.Cut(flags, "+")
+	var out []string
+	if minus != "" {
+		out = append(out, "-"+minus)
+	}
+	if hasPlus {
+		out = append(out, "+"+plus)
+	}
+	return out
 }
 
 // declFlags returns the option letters of a declare/local/typeset (-n, -A
@@ -1085,7 +1150,19 @@ func (c *checker) setVar(name, val string) {
 		return
 	}
 	if t, ok := c.sc.refs[name]; ok {
+		if t == "" {
+			// declare -n r without a target: the first assignment to r
+			// names the variable r refers to.
+			c.sc.refs[name] = val
+			return
+		}
 		name = t
+	}
+	if hasMarks(name) {
+		// A name only known when the command runs: any variable may be
+		// the one assigned.
+		c.sc.havoc()
+		return
 	}
 	if strings.ContainsRune(c.sc.attrs[name], 'r') {
 		return // bash refuses to assign a readonly variable
