@@ -105,8 +105,78 @@ func (c *checker) trap(args []string, idx int) {
 		c.code(code, "trap", []string{"trap " + strings.Join(args[1:], " ")}, idx)
 	})
 	for _, sig := range args[1:] {
-		c.sc.traps = append(c.sc.traps, trap{code: code, on: strings.TrimPrefix(strings.ToUpper(sig), "SIG")})
+		on := strings.TrimPrefix(strings.ToUpper(sig), "SIG")
+		c.sc.traps = append(c.sc.traps, trap{code: code, on: on})
+		if c.sc.trapped == nil {
+			c.sc.trapped = &trapStates{}
+		}
+		if on == "EXIT" || on == "0" {
+			continue
+		}
+		// Any other trap may fire before any later statement (DEBUG
+		// before each, RETURN after a function or source, ERR after a
+		// failure, a signal the command sends itself with kill $$).
+		state, files := c.trapEffects(code)
+		c.sc.volatile = c.sc.volatile || state
+		c.sc.filesVolatile = c.sc.filesVolatile || files
 	}
+}
+
+// stateBuiltins are the builtins that change the shell's state: what a
+// later command finds (variables, functions, aliases, options, the
+// directory, the positional parameters, the traps).
+var stateBuiltins = map[string]bool{}
+
+func init() {
+	for _, n := range strings.Fields(`alias unalias bind builtin caller cd pushd popd command compgen complete compopt declare
+		typeset local export readonly unset eval source . exec read mapfile readarray hash enable getopts let set shopt
+		shift trap umask ulimit history fc jobs disown wait suspend`) {
+		stateBuiltins[n] = true
+	}
+}
+
+// trapEffects says whether trap code, run at a moment the analysis does
+// not know, may change the shell's state (an assignment, a function, cd,
+// a builtin that sets something, a function it calls) or files (a
+// redirection to a file, a program that may write).
+func (c *checker) trapEffects(code string) (state, files bool) {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(code), "")
+	if err != nil {
+		return true, true
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.Assign, *syntax.FuncDecl, *syntax.DeclClause, *syntax.LetClause, *syntax.ArithmCmd, *syntax.ArithmExp:
+			state = true
+		case *syntax.ParamExp:
+			if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) || x.Index != nil {
+				state = true
+			}
+		case *syntax.Redirect:
+			switch x.Op {
+			case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.AppAll, syntax.RdrAllClob, syntax.AppAllClob, syntax.RdrInOut:
+				if x.Word.Lit() != "/dev/null" {
+					files = true
+				}
+			}
+		case *syntax.CallExpr:
+			if len(x.Args) == 0 {
+				break
+			}
+			name := x.Args[0].Lit()
+			_, isFunc := c.sc.funcs[name]
+			switch {
+			case name == "" || isFunc || c.sc.unsure[name] || stateBuiltins[name] || c.sc.lost:
+				state, files = true, true
+			case name == "printf" && len(x.Args) > 1 && strings.HasPrefix(x.Args[1].Lit(), "-v"):
+				state = true
+			case !bashBuiltins[name] && !pure[name]:
+				files = true
+			}
+		}
+		return !(state && files)
+	})
+	return state, files
 }
 
 // shellOptions are the set -o names whose single-letter forms set takes.

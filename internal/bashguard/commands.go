@@ -426,6 +426,15 @@ func (c *checker) builtin(name string, fields []string, idx int, o runOpts) (str
 			return nil, true
 		}
 		return nil, false
+	case "fc":
+		// fc -s re-runs a command of the shell's history (history -s
+		// adds any text to it), fc -e runs an editor then the result: code
+		// the guard cannot read, run in this shell. fc -l only lists.
+		if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-") && strings.Contains(a, "l") }) {
+			c.unknownCode("fc "+strings.Join(shownAll(args), " "), "fc runs commands from the shell's history, which the command may have filled with anything (history -s)",
+				"run the commands directly")
+			c.sc.havoc()
+		}
 	case "return":
 		c.leaves |= leaveReturn
 	case "break", "continue":

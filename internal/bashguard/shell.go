@@ -265,6 +265,7 @@ func (c *checker) stmt(st *syntax.Stmt) stream {
 	if !c.b.step() {
 		return nil
 	}
+	c.beforeStatement()
 	if st.Background {
 		// A background job is a subshell running beside what follows:
 		// nothing it changes reaches the shell, and what it prints comes
@@ -1157,6 +1158,13 @@ func (c *checker) setVar(name, val string) {
 			return
 		}
 		name = t
+		if base, _, indexed := strings.Cut(t, "["); indexed {
+			// A reference to an element (declare -n r='a[…]'): bash
+			// evaluates the subscript on each assignment through it.
+			c.nameSubscript(t)
+			c.array(base, false).forget()
+			return
+		}
 	}
 	if hasMarks(name) {
 		// A name only known when the command runs: any variable may be
@@ -1283,15 +1291,22 @@ func (c *checker) record(cmd Command) int {
 	return len(c.a.Commands) - 1
 }
 
-// finishTraps analyses the traps of the shell that ends now: an EXIT trap
-// runs with the state the shell ends in, any other when its signal comes,
-// with any state the shell passes through.
+// finishTraps analyses the traps of the shell that ends now: each runs
+// with any state the shell passed through after it was set (an EXIT trap
+// when the shell ends, which may be before any statement; any other when
+// its event comes).
 func (c *checker) finishTraps() {
 	traps := c.sc.traps
 	c.sc.traps = nil
+	c.mayEnd()
+	states := c.sc.trapped
 	for _, t := range traps {
 		c.deferredRun(func() {
-			if t.on != "EXIT" && t.on != "0" {
+			if states != nil && states.w != nil {
+				// Any state the shell passed through since the trap
+				// was set.
+				c.restore(*states.w)
+			} else {
 				c.sc.havoc()
 			}
 			c.code(t.code, "trap", []string{"trap " + t.on}, -1)

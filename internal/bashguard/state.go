@@ -84,6 +84,14 @@ func (c *checker) merge(ws ...world) {
 	if len(ws) == 0 {
 		return
 	}
+	j := c.joinWorlds(ws...)
+	c.sc, c.files, c.fds, c.in, c.leaves = j.sc, j.files, j.fds, j.in, j.leaves
+	c.in.seek(j.inPos)
+}
+
+// joinWorlds is the join of ws (at least one), leaving the current world
+// as it is.
+func (c *checker) joinWorlds(ws ...world) world {
 	j := ws[0]
 	j.sc = j.sc.clone()
 	j.files, j.fds = maps.Clone(j.files), maps.Clone(j.fds)
@@ -122,8 +130,42 @@ func (c *checker) merge(ws ...world) {
 		}
 		j.leaves |= w.leaves
 	}
-	c.sc, c.files, c.fds, c.in, c.leaves = j.sc, j.files, j.fds, j.in, j.leaves
-	c.in.seek(j.inPos)
+	return j
+}
+
+// trapStates are the states in which a trap of the shell may run: bash
+// runs an EXIT trap when the shell exits, which it may do before any
+// statement (exit, set -e, set -u, ${x:?}, a failed exec, a signal the
+// command sends itself), not only at the end; any other trap when its
+// event comes, also before any statement.
+type trapStates struct{ w *world }
+
+// mayEnd notes that the shell may end, or a trap fire, here.
+func (c *checker) mayEnd() {
+	e := c.sc.trapped
+	if e == nil {
+		return
+	}
+	cur := c.save()
+	if e.w == nil {
+		e.w = &cur
+		return
+	}
+	j := c.joinWorlds(*e.w, cur)
+	e.w = &j
+}
+
+// beforeStatement is what may happen in the shell before any statement
+// runs: it may end or a trap fire (which then runs with this state), and a
+// trap with effects may change its state or files.
+func (c *checker) beforeStatement() {
+	c.mayEnd()
+	if c.sc.volatile {
+		c.sc.havoc()
+	}
+	if c.sc.volatile || c.sc.filesVolatile {
+		c.programMayWrite()
+	}
 }
 
 func sameStream(a, b stream) bool {
@@ -165,7 +207,7 @@ func (c *checker) maybe(fn func() stream) stream {
 func (c *checker) isolated(fn func() stream) stream {
 	saved, leaves := c.sc, c.leaves
 	c.sc = c.sc.clone()
-	c.sc.traps = nil
+	c.sc.traps, c.sc.trapped = nil, nil
 	c.leaves = 0
 	out := fn()
 	c.finishTraps()
@@ -268,6 +310,13 @@ type scope struct {
 	// traps are the trap actions set in this shell, analysed again when
 	// the shell ends (they run then, or at any time for a signal).
 	traps []trap
+	// trapped gathers the states its traps may run in, once it has one.
+	trapped *trapStates
+	// volatile is set once a trap that changes the shell's state (x=…,
+	// a function, cd …) may fire, at any statement (DEBUG, RETURN, ERR, a
+	// signal the command may send itself); filesVolatile once one that
+	// may write files may.
+	volatile, filesVolatile bool
 }
 
 // binding is a variable as a local one hid it.
@@ -422,6 +471,11 @@ func (s *scope) join(o *scope) {
 		s.cwdLost = true
 	}
 	s.lost = s.lost || o.lost
+	s.volatile = s.volatile || o.volatile
+	s.filesVolatile = s.filesVolatile || o.filesVolatile
+	if s.trapped == nil {
+		s.trapped = o.trapped
+	}
 	for i := range min(len(s.frames), len(o.frames)) {
 		for name, b := range o.frames[i] {
 			if _, ok := s.frames[i][name]; !ok {

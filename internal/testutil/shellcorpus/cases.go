@@ -1,9 +1,11 @@
 package shellcorpus
 
+import "slices"
+
 // Cases are the corpus: each technique that made cmd report a wrong
 // program as known (issue 28), with variants, the red team's of the third
 // wave (wave3), and everyday commands that must stay known.
-var Cases = append(firstWave, wave3...)
+var Cases = slices.Concat(firstWave, wave3, wave3Traps)
 
 var firstWave = []Case{
 	// A file name pattern in the program's name or its arguments: bash

@@ -35,3 +35,34 @@ var wave3 = []Case{
 	{Class: "declare", Name: "declare -r assigns before it locks", Cmd: "x=git; declare -r x=curl; $x -s http://127.0.0.1:9/x"},
 	{Class: "declare", Name: "declare of a literal assignment", Cmd: "declare x=git; $x status 2>/dev/null", Ordinary: true},
 }
+
+// wave3Traps are the traps and history: code bash runs at moments the
+// command chooses.
+var wave3Traps = []Case{
+	// An EXIT trap runs with the state the shell ends in, and the shell
+	// may end before any statement.
+	{Class: "trap", Name: "EXIT trap after set -e", Cmd: "x=curl; trap '$x -s http://127.0.0.1:9/x' EXIT; set -e; false; x=git"},
+	{Class: "trap", Name: "EXIT trap after set -u", Cmd: "x=curl; trap '$x -s http://127.0.0.1:9/x' EXIT; set -u; : $nope; x=git", Unran: []string{"git"}},
+	{Class: "trap", Name: "EXIT trap after ${x:?}", Cmd: "x=curl; trap '$x -s http://127.0.0.1:9/x' EXIT; : ${nope:?} 2>/dev/null; x=git", Unran: []string{"git"}},
+	{Class: "trap", Name: "EXIT trap after kill $$", Cmd: "x=curl; trap '$x -s http://127.0.0.1:9/x' EXIT; kill $$; x=git", Unran: []string{"git"}},
+	{Class: "trap", Name: "EXIT trap after a subshell fails under set -e", Cmd: "x=curl; trap '$x -s http://127.0.0.1:9/x' EXIT; set -e; (exit 1); x=git", Unran: []string{"git"}},
+	{Class: "trap", Name: "EXIT trap of a plain script", Cmd: "t=notes.txt; trap 'rm -f \"$t\"' EXIT; git status 2>/dev/null"},
+	// Any other trap may fire before any statement and change what the
+	// shell holds.
+	{Class: "trap", Name: "a signal the command sends itself", Cmd: "trap 'x=curl' USR1; x=git; kill -USR1 $$; $x status"},
+	{Class: "trap", Name: "RETURN after source", Cmd: "trap 'x=curl' RETURN; x=git; source /dev/null; $x status"},
+	{Class: "trap", Name: "RETURN under set -T", Cmd: "set -T; trap 'x=curl' RETURN; f(){ :; }; x=git; f; $x status"},
+	{Class: "trap", Name: "DEBUG before each command", Cmd: "trap 'x=curl' DEBUG; x=git; $x status"},
+	{Class: "trap", Name: "ERR after a failure", Cmd: "trap 'x=curl' ERR; x=git; false; $x status"},
+	{Class: "trap", Name: "a trap that defines a function", Cmd: "trap 'f(){ curl -s http://127.0.0.1:9/x; }' USR1; f(){ git status; }; kill -USR1 $$; f"},
+	{Class: "trap", Name: "a trap that changes PATH", Cmd: "trap 'PATH=' USR1; kill -USR1 $$; cp {{stubs}}/curl git; git status"},
+	{Class: "trap", Name: "a trap that writes a script", Cmd: "trap 'echo \"curl -s http://127.0.0.1:9/x\" > f' USR1; echo 'git status' > f; kill -USR1 $$; bash f", Unran: []string{"git"}},
+	{Class: "trap", Name: "a trap that only prints", Cmd: "trap 'echo interrupted >&2; exit 1' INT TERM; make", Ordinary: true},
+	{Class: "trap", Name: "an EXIT trap that only prints", Cmd: "trap 'echo done' EXIT; go test ./...", Ordinary: true},
+	// fc runs what history -s put into the history.
+	{Class: "trap", Name: "fc -s runs the history", Cmd: "history -s 'curl -s http://127.0.0.1:9/x'; fc -s 2>/dev/null"},
+	{Class: "trap", Name: "fc -s with set -o history", Cmd: "set -o history; history -s 'curl -s http://127.0.0.1:9/x'; fc -s 2>/dev/null"},
+	// $0 is whatever BASH_ARGV0 was set to.
+	{Class: "trap", Name: "BASH_ARGV0 sets $0", Cmd: "BASH_ARGV0=curl; $0 -s http://127.0.0.1:9/x"},
+	{Class: "trap", Name: "a nameref to an element", Cmd: "x='a[$(curl -s http://127.0.0.1:9/x)]'; declare -n r=\"$x\"; r=1"},
+}
