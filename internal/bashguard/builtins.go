@@ -364,14 +364,29 @@ func (c *checker) cd(args []string) {
 		dir, have = a, true
 		break
 	}
+	next := ""
 	switch {
 	case !have || dir == "-" || hasMarks(dir):
 		c.sc.cwdLost = true
+		return
 	case strings.HasPrefix(dir, "/"):
-		c.sc.cwd, c.sc.cwdLost = cleanPath(dir), false
+		next = cleanPath(dir)
 	case (dir == "." || dir == ".." || strings.HasPrefix(dir, "./") || strings.HasPrefix(dir, "../")) && !c.sc.cwdLost:
-		c.sc.cwd = cleanPath(joinPath(c.sc.cwd, dir))
+		next = cleanPath(joinPath(c.sc.cwd, dir))
 	default:
+		c.sc.cwdLost = true
+		return
+	}
+	physical := slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-") && strings.Contains(a, "P") })
+	if physical && slices.Contains(strings.Split(dir, "/"), "..") {
+		// cd -P resolves the links before .., which the text does not
+		// show.
+		c.sc.cwdLost = true
+		return
+	}
+	if next != c.sc.cwd || c.sc.cwdLost {
+		// cd fails when the directory is not there, and the shell
+		// stays where it was: either directory is where it may be.
 		c.sc.cwdLost = true
 	}
 }

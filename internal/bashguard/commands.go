@@ -112,6 +112,9 @@ func (c *checker) call(x *syntax.CallExpr, in *reader) stream {
 		// exec without a command: its redirections stay for the rest of
 		// the shell (exec < <(…), exec 3<<<…).
 		c.execGen++
+		for _, p := range c.stmtWrites {
+			c.hold(p)
+		}
 		c.record(Command{Name: "exec", Args: fields, Fixed: 1})
 		return nil
 	}
@@ -290,6 +293,9 @@ func (c *checker) run(fields []string, o runOpts) stream {
 		}
 	}
 	if w, ok := wrappers[name]; ok {
+		if name == "prlimit" {
+			c.sc.filesLimited = true // --fsize
+		}
 		out := c.wrapper(name, w, fields, idx, o)
 		if name == "exec" {
 			c.leaves |= leaveShell
@@ -308,6 +314,7 @@ func (c *checker) run(fields []string, o runOpts) stream {
 		// A program may change any file the command wrote before.
 		c.programMayWrite()
 	}
+	c.optionPrograms(name, fields)
 	if httpClients[name] || name == "gh" && len(fields) > 1 && fields[1] == "api" || rawClients[name] {
 		return c.client(name, fields, idx, o)
 	}
@@ -435,6 +442,15 @@ func (c *checker) builtin(name string, fields []string, idx int, o runOpts) (str
 				"run the commands directly")
 			c.sc.havoc()
 		}
+	case "ulimit":
+		// ulimit N and ulimit -f N limit the size of the files written
+		// from now on (the others do not change what is written; a
+		// query changes nothing).
+		for _, a := range args {
+			if !strings.HasPrefix(a, "-") && a != "" || strings.HasPrefix(a, "-") && strings.ContainsAny(a, "fa") {
+				c.sc.filesLimited = true
+			}
+		}
 	case "return":
 		c.leaves |= leaveReturn
 	case "break", "continue":
@@ -525,12 +541,49 @@ func (c *checker) programOutput(name string, fields []string) stream {
 var pure = map[string]bool{}
 
 func init() {
-	for _, n := range strings.Fields(`echo printf cat tac head tail sort uniq cut tr fold nl pv grep egrep fgrep rg jq gojq jaq
-		base64 basenc xxd rev sha1sum sha224sum sha256sum sha384sum sha512sum md5sum b2sum cksum sum shasum wc which whereis
-		type readlink realpath basename dirname true false : test [ sleep ls pwd id whoami date printenv stat file du df
-		uname hostname env seq expr yes nproc tty locale getconf diff cmp comm column numfmt od hexdump strings less more
-		awk gawk mawk nawk sed cd kill`) {
+	// Not sort (-o), uniq and xxd (an output operand), sed (-i, w), awk
+	// (print > file), less (-o), file (-C): they write files.
+	for _, n := range strings.Fields(`echo printf cat tac head tail cut tr fold nl pv grep egrep fgrep rg jq gojq jaq
+		base64 basenc rev sha1sum sha224sum sha256sum sha384sum sha512sum md5sum b2sum cksum sum shasum wc which whereis
+		type readlink realpath basename dirname true false : test [ sleep ls pwd id whoami date printenv stat du df
+		uname hostname env seq expr yes nproc tty locale getconf diff cmp comm column numfmt od hexdump strings more
+		cd kill`) {
 		pure[n] = true
+	}
+}
+
+// optionPrograms records the programs a program the analysis models runs
+// because of an option or a variable: sort --compress-program=PROG runs
+// PROG (and PROG -d) for its temporary files; less runs LESSOPEN and
+// LESSCLOSE as shell commands.
+func (c *checker) optionPrograms(name string, fields []string) {
+	switch name {
+	case "sort":
+		for i := 1; i < len(fields); i++ {
+			opt, val, has := strings.Cut(fields[i], "=")
+			// GNU options may be shortened to a prefix that is still
+			// unique: --co is --compress-program.
+			if len(opt) < 4 || !strings.HasPrefix("--compress-program", opt) {
+				continue
+			}
+			if !has && i+1 < len(fields) {
+				i++
+				val = fields[i]
+			}
+			c.withVia([]string{"sort --compress-program"}, func() {
+				c.maybe(func() stream {
+					c.run([]string{val}, runOpts{noFunc: true, external: true})
+					return c.run([]string{val, "-d"}, runOpts{noFunc: true, external: true})
+				})
+			})
+		}
+	case "less":
+		for _, v := range []string{"LESSOPEN", "LESSCLOSE"} {
+			if val, ok := c.sc.vars[v]; ok && val != "" {
+				c.unknownCode(v+"="+shown(val), "less runs $"+v+" as a shell command for each file it shows",
+					"run the preprocessing command directly")
+			}
+		}
 	}
 }
 

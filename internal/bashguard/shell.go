@@ -49,6 +49,7 @@ func (s *scope) child(shell string) *scope {
 		n.echoEsc = on
 	}
 	n.cwd, n.cwdLost = s.cwd, s.cwdLost
+	n.filesLimited = s.filesLimited
 	// Code the analysis could not read may have exported anything.
 	n.lost = s.lost
 	return n
@@ -70,6 +71,18 @@ type checker struct {
 	// wroteUnknown is set once the command wrote a file whose name is
 	// only known when it runs: a script whose path is not known may be it.
 	wroteUnknown bool
+	// held are files a descriptor stays open on for writing (exec 3>f),
+	// or that a job running beside the shell wrote: what they hold is
+	// never sure. heldUnknown is set when such a file's name is not
+	// known.
+	held        map[string]bool
+	heldUnknown bool
+	// concurrent > 0 while analysing what runs beside the shell: a
+	// background job, a pipeline's stage, a process substitution.
+	concurrent int
+	// stmtWrites are the files the redirections of the statement being
+	// run open for writing.
+	stmtWrites []string
 	// fds are what a path such as /dev/fd/3 or a process substitution's
 	// /dev/fd/63 reads: exec 3<<<'…', <(…).
 	fds map[string]stream
@@ -123,7 +136,7 @@ type checker struct {
 
 func newChecker(o Options) *checker {
 	c := &checker{a: &Analysis{}, b: newBudget(), sc: newScope(), progs: o.Programs, in: &reader{segs: stream{{kind: segProgram, via: inheritedStdin}}}, files: map[string]file{},
-		fds: map[string]stream{}, outProcs: map[string]*syntax.ProcSubst{}, nextFD: 63, inAlias: map[string]bool{}}
+		fds: map[string]stream{}, outProcs: map[string]*syntax.ProcSubst{}, nextFD: 63, inAlias: map[string]bool{}, held: map[string]bool{}}
 	c.view = aliasView{expand: off}
 	c.sc.cwd = cleanPath(o.Dir)
 	return c
@@ -256,6 +269,9 @@ type outTarget struct {
 	path    string // a file, /dev/tcp/…, or a >(…) path
 	none    bool   // to stderr or closed: nothing reaches the pipe
 	appends bool   // >>: the file keeps what it held
+	// mayFail is set when the redirection may not write the file (>
+	// under set -o noclobber refuses a file that is there).
+	mayFail bool
 	in      *reader
 }
 
@@ -270,20 +286,22 @@ func (c *checker) stmt(st *syntax.Stmt) stream {
 		// A background job is a subshell running beside what follows:
 		// nothing it changes reaches the shell, and what it prints comes
 		// in no known order.
+		c.concurrent++
+		defer func() { c.concurrent-- }()
 		return inexact(c.isolated(func() stream { return c.statement(st) }))
 	}
 	return c.statement(st)
 }
 
 func (c *checker) statement(st *syntax.Stmt) stream {
-	savedIn, savedRedirs, gen := c.in, c.redirs, c.execGen
+	savedIn, savedRedirs, savedWrites, gen := c.in, c.redirs, c.stmtWrites, c.execGen
 	defer func() {
 		if c.execGen != gen {
 			savedIn = c.in // exec < …: the shell's input from now on
 		}
-		c.in, c.redirs = savedIn, savedRedirs
+		c.in, c.redirs, c.stmtWrites = savedIn, savedRedirs, savedWrites
 	}()
-	c.redirs = nil
+	c.redirs, c.stmtWrites = nil, nil
 	var target outTarget
 	for _, r := range st.Redirs {
 		c.redirect(r, &target)
@@ -324,7 +342,7 @@ func (c *checker) deliver(out stream, target outTarget) stream {
 		return nil
 	}
 	text, exact := out.text()
-	c.wrote(target.path, text, exact && !target.appends)
+	c.wrote(target.path, text, exact && !target.appends && !target.mayFail)
 	return nil
 }
 
@@ -332,12 +350,63 @@ func (c *checker) deliver(out stream, target outTarget) stream {
 // what the file holds afterwards is not exactly text (a program that may
 // add to it, a write that may not happen).
 func (c *checker) wrote(path, text string, sure bool) {
+	if unaliased(path) {
+		return
+	}
+	key, ok := c.filePath(path)
+	if !ok {
+		// Any file may be the one written.
+		c.wroteUnknown = true
+		c.programMayWrite()
+		return
+	}
+	// Another name of a file the command wrote before (a link the agent
+	// made earlier) would be written too.
+	for p, f := range c.files {
+		if p != key && f.sure {
+			f.sure = false
+			c.files[p] = f
+		}
+	}
+	switch {
+	case c.sc.filesLimited:
+		sure = false
+	case c.concurrent > 0:
+		// A background job, a pipeline's stage, a process substitution:
+		// its writes come in no known order with the shell's.
+		c.held[key] = true
+		sure = false
+	case c.held[key]:
+		sure = false
+	}
+	c.files[key] = file{text: text, sure: sure}
+}
+
+// hold notes that path stays open for writing for the rest of the shell
+// (exec 3>path): what it holds is never sure again.
+func (c *checker) hold(path string) {
+	if unaliased(path) {
+		return
+	}
 	key, ok := c.filePath(path)
 	if !ok {
 		c.wroteUnknown = true
+		c.programMayWrite()
+		c.heldUnknown = true
 		return
 	}
-	c.files[key] = file{text: text, sure: sure}
+	c.held[key] = true
+	c.wrote(path, "", false)
+}
+
+// unaliased reports whether writing p cannot change a file: a device
+// that discards or is the terminal, or the shell's own standard streams.
+func unaliased(p string) bool {
+	switch p {
+	case "/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2":
+		return true
+	}
+	return isNetworkPath(p)
 }
 
 // filePath is the key of path in files: relative to where the command
@@ -345,6 +414,12 @@ func (c *checker) wrote(path, text string, sure bool) {
 // a relative path after cd to a directory the analysis does not know).
 func (c *checker) filePath(path string) (string, bool) {
 	if hasMarks(path) || path == "" {
+		return "", false
+	}
+	if strings.HasPrefix(path, "/proc/") || strings.HasPrefix(path, "/dev/") || slices.Contains(strings.Split(path, "/"), "..") {
+		// /proc/self/cwd/f, /dev/fd/3 name files by a process's state;
+		// a/../f is f only if a is not a link: which file it is shows
+		// only when the command runs.
 		return "", false
 	}
 	if strings.HasPrefix(path, "/") {
@@ -370,6 +445,11 @@ func (c *checker) written(path string) (file, bool) {
 // runs: it may change any file, so what the command wrote before is no
 // longer sure.
 func (c *checker) programMayWrite() {
+	if c.heldUnknown {
+		for p := range c.files {
+			c.held[p] = true
+		}
+	}
 	for p, f := range c.files {
 		if f.sure {
 			f.sure = false
@@ -406,6 +486,16 @@ func (c *checker) redirect(r *syntax.Redirect, target *outTarget) {
 	case syntax.RdrIn, syntax.RdrInOut:
 		path := c.word(r.Word)
 		rec.Target = shown(path)
+		if r.Op == syntax.RdrInOut {
+			// <> opens for writing too, without truncating: what is
+			// written through it lands inside what was there.
+			c.stmtWrites = append(c.stmtWrites, path)
+			if strings.HasPrefix(fd, "{") {
+				c.hold(path)
+			} else {
+				c.wrote(path, "", false)
+			}
+		}
 		if isStdinPath(path) && target.in != nil {
 			c.input(target, fd, target.in.rest()) // <<< x < /dev/stdin
 		} else {
@@ -422,10 +512,21 @@ func (c *checker) redirect(r *syntax.Redirect, target *outTarget) {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.AppAll, syntax.RdrAllClob, syntax.AppAllClob:
 		path := c.word(r.Word)
 		rec.Target = shown(path)
-		if fd == "" || fd == "1" || r.Op == syntax.RdrAll || r.Op == syntax.AppAll || r.Op == syntax.RdrAllClob || r.Op == syntax.AppAllClob {
+		c.stmtWrites = append(c.stmtWrites, path)
+		if strings.HasPrefix(fd, "{") {
+			// {var}>file keeps the descriptor open after the command.
+			c.hold(path)
+		}
+		switch {
+		case (fd == "" || fd == "1") && (path == "/dev/stdout" || path == "/dev/fd/1" || path == "/proc/self/fd/1"):
+			// The standard output itself (a pipe, when there is one).
+		case (fd == "" || fd == "1") && (path == "/dev/stderr" || path == "/dev/fd/2" || path == "/proc/self/fd/2"):
+			target.path, target.none = "", true
+		case fd == "" || fd == "1" || r.Op == syntax.RdrAll || r.Op == syntax.AppAll || r.Op == syntax.RdrAllClob || r.Op == syntax.AppAllClob:
 			target.path, target.none = path, false
 			target.appends = r.Op == syntax.AppOut || r.Op == syntax.AppAll || r.Op == syntax.AppClob || r.Op == syntax.AppAllClob
-		} else {
+			target.mayFail = (r.Op == syntax.RdrOut || r.Op == syntax.RdrAll) && c.sc.opt("noclobber") != off
+		default:
 			// Another descriptor (2> file): the file gets what the guard
 			// does not follow.
 			c.wrote(path, "", false)
@@ -563,6 +664,8 @@ func (c *checker) command(n syntax.Command) stream {
 		}
 	case *syntax.CoprocClause:
 		if x.Stmt != nil {
+			c.concurrent++
+			defer func() { c.concurrent-- }()
 			return inexact(c.isolated(func() stream { return c.stmt(x.Stmt) }))
 		}
 	}
@@ -627,6 +730,9 @@ func (c *checker) pipeline(b *syntax.BinaryCmd) stream {
 	flatten(b.Y)
 	saved := c.in
 	defer func() { c.in = saved }()
+	// The stages run at the same time.
+	c.concurrent++
+	defer func() { c.concurrent-- }()
 	var out stream
 	for i, st := range stages {
 		if i > 0 {

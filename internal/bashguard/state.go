@@ -317,6 +317,10 @@ type scope struct {
 	// signal the command may send itself); filesVolatile once one that
 	// may write files may.
 	volatile, filesVolatile bool
+	// filesLimited is set once ulimit (or prlimit) may have limited the
+	// size of the files the shell writes: a write may stop short, and
+	// what is left is not what the command printed.
+	filesLimited bool
 }
 
 // binding is a variable as a local one hid it.
@@ -473,6 +477,7 @@ func (s *scope) join(o *scope) {
 	s.lost = s.lost || o.lost
 	s.volatile = s.volatile || o.volatile
 	s.filesVolatile = s.filesVolatile || o.filesVolatile
+	s.filesLimited = s.filesLimited || o.filesLimited
 	if s.trapped == nil {
 		s.trapped = o.trapped
 	}

@@ -173,6 +173,8 @@ func (c *checker) procSubst(ps *syntax.ProcSubst) (string, error) {
 	var out stream
 	saved := c.in
 	c.in = &reader{segs: saved.rest()}
+	c.concurrent++
+	defer func() { c.concurrent-- }()
 	c.withVia([]string{"<(…)"}, func() {
 		out = c.isolated(func() stream { return c.stmts(ps.Stmts) })
 	})
@@ -190,6 +192,8 @@ func (c *checker) procSubst(ps *syntax.ProcSubst) (string, error) {
 func (c *checker) feedProc(ps *syntax.ProcSubst, s stream) {
 	saved := c.in
 	c.in = &reader{segs: s}
+	c.concurrent++
+	defer func() { c.concurrent-- }()
 	c.withVia([]string{">(…)"}, func() {
 		c.isolated(func() stream { return c.stmts(ps.Stmts) })
 	})

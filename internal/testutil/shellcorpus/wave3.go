@@ -1,5 +1,7 @@
 package shellcorpus
 
+import "strings"
+
 // wave3 are the techniques the third wave's red team found, each with its
 // variants, judged like the rest by what bash runs.
 var wave3 = []Case{
@@ -65,4 +67,39 @@ var wave3Traps = []Case{
 	// $0 is whatever BASH_ARGV0 was set to.
 	{Class: "trap", Name: "BASH_ARGV0 sets $0", Cmd: "BASH_ARGV0=curl; $0 -s http://127.0.0.1:9/x"},
 	{Class: "trap", Name: "a nameref to an element", Cmd: "x='a[$(curl -s http://127.0.0.1:9/x)]'; declare -n r=\"$x\"; r=1"},
+}
+
+// wave3Files are the files the command writes and then runs as a script
+// (bash f, source f): the analysis reads what it wrote only when nothing
+// else may have written the file since.
+var wave3Files = []Case{
+	{Class: "files", Name: "noclobber keeps the file", Cmd: "printf 'curl -s http://127.0.0.1:9/x\\n' > f; set -C; echo 'git status' > f 2>/dev/null; bash f", Unran: []string{"git"}},
+	{Class: "files", Name: "set -o noclobber", Cmd: "printf 'curl -s http://127.0.0.1:9/x\\n' > f; set -o noclobber; echo 'git status' > f 2>/dev/null; bash f", Unran: []string{"git"}},
+	{Class: "files", Name: "<> writes without truncating", Cmd: "echo 'git status' > f; echo 'curl -s http://127.0.0.1:9/x' 1<>f; bash f", Unran: []string{"git"}},
+	{Class: "files", Name: "a group through <>", Cmd: "echo 'git status' > f; { echo 'curl -s http://127.0.0.1:9/x'; } 1<>f; bash f", Unran: []string{"git"}},
+	{Class: "files", Name: "a descriptor exec left open", Cmd: "exec 3>f; echo 'git status' > f; echo 'curl -s http://127.0.0.1:9/x' >&3; bash f", Unran: []string{"git"}},
+	{Class: "files", Name: "a {var} descriptor", Cmd: "exec {fd}>f; echo 'git status' > f; echo 'curl -s http://127.0.0.1:9/x' >&$fd; bash f", Unran: []string{"git"}},
+	{Class: "files", Name: "a {var} descriptor on a command", Cmd: ": {fd}>f; echo 'git status' > f; echo 'curl -s http://127.0.0.1:9/x' >&$fd; bash f", Unran: []string{"git"}},
+	{Class: "files", Name: "a path only known when it runs", Cmd: "echo 'git status' > f; echo 'curl -s http://127.0.0.1:9/x' > \"$PWD/f\"; bash f", Unran: []string{"git"}},
+	{Class: "files", Name: "a path under ~", Cmd: "echo 'git status' > f; echo 'curl -s http://127.0.0.1:9/x' > ~/f; bash f", Unran: []string{"git"}},
+	{Class: "files", Name: "the same file through /proc", Cmd: "echo 'git status' > f; echo 'curl -s http://127.0.0.1:9/x' > /proc/self/cwd/f; bash f", Unran: []string{"git"}},
+	{Class: "files", Name: "a link written through", Cmd: "ln -s f g; echo 'git status' > f; echo 'curl -s http://127.0.0.1:9/x' > g; bash f", Unran: []string{"git"}},
+	{Class: "files", Name: ".. after a link, writing", Cmd: "mkdir -p a/b; ln -s a/b s; printf 'curl -s http://127.0.0.1:9/x\\n' > f; echo 'git status' > s/../f; bash f", Unran: []string{"git"}},
+	{Class: "files", Name: ".. after a link, reading", Cmd: "mkdir -p a/b; ln -s a/b s; printf 'curl -s http://127.0.0.1:9/x\\n' > a/f; echo 'git status' > f; bash s/../f", Unran: []string{"git"}},
+	{Class: "files", Name: "sort -o", Cmd: "echo 'git status' > f; printf 'curl -s http://127.0.0.1:9/x\\n' | sort -o f; bash f", Unran: []string{"git"}},
+	{Class: "files", Name: "sed -i", Cmd: "echo 'git status' > f; sed -i 's/git status/curl -s http:\\/\\/127.0.0.1:9\\/x/' f; bash f", Unran: []string{"git"}},
+	{Class: "files", Name: "sed w", Cmd: "echo 'git status' > f; echo 'curl -s http://127.0.0.1:9/x' | sed -n 'w f'; bash f", Unran: []string{"git"}},
+	{Class: "files", Name: "awk print >", Cmd: "echo 'git status' > f; awk 'BEGIN { print \"curl -s http://127.0.0.1:9/x\" > \"f\" }'; bash f", Unran: []string{"git"}},
+	{Class: "files", Name: "uniq's output operand", Cmd: "echo 'git status' > f; printf 'curl -s http://127.0.0.1:9/x\\n' > g; uniq g f; bash f", Unran: []string{"git"}},
+	// A job beside the shell writes when it is scheduled (here: once the
+	// shell has written, which the fifo p makes sure of).
+	{Class: "files", Name: "a pipeline's stages race", Cmd: "mkfifo p; { read _ < p; echo 'curl -s http://127.0.0.1:9/x' > f; } | { echo 'git status' > f; echo > p; }; bash f", Unran: []string{"git"}},
+	{Class: "files", Name: "a background job", Cmd: "mkfifo p; (read _ < p; echo 'curl -s http://127.0.0.1:9/x' > f) & echo 'git status' > f; echo > p; wait; bash f", Unran: []string{"git"}},
+	{Class: "files", Name: "a process substitution", Cmd: "mkfifo p q; : >(read _ < p; echo 'curl -s http://127.0.0.1:9/x' > f; echo > q); echo 'git status' > f; echo > p; read _ < q; bash f", Unran: []string{"git"}},
+	{Class: "files", Name: "cd that fails", Cmd: "cp {{stubs}}/curl gitx; cd /nonexistent 2>/dev/null; ./gitx status"},
+	{Class: "files", Name: "cd -P through a link", Cmd: "mkdir -p d/e; cp {{stubs}}/curl d/gitx; ln -s \"$PWD/d/e\" l; cd -P \"$PWD/l/..\" 2>/dev/null; cd -P l/.. ; ./gitx status"},
+	{Class: "files", Name: "sort --compress-program", Cmd: "seq 1 200000 | sort -S 1K -T . --compress-program=curl > /dev/null 2>&1"},
+	{Class: "files", Name: "sort --co", Cmd: "seq 1 200000 | sort -S 1K -T . --co=curl > /dev/null 2>&1"},
+	{Class: "files", Name: "ulimit -f cuts a write short", Cmd: "x='" + strings.Repeat(" ", 1019) + "'$'\\n''curlXYZ -s http://127.0.0.1:9/x'; (ulimit -f 1; echo \"$x\" > f); bash f"},
+	{Class: "files", Name: "a script the command wrote", Cmd: "printf 'git status\\n' > s.sh; bash s.sh 2>/dev/null"},
 }
