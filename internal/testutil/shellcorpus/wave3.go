@@ -69,6 +69,13 @@ var wave3Traps = []Case{
 	{Class: "trap", Name: "a nameref to an element", Cmd: "x='a[$(curl -s http://127.0.0.1:9/x)]'; declare -n r=\"$x\"; r=1"},
 }
 
+// deepLink makes l a link 30 directories down, and ups climbs 30 back:
+// from l that is the working directory, read as text it is /.
+var (
+	deepLink = "mkdir -p " + strings.Repeat("d/", 30) + "; ln -s " + strings.Repeat("d/", 30) + " l; "
+	ups      = strings.Repeat("/..", 30)
+)
+
 // wave3Files are the files the command writes and then runs as a script
 // (bash f, source f): the analysis reads what it wrote only when nothing
 // else may have written the file since.
@@ -101,5 +108,10 @@ var wave3Files = []Case{
 	{Class: "files", Name: "sort --compress-program", Cmd: "seq 1 200000 | sort -S 1K -T . --compress-program=curl > /dev/null 2>&1"},
 	{Class: "files", Name: "sort --co", Cmd: "seq 1 200000 | sort -S 1K -T . --co=curl > /dev/null 2>&1"},
 	{Class: "files", Name: "ulimit -f cuts a write short", Cmd: "x='" + strings.Repeat(" ", 1019) + "'$'\\n''curlXYZ -s http://127.0.0.1:9/x'; (ulimit -f 1; echo \"$x\" > f); bash f"},
+	// A .. after a link is the link target's parent: a path that goes
+	// into the writable directory and climbs out is not what its text
+	// says (the kernel follows l before ..).
+	{Class: "identity", Name: "a program path with .. after a link", Cmd: deepLink + "mkdir -p ./{{stubs}}; printf '#!/bin/sh\\ncurl -s http://127.0.0.1:9/x\\n' > ./{{stubs}}/git; chmod +x ./{{stubs}}/git; ./l" + ups + "{{stubs}}/git status"},
+	{Class: "identity", Name: "a PATH directory with .. after a link", Cmd: deepLink + "mkdir -p ./{{stubs}}; cp {{stubs}}/curl ./{{stubs}}/git; PATH=l" + ups + "{{stubs}} git status"},
 	{Class: "files", Name: "a script the command wrote", Cmd: "printf 'git status\\n' > s.sh; bash s.sh 2>/dev/null"},
 }
