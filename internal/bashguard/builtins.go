@@ -61,21 +61,43 @@ func (c *checker) defineAliases(args []string) {
 
 // hash applies hash -p PATH NAME (NAME then runs PATH), -d and -r.
 func (c *checker) hash(args []string) {
+	path, del := "", false
+	var names []string
 	for i := 0; i < len(args); i++ {
-		switch args[i] {
-		case "-r":
-			clear(c.sc.hashed)
-		case "-p":
-			if i+2 < len(args) {
-				c.sc.hashed[args[i+2]] = args[i+1]
-				delete(c.sc.unsure, args[i+2])
-				i += 2
+		a := args[i]
+		if a == "--" {
+			names = append(names, args[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || len(a) < 2 {
+			names = append(names, a)
+			continue
+		}
+		for j := 1; j < len(a); j++ {
+			switch a[j] {
+			case 'r':
+				clear(c.sc.hashed)
+			case 'd':
+				del = true
+			case 'p':
+				// -p PATH or -pPATH: every name given runs PATH.
+				if path = a[j+1:]; path == "" && i+1 < len(args) {
+					i++
+					path = args[i]
+				}
+				j = len(a)
 			}
-		case "-d":
-			if i+1 < len(args) {
-				delete(c.sc.hashed, args[i+1])
-				i++
-			}
+		}
+	}
+	for _, n := range names {
+		switch {
+		case hasMarks(n) && (path != "" || del):
+			c.sc.lost = true // which name now runs what is not known
+		case path != "":
+			c.sc.hashed[n] = path
+			delete(c.sc.unsure, n)
+		case del:
+			delete(c.sc.hashed, n)
 		}
 	}
 }

@@ -107,6 +107,11 @@ func (c *checker) call(x *syntax.CallExpr, in *reader) stream {
 		default:
 			temp.restore()
 		}
+		if _, ok := temp.saved["PATH"]; ok {
+			// PATH=… before a command empties bash's table of hashed
+			// paths when it is set and again when it is put back.
+			clear(c.sc.hashed)
+		}
 	}()
 	if len(fields) == 1 && fields[0] == "exec" {
 		// exec without a command: its redirections stay for the rest of
@@ -169,9 +174,39 @@ func (c *checker) alias(x *syntax.CallExpr, in *reader) (stream, bool) {
 	if in != nil {
 		c.in = in
 	}
-	out := c.script(pre+val+c.src[start:end], []string{"alias " + name})
+	rest := c.src[start:end]
+	expanded := map[string]bool{name: true}
+	for k := 0; k < 16 && (strings.HasSuffix(val, " ") || strings.HasSuffix(val, "\t")); k++ {
+		// An alias whose value ends in a blank has the next word
+		// checked for an alias too.
+		next, after, ok := nextAliasWord(rest)
+		nval, isAlias := c.view.aliases[next]
+		if !ok || !isAlias || expanded[next] {
+			break
+		}
+		expanded[next] = true
+		pre += val
+		val, rest = nval, after
+	}
+	out := c.script(pre+val+rest, []string{"alias " + name})
 	delete(c.inAlias, name)
 	return out, true
+}
+
+// nextAliasWord splits off the word at the start of s (after blanks)
+// when it is a plain word bash could expand as an alias: letters, digits
+// and the characters alias names may hold, ended by a blank, an operator
+// or the end.
+func nextAliasWord(s string) (word, rest string, ok bool) {
+	t := strings.TrimLeft(s, " \t")
+	i := 0
+	for i < len(t) && !strings.ContainsRune(" \t\n;&|<>()'\"\\$`=", rune(t[i])) {
+		i++
+	}
+	if i == 0 {
+		return "", s, false
+	}
+	return t[:i], t[i:], true
 }
 
 // mayBeAlias says why name may be an alias bash expands on this line,
@@ -208,16 +243,18 @@ func (c *checker) identify(prog string, o runOpts) identity {
 			return identity{name: prog, unsure: why}
 		}
 	}
-	if !o.noFunc && !slash {
+	// A function's name may hold a slash (/usr/bin/git(){ …; }): bash
+	// looks functions up first either way.
+	if !o.noFunc {
 		if _, ok := c.sc.funcs[prog]; ok {
 			return identity{name: prog, function: true}
 		}
 	}
-	if !o.external && !slash && c.sc.lost {
-		return identity{name: canonical(prog), builtin: c.builtinRuns(prog) == on,
+	if !o.external && c.sc.lost {
+		return identity{name: canonical(program(prog)), builtin: !slash && c.builtinRuns(prog) == on,
 			unsure: "code toolhost cannot read ran before it in the same shell and may have defined " + prog + " as a function or alias, or changed PATH"}
 	}
-	if !o.noFunc && !slash && c.sc.unsure[prog] {
+	if !o.noFunc && c.sc.unsure[prog] {
 		return identity{name: canonical(prog), builtin: c.builtinRuns(prog) == on,
 			unsure: prog + " may be a function, an alias, a hashed path or a loadable builtin defined on a path that may not have run"}
 	}
@@ -230,7 +267,9 @@ func (c *checker) identify(prog string, o runOpts) identity {
 		}
 	}
 	word := prog
-	if p, ok := c.sc.hashed[prog]; ok && !slash {
+	if p, ok := c.sc.hashed[prog]; ok && !slash && !o.external {
+		// bash's table of hashed paths (a program that execs the word,
+		// env or xargs, searches PATH itself).
 		word = p
 	}
 	if isProcExe(word) {

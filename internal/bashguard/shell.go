@@ -44,7 +44,11 @@ func (s *scope) child(shell string) *scope {
 			n.unsure[name] = true
 		}
 	}
-	n.arg0 = shell
+	n.arg0, n.shell = shell, shell
+	if shell == "rbash" {
+		n.shell = "bash"
+	}
+	n.inheritOptions(s)
 	if shell == "sh" || shell == "dash" || shell == "ash" {
 		n.echoEsc = on
 	}
@@ -225,7 +229,7 @@ func (c *checker) lines(list []*syntax.Stmt) stream {
 // currentView is the alias expansion bash would use for a line it reads
 // now.
 func (c *checker) currentView() aliasView {
-	return aliasView{expand: c.sc.opt("expand_aliases"), aliases: maps.Clone(c.sc.aliases), unsure: maps.Clone(c.sc.unsure)}
+	return aliasView{expand: c.sc.expandsAliases(), aliases: maps.Clone(c.sc.aliases), unsure: maps.Clone(c.sc.unsure)}
 }
 
 // stmts runs a statement list.
@@ -1293,6 +1297,14 @@ func (c *checker) setVar(name, val string) {
 	}
 	c.sc.vars[name] = val
 	delete(c.sc.cleared, name)
+	switch name {
+	case "PATH":
+		// Assigning PATH empties bash's table of hashed paths (hash -p
+		// included).
+		clear(c.sc.hashed)
+	case "POSIXLY_CORRECT":
+		c.sc.opts["posix"] = on
+	}
 	c.hook(name, val)
 }
 

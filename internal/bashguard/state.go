@@ -288,6 +288,8 @@ type scope struct {
 	unsure map[string]bool
 	pos    []string // $1 …
 	arg0   string   // $0
+	// shell is the shell running this scope (bash, sh, zsh …).
+	shell string
 	// echoEsc is on for sh/dash, whose echo decodes backslash escapes,
 	// and under shopt -s xpg_echo.
 	echoEsc tri
@@ -355,7 +357,7 @@ type aliasView struct {
 func newScope() *scope {
 	return &scope{vars: map[string]string{}, cleared: map[string]bool{}, arrays: map[string]*array{}, refs: map[string]string{},
 		exported: map[string]tri{}, attrs: map[string]string{}, funcs: map[string]*function{}, exportedFuncs: map[string]tri{},
-		aliases: map[string]string{}, hashed: map[string]string{}, unsure: map[string]bool{}, opts: map[string]tri{}, disabled: map[string]tri{}, arg0: "bash"}
+		aliases: map[string]string{}, hashed: map[string]string{}, unsure: map[string]bool{}, opts: map[string]tri{}, disabled: map[string]tri{}, arg0: "bash", shell: "bash"}
 }
 
 // clone copies s deeply enough that changes to the copy do not reach s.
@@ -544,3 +546,67 @@ func (s *scope) havoc() {
 
 // opt reports a shell option's setting.
 func (s *scope) opt(name string) tri { return s.opts[name] }
+
+// expandsAliases says whether the shell expands aliases: under shopt -s
+// expand_aliases, and always in POSIX mode (set -o posix, POSIXLY_CORRECT,
+// bash --posix) and in other shells (sh, zsh, ksh read aliases in
+// scripts too).
+func (s *scope) expandsAliases() tri {
+	e, p := s.opts["expand_aliases"], s.opts["posix"]
+	switch {
+	case e == on || p == on || s.shell != "bash" && s.shell != "rbash":
+		return on
+	case e == unsure || p == unsure:
+		return unsure
+	}
+	return off
+}
+
+// setOptions are the options set -o names (SHELLOPTS lists them); the
+// others are shopt's (BASHOPTS).
+var setOptions = map[string]bool{"allexport": true, "braceexpand": true, "emacs": true, "errexit": true, "errtrace": true,
+	"functrace": true, "hashall": true, "histexpand": true, "history": true, "ignoreeof": true, "interactive-comments": true,
+	"keyword": true, "monitor": true, "noclobber": true, "noexec": true, "noglob": true, "nolog": true, "notify": true,
+	"nounset": true, "onecmd": true, "physical": true, "pipefail": true, "posix": true, "privileged": true, "verbose": true,
+	"vi": true, "xtrace": true}
+
+// inheritOptions gives a child bash the options its environment passes:
+// SHELLOPTS (set -o) and BASHOPTS (shopt) when exported, POSIXLY_CORRECT
+// (POSIX mode). An exported SHELLOPTS or BASHOPTS without a value the
+// command gave is the parent's own options.
+func (s *scope) inheritOptions(parent *scope) {
+	for _, v := range []string{"SHELLOPTS", "BASHOPTS"} {
+		sets := v == "SHELLOPTS"
+		val, given := s.vars[v]
+		switch {
+		case given && !hasMarks(val):
+			for _, o := range strings.Split(val, ":") {
+				if o != "" && setOptions[o] == sets {
+					s.opts[o] = on
+				}
+			}
+		case given:
+			for o := range parent.opts {
+				if setOptions[o] == sets {
+					s.opts[o] = unsure
+				}
+			}
+			s.opts["posix"], s.opts["expand_aliases"] = unsure, unsure
+		case parent.exported[v] == on:
+			for o, t := range parent.opts {
+				if setOptions[o] == sets {
+					s.opts[o] = t
+				}
+			}
+		case parent.exported[v] == unsure:
+			for o, t := range parent.opts {
+				if setOptions[o] == sets && t != off {
+					s.opts[o] = unsure
+				}
+			}
+		}
+	}
+	if _, ok := s.vars["POSIXLY_CORRECT"]; ok {
+		s.opts["posix"] = on
+	}
+}

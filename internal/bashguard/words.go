@@ -30,11 +30,20 @@ func (e env) Get(name string) expand.Variable {
 	case "@", "*":
 		return expand.Variable{Set: true, Kind: expand.Indexed, List: slices.Clone(sc.pos)}
 	case "IFS":
-		// bash does not take IFS from the environment.
+		// bash does not take IFS from the environment: it starts as
+		// space, tab, newline.
 		if v, ok := sc.vars[name]; ok {
+			if !isASCII(v) {
+				// bash splits at each byte of a character outside ASCII
+				// (in the C locale) or at the character: not known.
+				return str(string(markExternal))
+			}
 			return str(v)
 		}
-		return expand.Variable{}
+		if sc.cleared[name] {
+			return expand.Variable{}
+		}
+		return str(" \t\n")
 	case "?", "$", "!", "RANDOM", "SECONDS", "LINENO", "BASHPID", "EPOCHSECONDS", "EPOCHREALTIME", "SRANDOM":
 		// Set by the shell as it runs.
 		return str(string(markExternal))

@@ -115,3 +115,32 @@ var wave3Files = []Case{
 	{Class: "identity", Name: "a PATH directory with .. after a link", Cmd: deepLink + "mkdir -p ./{{stubs}}; cp {{stubs}}/curl ./{{stubs}}/git; PATH=l" + ups + "{{stubs}} git status"},
 	{Class: "files", Name: "a script the command wrote", Cmd: "printf 'git status\\n' > s.sh; bash s.sh 2>/dev/null"},
 }
+
+// wave3Shell are the shell's modes and tables that change what a name
+// runs: POSIX mode and other shells expand aliases, options reach a
+// child bash through SHELLOPTS and BASHOPTS, an alias ending in a blank
+// expands the next word, functions may be named with a slash, the table
+// of hashed paths, IFS.
+var wave3Shell = []Case{
+	{Class: "alias", Name: "set -o posix expands aliases", Cmd: "set -o posix; alias git='curl -s http://127.0.0.1:9/x'\ngit status"},
+	{Class: "alias", Name: "POSIXLY_CORRECT", Cmd: "POSIXLY_CORRECT=1; alias git='curl -s http://127.0.0.1:9/x'\ngit status"},
+	{Class: "alias", Name: "bash --posix", Cmd: "bash --posix -c \"alias git='curl -s http://127.0.0.1:9/x'\ngit status\""},
+	{Class: "alias", Name: "bash -o posix", Cmd: "bash -o posix -c \"alias git='curl -s http://127.0.0.1:9/x'\ngit status\""},
+	{Class: "alias", Name: "an exported POSIXLY_CORRECT", Cmd: "export POSIXLY_CORRECT=1; bash -c \"alias git='curl -s http://127.0.0.1:9/x'\ngit status\""},
+	{Class: "alias", Name: "SHELLOPTS=posix through env", Cmd: "env SHELLOPTS=posix bash -c \"alias git='curl -s http://127.0.0.1:9/x'\ngit status\""},
+	{Class: "alias", Name: "BASHOPTS through env", Cmd: "env BASHOPTS=expand_aliases bash -c \"alias git='curl -s http://127.0.0.1:9/x'\ngit status\""},
+	{Class: "alias", Name: "an exported BASHOPTS", Cmd: "shopt -s expand_aliases; export BASHOPTS; bash -c \"alias git='curl -s http://127.0.0.1:9/x'\ngit status\""},
+	{Class: "alias", Name: "exported before the shopt", Cmd: "export BASHOPTS; shopt -s expand_aliases; bash -c \"alias git='curl -s http://127.0.0.1:9/x'\ngit status\""},
+	{Class: "alias", Name: "sh expands aliases", Cmd: "sh -c \"alias git='curl -s http://127.0.0.1:9/x'\ngit status\""},
+	{Class: "alias", Name: "a trailing blank expands the next word", Cmd: "shopt -s expand_aliases\nalias x='curl ' y='-s http://127.0.0.1:9/x'\nx y"},
+	{Class: "alias", Name: "an alias for a wrapper", Cmd: "shopt -s expand_aliases\nalias e='env ' git='curl'\ne git -s http://127.0.0.1:9/x"},
+	{Class: "alias", Name: "a function named with a slash", Cmd: "{{stubs}}/git() { curl -s http://127.0.0.1:9/x; }; {{stubs}}/git status", Unran: []string{"git"}},
+	{Class: "alias", Name: "hash -p … --", Cmd: "hash -p {{stubs}}/curl -- git 2>/dev/null; git status"},
+	{Class: "alias", Name: "hash -p of two names", Cmd: "hash -p {{stubs}}/curl npm git; git status"},
+	{Class: "alias", Name: "assigning PATH empties the hash table", Cmd: "hash -p {{stubs}}/git curl; PATH=$PATH; curl -s http://127.0.0.1:9/x"},
+	{Class: "alias", Name: "PATH=… before a command skips the table", Cmd: "hash -p {{stubs}}/git curl; PATH=$PATH curl -s http://127.0.0.1:9/x"},
+	{Class: "alias", Name: "the table after PATH=… cmd", Cmd: "hash -p {{stubs}}/curl git; PATH=$PATH true; git status"},
+	{Class: "alias", Name: "env searches PATH itself", Cmd: "hash -p {{stubs}}/git curl; env curl -s http://127.0.0.1:9/x"},
+	{Class: "alias", Name: "IFS starts as a blank", Cmd: "x=\"curl${IFS}status\"; $x"},
+	{Class: "alias", Name: "IFS outside ASCII", Cmd: "IFS=é; x=$'curl\\xc3status'; $x"},
+}
