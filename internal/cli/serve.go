@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/httpserve"
 	"github.com/toolhost/toolhost/internal/rpc"
 	"github.com/toolhost/toolhost/internal/secrets"
@@ -76,6 +77,23 @@ func newServeCmd(g *globals) *cobra.Command {
 				}
 				loopback = webguard.IsLoopbackHost(host)
 			}
+			var ln net.Listener
+			if httpAddr != "" {
+				// Listening (and registering the port, which confined
+				// commands are then refused) before the session opens, so
+				// that no process it starts, an upstream server included,
+				// can reach it.
+				var err error
+				if ln, err = net.Listen("tcp", httpAddr); err != nil {
+					return err
+				}
+				defer ln.Close()
+				release, err := confine.RegisterServer(ln.Addr())
+				if err != nil {
+					return err
+				}
+				defer release()
+			}
 			o := sf.options(g)
 			o.PageSize = pageSize
 			// Deferred before the session's Close, so it runs after it: the
@@ -99,7 +117,7 @@ func newServeCmd(g *globals) *cobra.Command {
 			log := o.Log
 			log.Info().Str("event", "serve").Str("agent", s.Agent.Name).Str("project_dir", s.Files.ProjectDir()).
 				Str("session", s.Engine.Identity.SessionID).Str("framing", framing).Msg("serving")
-			if httpAddr != "" {
+			if ln != nil {
 				// The token lives in this process's memory: other processes
 				// of the user may not read it there either.
 				if err := secrets.HideProcess(); err != nil {
@@ -108,10 +126,6 @@ func newServeCmd(g *globals) *cobra.Command {
 				token, file, err := httpToken(s.Agent.Name, s.Files.ProjectDir())
 				if err != nil {
 					return fmt.Errorf("the HTTP bearer token: %w", err)
-				}
-				ln, err := net.Listen("tcp", httpAddr)
-				if err != nil {
-					return err
 				}
 				h := httpserve.New(s.Server, httpserve.Options{AuthToken: token, AllowedOrigins: allowOrigins,
 					BodyTimeout: bodyTimeout, MaxMessage: maxMessage, MaxInFlight: maxInFlight, Log: log, Grace: grace})
