@@ -61,7 +61,7 @@ func (c *checker) defineAliases(args []string) {
 
 // hash applies hash -p PATH NAME (NAME then runs PATH), -d and -r.
 func (c *checker) hash(args []string) {
-	path, del := "", false
+	path, del, show := "", false, false
 	var names []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -79,6 +79,10 @@ func (c *checker) hash(args []string) {
 				clear(c.sc.hashed)
 			case 'd':
 				del = true
+			case 't':
+				// hash -t prints where each name is hashed and changes
+				// nothing, whatever else is given (-l still assigns).
+				show = true
 			case 'p':
 				// -p PATH or -pPATH: every name given runs PATH.
 				if path = a[j+1:]; path == "" && i+1 < len(args) {
@@ -88,6 +92,9 @@ func (c *checker) hash(args []string) {
 				j = len(a)
 			}
 		}
+	}
+	if show {
+		return
 	}
 	for _, n := range names {
 		switch {
@@ -338,6 +345,8 @@ func (c *checker) unsetVars(args []string) {
 			c.nameSubscript(a)
 			name, _, indexed := strings.Cut(a, "[")
 			switch {
+			case !funcs && strings.ContainsRune(c.sc.attrs[name], 'r'):
+				// bash refuses to unset a readonly variable.
 			case funcs:
 				delete(c.sc.funcs, name)
 				delete(c.sc.unsure, name)

@@ -186,6 +186,10 @@ var families = map[string][]familyCase{
 		{name: "awk system()", cmd: `awk $'BEGIN { system("curl -s -d \'{\\"a\\":1}\' ` + U + `") }'`, want: "unknown", live: true},
 		{name: "sed e", cmd: `echo x | sed "e curl -s -d '{\"a\":1}' ` + U + `"`, want: "json", live: true},
 		{name: "exported function through env", cmd: `env 'BASH_FUNC_post%%=() { curl -s -d "$1" ` + U + `; }' bash -c 'post "{\"a\":1}"'`, want: "json", live: true},
+		{name: "a slice of a value outside ASCII", cmd: `x='é{"a":1}'; curl -s -d "${x:2}" ` + U, want: "unknown", live: true},
+		{name: "BASH_REMATCH", cmd: `[[ '{"a":1}' =~ (.*) ]]; curl -s -d "${BASH_REMATCH[1]}" ` + U, want: "json", live: true},
+		{name: "awk -W exec of a <(…)", cmd: `awk -W exec <(echo 'BEGIN{system("curl -s -d {\\\"a\\\":1} ` + U + `")}')`, want: "unknown", live: true},
+		{name: "env with an option of optional value", cmd: `env --ignore-signal curl -s -d '{"a":1}' ` + U, want: "json", live: true},
 		{name: "loop over files sends nothing inline", cmd: `for f in *.json; do curl -s -d @"$f" ` + U + `; done`, want: "allow", live: true, sink: "json", note: "the JSON comes from the files on disk: the allowed form"},
 	},
 	// False blocks the red team found, and their neighbours: allowed.

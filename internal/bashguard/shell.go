@@ -127,6 +127,11 @@ type checker struct {
 	// unset are the variables the word being expanded uses with a default
 	// (${X:-…}) that the guard reads as unset.
 	unset map[string]bool
+	// inexact is set while a word being expanded reads what the analysis
+	// cannot compute exactly: an element of an array whose elements are
+	// not all known, or an operation on a value outside ASCII whose
+	// result depends on the locale.
+	inexact bool
 	// leaves says which boundaries the current path may have crossed
 	// (return, break, exit): the rest of a list runs only on some paths.
 	leaves leave

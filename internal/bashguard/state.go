@@ -354,9 +354,11 @@ type aliasView struct {
 	unsure  map[string]bool
 }
 
+// newScope is a shell's scope when it starts: SHELLOPTS and BASHOPTS are
+// readonly (bash refuses NAME=value for them, also before a command).
 func newScope() *scope {
 	return &scope{vars: map[string]string{}, cleared: map[string]bool{}, arrays: map[string]*array{}, refs: map[string]string{},
-		exported: map[string]tri{}, attrs: map[string]string{}, funcs: map[string]*function{}, exportedFuncs: map[string]tri{},
+		exported: map[string]tri{}, attrs: map[string]string{"SHELLOPTS": "r", "BASHOPTS": "r"}, funcs: map[string]*function{}, exportedFuncs: map[string]tri{},
 		aliases: map[string]string{}, hashed: map[string]string{}, unsure: map[string]bool{}, opts: map[string]tri{}, disabled: map[string]tri{}, arg0: "bash", shell: "bash"}
 }
 
