@@ -364,12 +364,28 @@ func (c *checker) run(fields []string, o runOpts) stream {
 		return c.runner(name, fields, idx, o)
 	}
 	if out, ok := c.codeOptions(name, fields, idx); ok {
-		return out
+		return fromArguments(out, fields)
 	}
 	if out, ok := c.output(name, fields); ok {
-		return out
+		return fromArguments(out, fields)
 	}
 	return c.unknownProgram(name, fields, o)
+}
+
+// fromArguments makes what a modelled program prints without the guard
+// redoing it derived from the command's text when an argument could hold
+// JSON: git config prints a value given with -c, realpath -m a path
+// given, so the text may come back out.
+func fromArguments(out stream, fields []string) stream {
+	if !slices.ContainsFunc(fields[1:], mayHoldJSON) {
+		return out
+	}
+	for i, g := range out {
+		if g.kind == segProgram {
+			out[i] = seg{kind: segDerived, via: g.via}
+		}
+	}
+	return out
 }
 
 // builtin runs the builtins that change the shell or run code; ok is

@@ -10,6 +10,13 @@ import (
 // a loopback sink.
 const U = "http://h/p"
 
+// TCP is a connection bash opens itself; the reality test points it at
+// the sink.
+const TCP = "/dev/tcp/h/80"
+
+// post is an HTTP request carrying {"a":1}, as written to a connection.
+const post = `printf 'POST /p HTTP/1.0\r\nContent-Length: 7\r\n\r\n{"a":1}'`
+
 // familyCase is one command of a family: the verdict the guard must give
 // and, for the reality test, whether the command really delivers inline
 // JSON when bash runs it.
@@ -190,6 +197,13 @@ var families = map[string][]familyCase{
 		{name: "BASH_REMATCH", cmd: `[[ '{"a":1}' =~ (.*) ]]; curl -s -d "${BASH_REMATCH[1]}" ` + U, want: "json", live: true},
 		{name: "awk -W exec of a <(…)", cmd: `awk -W exec <(echo 'BEGIN{system("curl -s -d {\\\"a\\\":1} ` + U + `")}')`, want: "unknown", live: true},
 		{name: "env with an option of optional value", cmd: `env --ignore-signal curl -s -d '{"a":1}' ` + U, want: "json", live: true},
+		{name: "a connection on a descriptor exec opened", cmd: `exec 3<>` + TCP + `; ` + post + ` >&3; cat <&3 >/dev/null`, want: "json", live: true},
+		{name: "a connection on a {var} descriptor", cmd: `exec {fd}<>` + TCP + `; ` + post + ` >&$fd; cat <&$fd >/dev/null`, want: "json", live: true},
+		{name: "a connection a group's redirection opened", cmd: `{ ` + post + ` >&3; cat <&3 >/dev/null; } 3<>` + TCP, want: "json", live: true},
+		{name: "a request without JSON on a descriptor", cmd: `exec 3<>` + TCP + `; printf 'GET /p HTTP/1.0\r\n\r\n' >&3; cat <&3 >/dev/null`, want: "allow", live: true},
+		{name: "what the shell writes to a coprocess", cmd: `coproc curl -s -d @- ` + U + `; echo '{"a":1}' >&${COPROC[1]}; exec {COPROC[1]}>&-; wait`, want: "unknown", live: true},
+		{name: "git config prints a value given with -c", cmd: `x=$(git -c x.y='{"a":1}' config x.y); curl -s -d "$x" ` + U, want: "unknown", live: true},
+		{name: "realpath prints a path given", cmd: `x=$(realpath -m --relative-to=/ '/{"a":1}'); curl -s -d "$x" ` + U, want: "unknown", live: true},
 		{name: "loop over files sends nothing inline", cmd: `for f in *.json; do curl -s -d @"$f" ` + U + `; done`, want: "allow", live: true, sink: "json", note: "the JSON comes from the files on disk: the allowed form"},
 	},
 	// False blocks the red team found, and their neighbours: allowed.

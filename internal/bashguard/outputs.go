@@ -141,8 +141,9 @@ func (c *checker) output(name string, fields []string) (stream, bool) {
 				return stream{{kind: segProgram, via: "the output of " + name}}, true
 			}
 			p = "/usr/bin/bash"
-		} else if c.progs != nil {
-			// Where links lead is on disk.
+		} else if c.progs != nil || slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-") }) {
+			// Where links lead is on disk; options (-m, --relative-to)
+			// change what is printed.
 			return stream{{kind: segProgram, via: "the output of " + name}}, true
 		}
 		return text(p+"\n", "the output of "+name), true
