@@ -147,6 +147,7 @@ func (c *checker) trap(args []string, idx int) {
 		// failure, a signal the command sends itself with kill $$).
 		state, files := c.trapEffects(code)
 		c.sc.volatile = c.sc.volatile || state
+		c.sc.trapJSON = c.sc.trapJSON || state && mayHoldJSON(code)
 		c.sc.filesVolatile = c.sc.filesVolatile || files
 	}
 }

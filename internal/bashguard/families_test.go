@@ -204,6 +204,9 @@ var families = map[string][]familyCase{
 		{name: "what the shell writes to a coprocess", cmd: `coproc curl -s -d @- ` + U + `; echo '{"a":1}' >&${COPROC[1]}; exec {COPROC[1]}>&-; wait`, want: "unknown", live: true},
 		{name: "git config prints a value given with -c", cmd: `x=$(git -c x.y='{"a":1}' config x.y); curl -s -d "$x" ` + U, want: "unknown", live: true},
 		{name: "realpath prints a path given", cmd: `x=$(realpath -m --relative-to=/ '/{"a":1}'); curl -s -d "$x" ` + U, want: "unknown", live: true},
+		{name: "a signal trap assigns JSON", cmd: `trap 'x={\"a\":1}' USR1; x=y; kill -USR1 $$; curl -s -d "$x" ` + U, want: "unknown", live: true},
+		{name: "a signal trap assigns a new name", cmd: `trap 'y={\"a\":1}' USR1; kill -USR1 $$; curl -s -d "$y" ` + U, want: "unknown", live: true},
+		{name: "a signal trap assigns no JSON", cmd: `trap 'x=1' USR1; x=y; kill -USR1 $$; curl -s -d "a=$x" ` + U, want: "allow", live: true},
 		{name: "loop over files sends nothing inline", cmd: `for f in *.json; do curl -s -d @"$f" ` + U + `; done`, want: "allow", live: true, sink: "json", note: "the JSON comes from the files on disk: the allowed form"},
 	},
 	// False blocks the red team found, and their neighbours: allowed.

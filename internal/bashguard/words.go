@@ -80,6 +80,10 @@ func (e env) Get(name string) expand.Variable {
 	if name == "PATH" && c.progs != nil {
 		return str(c.progs.Path())
 	}
+	if sc.lost && sc.trapJSON {
+		// A trap that may have fired may have assigned it.
+		return str(string(markDerived))
+	}
 	return str(string(markExternal))
 }
 
