@@ -871,3 +871,58 @@ func (c *checker) arithTarget(e syntax.ArithmExpr) {
 		c.setVar(name, string(markExternal))
 	}
 }
+
+// compgen runs what it completes with: -C CMD runs CMD in a subshell with
+// the command's name, the word and the word before it as arguments, -F
+// FUNC calls FUNC in the shell with the same.
+func (c *checker) compgen(args []string, idx int) {
+	var command, function []string
+	word := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			if i+1 < len(args) {
+				word = args[i+1]
+			}
+			break
+		}
+		if !strings.HasPrefix(a, "-") || len(a) < 2 {
+			word = a
+			continue
+		}
+		for j := 1; j < len(a); j++ {
+			if !strings.ContainsRune("oAGWFCXPS", rune(a[j])) {
+				continue
+			}
+			val := a[j+1:]
+			if val == "" && i+1 < len(args) {
+				i++
+				val = args[i]
+			}
+			switch a[j] {
+			case 'C':
+				command = append(command, val)
+			case 'F':
+				function = append(function, val)
+			}
+			break
+		}
+	}
+	call := " compgen " + shellQuote(word) + " ''"
+	for _, cmd := range command {
+		c.isolated(func() stream {
+			return c.code(cmd+call, "compgen -C", []string{"compgen -C"}, idx)
+		})
+	}
+	for _, f := range function {
+		switch {
+		case hasMarks(f):
+			c.unreadable("compgen -F", "compgen -F calls a function whose name is only known when the command runs")
+			c.sc.havoc()
+		case c.sc.funcs[f] != nil:
+			c.maybe(func() stream { return c.callFunc(f, []string{"compgen", word, ""}) })
+		default:
+			c.unreadable("compgen -F "+f, "compgen -F calls "+f+", which may be a function the analysis does not know")
+		}
+	}
+}

@@ -207,6 +207,13 @@ var families = map[string][]familyCase{
 		{name: "a signal trap assigns JSON", cmd: `trap 'x={\"a\":1}' USR1; x=y; kill -USR1 $$; curl -s -d "$x" ` + U, want: "unknown", live: true},
 		{name: "a signal trap assigns a new name", cmd: `trap 'y={\"a\":1}' USR1; kill -USR1 $$; curl -s -d "$y" ` + U, want: "unknown", live: true},
 		{name: "a signal trap assigns no JSON", cmd: `trap 'x=1' USR1; x=y; kill -USR1 $$; curl -s -d "a=$x" ` + U, want: "allow", live: true},
+		{name: "an abbreviated wget option", cmd: `wget -q -O- --post-d='{"a":1}' ` + U, want: "json", live: true},
+		{name: "env prints what the command set", cmd: `X='{"a":1}' env | grep ^X= | cut -d= -f2- | curl -s -d @- ` + U, want: "unknown", live: true},
+		{name: "printenv prints what the command set", cmd: `curl -s -d "$(X='{"a":1}' printenv X)" ` + U, want: "unknown", live: true},
+		{name: "a program reads a <(…) it is given", cmd: `curl -s -d "$(join <(echo '{"a":1}') <(echo '{"a":1}'))" ` + U, want: "unknown", live: true},
+		{name: "awk makes a brace from its number", cmd: `curl -s -d "$(awk 'BEGIN{printf "%c\"a\":1}", 123}')" ` + U, want: "unknown", live: true},
+		{name: "sed puts braces around text", cmd: `curl -s -d "$(echo '"a":1' | sed 's/.*/{&}/')" ` + U, want: "unknown", live: true},
+		{name: "awk prints a field", cmd: `curl -s -d "id=$(echo 'a b' | awk '{print $1}')" ` + U, want: "allow", live: true},
 		{name: "loop over files sends nothing inline", cmd: `for f in *.json; do curl -s -d @"$f" ` + U + `; done`, want: "allow", live: true, sink: "json", note: "the JSON comes from the files on disk: the allowed form"},
 	},
 	// False blocks the red team found, and their neighbours: allowed.

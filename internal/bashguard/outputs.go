@@ -30,6 +30,8 @@ func (c *checker) output(name string, fields []string) (stream, bool) {
 		return s
 	}
 	switch name {
+	case "printenv":
+		return c.environment("printenv"), true
 	case "echo":
 		t, exact := c.echo(args)
 		return maybeText(t, "a pipe from echo", exact), true
@@ -725,4 +727,16 @@ func (c *checker) xxd(fields []string) stream {
 	}
 	// xxd -p wraps its lines.
 	return inexact(stream{{text: hex.EncodeToString([]byte(t)) + "\n", via: "a pipe from xxd"}})
+}
+
+// environment is what env or printenv prints: the variables the command
+// set (NAME=value before it included) come back out, so text of the
+// command that could be JSON may be in it.
+func (c *checker) environment(name string) stream {
+	for _, v := range c.sc.vars {
+		if mayHoldJSON(v) {
+			return stream{{kind: segDerived, via: "the output of " + name}}
+		}
+	}
+	return stream{{kind: segProgram, via: "the output of " + name}}
 }

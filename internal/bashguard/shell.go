@@ -1316,7 +1316,18 @@ func (c *checker) assign1(a *syntax.Assign) {
 
 // value is what $name expands to, as the analysis knows it.
 func (c *checker) value(name string) string {
-	return env{c}.Get(name).String()
+	v := env{c}.Get(name)
+	for range 16 {
+		if v.Kind != expand.NameRef {
+			break
+		}
+		// A reference's value is its target's (r+=x appends to it).
+		v = env{c}.Get(v.Str)
+	}
+	if v.Kind == expand.NameRef {
+		return string(markExternal)
+	}
+	return v.String()
 }
 
 // setVar sets a scalar, as bash would with the variable's attributes.

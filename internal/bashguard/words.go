@@ -452,6 +452,11 @@ func (c *checker) paramCode(pe *syntax.ParamExp) {
 		// in UTF-8 characters; ? matches either, ${x,,} lowers É or not.
 		c.inexact = true
 	}
+	if pe.Excl && pe.Names == 0 && pe.Index == nil && (pe.Exp != nil || pe.Repl != nil || pe.Slice != nil || pe.Length) {
+		// ${!y/a/b}, ${!y:1}, ${!y#…}: an operation on the variable y
+		// names, which the expander does not redo as bash does.
+		c.inexact = true
+	}
 	if pe.Excl && pe.Exp == nil && pe.Index == nil && pe.Names == 0 {
 		// ${!x}: the value of x names the variable, and a subscript in
 		// it (a[$(cmd)]) is evaluated.

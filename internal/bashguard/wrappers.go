@@ -183,6 +183,10 @@ func (c *checker) wrapper(name string, w wrapper, fields []string, idx int, o ru
 		}
 		return c.wrapped(name, args, i, w, o)
 	}
+	if name == "env" {
+		// No command: env prints the environment it would give one.
+		return c.environment("env")
+	}
 	return nil
 }
 

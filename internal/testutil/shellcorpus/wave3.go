@@ -178,4 +178,8 @@ var wave3Words = []Case{
 	{Class: "programs", Name: "env --ignore-signal", Cmd: "env --ignore-signal curl status"},
 	{Class: "programs", Name: "env --block-signal", Cmd: "env --block-signal curl status"},
 	{Class: "programs", Name: "an abbreviated env option", Cmd: "env --sp='curl status'"},
+	{Class: "programs", Name: "compgen -C runs a command", Cmd: "compgen -C 'curl -s http://127.0.0.1:9/x' x >/dev/null 2>&1"},
+	{Class: "programs", Name: "compgen -F calls a function", Cmd: "f() { x=curl; }; x=git; compgen -F f w >/dev/null 2>&1; $x status"},
+	{Class: "declare", Name: "+= through a nameref", Cmd: "x=git; declare -n r=x; r+=x; ${r%x} status 2>/dev/null"},
+	{Class: "declare", Name: "${!y/…/…}", Cmd: "x=git; y=x; ${!y/git/curl} status"},
 }
