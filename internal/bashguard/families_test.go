@@ -214,6 +214,10 @@ var families = map[string][]familyCase{
 		{name: "awk makes a brace from its number", cmd: `curl -s -d "$(awk 'BEGIN{printf "%c\"a\":1}", 123}')" ` + U, want: "unknown", live: true},
 		{name: "sed puts braces around text", cmd: `curl -s -d "$(echo '"a":1' | sed 's/.*/{&}/')" ` + U, want: "unknown", live: true},
 		{name: "awk prints a field", cmd: `curl -s -d "id=$(echo 'a b' | awk '{print $1}')" ` + U, want: "allow", live: true},
+		{name: "jq -n builds from its arguments", cmd: `curl -s -d "$(jq -nc --argjson a 1 '$ARGS.named')" ` + U, want: "unknown", live: true},
+		{name: "a descriptor onto a >(…) of a group", cmd: `{ echo '{"a":1}' >&3; } 3> >(curl -s -d @- ` + U + `); sleep 1`, want: "json", live: true},
+		{name: "a descriptor onto a >(…) exec opened", cmd: `exec 3> >(curl -s -d @- ` + U + `); echo '{"a":1}' >&3; exec 3>&-; sleep 1`, want: "json", live: true},
+		{name: "a fifo the command writes", cmd: `mkfifo p; curl -s -d @p ` + U + ` & echo '{"a":1}' > p; wait`, want: "allow", live: true, sink: "json", note: "the JSON goes through a file the command wrote (a fifo here): the form the guard asks for"},
 		{name: "loop over files sends nothing inline", cmd: `for f in *.json; do curl -s -d @"$f" ` + U + `; done`, want: "allow", live: true, sink: "json", note: "the JSON comes from the files on disk: the allowed form"},
 	},
 	// False blocks the red team found, and their neighbours: allowed.

@@ -98,7 +98,9 @@ type checker struct {
 	// connection opened on a descriptor only known at run time ({fd}<>…).
 	netFDs map[string]string
 	netAny string
-	nextFD int
+	// procFDs are the descriptors opened on a >(…) (3> >(curl -d @- …)).
+	procFDs map[string]string
+	nextFD  int
 	// depth counts nested scripts (bash -c, eval …), substDepth command
 	// substitutions, callDepth function calls.
 	depth, substDepth, callDepth, calls int
@@ -150,7 +152,7 @@ type checker struct {
 
 func newChecker(o Options) *checker {
 	c := &checker{a: &Analysis{}, b: newBudget(), sc: newScope(), progs: o.Programs, in: &reader{segs: stream{{kind: segProgram, via: inheritedStdin}}}, files: map[string]file{},
-		fds: map[string]stream{}, outProcs: map[string]*syntax.ProcSubst{}, netFDs: map[string]string{}, nextFD: 63, inAlias: map[string]bool{}, held: map[string]bool{}}
+		fds: map[string]stream{}, outProcs: map[string]*syntax.ProcSubst{}, netFDs: map[string]string{}, procFDs: map[string]string{}, nextFD: 63, inAlias: map[string]bool{}, held: map[string]bool{}}
 	c.view = aliasView{expand: off}
 	c.sc.cwd = cleanPath(o.Dir)
 	return c
@@ -529,6 +531,11 @@ func (c *checker) redirect(r *syntax.Redirect, target *outTarget) {
 		rec.Target = shown(path)
 		if fd != "" && fd != "1" {
 			c.netOpen(fd, path)
+			if _, ok := c.outProcs[path]; ok && !strings.HasPrefix(fd, "{") {
+				// 3> >(…): what is written to 3 is what the
+				// substitution reads.
+				c.procFDs[fd] = path
+			}
 		}
 		c.stmtWrites = append(c.stmtWrites, path)
 		if strings.HasPrefix(fd, "{") {
@@ -560,6 +567,9 @@ func (c *checker) redirect(r *syntax.Redirect, target *outTarget) {
 			case ok:
 				// >&3 onto a connection: the output goes out.
 				target.path, target.none = net, false
+			case c.procFDs[w] != "" && c.outProcs[c.procFDs[w]] != nil:
+				// >&3 onto a >(…): the substitution reads it.
+				target.path, target.none = c.procFDs[w], false
 			default:
 				target.path, target.none = "", true
 			}
