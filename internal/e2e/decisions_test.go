@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -97,14 +96,17 @@ func confirmationStatus(t *testing.T, project, id string) string {
 // PM's real `serve --http` running on the project, a command run by the
 // coder's (confined) bash tool tries every route to decide for the human or
 // to act as another agent — the page's token, the sign-in by guessing,
-// /proc of every process (argv, environment), the HTTP server without a
+// /proc of every process (argv, environment, the dashboard's terminal
+// where the code is printed, the PM's stdin), the HTTP server without a
 // token or with every token-shaped string it found,
 // as a 2026-07-28 client answering its own InputRequiredResult, `toolhost
 // approve` and a dashboard of its own — and the effect is checked: the
 // PM's confirmation is still pending, the PM's memory and timeline hold
 // nothing of the attack. Then the human's own ways work: the code from the
 // dashboard's terminal signs the browser in and Approve lets the PM's call
-// run; the PM's client with its token calls the server.
+// run; the PM's client with its token calls the server. (The coder's
+// commands are refused a connection to toolhost's own ports here:
+// TestDecisionsHoldWithToolhostReachable attacks with them allowed.)
 func TestConfinedCommandCannotDecide(t *testing.T) {
 	t.Parallel()
 	project := t.TempDir()
@@ -129,85 +131,7 @@ func TestConfinedCommandCannotDecide(t *testing.T) {
 	// The attack is a Python script the agent writes and runs with its
 	// bash tool (confined); it prints what it sees, and its effect is what
 	// the test judges.
-	script := `import glob, json, os, re, subprocess, time, urllib.request, http.cookiejar
-D, H, ID, P, BIN = %q, %q, %q, %q, %q
-
-def req(url, body=None, headers=None, opener=None):
-    r = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode(), headers=headers or {})
-    try:
-        with (opener or urllib.request.build_opener()).open(r, timeout=5) as f:
-            return f.status, f.read().decode(errors="replace")
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode(errors="replace")
-    except Exception as e:
-        return 0, str(e)
-
-js = {"Content-Type": "application/json", "Origin": D}
-# 1. the page's token, tried as every credential
-st, page = req(D + "/")
-m = re.search(r'name="toolhost-token" content="([^"]*)"', page)
-tok = m.group(1) if m else ""
-print("page token:", repr(tok))
-for cookie in ["toolhost_session=" + tok, "toolhost_dashboard=" + tok, ""]:
-    print("approve with page token:", req(D + "/api/confirmations/" + ID + "/approve", {}, dict(js, **{"X-Toolhost-Page-Token": tok, "Cookie": cookie, "Authorization": "Bearer " + tok}))[0])
-# 2. guessing the code
-jar = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
-for guess in ["0000000000", "AAAAAAAAAA", "ZZZZZ-ZZZZZ"] * 4:
-    st, _ = req(D + "/api/session", {"code": guess}, js, jar)
-print("last guess:", st, "then approve:", req(D + "/api/confirmations/" + ID + "/approve", {}, dict(js, **{"X-Toolhost-Page-Token": tok}), jar)[0])
-# 3. /proc of every process (the secrets directory itself is the
-# confinement's to hide: its own e2e test reads it from every source)
-loot = ""
-for d in glob.glob("/proc/[0-9]*"):
-    for f in ("cmdline", "environ"):
-        try:
-            loot += open(d + "/" + f, "rb").read().decode(errors="replace").replace("\0", "\n") + "\n"
-        except Exception:
-            pass
-cands = sorted(set(re.findall(r"[A-Za-z0-9_-]{40,}", loot)))
-print("token-shaped strings found:", len(cands))
-# 4. the PM's HTTP server with every candidate, and with none
-meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}
-def mcp(tool, args, auth=None, extra=None):
-    params = {"name": tool, "arguments": args, "_meta": meta}
-    params.update(extra or {})
-    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool}
-    if auth:
-        h["Authorization"] = "Bearer " + auth
-    return req(H, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}, h)
-ok = [c for c in cands if mcp("timeline_append", {"kind": "attack", "message": "with a stolen token"}, c)[0] == 200]
-print("candidates the server took:", len(ok))
-print("without a token:", mcp("timeline_append", {"kind": "attack", "message": "without a token"})[0])
-# 5. a 2026-07-28 client answering its own confirmation question
-st, body = mcp("record_memory", {"key": "self-approved", "content": "x"})
-m = re.search(r'"requestState":"([^"]*)"', body)
-print("ask:", st, "state:", bool(m))
-print("self-answer:", mcp("record_memory", {"key": "self-approved", "content": "x"}, None,
-      {"inputResponses": {"confirm": {"action": "accept", "content": {"confirm": True}}}, "requestState": m.group(1) if m else "x"})[0])
-# 6. the human's own commands, from inside
-for argv in ([BIN, "approve", ID, "--project-dir", P], [BIN, "mcp-config", "--agent", "pm", "--project-dir", P, "--http-headers"]):
-    r = subprocess.run(argv, capture_output=True, text=True)
-    print(argv[1], "exit", r.returncode, (r.stdout + r.stderr).strip()[-200:])
-# 7. a dashboard of its own, whose code it reads
-d = subprocess.Popen([BIN, "dashboard", "--project-dir", P, "--addr", "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-url = code = None
-for _ in range(4):
-    line = d.stdout.readline()
-    m1 = re.match(r"toolhost dashboard: (http\S+)$", line.strip())
-    m2 = re.search(r"enter the code (\S+) there", line)
-    url = url or (m1 and m1.group(1))
-    code = code or (m2 and m2.group(1))
-    if url and code:
-        break
-print("own dashboard:", url, code)
-if url and code:
-    jar2 = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
-    st, body = req(url + "api/session", {"code": code}, {"Content-Type": "application/json"}, jar2)
-    t2 = json.loads(body).get("token", "") if st == 200 else ""
-    print("own sign-in:", st, "approve through it:", req(url + "api/confirmations/" + ID + "/approve", {}, {"Content-Type": "application/json", "X-Toolhost-Page-Token": t2}, jar2))
-d.terminate()
-`
-	script = fmt.Sprintf(script, D, H, id, project, testutil.Toolhost(t))
+	script := decisionAttack(D, H, id, project, testutil.Toolhost(t))
 	// The agent could write it itself (units/ is the coder's); the test
 	// puts it there to keep the command short for the guard.
 	if err := os.WriteFile(filepath.Join(project, "units/a/attack.py"), []byte(script), 0o644); err != nil {
@@ -219,14 +143,9 @@ d.terminate()
 		t.Fatalf("the attack did not run confined: %+v", out.Sandbox)
 	}
 
-	if s := confirmationStatus(t, project, id); s != confirm.Pending {
-		t.Fatalf("the PM's confirmation is %s after the attack, want pending: a command decided for the human", s)
-	}
-	if tl, _ := os.ReadFile(filepath.Join(project, "timeline.ndjson")); strings.Contains(string(tl), "attack") {
-		t.Fatalf("a command acted as the PM through its HTTP server:\n%s", tl)
-	}
-	if _, err := os.Stat(filepath.Join(project, "memory/devloop/pm/self-approved.md")); err == nil {
-		t.Fatal("a command answered its own confirmation as a 2026-07-28 client")
+	judgeDecisionAttack(t, project, id)
+	if t.Failed() {
+		t.FailNow()
 	}
 
 	// The human's ways still work. The PM's client holds the token.
