@@ -18,7 +18,9 @@ import (
 	"github.com/toolhost/toolhost/configs"
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/bashguard"
+	"github.com/toolhost/toolhost/internal/claudecode"
 	"github.com/toolhost/toolhost/internal/confine"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/rules"
 	"github.com/toolhost/toolhost/internal/sandbox"
@@ -40,6 +42,13 @@ type hookInput struct {
 	HookEventName  string          `json:"hook_event_name"`
 	ToolName       string          `json:"tool_name"`
 	ToolInput      json.RawMessage `json:"tool_input"`
+	ToolUseID      string          `json:"tool_use_id"`
+	// AgentType names the agent whose thread makes the call: a subagent's
+	// name, or the agent of a session started with --agent; empty on the
+	// main thread of a plain session.
+	AgentType string `json:"agent_type"`
+	// AgentID is set only inside a subagent: that run's id.
+	AgentID string `json:"agent_id"`
 }
 
 // hookDeny is the PreToolUse deny decision printed on stdout.
@@ -52,7 +61,13 @@ type hookDeny struct {
 }
 
 type hookFlags struct {
-	agent      string
+	// agent is the agent the hook was installed for ("" for the project's
+	// hook, which takes the agent from the payload's agent_type).
+	agent string
+	// lead is the agent whose rules apply to the main thread (a call
+	// whose agent_type names no devloop agent) when agent is not set; ""
+	// leaves such calls to the CLI's own rules.
+	lead       string
 	projectDir string
 	agentsFile string
 	policyFile string
@@ -82,10 +97,18 @@ type hookVerdict struct {
 	// rule names what decided: a policy rule's id, or a rule of the
 	// Claude CLI's settings (claude:Bash(…)).
 	rule string
+	// kind is what refused a denied call (the audit row's error_kind).
+	kind fault.Kind
+	// none is set when toolhost has nothing to decide: a call of the main
+	// thread (or of an agent that is not one of the devloop's) with no
+	// lead agent named; the CLI's own rules decide it.
+	none bool
 }
 
 func (v hookVerdict) decision() string {
 	switch {
+	case v.none:
+		return "none"
 	case v.deny != "":
 		return "deny"
 	case v.ask != "":
@@ -127,34 +150,43 @@ func newHookCmd(g *globals) *cobra.Command {
 				f.unit = os.Getenv("TOOLHOST_UNIT")
 			}
 			log := g.logger()
+			start := time.Now()
 			c, v := decideWithin(cmd.InOrStdin(), f)
+			var updated map[string]json.RawMessage
+			if !v.none && v.deny == "" && c.in.ToolName == "Bash" {
+				// A command that cannot be confined where the agent
+				// requires it is denied.
+				var why string
+				if updated, why = confinedBashInput(f, c); why != "" {
+					v = hookVerdict{deny: why, kind: fault.Sandbox}
+				}
+			}
 			in := c.in
+			agent := f.agent
+			if c.ag != nil {
+				agent = c.ag.Name
+			}
 			ev := log.Info()
 			if v.deny != "" {
 				ev = log.Warn()
 			}
-			reason := v.deny + v.ask
-			ev.Str("event", "hook_decision").Str("hook", "PreToolUse").Str("agent", f.agent).
+			ev = ev.Str("event", "hook_decision").Str("hook", "PreToolUse").Str("agent", agent).
+				Str("agent_type", in.AgentType).Str("agent_id", in.AgentID).Str("tool_use_id", in.ToolUseID).
 				Str("tool", in.ToolName).Str("session_id", in.SessionID).Str("decision", v.decision()).
-				Str("rule", v.rule).Str("reason", reason).Msg("pretooluse " + v.decision())
-			if v.deny == "" {
-				return allowPreToolUse(cmd.OutOrStdout(), f, c, v.ask)
+				Str("rule", v.rule).Str("reason", v.deny+v.ask)
+			if v.none {
+				ev.Msg("pretooluse: no devloop agent makes this call and no --lead agent is named, so toolhost decides nothing; the CLI's own permission rules decide (toolhost init --lead AGENT checks the main thread as that agent)")
+				return nil
 			}
-			reason = v.deny
-			if f.exitCode {
-				return &exitError{code: 2, err: errors.New(reason)}
-			}
-			var d hookDeny
-			d.HookSpecificOutput.HookEventName = "PreToolUse"
-			d.HookSpecificOutput.PermissionDecision = "deny"
-			d.HookSpecificOutput.PermissionDecisionReason = reason
-			enc := json.NewEncoder(cmd.OutOrStdout())
-			enc.SetEscapeHTML(false)
-			return enc.Encode(d)
+			ev.Msg("pretooluse " + v.decision())
+			err := answerPreToolUse(cmd.OutOrStdout(), f, c, v, updated)
+			auditHook(c, v, f, time.Since(start), log)
+			return err
 		},
 	}
 	fl := pre.Flags()
-	fl.StringVar(&f.agent, "agent", "", "agent: devloop-coder, coder … (env TOOLHOST_AGENT)")
+	fl.StringVar(&f.agent, "agent", "", "the agent the hook is installed for: devloop-coder, coder … (env TOOLHOST_AGENT); a call the payload's agent_type says another devloop agent makes is denied. Without it the payload's agent_type chooses the agent")
+	fl.StringVar(&f.lead, "lead", "", "without --agent: the agent whose rules apply to a call no devloop agent makes (the main thread); unset, toolhost decides nothing about such calls")
 	fl.StringVar(&f.projectDir, "project-dir", "", "project directory (env TOOLHOST_PROJECT_DIR)")
 	fl.StringVar(&f.agentsFile, "agents", "", "agents file (default: the embedded configs/agents.json)")
 	fl.StringVar(&f.policyFile, "policy", "", "tool policy file whose rules apply (default: the embedded configs/tools.json)")
@@ -199,7 +231,9 @@ func decideWithin(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
 func decidePreToolUse(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
 	var c hookCall
 	in := &c.in
-	deny := func(reason string) (hookCall, hookVerdict) { return c, hookVerdict{deny: reason} }
+	deny := func(reason string) (hookCall, hookVerdict) {
+		return c, hookVerdict{deny: reason, kind: fault.Validation}
+	}
 	raw, err := io.ReadAll(io.LimitReader(r, maxHookInput+1))
 	switch {
 	case err != nil:
@@ -221,9 +255,12 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
 		return deny(fmt.Sprintf("toolhost hook: %s tool_input is not an object (%v); denied because it cannot be checked", in.ToolName, err))
 	}
 	c.ti = ti
-	ag, proj, reason := hookAgent(f)
-	if reason != "" {
-		return deny(reason)
+	ag, proj, reason := hookAgent(f, *in)
+	switch {
+	case reason != "":
+		return c, hookVerdict{deny: reason, kind: fault.Policy}
+	case ag == nil:
+		return c, hookVerdict{none: true}
 	}
 	c.ag, c.proj = ag, proj
 	// The policy's rules first, as in the engine (before the guard and the
@@ -231,18 +268,20 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
 	// to pass, and then asks.
 	rv, reason := hookRules(f, ag, proj, *in, ti)
 	if reason != "" {
-		return c, hookVerdict{deny: reason, rule: rv.Rule}
+		return c, hookVerdict{deny: reason, rule: rv.Rule, kind: fault.Policy}
 	}
 	// What decides below is the check that refused, not a rule.
 	var command string
 	var analysis *bashguard.Analysis
+	kind := fault.Guard
 	if in.ToolName == "Bash" {
 		command, analysis, reason = decideBash(ti)
 	} else {
+		kind = fault.Sandbox
 		reason = decideWrite(ag, proj, *in, ti)
 	}
 	if reason != "" {
-		return deny(reason)
+		return c, hookVerdict{deny: reason, kind: kind}
 	}
 	v := hookVerdict{rule: rv.Rule}
 	if rv.Effect == rules.Confirm {
@@ -251,7 +290,7 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
 	if in.ToolName == "Bash" {
 		perms, err := loadClaudePermissions(claudeSettingsFiles(proj, in.Cwd), f.claudeSettings)
 		if err != nil {
-			return deny("toolhost hook: " + err.Error() + "; denied because the Claude CLI's own rules for Bash cannot be applied (fix or remove the file)")
+			return c, hookVerdict{deny: "toolhost hook: " + err.Error() + "; denied because the Claude CLI's own rules for Bash cannot be applied (fix or remove the file)", kind: fault.Policy}
 		}
 		// A deny of the settings beats a policy rule's confirm, as the
 		// CLI's deny beats its ask.
@@ -338,21 +377,46 @@ func hookRules(f hookFlags, ag *agents.Agent, proj string, in hookInput, ti map[
 	return v, ""
 }
 
-// hookAgent resolves the agent and project dir the hook was installed
-// for. Without them nothing can be checked, so every tool is denied: an
-// unknown --agent or a missing --project-dir must not turn the hook into an
-// allow-all.
-func hookAgent(f hookFlags) (*agents.Agent, string, string) {
+// hookAgent resolves the agent a call is checked for, and the project dir.
+// The payload's agent_type says which agent's thread makes the call: with
+// --agent (the hook of one agent's own definition), a call another devloop
+// agent makes is a misconfiguration and denied; without it (the project's
+// hook), agent_type chooses the agent, and a call no devloop agent makes
+// (the main thread, a built-in subagent) is checked as the --lead agent or,
+// with none named, not at all (a nil agent and no reason). An agent that
+// cannot be resolved, or a missing --project-dir, denies: a broken hook must
+// not turn into an allow-all.
+func hookAgent(f hookFlags, in hookInput) (*agents.Agent, string, string) {
 	set, err := agents.Load(f.agentsFile)
 	if err != nil {
 		return nil, "", "toolhost hook: " + err.Error() + "; denied because nothing can be checked without the agents file"
 	}
-	if f.agent == "" {
-		return nil, "", fmt.Sprintf("toolhost hook: --agent (or TOOLHOST_AGENT) is required (known: %s); denied because nothing can be checked without it", strings.Join(set.Names(), ", "))
+	// agent_type is the definition's name, which toolhost init writes as
+	// the template name; a short name could be any agent of the user's.
+	var caller *agents.Agent
+	for _, a := range set.List {
+		if in.AgentType != "" && a.Name == in.AgentType {
+			caller = a
+		}
 	}
-	ag, err := set.Find(f.agent)
-	if err != nil {
-		return nil, "", "toolhost hook: " + err.Error() + "; fix --agent in the hook command (toolhost mcp-config --settings prints it)"
+	var ag *agents.Agent
+	switch {
+	case f.agent != "":
+		if ag, err = set.Find(f.agent); err != nil {
+			return nil, "", "toolhost hook: " + err.Error() + "; fix --agent in the hook command (toolhost init writes it)"
+		}
+		if caller != nil && caller != ag {
+			return nil, "", fmt.Sprintf("toolhost hook: this hook is installed for %s (--agent), but the call is made by %s (agent_type); "+
+				"denied as a misconfiguration: an agent's definition must carry its own hook (toolhost init writes .claude/agents/%s.md with it)", ag.Name, caller.Name, caller.Name)
+		}
+	case caller != nil:
+		ag = caller
+	case f.lead != "":
+		if ag, err = set.Find(f.lead); err != nil {
+			return nil, "", "toolhost hook: --lead: " + err.Error() + "; fix --lead in the hook command (toolhost init --lead writes it)"
+		}
+	default:
+		return nil, "", ""
 	}
 	if f.projectDir == "" {
 		return nil, "", "toolhost hook: --project-dir (or TOOLHOST_PROJECT_DIR) is required; denied because nothing can be checked without it"
@@ -427,7 +491,8 @@ func decodeExact(raw []byte, v *hookInput) error {
 	}
 	for key, dst := range map[string]*string{
 		"session_id": &v.SessionID, "transcript_path": &v.TranscriptPath, "cwd": &v.Cwd,
-		"hook_event_name": &v.HookEventName, "tool_name": &v.ToolName,
+		"hook_event_name": &v.HookEventName, "tool_name": &v.ToolName, "tool_use_id": &v.ToolUseID,
+		"agent_type": &v.AgentType, "agent_id": &v.AgentID,
 	} {
 		if b, ok := m[key]; ok {
 			if err := json.Unmarshal(b, dst); err != nil {
@@ -507,6 +572,23 @@ func projectRel(proj, abs string) (string, bool) {
 	return "", false
 }
 
+// answerPreToolUse prints the hook's answer: a denied call's decision (or,
+// with --exit-code, exit 2 with the reason on stderr), else what
+// allowPreToolUse answers.
+func answerPreToolUse(w io.Writer, f hookFlags, c hookCall, v hookVerdict, updated map[string]json.RawMessage) error {
+	if v.deny == "" {
+		return allowPreToolUse(w, c, v.ask, updated)
+	}
+	if f.exitCode {
+		return &exitError{code: 2, err: errors.New(v.deny)}
+	}
+	var d hookDeny
+	d.HookSpecificOutput.HookEventName = "PreToolUse"
+	d.HookSpecificOutput.PermissionDecision = "deny"
+	d.HookSpecificOutput.PermissionDecisionReason = v.deny
+	return writeHookJSON(w, d)
+}
+
 // hookRewrite is the PreToolUse answer that replaces a Bash call's input.
 // It carries no permissionDecision: the CLI's own permission check still
 // decides whether the (rewritten) command runs.
@@ -528,36 +610,14 @@ type hookAsk struct {
 	} `json:"hookSpecificOutput"`
 }
 
-// allowPreToolUse prints the answer to an allowed call: nothing, except for
-// Bash, whose command is rewritten to run under `toolhost confine`, and a
+// allowPreToolUse prints the answer to an allowed call: nothing, except
+// for Bash, whose command is rewritten (updated, the confined input), and a
 // call a confirm rule holds (ask non-empty), which answers "ask" with the
-// rule's reason. A Bash command that cannot be confined where the agent
-// requires it is denied.
-func allowPreToolUse(w io.Writer, f hookFlags, c hookCall, ask string) error {
-	if c.in.ToolName != "Bash" {
-		if ask != "" {
-			var a hookAsk
-			a.HookSpecificOutput.HookEventName = "PreToolUse"
-			a.HookSpecificOutput.PermissionDecision = "ask"
-			a.HookSpecificOutput.PermissionDecisionReason = ask
-			return writeHookJSON(w, a)
-		}
-		return nil
-	}
-	updated, reason := confinedBashInput(f, c)
-	if reason != "" {
-		var d hookDeny
-		d.HookSpecificOutput.HookEventName = "PreToolUse"
-		d.HookSpecificOutput.PermissionDecision = "deny"
-		d.HookSpecificOutput.PermissionDecisionReason = reason
-		if f.exitCode {
-			return &exitError{code: 2, err: errors.New(reason)}
-		}
-		return writeHookJSON(w, d)
-	}
+// rule's reason.
+func allowPreToolUse(w io.Writer, c hookCall, ask string, updated map[string]json.RawMessage) error {
 	if ask != "" {
-		// The CLI asks its user about the rewritten command: updatedInput
-		// goes with ask (docs/claude-cli.md).
+		// For Bash the CLI asks its user about the rewritten command:
+		// updatedInput goes with ask (docs/claude-cli.md).
 		var a hookAsk
 		a.HookSpecificOutput.HookEventName = "PreToolUse"
 		a.HookSpecificOutput.PermissionDecision = "ask"
@@ -565,7 +625,7 @@ func allowPreToolUse(w io.Writer, f hookFlags, c hookCall, ask string) error {
 		a.HookSpecificOutput.UpdatedInput = updated
 		return writeHookJSON(w, a)
 	}
-	if updated == nil {
+	if c.in.ToolName != "Bash" || updated == nil {
 		return nil
 	}
 	var r hookRewrite
@@ -616,7 +676,7 @@ func confinedBashInput(f hookFlags, c hookCall) (map[string]json.RawMessage, str
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(shellJoin(args)); err != nil {
+	if err := enc.Encode(claudecode.ShellJoin(args)); err != nil {
 		return nil, "toolhost hook: " + err.Error()
 	}
 	ti := maps.Clone(c.ti)

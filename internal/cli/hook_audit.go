@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"os"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/toolhost/toolhost/internal/audit"
+	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/journal"
+	"github.com/toolhost/toolhost/internal/redact"
+	"github.com/toolhost/toolhost/internal/sandbox"
+)
+
+// hookAuditTimeout bounds the hook's audit write: the decision is already
+// on stdout, and the CLI waits for the hook to exit.
+const hookAuditTimeout = time.Second
+
+// auditHook stores the hook's decision as a row of the project's audit
+// trail (source "hook"), with the CLI's own ids for the call, so a hook's
+// decision and the calls of the same Claude session's agents can be put
+// together. A call the hook could not tie to a project (the decision came
+// before the project dir was known) is only in the log; a trail that
+// cannot be written is logged, never fatal: the decision stands.
+func auditHook(c hookCall, v hookVerdict, f hookFlags, took time.Duration, log zerolog.Logger) {
+	if c.proj == "" || c.ag == nil {
+		return
+	}
+	row := &audit.Row{
+		TS: time.Now().UTC(), CallID: callctx.NewCallID(), ProjectID: os.Getenv("TOOLHOST_PID"),
+		Agent: c.ag.Short, UnitID: f.unit, Tool: c.in.ToolName, Source: "hook",
+		Arguments: audit.RedactArguments(c.in.ToolInput), Status: audit.StatusOK, Rule: v.rule,
+		DurationMS:      float64(took.Microseconds()) / 1000,
+		ClientSessionID: c.in.SessionID, ClientAgentID: c.in.AgentID, ToolUseID: c.in.ToolUseID,
+	}
+	switch {
+	case v.deny != "":
+		row.Status, row.ErrorKind, row.Error = audit.StatusRejected, v.kind.String(), redact.String(v.deny)
+	case v.ask != "":
+		row.Status, row.Error = audit.StatusAsked, redact.String(v.ask)
+	}
+	done := make(chan error, 1)
+	go func() {
+		door, err := sandbox.New(c.proj, "toolhost", journal.ServiceAllowList)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer door.Close()
+		sink := audit.NewFileSink(door, audit.Options{Project: row.ProjectID})
+		err = sink.Write(row)
+		if cerr := sink.Close(); err == nil {
+			err = cerr
+		}
+		done <- err
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(hookAuditTimeout):
+		err = errHookAuditSlow
+	}
+	if err != nil {
+		b, _ := row.MarshalJSON()
+		log.Error().Str("event", "audit_write_failed").Str("tool", row.Tool).RawJSON("row", b).Err(err).
+			Msg("the hook's decision stands; its audit row is only in this log")
+	}
+}
+
+var errHookAuditSlow = errorf("the audit trail did not answer within %v", hookAuditTimeout)
