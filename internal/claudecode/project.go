@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/toolhost/toolhost/internal/agents"
@@ -27,6 +29,11 @@ type Project struct {
 	// Matcher is the PreToolUse matcher of every hook toolhost installs:
 	// the built-ins the hook always checks and those a policy rule names.
 	Matcher string
+	// Env is given to every agent's server besides the log level: the
+	// OTEL_* variables toolhost init ran with. Claude Code gives the MCP
+	// servers it starts none of its own OTEL_* variables and expands no
+	// ${VAR} in an agent's definition, so the values are written out.
+	Env map[string]string
 }
 
 // Agent is one agent as its definition file describes it.
@@ -159,6 +166,9 @@ func (p *Project) AgentFile(a *Agent) []byte {
 	line("      env:")
 	// warn: the CLI files a stdio server's stderr lines under "error".
 	line("        TOOLHOST_LOG_LEVEL: \"warn\"")
+	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
+		line("        %s: %s", q(k), q(p.Env[k]))
+	}
 	line("hooks:")
 	line("  PreToolUse:")
 	line("    - matcher: %s", q(p.Matcher))

@@ -18,7 +18,6 @@ import (
 	"github.com/toolhost/toolhost/configs"
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/bashguard"
-	"github.com/toolhost/toolhost/internal/claudecode"
 	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/policy"
@@ -672,11 +671,10 @@ func confinedBashInput(f hookFlags, c hookCall) (map[string]json.RawMessage, str
 		}
 		args = append(args, "--agents", abs)
 	}
-	args = append(args, "--", "bash", "-c", command)
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(claudecode.ShellJoin(args)); err != nil {
+	if err := enc.Encode(keepCwd(args, command)); err != nil {
 		return nil, "toolhost hook: " + err.Error()
 	}
 	ti := maps.Clone(c.ti)

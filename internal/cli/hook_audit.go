@@ -2,6 +2,8 @@ package cli
 
 import (
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -23,6 +25,11 @@ const hookAuditTimeout = time.Second
 // together. A call the hook could not tie to a project (the decision came
 // before the project dir was known) is only in the log; a trail that
 // cannot be written is logged, never fatal: the decision stands.
+//
+// A devloop agent's call reaches two toolhost hooks: its definition's own
+// and the project's (which alone holds in a folder the CLI does not trust,
+// the former alone under --bare). Both decide alike; the first to claim
+// the call's tool_use_id writes its row.
 func auditHook(c hookCall, v hookVerdict, f hookFlags, took time.Duration, log zerolog.Logger) {
 	if c.proj == "" || c.ag == nil {
 		return
@@ -48,6 +55,10 @@ func auditHook(c hookCall, v hookVerdict, f hookFlags, took time.Duration, log z
 			return
 		}
 		defer door.Close()
+		if first, err := claimHookCall(door, row.ToolUseID); err != nil || !first {
+			done <- err
+			return
+		}
 		sink := audit.NewFileSink(door, audit.Options{Project: row.ProjectID})
 		err = sink.Write(row)
 		if cerr := sink.Close(); err == nil {
@@ -69,3 +80,34 @@ func auditHook(c hookCall, v hookVerdict, f hookFlags, took time.Duration, log z
 }
 
 var errHookAuditSlow = errorf("the audit trail did not answer within %v", hookAuditTimeout)
+
+// hookCallsPath keeps the tool_use ids of the calls the hooks audited
+// last, newest last.
+const hookCallsPath = ".toolhost/hook-calls"
+
+// hookCallsKept is how many ids it keeps: far more than the calls of one
+// turn that can be in flight at once.
+const hookCallsKept = 256
+
+// claimHookCall records id as audited and reports whether this hook is the
+// first to do so (under the file's cross-process lock). A call without an
+// id is always its own.
+func claimHookCall(door *sandbox.Sandbox, id string) (bool, error) {
+	if id == "" {
+		return true, nil
+	}
+	first := false
+	err := door.Update(hookCallsPath, func(old []byte) ([]byte, error) {
+		ids := strings.Fields(string(old))
+		if slices.Contains(ids, id) {
+			return old, nil
+		}
+		first = true
+		ids = append(ids, id)
+		if len(ids) > hookCallsKept {
+			ids = ids[len(ids)-hookCallsKept:]
+		}
+		return []byte(strings.Join(ids, "\n") + "\n"), nil
+	})
+	return first, err
+}

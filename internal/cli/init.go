@@ -44,7 +44,7 @@ func (f *projectFlags) project() (*claudecode.Project, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return nil, usageErr(fmt.Errorf("--project-dir %s is not a directory", f.projectDir))
 	}
-	p := &claudecode.Project{Dir: dir}
+	p := &claudecode.Project{Dir: dir, Env: otelEnv(os.Environ())}
 	for _, path := range []struct{ in, out *string }{{&f.agentsFile, &p.AgentsFile}, {&f.policyFile, &p.PolicyFile}} {
 		if *path.in != "" {
 			if *path.out, err = filepath.Abs(*path.in); err != nil {
