@@ -13,6 +13,7 @@ import (
 type CollectStderrInput struct {
 	Units     []string `json:"units,omitempty" jsonschema:"maxItems=50,pattern=^[A-Za-z0-9][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"units to read (default: every unit in integration/units.json or with a log in integration/logs/)"`
 	TailLines int      `json:"tail_lines,omitempty" jsonschema:"minimum=1,maximum=2000" jsonschema_description:"how many last lines per unit (default 50)"`
+	tool.Page
 }
 
 // LogLine is one numbered log line.
@@ -45,7 +46,8 @@ type UnitStderr struct {
 // CollectStderrOutput is the collect_stderr result.
 type CollectStderrOutput struct {
 	tool.Status
-	Units []UnitStderr `json:"units" jsonschema_description:"one entry per unit"`
+	Units     []UnitStderr    `json:"units" page:"1" jsonschema_description:"one entry per unit"`
+	Truncated *tool.Truncated `json:"truncated,omitempty" jsonschema_description:"set when the result was too large to return at once: which page this is, how to get the next, and the file holding the whole result"`
 }
 
 // CollectStderr is the collect_stderr tool.

@@ -164,6 +164,7 @@ type BugListInput struct {
 	UnitID   string `json:"unit_id,omitempty" jsonschema:"pattern=^[A-Za-z0-9_][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"only bugs of this unit"`
 	Severity string `json:"severity,omitempty" jsonschema:"enum=blocker,enum=major,enum=minor" jsonschema_description:"only bugs of this severity"`
 	Limit    int    `json:"limit,omitempty" jsonschema:"minimum=1,maximum=1000" jsonschema_description:"at most this many bugs (default 100)"`
+	tool.Page
 }
 
 // BugSummary is one line of bug_list.
@@ -182,9 +183,10 @@ type BugSummary struct {
 type BugListOutput struct {
 	tool.Status
 	Total int          `json:"total" jsonschema_description:"bugs matching the filters, before limit"`
-	Bugs  []BugSummary `json:"bugs" jsonschema_description:"matching bugs, blocker before major before minor, then by id"`
+	Bugs  []BugSummary `json:"bugs" page:"1" jsonschema_description:"matching bugs, blocker before major before minor, then by id"`
 	// Unreadable is left out when every bug file reads.
-	Unreadable []string `json:"unreadable,omitempty" jsonschema_description:"bug files that could not be read or decoded, each with why; they are not in bugs or total: fix or remove them"`
+	Unreadable []string        `json:"unreadable,omitempty" page:"2" jsonschema_description:"bug files that could not be read or decoded, each with why; they are not in bugs or total: fix or remove them"`
+	Truncated  *tool.Truncated `json:"truncated,omitempty" jsonschema_description:"set when the result was too large to return at once: which page this is, how to get the next, and the file holding the whole result"`
 }
 
 // BugList is the bug_list tool.

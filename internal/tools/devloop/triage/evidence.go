@@ -51,6 +51,7 @@ const (
 // ExtractEvidenceInput names the bug whose citations are checked.
 type ExtractEvidenceInput struct {
 	BugID string `json:"bug_id" jsonschema:"pattern=^BUG-[0-9]{4\\,}$" jsonschema_description:"the bug to check, e.g. BUG-0001 (bugs/BUG-0001.json)"`
+	tool.Page
 }
 
 // VerifiedItem is a citation found where the bug says it is.
@@ -72,11 +73,12 @@ type MissingItem struct {
 // ExtractEvidenceOutput is the result of extract_evidence / verify_evidence.
 type ExtractEvidenceOutput struct {
 	tool.Status
-	BugID          string         `json:"bug_id,omitempty" jsonschema_description:"the bug checked"`
-	Path           string         `json:"path,omitempty" jsonschema_description:"project-relative path of the evidence record written (triage/<bug>.json)"`
-	EvidenceStatus string         `json:"evidence_status,omitempty" jsonschema:"enum=verified,enum=partial,enum=unverified" jsonschema_description:"verified: every citation checked out; partial: some did; unverified: none did"`
-	Verified       []VerifiedItem `json:"verified" jsonschema_description:"citations found where cited"`
-	Missing        []MissingItem  `json:"missing" jsonschema_description:"citations not found, with the reason"`
+	BugID          string          `json:"bug_id,omitempty" jsonschema_description:"the bug checked"`
+	Path           string          `json:"path,omitempty" jsonschema_description:"project-relative path of the evidence record written (triage/<bug>.json)"`
+	EvidenceStatus string          `json:"evidence_status,omitempty" jsonschema:"enum=verified,enum=partial,enum=unverified" jsonschema_description:"verified: every citation checked out; partial: some did; unverified: none did"`
+	Verified       []VerifiedItem  `json:"verified" page:"1" jsonschema_description:"citations found where cited"`
+	Missing        []MissingItem   `json:"missing" page:"2" jsonschema_description:"citations not found, with the reason"`
+	Truncated      *tool.Truncated `json:"truncated,omitempty" jsonschema_description:"set when the result was too large to return at once: which page this is, how to get the next, and the file holding the whole result"`
 }
 
 // EvidenceRecord is triage/<bug>.json.
