@@ -39,17 +39,19 @@ test-go: fmt vet
 # 100/1,000/10,000 bugs and update_todo_item at 10/500 steps among them),
 # then the real binary over stdio (sequential and 8-in-flight calls/s with
 # p50/p99 for a 2025 client and for a 2026-07-28 client that sends _meta on
-# every request, cold start, RSS after 10k and 100k calls, PSS per session
-# with six sessions, what confinement adds to a bash command), `audit
-# stats` on a 1 GB trail (time and peak RSS), what tracing costs a
-# sequential session with a live, a dead and a hanging collector (with
-# TOOLHOST_BASE_BIN=path to a build without tracing, tracing off against
-# it); last, the side-by-side run against the go-sdk and mcp-go echo
+# every request, 2 and 6 sessions on one project taking turns against one
+# alone (timeline_append and bash), cold start, RSS after 10k and 100k
+# calls, PSS per session with six sessions, what confinement adds to a bash
+# command), `audit stats` on a 1 GB trail (time and peak RSS), what tracing
+# costs a sequential session with a live, a dead and a hanging collector
+# (with TOOLHOST_BASE_BIN=path to a build without tracing, tracing off
+# against it); last, the side-by-side run against the go-sdk and mcp-go echo
 # servers (internal/e2e/testdata/peers), interleaved, reported as ratios
 # to them.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./internal/... | grep -v /e2e)
 	$(GO) test -run '^$$' -bench 'Stdio(Sequential|Concurrent8)(_?2026)?$$' -benchtime 20000x ./internal/e2e
+	$(GO) test -run '^$$' -bench 'SharedProject' -benchtime 1x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'ColdStart' -benchtime 200x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'RSSGrowth|SixSessions' -benchtime 1x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'BashConfinement|ConfineReexec' -benchtime 300x ./internal/e2e

@@ -69,10 +69,12 @@ type Options struct {
 // Each row is one write(2) under the trail's cross-process lock (a flock
 // on a lock file kept open): the lock makes the "prev" hash the hash of the
 // line really before it, whichever process wrote that, so six processes
-// keep one chain. The lock is kept between rows until another process asks
-// for it (acquireLocked), so a busy session pays no system call for it; a
-// process that took the lock anew looks at the file's size, and only when
-// another process wrote since does it read the file's last line. A failed or short write is cut back
+// keep one chain. The lock is held for a batch of rows and released as soon
+// as this process has no row waiting or another process waits for it
+// (acquireLocked), so a hand-off between processes costs the lock's own
+// system calls; a process that took the lock anew looks at the file's size,
+// and only when another process wrote since does it read the file's last
+// line. A failed or short write is cut back
 // under the same lock, so the file holds whole lines only, and the row is
 // kept in memory (bounded) and written, in order, as soon as the file takes
 // rows again. The line is in the kernel before Write returns, so a crash of
@@ -86,18 +88,16 @@ type FileSink struct {
 	mu   sync.Mutex
 	f    *os.File
 	lock *sandbox.Locker
-	// held: this process holds the trail's lock, kept between rows until
-	// another process asks for it or the sink is idle (see acquireLocked);
-	// wantSeen is the "wanted" word as it was when the lock was taken.
-	held     bool
-	wantSeen uint64
+	// held: this process holds the trail's lock, kept between the rows of
+	// a batch (see acquireLocked).
+	held bool
+	// queued counts the Write calls waiting for mu: the rows that make the
+	// holder keep the lock for them.
+	queued atomic.Int32
 	// fresh: head is the end of the file as this process left it while
 	// holding the lock throughout, so the file need not be looked at.
-	fresh     bool
-	idle      *time.Timer
-	idleArmed bool
-	lastUse   time.Time
-	head      head
+	fresh bool
+	head  head
 	// fileID is the chain id read from the open file (its start or
 	// continue record), so it is read once per file, not per learn.
 	fileID  string
@@ -174,7 +174,9 @@ func (s *FileSink) Write(r *Row) error {
 		}
 	}()
 	body := b[:len(b)-1]
+	s.queued.Add(1)
 	s.mu.Lock()
+	s.queued.Add(-1)
 	defer s.mu.Unlock()
 	err := s.flushPendingLocked()
 	if err == nil {
@@ -260,23 +262,25 @@ func (s *FileSink) closeFileLocked() {
 // descriptor now names another file.
 var errReopened = errors.New("audit file reopened")
 
-// idleRelease is how long the sink keeps the trail's lock after its last
-// row when no other process asked for it: the longest another process waits
-// for an idle holder. Busy, the timer fires once per idleRelease; at 1 ms
-// those wake-ups cost more than the two flock calls per row they save
-// (server CPU per call +16% against +5% at 20 ms, A/B on the 2-core VM).
-const idleRelease = 20 * time.Millisecond
-
-// wantWord is the word of the lock's shared memory that every process adds
-// one to before it waits for the lock.
-const wantWord = 0
+// waitingWord is the word of the lock's shared memory that counts the
+// processes blocked on the lock: each adds one before it waits and takes
+// it off once it holds the lock. (Word 0 is the "wanted" counter older
+// builds add to and never take off; reading it as a count would make
+// every holder release after each row for good.) A process killed while
+// it waits leaves its one counted: holders then release after every row,
+// which costs two flock calls a row and is never wrong.
+const waitingWord = 1
 
 // acquireLocked takes the trail's cross-process lock unless this process
-// still holds it. The lock is kept after a row (releasing and taking a
-// flock is two system calls per row) until another process asks for it —
-// it adds one to the shared "wanted" word before it waits, which the
-// holder sees after its next row — or for idleRelease without a row. A
-// holder that dies loses the lock with its descriptors, as with any flock.
+// still holds it. The lock is held for a batch: the rows this process's
+// goroutines queue for it one after another (Write counts them in
+// queued), so eight calls in flight pay the lock's two system calls once
+// between them, not once each. The batch ends — the lock is released —
+// after the row that finds no other row of this process waiting, or after
+// the row that finds another process waiting on the lock (waitingWord),
+// so no process keeps the lock while it has nothing to write and a waiter
+// waits for one row at most. A holder that dies loses the lock with its
+// descriptors, as with any flock.
 func (s *FileSink) acquireLocked() error {
 	if s.held {
 		return nil
@@ -285,47 +289,27 @@ func (s *FileSink) acquireLocked() error {
 	if err != nil {
 		return fmt.Errorf("lock %s: %w", Path, err)
 	}
-	words[wantWord].Add(1)
-	if err := s.lock.Lock(); err != nil {
+	words[waitingWord].Add(1)
+	err = s.lock.Lock()
+	words[waitingWord].Add(^uint64(0))
+	if err != nil {
 		return fmt.Errorf("lock %s: %w", Path, err)
 	}
 	s.held, s.fresh = true, false
-	s.wantSeen = words[wantWord].Load()
 	return nil
 }
 
-// afterUseLocked releases the lock at once when another process asked for
-// it since it was taken, else lets the idle timer release it.
+// afterUseLocked ends the batch (see acquireLocked) unless another row of
+// this process waits for the sink and no other process waits for the
+// lock.
 func (s *FileSink) afterUseLocked() {
 	if !s.held {
 		return
 	}
-	if words, err := s.lock.Shared(); err != nil || words[wantWord].Load() != s.wantSeen {
-		s.releaseLocked()
-		return
-	}
-	s.lastUse = time.Now()
-	if !s.idleArmed {
-		s.idleArmed = true
-		if s.idle == nil {
-			s.idle = time.AfterFunc(idleRelease, s.idleCheck)
-		} else {
-			s.idle.Reset(idleRelease)
+	if s.queued.Load() > 0 {
+		if words, err := s.lock.Shared(); err == nil && words[waitingWord].Load() == 0 {
+			return
 		}
-	}
-}
-
-func (s *FileSink) idleCheck() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.idleArmed = false
-	if !s.held {
-		return
-	}
-	if since := time.Since(s.lastUse); since < idleRelease {
-		s.idleArmed = true
-		s.idle.Reset(idleRelease - since)
-		return
 	}
 	s.releaseLocked()
 }
@@ -711,9 +695,6 @@ func (s *FileSink) syncLoop() {
 			_ = s.Sync()
 			s.mu.Lock()
 			s.closeFileLocked()
-			if s.idle != nil {
-				s.idle.Stop()
-			}
 			s.releaseLocked()
 			if s.lock != nil {
 				_ = s.lock.Close()

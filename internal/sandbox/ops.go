@@ -491,8 +491,9 @@ const SharedWords = 8
 
 // Shared returns words of memory shared by every process that uses this
 // lock: the lock file's first page, mapped. Processes use them to tell the
-// holder something without a system call (the audit sink: "someone wants
-// the lock"). Their meaning is the caller's; a new lock file holds zeros.
+// holder something without a system call (the audit sink: how many
+// processes wait for the lock). Their meaning is the caller's; a new lock
+// file holds zeros.
 func (l *Locker) Shared() (*[SharedWords]atomic.Uint64, error) {
 	if l.shared == nil {
 		page := os.Getpagesize()
