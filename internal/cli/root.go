@@ -116,6 +116,7 @@ func NewRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(
 		newServeCmd(g),
 		newInitCmd(g),
+		newDoctorCmd(g),
 		newToolsCmd(g),
 		newAgentsCmd(g),
 		newCallCmd(g),

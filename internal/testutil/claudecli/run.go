@@ -66,6 +66,15 @@ type RunOptions struct {
 	Args           []string // any other flags, after the ones above
 	Env            []string // extra environment (KEY=VALUE), after the harness's
 	Timeout        time.Duration
+	// Trust are folders the CLI's private config records as trusted
+	// (projects[dir].hasTrustDialogAccepted, what accepting the trust
+	// prompt writes): it loads a project's agents' MCP servers and hooks
+	// and its permission rules only there.
+	Trust []string
+	// AfterExit, when set, runs once the CLI has exited and before the
+	// harness kills whatever it left running, so a test can look for
+	// leftovers itself.
+	AfterExit func()
 }
 
 // DefaultTimeout bounds a Run whose options set none.
@@ -134,6 +143,16 @@ func Run(t testing.TB, m *Model, o RunOptions) *Result {
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
 	}
+	if len(o.Trust) > 0 {
+		projects := map[string]any{}
+		for _, d := range o.Trust {
+			projects[d] = map[string]any{"hasTrustDialogAccepted": true}
+		}
+		b, _ := json.Marshal(map[string]any{"projects": projects})
+		if err := os.WriteFile(filepath.Join(home, ".claude", ".claude.json"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	args := []string{"-p", o.Prompt, "--output-format", "stream-json", "--verbose"}
 	write := func(name string, data []byte) string {
 		p := filepath.Join(tmp, name)
@@ -184,6 +203,9 @@ func Run(t testing.TB, m *Model, o RunOptions) *Result {
 		t.Fatalf("start claude: %v", err)
 	}
 	err = cmd.Wait()
+	if o.AfterExit != nil && ctx.Err() == nil {
+		o.AfterExit()
+	}
 	// Whatever the CLI started and left running (an MCP server that ignored
 	// EOF, a background Bash job) goes with it.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
