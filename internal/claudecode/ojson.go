@@ -199,44 +199,6 @@ func obj(kv ...any) orderedObject {
 	return o
 }
 
-// equal reports whether a and b are the same JSON (scalars by their
-// value, so "\u0041" equals "A").
-func equal(a, b *node) bool {
-	switch {
-	case a == nil || b == nil:
-		return a == b
-	case a.kind != b.kind:
-		return false
-	case a.kind == '{':
-		if len(a.members) != len(b.members) {
-			return false
-		}
-		for i := range a.members {
-			if a.members[i].key != b.members[i].key || !equal(a.members[i].val, b.members[i].val) {
-				return false
-			}
-		}
-		return true
-	case a.kind == '[':
-		if len(a.items) != len(b.items) {
-			return false
-		}
-		for i := range a.items {
-			if !equal(a.items[i], b.items[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	var x, y any
-	if json.Unmarshal(a.raw, &x) != nil || json.Unmarshal(b.raw, &y) != nil {
-		return bytes.Equal(a.raw, b.raw)
-	}
-	xb, _ := json.Marshal(x)
-	yb, _ := json.Marshal(y)
-	return bytes.Equal(xb, yb)
-}
-
 // encode writes n indented by two spaces, as json.MarshalIndent would,
 // with a trailing newline.
 func (n *node) encode() []byte {

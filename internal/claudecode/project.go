@@ -68,16 +68,6 @@ func ServerName(a *agents.Agent) string { return "toolhost-" + a.Short }
 // ToolName is the name the model calls a toolhost tool of agent a by.
 func ToolName(a *agents.Agent, tool string) string { return "mcp__" + ServerName(a) + "__" + tool }
 
-// find returns the agent named name.
-func (p *Project) find(name string) *Agent {
-	for i := range p.Agents {
-		if p.Agents[i].Name == name {
-			return &p.Agents[i]
-		}
-	}
-	return nil
-}
-
 // step is a's 1-based place in the loop.
 func (p *Project) step(a *Agent) int {
 	for i := range p.Agents {

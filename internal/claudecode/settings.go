@@ -87,17 +87,20 @@ func (p *Project) MergeSettings(existing []byte) ([]byte, error) {
 	return after, nil
 }
 
-// isProjectHook reports whether a PreToolUse entry is the project hook
-// toolhost init writes for this project (its command runs this toolhost's
-// hook for this project dir, for no one agent): the one init replaces.
+// isProjectHook reports whether a PreToolUse entry is a project hook
+// toolhost init wrote for this project (its command runs a toolhost's hook
+// for this project dir, for no one agent, whichever binary): the one init
+// replaces, so a toolhost that moved leaves no stale hook behind.
 func (p *Project) isProjectHook(entry *node) bool {
 	hs := entry.get("hooks")
 	if hs == nil || hs.kind != '[' {
 		return false
 	}
+	tail := " " + ShellJoin([]string{"hook", "pretooluse", "--project-dir", p.Dir})
 	for _, h := range hs.items {
 		cmd := h.get("command").str()
-		if strings.HasPrefix(cmd, ShellJoin([]string{p.Bin, "hook", "pretooluse", "--project-dir", p.Dir})) && !strings.Contains(cmd, " --agent ") {
+		bin, rest, ok := strings.Cut(cmd, tail)
+		if ok && bin != "" && !strings.Contains(bin, " ") && (rest == "" || strings.HasPrefix(rest, " ")) && !strings.Contains(rest, " --agent ") {
 			return true
 		}
 	}
