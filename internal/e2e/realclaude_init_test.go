@@ -289,3 +289,30 @@ func TestDoctor(t *testing.T) {
 		t.Errorf("doctor on a good setup: exit %d\n%s", code, out)
 	}
 }
+
+// TestCoderUnitDirOnFirstUse: `serve --unit todo-be` on a fresh project
+// (no units/todo-be yet): the Coder's first bash call runs in its unit's
+// directory, which it creates (it is in the Coder's allow-list), and the
+// audit row carries the session id the CLI gives its servers.
+func TestCoderUnitDirOnFirstUse(t *testing.T) {
+	t.Parallel()
+	project, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := testutil.ServeEnv(t, append(os.Environ(), "CLAUDE_CODE_SESSION_ID=claude-sess-9"), "--agent", "coder", "--unit", "todo-be", "--project-dir", project)
+	r := testutil.CallToolMeta(t, c, "bash", map[string]any{"command": "pwd"}, map[string]any{"claudecode/toolUseId": "toolu_first"})
+	var out struct {
+		OK     bool   `json:"ok"`
+		Reason string `json:"reason"`
+		Stdout string `json:"stdout"`
+	}
+	testutil.DecodeResult(t, "bash", r, &out)
+	if !out.OK || strings.TrimSpace(out.Stdout) != project+"/units/todo-be" {
+		t.Fatalf("first bash call: %+v", out)
+	}
+	rows := rowsFor(auditRows(t, project), "toolu_first")
+	if len(rows) != 1 || rows[0]["client_session_id"] != "claude-sess-9" || rows[0]["tool"] != "bash" {
+		t.Errorf("audit rows of the call: %v", rows)
+	}
+}

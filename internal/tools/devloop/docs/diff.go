@@ -135,7 +135,7 @@ func DiffHTML() tool.Tool {
 	return tool.New(tool.Spec{
 		Name:  "diff_html",
 		Title: "Diff document text",
-		Description: "Unified diff of the visible text (one line per paragraph, heading, list item…) of two versions of a document; markup-only changes do not show. " +
+		Description: "Unified diff of the visible text (one line per paragraph, heading, list item...) of two versions of a document; markup-only changes do not show. " +
 			"Default: the newest archived version against the current file. Returns the diff and the added/removed line counts.",
 		Effect: tool.ReadOnly,
 	}, diffHTML)

@@ -106,7 +106,7 @@ func bugOpen(_ context.Context, c *callctx.Ctx, in BugOpenInput) (BugOpenOutput,
 // BugTransitionInput moves a bug along its life.
 type BugTransitionInput struct {
 	ID   string `json:"id" jsonschema:"pattern=^BUG-\\d{4\\,}$" jsonschema_description:"the bug id, e.g. BUG-0001"`
-	To   string `json:"to" jsonschema:"enum=open,enum=triaged,enum=fixing,enum=fixed,enum=verified,enum=closed,enum=wontfix" jsonschema_description:"new status: open → triaged → fixing → fixed → verified → closed; fixed, verified or closed → open reopens; open or triaged → wontfix"`
+	To   string `json:"to" jsonschema:"enum=open,enum=triaged,enum=fixing,enum=fixed,enum=verified,enum=closed,enum=wontfix" jsonschema_description:"new status: open -> triaged -> fixing -> fixed -> verified -> closed; fixed, verified or closed -> open reopens; open or triaged -> wontfix"`
 	Note string `json:"note,omitempty" jsonschema:"maxLength=4000" jsonschema_description:"why, kept in the bug's history"`
 }
 
@@ -124,7 +124,7 @@ func BugTransition() tool.Tool {
 	return tool.New(tool.Spec{
 		Name:        "bug_transition",
 		Title:       "Transition bug",
-		Description: "Move a bug to a new status: open → triaged → fixing → fixed → verified → closed; fixed/verified/closed → open (reopen); open/triaged → wontfix. Anything else returns ok:false with the allowed targets. Each move is kept in the bug's history as {from, to, by, at, note}.",
+		Description: "Move a bug to a new status: open -> triaged -> fixing -> fixed -> verified -> closed; fixed/verified/closed -> open (reopen); open/triaged -> wontfix. Anything else returns ok:false with the allowed targets. Each move is kept in the bug's history as {from, to, by, at, note}.",
 		Effect:      tool.Additive,
 		Timeout:     10 * time.Second,
 	}, bugTransition)

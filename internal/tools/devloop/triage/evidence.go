@@ -98,7 +98,7 @@ func RecordPath(bugID string) string { return "triage/" + bugID + ".json" }
 
 const extractDescription = "Collect the evidence a bug cites and verify each citation where it says it is: " +
 	"the failing test in the cited (or newest) Vitest report under reports/ or units/*/, the quoted stderr lines at or near the cited log line " +
-	"(±5 lines, returned with the lines around them), and the failed steps of the cited case run (integration/runs/<run_id>.json). " +
+	"(+/-5 lines, returned with the lines around them), and the failed steps of the cited case run (integration/runs/<run_id>.json). " +
 	"Returns verified and missing citations with paths and line numbers, writes triage/<bug>.json and updates triage/triage.json."
 
 // ExtractEvidence is the extract_evidence tool.
