@@ -120,7 +120,7 @@ func newHookCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "hook", Short: "Agent CLI hooks (Claude CLI)"}
 	var f hookFlags
 	pre := &cobra.Command{
-		Use:   "pretooluse --agent X --project-dir D",
+		Use:   "pretooluse [--agent X | --lead X] --project-dir D",
 		Short: "Claude CLI PreToolUse hook: the policy's rules, the Bash guard for Bash, the sandbox check for Write/Edit/MultiEdit/NotebookEdit",
 		Long: "pretooluse reads the PreToolUse hook JSON on stdin. It applies the policy file's rules (--policy, the\n" +
 			"same file serve reads) to the CLI's tool: a deny rule denies with its reason, a confirm rule answers\n" +
@@ -136,7 +136,12 @@ func newHookCmd(g *globals) *cobra.Command {
 			"(each simple command of it too): a deny rule denies, an ask rule asks. Other allowed calls get no output.\n" +
 			"Input it cannot read is denied, and so is every call when --agent is unknown or --project-dir is\n" +
 			"missing or no decision is reached within --timeout.\n" +
-			"Every decision is logged on stderr.",
+			"The agent is the payload's agent_type: with --agent (an agent's own hook) a call another devloop agent\n" +
+			"makes is denied as a misconfiguration; without it (the project's hook) agent_type chooses the agent, and\n" +
+			"the main thread is checked as --lead, or with none left to the CLI's own rules (no output). The rewritten\n" +
+			"Bash command leaves the CLI's shell in the directory the command ended in.\n" +
+			"Every decision is logged on stderr and audited in the project's trail with the CLI's session_id,\n" +
+			"agent_id and tool_use_id (once per tool_use_id, when both hooks decide a call).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.agent == "" {
@@ -193,7 +198,7 @@ func newHookCmd(g *globals) *cobra.Command {
 	fl.BoolVar(&f.exitCode, "exit-code", false, "deny by exiting 2 with the reason on stderr instead of printing a JSON decision")
 	fl.StringArrayVar(&f.claudeSettings, "claude-settings", nil, "a settings file the Claude CLI reads beyond the ones found (managed, $CLAUDE_CONFIG_DIR or ~/.claude, the project's .claude/): its Bash deny/ask rules are applied to the command as written (repeatable)")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Second, "deny when no decision is reached within this time (the agent CLI treats a hook that does not answer in its own timeout as allow)")
-	cmd.AddCommand(pre)
+	cmd.AddCommand(pre, newHookCwdCmd())
 	return cmd
 }
 

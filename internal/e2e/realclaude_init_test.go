@@ -93,7 +93,7 @@ func TestRealClaudeLargeVitestReport(t *testing.T) {
 		}
 		return claudecli.Turn{Text: "read two pages"}
 	})
-	res := claudecli.Run(t, m, claudecli.RunOptions{Dir: project, Trust: []string{project}, Args: []string{"--agent", "devloop-tester"}, Timeout: 4 * time.Minute})
+	res := claudecli.Run(t, m, claudecli.RunOptions{Dir: project, Trust: []string{project}, Args: []string{"--agent", "devloop-tester"}, Timeout: 6 * time.Minute})
 	if res.ExitCode != 0 {
 		t.Fatalf("claude: %s", res)
 	}
