@@ -8,24 +8,31 @@ import (
 // Path is the default sink, relative to the project dir.
 const Path = ".toolhost/audit.ndjson"
 
+// Status is how a call ended, as its row says (the row's "status"); the
+// constants below are every status there is (an on-disk format: never
+// rename one). With the call's fault.Kind it is what the engine's one
+// classification of a call gives, and what its trace span and metrics
+// record.
+type Status string
+
 // Statuses a row may carry.
 const (
-	StatusOK        = "ok"
-	StatusOKFalse   = "ok_false"
-	StatusRejected  = "rejected"
-	StatusTimeout   = "timeout"
-	StatusCancelled = "cancelled"
-	StatusError     = "error"
+	StatusOK        Status = "ok"
+	StatusOKFalse   Status = "ok_false"
+	StatusRejected  Status = "rejected"
+	StatusTimeout   Status = "timeout"
+	StatusCancelled Status = "cancelled"
+	StatusError     Status = "error"
 	// StatusSuperseded marks a pending confirmation that a different call of
 	// the same tool in the same session replaced; it is not a call of its
 	// own, so it carries the call_id of the call that asked for it.
-	StatusSuperseded = "superseded"
+	StatusSuperseded Status = "superseded"
 	// StatusAsked marks a hook decision that handed the call to the agent
 	// CLI's own user (a confirm rule): the CLI asks, toolhost did not run it.
-	StatusAsked = "asked"
+	StatusAsked Status = "asked"
 	// StatusPin marks a row about an upstream tool's pinned definition
 	// (pinned, withheld, approved): not a call; Pin says what happened.
-	StatusPin = "pin"
+	StatusPin Status = "pin"
 )
 
 // Row is one audited call.
@@ -39,7 +46,7 @@ type Row struct {
 	Tool      string          `json:"tool"`
 	Source    string          `json:"source,omitempty"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Status    string          `json:"status"`
+	Status    Status          `json:"status"`
 	ErrorKind string          `json:"error_kind,omitempty"`
 	// Rule is the id of the policy rule that decided the call (a deny,
 	// confirm or allow of internal/rules); empty when none matched.

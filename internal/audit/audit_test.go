@@ -119,7 +119,7 @@ func TestReadFilterStats(t *testing.T) {
 	t.Parallel()
 	now := time.Now().UTC()
 	var buf bytes.Buffer
-	add := func(agent, tool, status string, ms float64, age time.Duration) {
+	add := func(agent, tool string, status audit.Status, ms float64, age time.Duration) {
 		b, _ := json.Marshal(audit.Row{TS: now.Add(-age), CallID: "c", Agent: agent, Tool: tool, Status: status, DurationMS: ms})
 		buf.Write(append(b, '\n'))
 	}
@@ -139,7 +139,7 @@ func TestReadFilterStats(t *testing.T) {
 	}{
 		{"all", audit.Filter{}, 104},
 		{"tool", audit.Filter{Tool: "b"}, 4},
-		{"status", audit.Filter{Status: audit.StatusOK}, 100},
+		{"status", audit.Filter{Status: string(audit.StatusOK)}, 100},
 		{"agent short", audit.Filter{Agent: "coder"}, 4},
 		{"agent long", audit.Filter{Agent: "devloop-coder"}, 4},
 		{"since", audit.Filter{Tool: "b", Since: now.Add(-30 * time.Minute)}, 3},

@@ -126,3 +126,31 @@ func lastLine(b []byte, whole bool) (line []byte, start int, complete, found boo
 	}
 	return body[i+1:], i + 1, complete, true
 }
+
+// AppendChained appends the line of a row whose body (the row's JSON
+// without its closing brace, AppendJSON minus the last byte) is chained at
+// seq after the line whose hash is prev: what every store writes.
+func AppendChained(dst, body []byte, seq int64, prev [32]byte) []byte {
+	dst = append(dst, body...)
+	dst = append(dst, `,"seq":`...)
+	dst = appendInt(dst, seq)
+	dst = append(dst, `,"prev":"`...)
+	dst = hex.AppendEncode(dst, prev[:])
+	return append(dst, "\"}"...)
+}
+
+// ChainRecordLine is the line of one of the chain's own records at seq
+// after the line whose hash is prev (no prev for seq 1).
+func ChainRecordLine(ts time.Time, rec *ChainRecord, seq int64, prev [32]byte) []byte {
+	p := ""
+	if seq > 1 {
+		p = hexHash(prev)
+	}
+	return chainLine{TS: ts, Chain: rec, Seq: seq, Prev: p}.encode()
+}
+
+// NewChainID returns a new random chain id.
+func NewChainID() string { return newChainID() }
+
+// LineHash is the hash the next line's prev names.
+func LineHash(line []byte) [32]byte { return lineHash(line) }

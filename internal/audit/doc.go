@@ -1,5 +1,6 @@
 // Package audit records one row per tool call, whatever its fate, in
-// .toolhost/audit.ndjson under the project dir (SPEC §8), and reads,
+// .toolhost/audit.ndjson under the project dir (a call without its row is a
+// bug: rejections, timeouts and panics are rows too), and reads,
 // verifies and exports the trail for `toolhost audit`.
 //
 // Rows carry the arguments as received with secret-looking keys redacted

@@ -32,7 +32,7 @@ func (r *Row) AppendJSON(dst []byte) []byte {
 		dst = appendCompact(dst, r.Arguments)
 	}
 	dst = append(dst, `,"status":`...)
-	dst = appendString(dst, r.Status)
+	dst = appendString(dst, string(r.Status))
 	dst = appendOptional(dst, `,"error_kind":`, r.ErrorKind)
 	dst = appendOptional(dst, `,"rule":`, r.Rule)
 	dst = appendOptional(dst, `,"error":`, r.Error)

@@ -100,7 +100,7 @@ func FuzzAppendJSONStrings(f *testing.F) {
 		if d != d || d > 1e300 || d < -1e300 { // NaN and ±Inf are not JSON numbers
 			d = 0
 		}
-		r := audit.Row{CallID: s, Agent: s, Tool: s, Status: s, Error: s, DurationMS: d}
+		r := audit.Row{CallID: s, Agent: s, Tool: s, Status: audit.Status(s), Error: s, DurationMS: d}
 		if got, want := r.AppendJSON(nil), reflected(t, r); !bytes.Equal(got, want) {
 			t.Fatalf("string %q / %v:\n got %s\nwant %s", s, d, got, want)
 		}

@@ -93,7 +93,7 @@ func record(r *Row) otlpRecord {
 		str("gen_ai.tool.name", r.Tool),
 		str("toolhost.call_id", r.CallID),
 		str("toolhost.agent", r.Agent),
-		str("toolhost.status", r.Status),
+		str("toolhost.status", string(r.Status)),
 		integer("toolhost.retry_count", int64(r.RetryCount)),
 		double("toolhost.duration_ms", r.DurationMS),
 	}
@@ -109,7 +109,7 @@ func record(r *Row) otlpRecord {
 	if r.Status != StatusOK && r.Status != StatusOKFalse && r.Status != StatusSuperseded {
 		kind := r.ErrorKind
 		if kind == "" {
-			kind = r.Status
+			kind = string(r.Status)
 		}
 		attrs = append(attrs, str("error.type", kind))
 	}

@@ -30,7 +30,7 @@ type Filter struct {
 // Match reports whether r passes the filter.
 func (f Filter) Match(r *Row) bool {
 	return (f.Tool == "" || r.Tool == f.Tool) &&
-		(f.Status == "" || r.Status == f.Status) &&
+		(f.Status == "" || string(r.Status) == f.Status) &&
 		(f.Agent == "" || r.Agent == f.Agent || "devloop-"+r.Agent == f.Agent) &&
 		(f.ClientSession == "" || r.ClientSessionID == f.ClientSession) &&
 		(f.Since.IsZero() || !r.TS.Before(f.Since))
@@ -160,7 +160,7 @@ type toolAcc struct {
 }
 
 // Add counts one row.
-func (b *StatsBuilder) Add(tool, status string, durationMS float64) {
+func (b *StatsBuilder) Add(tool string, status Status, durationMS float64) {
 	if status == StatusSuperseded || status == StatusPin {
 		return
 	}
@@ -223,7 +223,7 @@ type statsRow struct {
 	CallID     string       `json:"call_id"`
 	Agent      string       `json:"agent"`
 	Tool       string       `json:"tool"`
-	Status     string       `json:"status"`
+	Status     Status       `json:"status"`
 	DurationMS float64      `json:"duration_ms"`
 	Chain      *ChainRecord `json:"chain"`
 }
@@ -351,4 +351,30 @@ func Backward(root *os.Root, o ndjson.Options, fn func(r *Row) bool) (ndjson.Cur
 		}
 		return fn(&e.Row)
 	})
+}
+
+// ParseLine reads a line of the trail into r. row reports whether it is a
+// call's row (false for one of the chain's own records, and for a line that
+// is neither, whose reason says why): how every store's readers decode.
+func ParseLine(line []byte, r *Row) (row bool, reason string) {
+	var e entry
+	if reason := e.decode(line); reason != "" {
+		return false, reason
+	}
+	if e.Chain != nil {
+		return false, ""
+	}
+	*r = e.Row
+	return true, ""
+}
+
+// ChainOf returns the chain fields of a line: its seq (0 when the line is
+// not part of the chain) and, for one of the chain's own records, the
+// record.
+func ChainOf(line []byte) (seq int64, rec *ChainRecord) {
+	l, ok := link(line)
+	if !ok {
+		return 0, nil
+	}
+	return l.Seq, l.Chain
 }

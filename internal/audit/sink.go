@@ -3,7 +3,6 @@ package audit
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -338,12 +337,7 @@ func (s *FileSink) appendRowLocked(body []byte) error {
 		b = append(b, '\n')
 	}
 	start := len(b)
-	b = append(b, body...)
-	b = append(b, `,"seq":`...)
-	b = appendInt(b, s.head.seq+1)
-	b = append(b, `,"prev":"`...)
-	b = hex.AppendEncode(b, s.head.hash[:])
-	b = append(b, "\"}\n"...)
+	b = append(AppendChained(b, body, s.head.seq+1, s.head.hash), '\n')
 	s.buf = b
 	if err := s.writeLineLocked(b, start); err != nil {
 		return err
@@ -390,11 +384,7 @@ func (s *FileSink) writeLineLocked(b []byte, start int) error {
 
 // writeRecordLocked appends one of the chain's own records.
 func (s *FileSink) writeRecordLocked(rec *ChainRecord) error {
-	prev := ""
-	if s.head.seq > 0 {
-		prev = hexHash(s.head.hash)
-	}
-	line := chainLine{TS: s.opt.Now().UTC(), Chain: rec, Seq: s.head.seq + 1, Prev: prev}.encode()
+	line := ChainRecordLine(s.opt.Now().UTC(), rec, s.head.seq+1, s.head.hash)
 	var b []byte
 	if s.head.newline {
 		b = append(b, '\n')

@@ -90,7 +90,35 @@ func Verify(projectDir string) (*Verification, error) {
 	if r.Files() == 0 {
 		return nil, fmt.Errorf("no audit trail in %s: no call was made in this project yet, or the project dir is wrong", filepath.Join(projectDir, ".toolhost"))
 	}
-	w := &walker{r: r, cp: cp, v: &Verification{Files: r.Files(), Checkpoint: cp}}
+	return VerifyLines(fileLines{r}, r.Files(), cp)
+}
+
+// Lines is what VerifyLines walks: the lines of a trail in order, as
+// stored, from any store.
+type Lines interface {
+	Next() bool
+	// Line is the current line without its newline.
+	Line() []byte
+	// Pos names where the line is, for the problem's message.
+	Pos() ndjson.Pos
+	// File numbers the file (or part) the line is in: the lines of one
+	// file share it, and a rotate record ends one.
+	File() int
+	// Terminated reports whether the line ended with its newline.
+	Terminated() bool
+	Err() error
+}
+
+// fileLines is a trail's files as Lines.
+type fileLines struct{ *ndjson.Reader }
+
+func (f fileLines) File() int { return f.Segment().Index }
+
+// VerifyLines walks the chain over lines (Verify's rules, whatever store
+// holds them) against the checkpoint cp (nil: none) of a trail of files
+// files.
+func VerifyLines(r Lines, files int, cp *Checkpoint) (*Verification, error) {
+	w := &walker{r: r, cp: cp, v: &Verification{Files: files, Checkpoint: cp}}
 	w.walk()
 	if r.Err() != nil {
 		return nil, r.Err()
@@ -123,7 +151,7 @@ type chained struct {
 }
 
 type walker struct {
-	r  *ndjson.Reader
+	r  Lines
 	cp *Checkpoint
 	v  *Verification
 
@@ -151,7 +179,7 @@ func (w *walker) next() (line []byte, ok bool) {
 }
 
 func (w *walker) current(line []byte, l linkInfo) *chained {
-	c := &chained{linkInfo: l, hash: lineHash(line), pos: w.r.Pos(), seg: w.r.Segment().Index}
+	c := &chained{linkInfo: l, hash: lineHash(line), pos: w.r.Pos(), seg: w.r.File()}
 	c.call = l.Chain == nil
 	return c
 }

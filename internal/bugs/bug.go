@@ -79,8 +79,14 @@ func Load(projectDir, id string) (*Bug, error) {
 	return load(root, id)
 }
 
-// errNoBug is load's error for a bug file that does not exist.
-var errNoBug = errors.New("no bug")
+// errNoBug is load's error for a bug file that does not exist; it is
+// ErrNotFound to errors.Is.
+var errNoBug error = noBug{}
+
+type noBug struct{}
+
+func (noBug) Error() string        { return "no bug" }
+func (noBug) Is(target error) bool { return target == ErrNotFound }
 
 func load(root *os.Root, id string) (*Bug, error) {
 	if !IDPattern().MatchString(id) {

@@ -1,8 +1,8 @@
 // Package bugs defines the bug record (bugs/BUG-NNNN.json) shared by the
 // tester tools that write it and the triager tools that read it: the read
 // side of the store (Load, Scan), and the store the bug tools use
-// (Store.Open with id allocation and dedupe, Store.Transition with the state
-// machine of SPEC §11, Store.List), whose index of summaries
+// (Store.Open with id allocation and dedupe, Store.Transition along the
+// bug's state machine (transitions), Store.List), whose index of summaries
 // (bugs/index.ndjson, index.go) makes each of them cost the same at any
 // number of bugs.
 //

@@ -44,8 +44,10 @@ func SeverityRank(s string) int {
 	return len(Severities)
 }
 
-// transitions is the state machine of SPEC §11: forward along the normal
-// life, reopen from fixed/verified/closed, wontfix from open/triaged.
+// transitions is the bug's state machine: forward along the normal life
+// (open → triaged → fixing → fixed → verified → closed), reopen from
+// fixed/verified/closed, wontfix from open/triaged; any other move is
+// refused, so a bug's history is always a path through this graph.
 var transitions = map[string][]string{
 	StatusOpen:     {StatusTriaged, StatusWontfix},
 	StatusTriaged:  {StatusFixing, StatusWontfix},
@@ -176,17 +178,11 @@ func (s *Store) locked(fn func() error) error {
 func (s *Store) Open(nb NewBug) (Opened, error) {
 	var out Opened
 	err := s.locked(func() error {
-		fp := Fingerprint(nb.UnitID, nb.Evidence.Test, nb.Title)
-		ev := nb.Evidence
-		ev.AddedAt, ev.AddedBy = nb.At, nb.By
+		fp := nb.Fingerprint()
 		if n, ok := s.idx.byFP[fp]; ok {
 			out.Duplicate = true
 			return s.update(FormatID(n), func(cur *Bug) error {
-				if !citesAlready(cur.Evidence, ev) {
-					cur.Evidence = append(cur.Evidence, ev)
-					cur.UpdatedAt = nb.At
-					out.EvidenceAdded = true
-				}
+				out.EvidenceAdded = cur.Cite(nb)
 				out.Bug = cur
 				return nil
 			})
@@ -198,12 +194,7 @@ func (s *Store) Open(nb NewBug) (Opened, error) {
 		// An unreadable or gone bug's id is taken too: the index's highest
 		// id counts them.
 		next = max(next, s.idx.maxID+1)
-		bug := &Bug{
-			ID: FormatID(next), Title: strings.TrimSpace(nb.Title), UnitID: nb.UnitID,
-			Severity: nb.Severity, Category: nb.Category, Status: StatusOpen, Fingerprint: fp,
-			Evidence: []Evidence{ev}, History: []Transition{}, OpenedBy: nb.By,
-			CreatedAt: nb.At, UpdatedAt: nb.At,
-		}
+		bug := nb.Bug(FormatID(next))
 		data, err := sandbox.MarshalJSON(bug)
 		if err != nil {
 			return err
@@ -255,6 +246,46 @@ func (s *Store) nextNumber() (int, error) {
 	return c.Next, nil
 }
 
+// Fingerprint is the new bug's fingerprint.
+func (nb NewBug) Fingerprint() string { return Fingerprint(nb.UnitID, nb.Evidence.Test, nb.Title) }
+
+// Bug is the new bug as it is stored under id: open, citing its evidence.
+func (nb NewBug) Bug(id string) *Bug {
+	ev := nb.Evidence
+	ev.AddedAt, ev.AddedBy = nb.At, nb.By
+	return &Bug{
+		ID: id, Title: strings.TrimSpace(nb.Title), UnitID: nb.UnitID,
+		Severity: nb.Severity, Category: nb.Category, Status: StatusOpen, Fingerprint: nb.Fingerprint(),
+		Evidence: []Evidence{ev}, History: []Transition{}, OpenedBy: nb.By,
+		CreatedAt: nb.At, UpdatedAt: nb.At,
+	}
+}
+
+// Cite appends the evidence of a duplicate report nb to b, unless b cites
+// it already (who added it and when aside); it reports whether it did.
+func (b *Bug) Cite(nb NewBug) bool {
+	ev := nb.Evidence
+	ev.AddedAt, ev.AddedBy = nb.At, nb.By
+	if citesAlready(b.Evidence, ev) {
+		return false
+	}
+	b.Evidence = append(b.Evidence, ev)
+	b.UpdatedAt = nb.At
+	return true
+}
+
+// Move moves b to status to along the state machine, recording the
+// transition, or returns a *TransitionError.
+func (b *Bug) Move(to, by, note string, at time.Time) (Transition, error) {
+	if !CanTransition(b.Status, to) {
+		return Transition{}, &TransitionError{ID: b.ID, From: b.Status, To: to, Allowed: AllowedTargets(b.Status)}
+	}
+	tr := Transition{From: b.Status, To: to, By: by, At: at, Note: note}
+	b.History = append(b.History, tr)
+	b.Status, b.UpdatedAt = to, at
+	return tr, nil
+}
+
 // citesAlready reports whether list holds ev, ignoring who added it and when.
 func citesAlready(list []Evidence, ev Evidence) bool {
 	for _, e := range list {
@@ -299,14 +330,10 @@ func (s *Store) Transition(id, to, by, note string, at time.Time) (*Bug, Transit
 	)
 	err := s.locked(func() error {
 		return s.update(id, func(cur *Bug) error {
-			if !CanTransition(cur.Status, to) {
-				return &TransitionError{ID: id, From: cur.Status, To: to, Allowed: AllowedTargets(cur.Status)}
-			}
-			tr = Transition{From: cur.Status, To: to, By: by, At: at, Note: note}
-			cur.History = append(cur.History, tr)
-			cur.Status, cur.UpdatedAt = to, at
+			var err error
+			tr, err = cur.Move(to, by, note, at)
 			out = cur
-			return nil
+			return err
 		})
 	})
 	return out, tr, err

@@ -1,23 +1,26 @@
 package callctx
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/rs/zerolog"
 
 	"github.com/toolhost/toolhost/internal/agents"
-	"github.com/toolhost/toolhost/internal/bugs"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/store"
 )
 
 // Identity is who runs a session: from launch flags or TOOLHOST_* variables.
@@ -57,13 +60,29 @@ func (id *Identity) FromEnv(getenv func(string) string) {
 	set(&id.ClientSessionID, ClientSessionEnv)
 }
 
-// Files is the sandbox door: every write a tool makes goes through it. Reads
-// are allowed anywhere inside the project dir.
+// Files is the sandbox door: every read, listing and write a tool makes of
+// the project goes through it, by project-relative name. Reads are allowed
+// anywhere inside the project dir (a symlink is followed only while it
+// stays inside), writes only inside the agent's allow-list. A tool never
+// touches the project by absolute path.
 type Files interface {
-	// ProjectDir is the absolute project directory.
+	// ProjectDir is the absolute project directory, for what must name it
+	// to the kernel (a command's confinement); never for reading files.
 	ProjectDir() string
 	// ReadFile reads a project-relative file (never outside the project).
 	ReadFile(rel string) ([]byte, error)
+	// ReadDir lists a project-relative directory, sorted by name.
+	ReadDir(rel string) ([]fs.DirEntry, error)
+	// Stat returns the info of a project-relative file or directory.
+	Stat(rel string) (fs.FileInfo, error)
+	// Walk walks the tree under a project-relative directory as
+	// fs.WalkDir does, with project-relative slash names; symlinks are
+	// reported, never descended into.
+	Walk(rel string, fn fs.WalkDirFunc) error
+	// RealDir is the real absolute path of a project-relative directory
+	// (its symlinks resolved, still inside the project), for a process
+	// started in it.
+	RealDir(rel string) (string, error)
 	// WriteFile atomically replaces rel with data.
 	WriteFile(rel string, data []byte) error
 	// WriteJSON writes v pretty-printed with a trailing newline, atomically.
@@ -92,40 +111,14 @@ type Files interface {
 	Remove(rel string) error
 }
 
-// Event is one line of .toolhost/events.ndjson.
-type Event struct {
-	TS        time.Time `json:"ts"`
-	Kind      string    `json:"kind"`
-	ProjectID string    `json:"pid,omitempty"`
-	Agent     string    `json:"agent"`
-	UnitID    string    `json:"unit_id,omitempty"`
-	CallID    string    `json:"call_id"`
-	Session   string    `json:"session_id,omitempty"`
-	Payload   any       `json:"payload,omitempty"`
-}
-
-// Events is the event sink (SPEC §9).
+// Events is where a call's events go (the store's events log).
 type Events interface {
-	Emit(e Event) error
+	Emit(ctx context.Context, e store.Event) error
 }
 
-// TimelineEntry is one line of timeline.ndjson; Seq is assigned by Append.
-type TimelineEntry struct {
-	Seq       int64     `json:"seq"`
-	TS        time.Time `json:"ts"`
-	ProjectID string    `json:"pid"`
-	Agent     string    `json:"agent"`
-	UnitID    string    `json:"unit_id"`
-	CallID    string    `json:"call_id"`
-	SessionID string    `json:"session_id"`
-	Kind      string    `json:"kind"`
-	Message   string    `json:"message"`
-	Data      any       `json:"data"`
-}
-
-// Timeline is the agents' shared log with a cross-process sequence.
+// Timeline is where a call's timeline entries go (the store's timeline).
 type Timeline interface {
-	Append(e TimelineEntry) (seq int64, err error)
+	Append(ctx context.Context, e store.TimelineEntry) (seq int64, err error)
 }
 
 // Clock is the time source; tests use a fake.
@@ -148,9 +141,10 @@ type ProgressFunc func(progress, total float64, message string)
 type Services struct {
 	// Files is the agent's door: writes limited to its writeAllowList.
 	Files Files
-	// Shared is the services' door: writes limited to the shared stores
-	// (timeline, events, audit, locks, the bug tracker). Only tools that
-	// implement a shared service (the bug tools) write through it.
+	// Shared is the services' door: writes limited to toolhost's own
+	// .toolhost/ (and, with the file store, the shared stores' files).
+	// Tools write through it only machine-local records (the integrator's
+	// units and port reservations, internal/store/local).
 	Shared   Files
 	Timeline Timeline
 	Events   Events
@@ -159,9 +153,11 @@ type Services struct {
 	// Procs owns every child process this session starts (the bash
 	// tool's commands, the units); the session stops them when it closes.
 	Procs procs.Owner
-	// Bugs is the bug tracker on the services' door, one per session so
-	// its index stays in memory between calls.
-	Bugs *bugs.Store
+	// Bugs is the project's bug tracker (one per session: the file store
+	// keeps its index in memory between calls).
+	Bugs store.Bugs
+	// Agents keeps the agents' todolists and runtime states.
+	Agents store.AgentState
 }
 
 // Ctx is what one tool call receives.
@@ -175,6 +171,10 @@ type Ctx struct {
 	// Settings holds session settings a tool may need (e.g. the agent's
 	// sandbox cwd, the env allow-list for placeholders).
 	Settings Settings
+
+	// entries counts the call's timeline entries (TimelineEntry.Nth),
+	// shared by the copies a retried attempt gets.
+	entries *atomic.Int32
 }
 
 // Settings are per-session knobs derived from configs.
@@ -229,7 +229,7 @@ func ValidUnit(u string) bool {
 // New builds the Ctx of one call from the session identity, its services and
 // the request's _meta.
 func New(id Identity, svc Services, settings Settings, meta Meta, progress ProgressFunc) (*Ctx, error) {
-	c := &Ctx{Identity: id, Services: svc, Settings: settings, Progress: progress}
+	c := &Ctx{Identity: id, Services: svc, Settings: settings, Progress: progress, entries: new(atomic.Int32)}
 	if meta.UnitID != "" {
 		if !ValidUnit(meta.UnitID) {
 			return nil, fmt.Errorf("_meta.unit_id %q: must be 1-64 characters of letters, digits, '-', '_' or '.'", meta.UnitID)
@@ -273,18 +273,22 @@ func increasing(send ProgressFunc) ProgressFunc {
 }
 
 // Emit appends an event stamped with this call's identity.
-func (c *Ctx) Emit(kind string, payload any) error {
-	return c.Events.Emit(Event{
+func (c *Ctx) Emit(ctx context.Context, kind string, payload any) error {
+	return c.Events.Emit(ctx, store.Event{
 		TS: c.Clock.Now(), Kind: kind, ProjectID: c.ProjectID, Agent: c.Agent, UnitID: c.UnitID,
 		CallID: c.CallID, Session: c.SessionID, Payload: payload,
 	})
 }
 
 // AppendTimeline appends a timeline entry stamped with this call's identity.
-func (c *Ctx) AppendTimeline(kind, message string, data any) (int64, error) {
-	return c.Timeline.Append(TimelineEntry{
+func (c *Ctx) AppendTimeline(ctx context.Context, kind, message string, data any) (int64, error) {
+	nth := 0
+	if c.entries != nil {
+		nth = int(c.entries.Add(1) - 1)
+	}
+	return c.Timeline.Append(ctx, store.TimelineEntry{
 		TS: c.Clock.Now(), ProjectID: c.ProjectID, Agent: c.Agent, UnitID: c.UnitID, CallID: c.CallID,
-		SessionID: c.SessionID, Kind: kind, Message: message, Data: data,
+		SessionID: c.SessionID, Kind: kind, Message: message, Data: data, Nth: nth,
 	})
 }
 

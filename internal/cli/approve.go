@@ -1,21 +1,16 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/toolhost/toolhost/internal/callctx"
-	"github.com/toolhost/toolhost/internal/confirm"
-	"github.com/toolhost/toolhost/internal/journal"
-	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/store/filestore"
 )
 
 func newApproveCmd() *cobra.Command {
-	var projectDir string
+	var sf stateFlags
 	var deny, list bool
 	cmd := &cobra.Command{
 		Use:   "approve CONFIRMATION_ID --project-dir D [--deny] | approve --list --project-dir D",
@@ -32,24 +27,18 @@ func newApproveCmd() *cobra.Command {
 			return cobra.ExactArgs(1)(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if projectDir == "" {
-				projectDir = os.Getenv("TOOLHOST_PROJECT_DIR")
+			if err := sf.resolve(false); err != nil {
+				return err
 			}
-			if projectDir == "" {
-				return usageErr(errors.New("--project-dir is required (or TOOLHOST_PROJECT_DIR)"))
-			}
-			if fi, err := os.Stat(projectDir); err != nil || !fi.IsDir() {
-				return usageErr(fmt.Errorf("--project-dir %s is not a directory", projectDir))
-			}
-			door, err := sandbox.New(projectDir, "toolhost", journal.ServiceAllowList)
+			st, err := sf.open(filestore.DecisionsOnly)
 			if err != nil {
 				return err
 			}
-			defer door.Close()
-			store := &confirm.Store{Door: door, Clock: callctx.SystemClock{}}
+			defer st.Close()
+			ctx := cmd.Context()
 			w := cmd.OutOrStdout()
 			if list {
-				entries, err := store.List()
+				entries, err := st.Confirmations().List(ctx)
 				if err != nil {
 					return err
 				}
@@ -61,7 +50,7 @@ func newApproveCmd() *cobra.Command {
 				}
 				return tw.Flush()
 			}
-			e, err := store.Decide(args[0], !deny)
+			e, err := st.Confirmations().Decide(ctx, args[0], !deny)
 			if err != nil {
 				return err
 			}
@@ -74,7 +63,7 @@ func newApproveCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&projectDir, "project-dir", "", "project directory (env TOOLHOST_PROJECT_DIR)")
+	sf.register(cmd.Flags(), "")
 	cmd.Flags().BoolVar(&deny, "deny", false, "deny the call instead of approving it")
 	cmd.Flags().BoolVar(&list, "list", false, "list the project's confirmations instead of deciding one")
 	return cmd

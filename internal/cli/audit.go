@@ -1,11 +1,11 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,20 +19,22 @@ import (
 
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/ndjson"
+	"github.com/toolhost/toolhost/internal/store"
+	"github.com/toolhost/toolhost/internal/store/filestore"
 )
 
 // auditFlags are shared by audit and its subcommands.
 type auditFlags struct {
-	projectDir string
-	filter     audit.Filter
-	since      sinceValue
-	asJSON     bool
-	limit      int
+	stateFlags
+	filter audit.Filter
+	since  sinceValue
+	asJSON bool
+	limit  int
 }
 
 func (f *auditFlags) register(cmd *cobra.Command) {
 	fl := cmd.PersistentFlags()
-	fl.StringVar(&f.projectDir, "project-dir", "", "project directory (env TOOLHOST_PROJECT_DIR; default: the current directory)")
+	f.stateFlags.register(fl, "; default: the current directory")
 	fl.StringVar(&f.filter.Tool, "tool", "", "only rows of this tool")
 	fl.StringVar(&f.filter.Status, "status", "", "only rows with this status: ok, ok_false, rejected, timeout, cancelled, error, superseded, pin")
 	fl.StringVar(&f.filter.Agent, "agent", "", "only rows of this agent (pm or devloop-pm)")
@@ -42,35 +44,18 @@ func (f *auditFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.limit, "limit", 0, "only the last N matching rows (0: all)")
 }
 
-// dir is the project dir the flags name.
-func (f *auditFlags) dir() string {
-	dir := f.projectDir
-	if dir == "" {
-		dir = os.Getenv("TOOLHOST_PROJECT_DIR")
+// trail opens the project's store to read its audit trail.
+func (f *auditFlags) trail() (store.Store, error) {
+	if err := f.resolve(true); err != nil {
+		var missing *missingDirError
+		if errors.As(err, &missing) {
+			// A project dir that is not there has no trail either: say so
+			// in the reader's terms.
+			return nil, &store.NoTrailError{Where: filepath.Join(f.projectDir, filepath.FromSlash(audit.Path))}
+		}
+		return nil, err
 	}
-	if dir == "" {
-		dir = "."
-	}
-	return dir
-}
-
-// trail checks that the project has an audit trail and returns its dir.
-func (f *auditFlags) trail() (string, error) {
-	dir := f.dir()
-	p := filepath.Join(dir, filepath.FromSlash(audit.Path))
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return "", fmt.Errorf("no audit trail at %s: %w", p, err)
-	}
-	defer root.Close()
-	segs, err := ndjson.Segments(root, audit.Path)
-	if err != nil {
-		return "", err
-	}
-	if len(segs) == 0 {
-		return "", fmt.Errorf("no audit trail at %s: no call was made in this project yet, or --project-dir is wrong", p)
-	}
-	return dir, nil
+	return f.open(filestore.ReadOnly)
 }
 
 func (f *auditFlags) filterNow() audit.Filter {
@@ -81,14 +66,15 @@ func (f *auditFlags) filterNow() audit.Filter {
 
 // each streams the project's audit rows through the filter (the last
 // --limit of them, kept in a ring), reporting skipped lines on stderr.
-func (f *auditFlags) each(stderr io.Writer, fn func(r *audit.Row, line []byte) error) error {
+func (f *auditFlags) each(ctx context.Context, stderr io.Writer, fn func(r *audit.Row, line []byte) error) error {
 	if f.limit < 0 {
 		return usageErr(errors.New("--limit must not be negative"))
 	}
-	dir, err := f.trail()
+	st, err := f.trail()
 	if err != nil {
 		return err
 	}
+	defer st.Close()
 	var ring []ringRow
 	next := 0
 	visit := fn
@@ -104,9 +90,12 @@ func (f *auditFlags) each(stderr io.Writer, fn func(r *audit.Row, line []byte) e
 			return nil
 		}
 	}
-	bad, err := audit.EachLine(dir, f.filterNow(), visit)
+	bad, err := st.Audit().EachLine(ctx, f.filterNow(), visit)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", filepath.Join(dir, filepath.FromSlash(audit.Path)), err)
+		if errors.Is(err, store.ErrNoTrail) {
+			return err
+		}
+		return fmt.Errorf("read the audit trail (%s): %w", st.Describe(), err)
 	}
 	reportBad(stderr, bad)
 	for i := range ring {
@@ -180,16 +169,16 @@ func newAuditCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := cmd.OutOrStdout()
 			if f.asJSON {
-				return f.each(cmd.ErrOrStderr(), func(r *audit.Row, _ []byte) error { return writeJSONLine(w, r) })
+				return f.each(cmd.Context(), cmd.ErrOrStderr(), func(r *audit.Row, _ []byte) error { return writeJSONLine(w, r) })
 			}
 			// The table is aligned per block of rows, so a trail of any size
 			// streams through it in bounded memory.
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TIME\tAGENT\tTOOL\tSTATUS\tKIND\tRULE\tRETRIES\tMS\tCALL_ID\tERROR")
 			n := 0
-			err := f.each(cmd.ErrOrStderr(), func(r *audit.Row, _ []byte) error {
+			err := f.each(cmd.Context(), cmd.ErrOrStderr(), func(r *audit.Row, _ []byte) error {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%s\n", r.TS.UTC().Format("2006-01-02T15:04:05.000Z"),
-					cell(r.Agent, maxCell), cell(r.Tool, maxCell), cell(r.Status, maxCell), cell(dash(r.ErrorKind), maxCell),
+					cell(r.Agent, maxCell), cell(r.Tool, maxCell), cell(string(r.Status), maxCell), cell(dash(r.ErrorKind), maxCell),
 					cell(dash(r.Rule), maxCell), r.RetryCount, r.DurationMS, cell(r.CallID, maxCell), oneLine(r.Error, 80))
 				if n++; n%tableBlock == 0 {
 					return tw.Flush()
@@ -216,11 +205,12 @@ func newAuditCmd() *cobra.Command {
 			if f.limit != 0 {
 				return usageErr(errors.New("audit stats summarises every matching row; --limit is for the list"))
 			}
-			dir, err := f.trail()
+			st, err := f.trail()
 			if err != nil {
 				return err
 			}
-			stats, bad, err := audit.StatsOf(dir, f.filterNow())
+			defer st.Close()
+			stats, bad, err := st.Audit().Stats(cmd.Context(), f.filterNow())
 			if err != nil {
 				return err
 			}

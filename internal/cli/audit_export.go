@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -12,7 +11,7 @@ import (
 )
 
 func newAuditExportCmd(f *auditFlags) *cobra.Command {
-	var format, projectID string
+	var format string
 	cmd := &cobra.Command{
 		Use:   "export [--since AGE|TIME] [--format otlp|ndjson] [--tool T] [--status S] [--agent A]",
 		Short: "Print audit rows for a SIEM: OTLP log records (JSON) or the stored NDJSON lines",
@@ -26,14 +25,13 @@ func newAuditExportCmd(f *auditFlags) *cobra.Command {
 			if format != "otlp" && format != "ndjson" {
 				return usageErr(fmt.Errorf("--format must be otlp or ndjson, not %q", format))
 			}
-			dir, err := f.trail()
-			if err != nil {
+			if err := f.resolve(true); err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
 			if format == "ndjson" {
 				bw := bufio.NewWriterSize(out, 64<<10)
-				err := f.each(cmd.ErrOrStderr(), func(_ *audit.Row, line []byte) error {
+				err := f.each(cmd.Context(), cmd.ErrOrStderr(), func(_ *audit.Row, line []byte) error {
 					_, err := bw.Write(append(line, '\n'))
 					return err
 				})
@@ -42,21 +40,17 @@ func newAuditExportCmd(f *auditFlags) *cobra.Command {
 				}
 				return bw.Flush()
 			}
-			if projectID == "" {
-				projectID = os.Getenv("TOOLHOST_PID")
-			}
-			abs, err := filepath.Abs(dir)
+			abs, err := filepath.Abs(f.projectDir)
 			if err != nil {
 				return err
 			}
-			ow := audit.NewOTLPWriter(out, Version, projectID, abs)
-			if err := f.each(cmd.ErrOrStderr(), func(r *audit.Row, _ []byte) error { return ow.Add(r) }); err != nil {
+			ow := audit.NewOTLPWriter(out, Version, f.projectID, abs)
+			if err := f.each(cmd.Context(), cmd.ErrOrStderr(), func(r *audit.Row, _ []byte) error { return ow.Add(r) }); err != nil {
 				return err
 			}
 			return ow.Close()
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "otlp", "otlp (OTLP/JSON log records) or ndjson (the rows as stored)")
-	cmd.Flags().StringVar(&projectID, "pid", "", "project id named in the OTLP resource (env TOOLHOST_PID)")
 	return cmd
 }

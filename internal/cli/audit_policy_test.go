@@ -78,7 +78,7 @@ func TestAuditCommand(t *testing.T) {
 	}
 	now := time.Now().UTC()
 	var buf bytes.Buffer
-	add := func(id, agent, tool, status string, ms float64, age time.Duration) {
+	add := func(id, agent, tool string, status audit.Status, ms float64, age time.Duration) {
 		b, _ := json.Marshal(audit.Row{TS: now.Add(-age), CallID: id, Agent: agent, Tool: tool, Status: status, DurationMS: ms,
 			Error: map[bool]string{true: "", false: "went\nwrong"}[status == audit.StatusOK]})
 		buf.Write(append(b, '\n'))

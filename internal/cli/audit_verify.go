@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"github.com/toolhost/toolhost/internal/audit"
 )
 
 func newAuditVerifyCmd(f *auditFlags) *cobra.Command {
@@ -22,11 +20,12 @@ func newAuditVerifyCmd(f *auditFlags) *cobra.Command {
 			"up to it changed. The filter flags do not apply.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := f.trail()
+			st, err := f.trail()
 			if err != nil {
 				return err
 			}
-			v, err := audit.Verify(dir)
+			defer st.Close()
+			v, err := st.Audit().Verify(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,13 +15,14 @@ import (
 
 	"github.com/toolhost/toolhost/internal/dashboard"
 	"github.com/toolhost/toolhost/internal/procs"
-	"github.com/toolhost/toolhost/internal/upstream"
+	"github.com/toolhost/toolhost/internal/store/filestore"
+	"github.com/toolhost/toolhost/internal/webguard"
 )
 
 // dashboardFlags are the flags of `toolhost dashboard` (and the address of
 // `toolhost demo --dashboard`).
 type dashboardFlags struct {
-	projectDir string
+	stateFlags
 	addr       string
 	open       bool
 	authToken  string
@@ -36,7 +36,7 @@ type dashboardFlags struct {
 func (f *dashboardFlags) register(cmd *cobra.Command, addrFlag string, withProject bool) {
 	fl := cmd.Flags()
 	if withProject {
-		fl.StringVar(&f.projectDir, "project-dir", "", "project directory (env TOOLHOST_PROJECT_DIR)")
+		f.stateFlags.register(fl, "")
 		fl.StringVar(&f.agentsFile, "agents", "", "agents file the project's servers use (default: the embedded configs/agents.json)")
 		fl.StringVar(&f.policyFile, "policy", "", "tool policy file the project's servers use (default: the embedded configs/tools.json)")
 		fl.BoolVar(&f.open, "open", false, "open the dashboard in the browser, when there is one")
@@ -58,11 +58,8 @@ func newDashboardCmd(g *globals) *cobra.Command {
 			"it prints carries the token. It runs until Ctrl-C.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if f.projectDir == "" {
-				f.projectDir = os.Getenv("TOOLHOST_PROJECT_DIR")
-			}
-			if f.projectDir == "" {
-				return usageErr(errors.New("--project-dir is required (or TOOLHOST_PROJECT_DIR)"))
+			if err := f.resolve(false); err != nil {
+				return err
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
@@ -88,17 +85,23 @@ func startDashboard(ctx context.Context, f dashboardFlags, out io.Writer, log ze
 	if err != nil {
 		return nil, usageErr(fmt.Errorf("address %q: want HOST:PORT, e.g. 127.0.0.1:8766", f.addr))
 	}
-	if !upstream.IsLoopbackHost(host) && f.authToken == "" {
+	if !webguard.IsLoopbackHost(host) && f.authToken == "" {
 		return nil, usageErr(fmt.Errorf("%s is not a loopback address; serving the dashboard there needs --auth-token (or TOOLHOST_AUTH_TOKEN), or use 127.0.0.1", f.addr))
 	}
-	d, err := dashboard.New(dashboard.Options{ProjectDir: f.projectDir, AgentsFile: f.agentsFile, PolicyFile: f.policyFile,
-		AuthToken: f.authToken, Log: log})
+	st, err := f.stateFlags.open(filestore.DecisionsOnly)
 	if err != nil {
+		return nil, err
+	}
+	d, err := dashboard.New(dashboard.Options{ProjectDir: f.projectDir, AgentsFile: f.agentsFile, PolicyFile: f.policyFile,
+		AuthToken: f.authToken, Log: log, Store: st})
+	if err != nil {
+		st.Close()
 		return nil, usageErr(err)
 	}
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		d.Close()
+		st.Close()
 		return nil, err
 	}
 	url := d.URL(ln.Addr())
@@ -107,6 +110,7 @@ func startDashboard(ctx context.Context, f dashboardFlags, out io.Writer, log ze
 		openBrowser(url, out, log)
 	}
 	return func() error {
+		defer st.Close()
 		defer d.Close()
 		return d.Serve(ctx, ln)
 	}, nil

@@ -73,6 +73,9 @@ type hookFlags struct {
 	unit       string
 	exitCode   bool
 	timeout    time.Duration
+	// store is the project's store the decisions are audited in (--store,
+	// TOOLHOST_STORE; the project dir's files by default).
+	store string
 	// claudeSettings are settings files the CLI reads beyond the ones the
 	// hook finds itself (a --settings file of the CLI's command line).
 	claudeSettings []string
@@ -195,6 +198,7 @@ func newHookCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.agentsFile, "agents", "", "agents file (default: the embedded configs/agents.json)")
 	fl.StringVar(&f.policyFile, "policy", "", "tool policy file whose rules apply (default: the embedded configs/tools.json)")
 	fl.StringVar(&f.unit, "unit", "", "the unit the agent works on, for the rules' unit (env TOOLHOST_UNIT)")
+	registerStore(fl, &f.store)
 	fl.BoolVar(&f.exitCode, "exit-code", false, "deny by exiting 2 with the reason on stderr instead of printing a JSON decision")
 	fl.StringArrayVar(&f.claudeSettings, "claude-settings", nil, "a settings file the Claude CLI reads beyond the ones found (managed, $CLAUDE_CONFIG_DIR or ~/.claude, the project's .claude/): its Bash deny/ask rules are applied to the command as written (repeatable)")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Second, "deny when no decision is reached within this time (the agent CLI treats a hook that does not answer in its own timeout as allow)")
@@ -540,7 +544,7 @@ func checkHookWrite(ag *agents.Agent, proj, cwd, p string) string {
 		}
 		abs = filepath.Join(base, p)
 	}
-	rel, ok := projectRel(proj, filepath.Clean(abs))
+	rel, ok := sandbox.Within(proj, abs)
 	if !ok {
 		e := &sandbox.Error{Agent: ag.Name, Path: p, Allowed: ag.Sandbox.WriteAllowList, Detail: "the path is outside the project dir " + proj}
 		return e.Error()
@@ -558,22 +562,6 @@ func checkHookWrite(ag *agents.Agent, proj, cwd, p string) string {
 		return err.Error()
 	}
 	return ""
-}
-
-// projectRel returns abs relative to the project dir, trying the dir as
-// given and with its symlinks resolved (the CLI may report either form).
-func projectRel(proj, abs string) (string, bool) {
-	roots := []string{proj}
-	if real, err := filepath.EvalSymlinks(proj); err == nil && real != proj {
-		roots = append(roots, real)
-	}
-	for _, root := range roots {
-		rel, err := filepath.Rel(root, abs)
-		if err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") {
-			return filepath.ToSlash(rel), true
-		}
-	}
-	return "", false
 }
 
 // answerPreToolUse prints the hook's answer: a denied call's decision (or,

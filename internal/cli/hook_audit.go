@@ -13,6 +13,7 @@ import (
 	"github.com/toolhost/toolhost/internal/journal"
 	"github.com/toolhost/toolhost/internal/redact"
 	"github.com/toolhost/toolhost/internal/sandbox"
+	storeopen "github.com/toolhost/toolhost/internal/store/open"
 )
 
 // hookAuditTimeout bounds the hook's audit write: the decision is already
@@ -25,6 +26,9 @@ const hookAuditTimeout = time.Second
 // together. A call the hook could not tie to a project (the decision came
 // before the project dir was known) is only in the log; a trail that
 // cannot be written is logged, never fatal: the decision stands.
+//
+// The claim of a call (below) is machine-local, like the hooks that make
+// it; the row goes to the project's store.
 //
 // A devloop agent's call reaches two toolhost hooks: its definition's own
 // and the project's (which alone holds in a folder the CLI does not trust,
@@ -59,9 +63,14 @@ func auditHook(c hookCall, v hookVerdict, f hookFlags, took time.Duration, log z
 			done <- err
 			return
 		}
-		sink := audit.NewFileSink(door, audit.Options{Project: row.ProjectID})
-		err = sink.Write(row)
-		if cerr := sink.Close(); err == nil {
+		// The trail of the store serve writes to (--store, TOOLHOST_STORE).
+		st, err := storeopen.Open(storeopen.Options{Spec: f.store, ProjectDir: c.proj, ProjectID: row.ProjectID, Log: log})
+		if err != nil {
+			done <- err
+			return
+		}
+		err = st.Audit().Write(row)
+		if cerr := st.Close(); err == nil {
 			err = cerr
 		}
 		done <- err

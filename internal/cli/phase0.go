@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/journal"
 	"github.com/toolhost/toolhost/internal/ndjson"
 	"github.com/toolhost/toolhost/internal/stdioclient"
+	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/internal/tools/all"
 )
 
@@ -119,7 +119,7 @@ func phase0Loop(ctx context.Context, w io.Writer, keep bool) error {
 	}
 	defer root.Close()
 	found := false
-	bad, err := journal.ReadEvents(root, ndjson.Options{}, func(e callctx.Event, _ ndjson.Pos) error {
+	bad, err := journal.ReadEvents(root, ndjson.Options{}, func(e store.Event, _ ndjson.Pos) error {
 		found = found || e.Kind == "agent.todolist"
 		return nil
 	})

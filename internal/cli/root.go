@@ -58,6 +58,7 @@ type sessionFlags struct {
 	id         callctx.Identity
 	agentsFile string
 	policyFile string
+	store      string
 	limits     session.Limits
 }
 
@@ -71,6 +72,7 @@ func (f *sessionFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.id.ProjectID, "pid", "", "project id (env TOOLHOST_PID)")
 	fl.StringVar(&f.agentsFile, "agents", "", "agents file (default: the embedded configs/agents.json)")
 	fl.StringVar(&f.policyFile, "policy", "", "tool policy file (default: the embedded configs/tools.json)")
+	registerStore(fl, &f.store)
 	fl.Int64Var(&f.limits.AuditMaxBytes, "audit-max-bytes", audit.DefaultMaxBytes, "rotate .toolhost/audit.ndjson at this size (negative: never)")
 	fl.Int64Var(&f.limits.EventsMaxBytes, "events-max-bytes", journal.DefaultEventsMaxBytes, "rotate .toolhost/events.ndjson at this size (negative: never)")
 	fl.Int64Var(&f.limits.TimelineMaxBytes, "timeline-max-bytes", journal.DefaultTimelineMaxBytes, "rotate timeline.ndjson at this size (negative: never)")
@@ -79,7 +81,7 @@ func (f *sessionFlags) register(cmd *cobra.Command) {
 func (f *sessionFlags) options(g *globals) session.Options {
 	id := f.id
 	id.FromEnv(os.Getenv)
-	return session.Options{Identity: id, AgentsFile: f.agentsFile, PolicyFile: f.policyFile, Version: Version, Log: g.logger(), Limits: f.limits}
+	return session.Options{Identity: id, AgentsFile: f.agentsFile, PolicyFile: f.policyFile, Store: f.store, Version: Version, Log: g.logger(), Limits: f.limits}
 }
 
 // openSession opens a session, turning launch problems into exit code 2.
@@ -128,6 +130,7 @@ func NewRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		newPolicyCmd(),
 		newAuditCmd(),
 		newApproveCmd(),
+		newStoreCmd(),
 		newUpstreamCmd(g),
 		newGuardCmd(g),
 		newHookCmd(g),

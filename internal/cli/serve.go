@@ -16,7 +16,7 @@ import (
 	"github.com/toolhost/toolhost/internal/httpserve"
 	"github.com/toolhost/toolhost/internal/rpc"
 	"github.com/toolhost/toolhost/internal/trace"
-	"github.com/toolhost/toolhost/internal/upstream"
+	"github.com/toolhost/toolhost/internal/webguard"
 )
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -64,7 +64,7 @@ func newServeCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return usageErr(errorf("--http %q: want HOST:PORT, e.g. 127.0.0.1:8765", httpAddr))
 				}
-				if !upstream.IsLoopbackHost(host) && authToken == "" {
+				if !webguard.IsLoopbackHost(host) && authToken == "" {
 					return usageErr(errorf("--http %s is not a loopback address; binding it needs --auth-token (or TOOLHOST_AUTH_TOKEN), or use 127.0.0.1", httpAddr))
 				}
 			}

@@ -7,15 +7,18 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolhost/toolhost/internal/trace"
+	"github.com/toolhost/toolhost/internal/trace/otlp"
 )
 
 // telemetry starts the OpenTelemetry export the OTEL_* variables ask for
 // (nil when they ask for none) and returns the function that flushes what
-// is still queued, within grace, when the command ends. An exporter that
+// is still queued, within grace, when the command ends. It is the one
+// place that wires the exporters (trace/otlp) in: everything else sees
+// only the span API of package trace. An exporter that
 // cannot be set up is logged and the command goes on without telemetry:
 // tracing must never keep an agent's tools from being served.
 func telemetry(log zerolog.Logger, args bool, grace time.Duration) (*trace.Provider, func()) {
-	p, err := trace.FromEnv(context.Background(), trace.Options{Log: log, ServiceVersion: Version, Args: args})
+	p, err := otlp.FromEnv(context.Background(), trace.Options{Log: log, ServiceVersion: Version, Args: args})
 	if err != nil {
 		log.Error().Str("event", "otel_disabled").Err(err).Msg("OpenTelemetry export could not be set up from the OTEL_* variables; serving without it")
 		return nil, func() {}

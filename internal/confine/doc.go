@@ -20,8 +20,8 @@
 //   - Every root is opened with openat2 beneath the project dir with
 //     RESOLVE_NO_SYMLINKS, so a symlink planted in the tree (by this agent
 //     or another) can never turn a grant into a grant elsewhere.
-//   - toolhost's own stores (Stores: .toolhost/, timeline.ndjson, bugs/, the
-//     integrator's units.json and ports.json) are never writable by a
+//   - toolhost's own stores (Stores: .toolhost/ — with the integrator's
+//     units and port reservations —, timeline.ndjson, bugs/) are never writable by a
 //     command, even when a pattern covers them: a root that contains a
 //     store is replaced by its other entries, which also means nothing new
 //     can be created directly in it.

@@ -24,10 +24,10 @@ import (
 // the rotated files of the logs among them (timeline.000001.ndjson …): only
 // toolhost's tools write them, through the sandbox door; no command may,
 // whatever its allow-list says. A forged audit row or units.json (which
-// names the process groups toolhost signals) is exactly what confinement is
-// for.
+// names the process groups toolhost signals, in .toolhost/) is exactly what
+// confinement is for.
 func Stores() []string {
-	return []string{".toolhost", "timeline.ndjson", "bugs", "integration/units.json", "integration/ports.json"}
+	return []string{".toolhost", "timeline.ndjson", "bugs"}
 }
 
 // IsStore reports whether the project-relative path rel is one of Stores

@@ -1,6 +1,7 @@
 package confirm
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,7 +10,8 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/oklog/ulid/v2"
+
 	"github.com/toolhost/toolhost/internal/contract"
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/sandbox"
@@ -68,10 +70,13 @@ type Door interface {
 	ReadFile(rel string) ([]byte, error)
 }
 
-// Store is the confirmation store of one project.
+// Clock is the time source (a fake in tests).
+type Clock interface{ Now() time.Time }
+
+// Store is the confirmation store of one project in its files.
 type Store struct {
 	Door  Door
-	Clock callctx.Clock
+	Clock Clock
 }
 
 // Call is a call that needs confirmation.
@@ -119,6 +124,11 @@ var (
 	ErrExpired  = errors.New("confirmation expired")
 )
 
+// NewID returns a new confirmation id: "cf-" and a ULID.
+func NewID() string {
+	return "cf-" + ulid.MustNew(ulid.Timestamp(time.Now()), rand.Reader).String()
+}
+
 // ArgsHash is the identity of a call's arguments: sha256 over the tool name
 // and the canonical JSON (sorted keys, no whitespace), so key order and
 // formatting never make two identical calls differ.
@@ -150,65 +160,74 @@ func (s *Store) check(c Call, create bool) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if c.TTL <= 0 {
-		c.TTL = DefaultTTL
-	}
 	var res Result
 	err = sandbox.UpdateJSON(s.Door, Path, func(f *File, _ bool) error {
 		now := s.Clock.Now()
-		res = Result{}
-		f.prune(now)
-		for _, e := range f.Confirmations {
-			if e.SessionID != c.SessionID || e.Tool != c.Tool || e.ArgsHash != h {
-				continue
-			}
-			switch e.Status {
-			case Approved, Denied:
-				if now.After(e.ExpiresAt) {
-					e.Status = Expired
-					res.Expired = e
-					continue
-				}
-				res.Verdict = Run
-				if e.Status == Denied {
-					res.Verdict = Deny
-				}
-				e.Status, e.UsedAt, e.UsedBy = Used, &now, c.CallID
-				res.Entry = e
-				return nil
-			case Pending:
-				if now.After(e.ExpiresAt) {
-					e.Status = Expired
-					continue
-				}
-				res.Entry = e
-			}
+		f.Prune(now)
+		var changed bool
+		res, changed = f.Apply(c, h, now, create)
+		if !changed {
+			return sandbox.ErrUnchanged
 		}
-		if res.Entry != nil {
-			return nil
-		}
-		if !create {
-			if res.Expired == nil {
-				return sandbox.ErrUnchanged
-			}
-			return nil
-		}
-		for _, e := range f.Confirmations {
-			if e.Status == Pending && e.SessionID == c.SessionID && e.Tool == c.Tool {
-				e.Status = Superseded
-				res.Superseded = append(res.Superseded, e)
-			}
-		}
-		e := &Entry{
-			ID: "cf-" + callctx.NewCallID(), SessionID: c.SessionID, Agent: c.Agent, Tool: c.Tool,
-			ArgsHash: h, Arguments: c.Preview, CallID: c.CallID, Status: Pending, TTLMS: c.TTL.Milliseconds(),
-			CreatedAt: now, ExpiresAt: now.Add(c.TTL),
-		}
-		f.Confirmations = append(f.Confirmations, e)
-		res.Entry = e
 		return nil
 	})
 	return res, err
+}
+
+// Apply decides call c (whose ArgsHash is h) at now against the entries
+// of f, changing them in place: it consumes a matching approval or denial,
+// or finds the pending confirmation the call waits on, or (create) adds
+// one and supersedes the other pending ones of the same tool in the
+// session. changed reports whether any entry changed. The caller holds
+// whatever makes the read-modify-write of f exclusive (the file's lock, a
+// database's row locks); every store decides by these rules.
+func (f *File) Apply(c Call, h string, now time.Time, create bool) (res Result, changed bool) {
+	if c.TTL <= 0 {
+		c.TTL = DefaultTTL
+	}
+	for _, e := range f.Confirmations {
+		if e.SessionID != c.SessionID || e.Tool != c.Tool || e.ArgsHash != h {
+			continue
+		}
+		switch e.Status {
+		case Approved, Denied:
+			if now.After(e.ExpiresAt) {
+				e.Status, changed = Expired, true
+				res.Expired = e
+				continue
+			}
+			res.Verdict = Run
+			if e.Status == Denied {
+				res.Verdict = Deny
+			}
+			e.Status, e.UsedAt, e.UsedBy = Used, &now, c.CallID
+			res.Entry = e
+			return res, true
+		case Pending:
+			if now.After(e.ExpiresAt) {
+				e.Status, changed = Expired, true
+				continue
+			}
+			res.Entry = e
+		}
+	}
+	if res.Entry != nil || !create {
+		return res, changed
+	}
+	for _, e := range f.Confirmations {
+		if e.Status == Pending && e.SessionID == c.SessionID && e.Tool == c.Tool {
+			e.Status = Superseded
+			res.Superseded = append(res.Superseded, e)
+		}
+	}
+	e := &Entry{
+		ID: NewID(), SessionID: c.SessionID, Agent: c.Agent, Tool: c.Tool,
+		ArgsHash: h, Arguments: c.Preview, CallID: c.CallID, Status: Pending, TTLMS: c.TTL.Milliseconds(),
+		CreatedAt: now, ExpiresAt: now.Add(c.TTL),
+	}
+	f.Confirmations = append(f.Confirmations, e)
+	res.Entry = e
+	return res, true
 }
 
 // Decide records a human's decision on a pending confirmation. An approval
@@ -216,30 +235,36 @@ func (s *Store) check(c Call, create bool) (Result, error) {
 func (s *Store) Decide(id string, approve bool) (*Entry, error) {
 	var out *Entry
 	err := sandbox.UpdateJSON(s.Door, Path, func(f *File, _ bool) error {
-		now := s.Clock.Now()
-		for _, e := range f.Confirmations {
-			if e.ID != id {
-				continue
-			}
-			if e.Status != Pending {
-				return fmt.Errorf("%w: %s is %s, only a pending confirmation can be decided; call the tool again for a new id", ErrClosed, id, e.Status)
-			}
-			if now.After(e.ExpiresAt) {
-				return fmt.Errorf("%w: %s expired at %s; call the tool again for a new id", ErrExpired, id, e.ExpiresAt.Format(time.RFC3339))
-			}
-			e.Status, e.Decision = Denied, Denied
-			if approve {
-				e.Status, e.Decision = Approved, Approved
-			}
-			e.DecidedAt = &now
-			e.ExpiresAt = now.Add(time.Duration(e.TTLMS) * time.Millisecond)
-			cp := *e
-			out = &cp
-			return nil
-		}
-		return fmt.Errorf("%w: no confirmation %s in %s; ids are in the needs_confirmation message", ErrNotFound, id, Path)
+		e, err := f.Decide(id, approve, s.Clock.Now())
+		out = e
+		return err
 	})
 	return out, err
+}
+
+// Decide records the decision on entry id of f at now and returns a copy
+// of the entry: the rule of every store (see Apply).
+func (f *File) Decide(id string, approve bool, now time.Time) (*Entry, error) {
+	for _, e := range f.Confirmations {
+		if e.ID != id {
+			continue
+		}
+		if e.Status != Pending {
+			return nil, fmt.Errorf("%w: %s is %s, only a pending confirmation can be decided; call the tool again for a new id", ErrClosed, id, e.Status)
+		}
+		if now.After(e.ExpiresAt) {
+			return nil, fmt.Errorf("%w: %s expired at %s; call the tool again for a new id", ErrExpired, id, e.ExpiresAt.Format(time.RFC3339))
+		}
+		e.Status, e.Decision = Denied, Denied
+		if approve {
+			e.Status, e.Decision = Approved, Approved
+		}
+		e.DecidedAt = &now
+		e.ExpiresAt = now.Add(time.Duration(e.TTLMS) * time.Millisecond)
+		cp := *e
+		return &cp, nil
+	}
+	return nil, fmt.Errorf("%w: no confirmation %s; ids are in the needs_confirmation message", ErrNotFound, id)
 }
 
 // List returns every entry in the store.
@@ -258,9 +283,9 @@ func (s *Store) List() ([]*Entry, error) {
 	return f.Confirmations, nil
 }
 
-// prune drops entries that are closed or expired and were created more than
-// keep ago, so the file stays small.
-func (f *File) prune(now time.Time) {
+// Prune drops from f the entries that are closed or expired and were
+// created more than a day ago.
+func (f *File) Prune(now time.Time) {
 	kept := f.Confirmations[:0]
 	for _, e := range f.Confirmations {
 		open := (e.Status == Pending || e.Status == Approved || e.Status == Denied) && !now.After(e.ExpiresAt)

@@ -1,6 +1,8 @@
 // Package confirm keeps the human confirmations of calls to tools whose
 // policy says `confirm: true`, for clients that cannot ask a human through
-// MCP elicitation (SPEC §4).
+// MCP elicitation: such a call is refused with a confirmation id until a
+// human approves it outside the conversation, so the model can never
+// approve its own call.
 //
 // A call that needs confirmation leaves a pending entry in
 // .toolhost/confirmations.json; `toolhost approve ID` (or --deny) records a

@@ -2,6 +2,7 @@ package confirm
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -10,21 +11,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"sync"
 	"time"
-
-	"github.com/toolhost/toolhost/internal/callctx"
-	"github.com/toolhost/toolhost/internal/sandbox"
-)
-
-// Paths of the request-state stores, relative to the project dir.
-const (
-	// KeyPath holds the project's HMAC key for request states (hex).
-	KeyPath = ".toolhost/request-state.key"
-	// RedeemedPath holds the nonces of the request states already used, until
-	// they expire.
-	RedeemedPath = ".toolhost/request-states.json"
 )
 
 // Errors of Redeem, matched with errors.Is.
@@ -58,13 +46,27 @@ type statePayload struct {
 	Nonce   string `json:"nonce"`
 }
 
+// StateStore keeps what request states need that must be shared by every
+// server of the project: its signing key, and the nonces already redeemed.
+// The file store and the database store implement it.
+type StateStore interface {
+	// Key returns the project's signing key (at least 32 bytes), creating
+	// it the first time: every server of the project gets the same key,
+	// whichever asked first.
+	Key(ctx context.Context) ([]byte, error)
+	// Redeem records nonce as used until exp (now is the time of use) and
+	// fails with an error that wraps ErrStateReplayed when it was used
+	// before; records past their exp may be dropped.
+	Redeem(ctx context.Context, nonce string, exp, now time.Time) error
+}
+
 // States issues and redeems the requestState of 2026-07-28 multi-round-trip
 // confirmations: an HMAC-SHA256 over the binding and an expiry, with the
 // project's own key, so a client cannot forge, alter or move a state; and
 // a single-use record, so it cannot replay one either.
 type States struct {
-	Door  Door
-	Clock callctx.Clock
+	Store StateStore
+	Clock Clock
 
 	mu  sync.Mutex
 	key []byte
@@ -75,46 +77,16 @@ func projectDigest(p string) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// projectKey returns the project's key, creating it (under the store's
-// lock, so two processes agree on one) the first time.
-func (s *States) projectKey() ([]byte, error) {
+// projectKey returns the project's key, read once per States.
+func (s *States) projectKey(ctx context.Context) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.key != nil {
 		return s.key, nil
 	}
-	parse := func(b []byte) []byte {
-		k, err := hex.DecodeString(string(bytes.TrimSpace(b)))
-		if err != nil || len(k) < 32 {
-			return nil
-		}
-		return k
-	}
-	if b, err := s.Door.ReadFile(KeyPath); err == nil {
-		if k := parse(b); k != nil {
-			s.key = k
-			return k, nil
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	var key []byte
-	err := s.Door.Update(KeyPath, func(old []byte) ([]byte, error) {
-		if k := parse(old); k != nil {
-			key = k
-			return nil, sandbox.ErrUnchanged
-		}
-		key = make([]byte, 32)
-		if _, err := rand.Read(key); err != nil {
-			return nil, err
-		}
-		return []byte(hex.EncodeToString(key) + "\n"), nil
-	})
-	if errors.Is(err, sandbox.ErrUnchanged) {
-		err = nil
-	}
+	key, err := s.Store.Key(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("request-state key %s: %w", KeyPath, err)
+		return nil, fmt.Errorf("request-state key: %w", err)
 	}
 	s.key = key
 	return key, nil
@@ -128,8 +100,8 @@ func sign(key, payload []byte) []byte {
 }
 
 // Issue returns a new state for b, valid for ttl.
-func (s *States) Issue(b Binding, ttl time.Duration) (string, error) {
-	key, err := s.projectKey()
+func (s *States) Issue(ctx context.Context, b Binding, ttl time.Duration) (string, error) {
+	key, err := s.projectKey(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -149,8 +121,8 @@ func (s *States) Issue(b Binding, ttl time.Duration) (string, error) {
 // Redeem verifies state against b and uses it up: it must carry this
 // project's signature, be unexpired, name the same tool, arguments, agent
 // and project, and not have been redeemed before.
-func (s *States) Redeem(state string, b Binding) error {
-	key, err := s.projectKey()
+func (s *States) Redeem(ctx context.Context, state string, b Binding) error {
+	key, err := s.projectKey(ctx)
 	if err != nil {
 		return err
 	}
@@ -184,27 +156,5 @@ func (s *States) Redeem(state string, b Binding) error {
 	case p.Project != projectDigest(b.Project):
 		return fmt.Errorf("%w: it was issued for another project", ErrStateMismatch)
 	}
-	return sandbox.UpdateJSON(s.Door, RedeemedPath, func(f *redeemed, _ bool) error {
-		kept := f.States[:0]
-		for _, r := range f.States {
-			if now.Before(r.Exp) {
-				kept = append(kept, r)
-			}
-			if r.Nonce == p.Nonce {
-				return fmt.Errorf("%w at %s: a confirmation answer counts once", ErrStateReplayed, r.At.Format(time.RFC3339))
-			}
-		}
-		f.States = append(kept, redeemedState{Nonce: p.Nonce, Exp: exp, At: now})
-		return nil
-	})
-}
-
-type redeemed struct {
-	States []redeemedState `json:"states"`
-}
-
-type redeemedState struct {
-	Nonce string    `json:"nonce"`
-	Exp   time.Time `json:"exp"`
-	At    time.Time `json:"at"`
+	return s.Store.Redeem(ctx, p.Nonce, exp, now)
 }

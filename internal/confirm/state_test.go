@@ -1,6 +1,7 @@
 package confirm_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,17 +11,17 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/confirm"
-	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/store/filestore"
 )
 
 func states(t *testing.T, dir string, c *clock) *confirm.States {
 	t.Helper()
-	door, err := sandbox.New(dir, "toolhost", []string{".toolhost/**"})
+	st, err := filestore.Open(dir, filestore.Options{Clock: c})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { door.Close() })
-	return &confirm.States{Door: door, Clock: c}
+	t.Cleanup(func() { st.Close() })
+	return &confirm.States{Store: st.RequestStates(), Clock: c}
 }
 
 // TestRequestStates: a state redeems once, for exactly the call it was
@@ -32,7 +33,7 @@ func TestRequestStates(t *testing.T) {
 	dir := t.TempDir()
 	s := states(t, dir, c)
 	issue := func() string {
-		st, err := s.Issue(b, time.Minute)
+		st, err := s.Issue(context.Background(), b, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,23 +68,23 @@ func TestRequestStates(t *testing.T) {
 	}
 	for _, tc := range cases {
 		st := tc.state()
-		if err := s.Redeem(st, tc.redeem); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+		if err := s.Redeem(context.Background(), st, tc.redeem); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 			t.Errorf("%s: Redeem = %v, want %v", tc.name, err, tc.want)
 		}
 	}
 	st := issue()
-	if err := s.Redeem(st, b); err != nil {
+	if err := s.Redeem(context.Background(), st, b); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Redeem(st, b); !errors.Is(err, confirm.ErrStateReplayed) {
+	if err := s.Redeem(context.Background(), st, b); !errors.Is(err, confirm.ErrStateReplayed) {
 		t.Errorf("second redeem = %v, want ErrStateReplayed", err)
 	}
 	// Another project's key does not verify this project's states.
-	if err := states(t, t.TempDir(), c).Redeem(issue(), b); !errors.Is(err, confirm.ErrStateInvalid) {
+	if err := states(t, t.TempDir(), c).Redeem(context.Background(), issue(), b); !errors.Is(err, confirm.ErrStateInvalid) {
 		t.Errorf("redeem in another project = %v, want ErrStateInvalid", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, confirm.KeyPath)); err != nil {
-		t.Errorf("the project key is not stored in %s: %v", confirm.KeyPath, err)
+	if _, err := os.Stat(filepath.Join(dir, filestore.KeyPath)); err != nil {
+		t.Errorf("the project key is not stored in %s: %v", filestore.KeyPath, err)
 	}
 }
 
@@ -95,7 +96,7 @@ func TestRequestStateRedeemedOnceAcrossProcesses(t *testing.T) {
 	dir := t.TempDir()
 	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	b := confirm.Binding{Tool: "write", ArgsHash: "h", Agent: "pm", Project: "p"}
-	st, err := states(t, dir, c).Issue(b, time.Minute)
+	st, err := states(t, dir, c).Issue(context.Background(), b, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestRequestStateRedeemedOnceAcrossProcesses(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			switch err := states(t, dir, c).Redeem(st, b); {
+			switch err := states(t, dir, c).Redeem(context.Background(), st, b); {
 			case err == nil:
 				ok.Add(1)
 			case errors.Is(err, confirm.ErrStateReplayed):

@@ -13,13 +13,15 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/lazyre"
 )
 
 // Formats a contract can be written in.
 const (
-	// FormatToolhost is {name, version, endpoints:[{id, method, path,
-	// request?, response, status}]} (SPEC §11).
+	// FormatToolhost is toolhost's own small format, {name, version,
+	// endpoints:[{id, method, path, request?, response, status}]}, the one
+	// the architect writes when there is no OpenAPI document.
 	FormatToolhost  = "toolhost"
 	FormatOpenAPI30 = "openapi-3.0"
 	FormatOpenAPI31 = "openapi-3.1"
@@ -112,7 +114,7 @@ func Locate(read func(rel string) ([]byte, error), name string) (string, []byte,
 	case 1:
 		return found[0], data, nil
 	}
-	return found[0], nil, fmt.Errorf("contract %s is written twice (%s); keep one file per contract", name, strings.Join(found, " and "))
+	return found[0], nil, fault.Safef("contract %s is written twice (%s); keep one file per contract", name, strings.Join(found, " and "))
 }
 
 // isYAML tells YAML from JSON by the first significant byte.

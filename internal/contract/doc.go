@@ -1,5 +1,5 @@
 // Package contract is the one reader of API contracts (contracts/<name>.json,
-// .yaml or .yml): the toolhost format {name, version, endpoints} (SPEC §11)
+// .yaml or .yml): the toolhost format {name, version, endpoints}
 // and OpenAPI 3.0 and 3.1 documents, in JSON or YAML, all read into one
 // Contract — routes with the line they are declared on, request and
 // response schemas, shared schemas by $ref — and the canonical hash of a

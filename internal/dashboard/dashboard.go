@@ -16,20 +16,25 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolhost/toolhost/internal/agents"
-	"github.com/toolhost/toolhost/internal/callctx"
-	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/session"
+	"github.com/toolhost/toolhost/internal/store"
+	"github.com/toolhost/toolhost/internal/store/filestore"
 	"github.com/toolhost/toolhost/internal/tools/all"
 	"github.com/toolhost/toolhost/internal/webguard"
 )
 
 // Options configure a dashboard.
 type Options struct {
-	// ProjectDir is the project shown; it must exist.
+	// ProjectDir is the project shown; it must exist (its documents are
+	// shown from it whatever the store).
 	ProjectDir string
+	// Store is the project's shared state; nil opens the project dir's
+	// files. A store given here is the caller's to close. It should take
+	// the confirmations' decisions only (filestore.DecisionsOnly).
+	Store store.Store
 	// AgentsFile and PolicyFile are those the project's servers use
 	// (empty: the embedded defaults).
 	AgentsFile string
@@ -41,26 +46,27 @@ type Options struct {
 	Log       zerolog.Logger
 	// Registry lists the tools (default: the built-in tool set).
 	Registry *registry.Registry
-	// Poll is how often the state files are checked for changes (default
-	// 250ms); the logs are followed at the same pace.
+	// Poll is how often the project's documents are checked for changes
+	// (default 250ms); a file store follows its logs at the same pace.
 	Poll time.Duration
 }
 
 // Dashboard serves one project's dashboard.
 type Dashboard struct {
-	o      Options
-	dir    string
-	root   *os.Root
-	read   *sandbox.Sandbox // reads only: its allow-list is empty
-	decide *confirm.Store   // on a door that may write the confirmations alone
-	door   *sandbox.Sandbox
-	agents *agents.Set
-	policy *policy.Policy
-	reg    *registry.Registry
-	guard  *webguard.Guard
-	key    []byte // signs the pages' tokens
-	hub    *hub
-	ready  chan struct{}
+	o     Options
+	dir   string
+	root  *os.Root
+	read  *sandbox.Sandbox // reads only: its allow-list is empty
+	store store.Store
+	// ownStore: the dashboard opened store and closes it.
+	ownStore bool
+	agents   *agents.Set
+	policy   *policy.Policy
+	reg      *registry.Registry
+	guard    *webguard.Guard
+	key      []byte // signs the pages' tokens
+	hub      *hub
+	ready    chan struct{}
 	// refresh asks the pollers to look now (an event said a file changed).
 	refresh chan string
 
@@ -100,20 +106,24 @@ func New(o Options) (*Dashboard, error) {
 		return nil, err
 	}
 	// The one thing the dashboard writes is a decision, through the store
-	// `toolhost approve` uses; its door cannot write anything else.
-	door, err := sandbox.New(abs, "dashboard", []string{confirm.Path})
-	if err != nil {
-		root.Close()
-		read.Close()
-		return nil, err
+	// `toolhost approve` uses; the file store it opens cannot write
+	// anything else.
+	st, own := o.Store, false
+	if st == nil {
+		st, err = filestore.Open(abs, filestore.Options{Access: filestore.DecisionsOnly, Poll: o.Poll})
+		if err != nil {
+			root.Close()
+			read.Close()
+			return nil, err
+		}
+		own = true
 	}
 	key := make([]byte, 32)
 	epoch := make([]byte, 6)
 	_, _ = rand.Read(key)
 	_, _ = rand.Read(epoch)
 	d := &Dashboard{
-		o: o, dir: abs, root: root, read: read, door: door, agents: set, reg: reg,
-		decide:  &confirm.Store{Door: door, Clock: callctx.SystemClock{}},
+		o: o, dir: abs, root: root, read: read, store: st, ownStore: own, agents: set, reg: reg,
 		policy:  policy.LoadWith(o.PolicyFile, o.Log, session.RuleOptions(reg, abs)),
 		guard:   webguard.New(nil),
 		key:     key,
@@ -129,7 +139,9 @@ func New(o Options) (*Dashboard, error) {
 func (d *Dashboard) Close() error {
 	d.closeOnce.Do(func() {
 		d.read.Close()
-		d.door.Close()
+		if d.ownStore {
+			_ = d.store.Close()
+		}
 		d.root.Close()
 	})
 	return nil

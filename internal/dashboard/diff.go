@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +16,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/redact"
-	"github.com/toolhost/toolhost/internal/tools/devloop/persist"
+	"github.com/toolhost/toolhost/internal/store"
 )
 
 // Bounds of a confirmation's diff.
@@ -112,11 +113,14 @@ func (d *Dashboard) fileDiff(p, content string) *Diff {
 }
 
 func (d *Dashboard) todoDiff(agent string, items any) *Diff {
-	rel := persist.TodoPath(agent)
-	var old persist.Todolist
-	exists, err := d.readJSON(rel, &old)
+	rel := store.TodoPath(agent)
+	old, err := d.store.Agents().Todolist(context.Background(), agent)
 	if err != nil {
 		return &Diff{Path: rel, Note: "the current todolist cannot be read: " + err.Error()}
+	}
+	exists := old != nil
+	if old == nil {
+		old = &store.Todolist{}
 	}
 	var a, b strings.Builder
 	for _, it := range old.Items {

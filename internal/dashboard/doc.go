@@ -4,24 +4,28 @@
 // durations, the pending confirmations and the project's documents, live
 // through Server-Sent Events.
 //
-// The state comes from the project's stores, read the way their owners
-// read them: the audit trail, the events and the timeline from their end
-// and then followed across rotations (audit.Backward/Follow,
-// journal.BackwardEvents/FollowEvents, …), so a dashboard started late
-// shows the current state at once whatever the size of the logs; the bug
-// index without repairing it (bugs.ReadIndex); todolists and runtime
-// states; confirmations (confirm.Store). Whether a `toolhost serve` runs
-// for an agent is taken from its session.start/session.end events and
-// checked against the process (pid and start time), so a killed server
-// shows as gone. Everything shown that could carry a secret passes the one
-// redactor.
+// The state comes from the project's store (internal/store), whichever it
+// is — the project dir's files or a database shared by several machines —
+// through its interfaces only: the audit trail, the events and the
+// timeline from their end and then followed (Backward, Follow), so a
+// dashboard started late shows the current state at once whatever the
+// size of the logs; the bug summaries, never repairing anything; the
+// agents' todolists and runtime states and the confirmations, re-read when
+// the store's Watch (or an event) says they changed. Whether a `toolhost
+// serve` runs for an agent is taken from its session.start/session.end
+// events and, for a server on this machine, checked against the process
+// (pid and start time), so a killed server shows as gone. The documents
+// and the triager's notes are the project dir's files, read through a door
+// that writes nothing. Everything shown that could carry a secret passes
+// the one redactor.
 //
 // It must never write anything but a human's decision on a pending
-// confirmation, and that only through confirm.Store.Decide — the code path
-// of `toolhost approve` — on a door whose allow-list is the confirmation
-// store alone. It serves loopback only unless given a token, checks Host
-// and Origin on every request (internal/webguard, shared with the MCP HTTP
-// transport), takes decisions only as POSTs that carry the page's token,
-// and serves no file outside the project (the sandbox's read rules: no
-// symlink out) nor any dot-file.
+// confirmation, and that only through the store's Confirmations().Decide —
+// the code path of `toolhost approve`; the file store it opens itself can
+// write the confirmations alone (filestore.DecisionsOnly). It serves
+// loopback only unless given a token, checks Host and Origin on every
+// request (internal/webguard, shared with the MCP HTTP transport), takes
+// decisions only as POSTs that carry the page's token, and serves no file
+// outside the project (the sandbox's read rules: no symlink out) nor any
+// dot-file.
 package dashboard

@@ -23,9 +23,7 @@ import (
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/bugs"
 	"github.com/toolhost/toolhost/internal/confirm"
-	"github.com/toolhost/toolhost/internal/ndjson"
 	"github.com/toolhost/toolhost/internal/redact"
-	"github.com/toolhost/toolhost/internal/tools/devloop/triage"
 	"github.com/toolhost/toolhost/internal/webguard"
 )
 
@@ -294,7 +292,7 @@ func (d *Dashboard) auditQuery(w http.ResponseWriter, r *http.Request) {
 	deadline := time.Now().Add(maxQueryTime)
 	rows := []AuditRow{}
 	scanned, complete := 0, true
-	_, err := audit.Backward(d.root, ndjson.Options{}, func(row *audit.Row) bool {
+	_, err := d.store.Audit().Backward(r.Context(), func(row *audit.Row) bool {
 		scanned++
 		if f.Match(row) || f.Agent != "" && shortAgent(row.Agent) == f.Agent && (audit.Filter{Tool: f.Tool, Status: f.Status}).Match(row) {
 			rows = append(rows, auditRow(row))
@@ -322,9 +320,13 @@ func (d *Dashboard) bug(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "bug id %q must look like BUG-0001", id)
 		return
 	}
-	b, err := bugs.Load(d.dir, id)
-	if err != nil {
+	b, err := d.store.Bugs().Get(r.Context(), id)
+	switch {
+	case errors.Is(err, bugs.ErrNotFound):
 		fail(w, http.StatusNotFound, "%v", err)
+		return
+	case err != nil:
+		fail(w, http.StatusServiceUnavailable, "reading the bug: %v", err)
 		return
 	}
 	raw, err := redact.Marshal(b)
@@ -333,14 +335,16 @@ func (d *Dashboard) bug(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := map[string]any{"bug": json.RawMessage(raw)}
-	var tri triage.Summary
-	if ok, err := d.readJSON(triage.SummaryPath, &tri); ok && err == nil && tri.Bugs[id] != nil {
+	var tri struct {
+		Bugs map[string]json.RawMessage `json:"bugs"`
+	}
+	if ok, err := d.readJSON(bugs.TriageSummaryPath, &tri); ok && err == nil && tri.Bugs[id] != nil {
 		if v, err := redact.Marshal(tri.Bugs[id]); err == nil {
 			out["triage"] = json.RawMessage(v)
 		}
 	}
-	var ev triage.EvidenceRecord
-	if ok, err := d.readJSON(triage.RecordPath(id), &ev); ok && err == nil {
+	var ev json.RawMessage
+	if ok, err := d.readJSON(bugs.TriageRecordPath(id), &ev); ok && err == nil {
 		if v, err := redact.Marshal(ev); err == nil {
 			out["evidence"] = json.RawMessage(v)
 		}
@@ -470,7 +474,7 @@ func (d *Dashboard) decideHandler(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotFound, "decide with …/approve or …/deny")
 		return
 	}
-	e, err := d.decide.Decide(id, decision == "approve")
+	e, err := d.store.Confirmations().Decide(r.Context(), id, decision == "approve")
 	switch {
 	case errors.Is(err, confirm.ErrNotFound):
 		fail(w, http.StatusNotFound, "%v", err)

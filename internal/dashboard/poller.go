@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"path"
@@ -9,13 +10,10 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/bugs"
-	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/redact"
-	"github.com/toolhost/toolhost/internal/session"
-	"github.com/toolhost/toolhost/internal/tools/devloop/persist"
-	"github.com/toolhost/toolhost/internal/tools/devloop/triage"
+	"github.com/toolhost/toolhost/internal/store"
 )
 
 const (
@@ -27,8 +25,8 @@ const (
 	maxRuntimeMsg = 1000
 )
 
-// poller keeps the state files' view current and sends what changed. All
-// its methods run under hub.mu.
+// poller keeps the view of the store and the project's files current and
+// sends what changed. All its methods run under hub.mu.
 type poller struct {
 	d      *Dashboard
 	stamps map[string]stamp
@@ -48,9 +46,10 @@ func newPoller(d *Dashboard) *poller {
 	return &poller{d: d, stamps: map[string]stamp{}, dirtyCards: map[string]bool{}, sent: map[string]*Card{}, diffs: map[string]*Diff{}}
 }
 
-// changed reports whether rel differs from when it was last read, and
-// remembers it as read.
-func (p *poller) changed(rel string) bool {
+// fileChanged reports whether the project file rel (not a store: the
+// triager's summary) differs from when it was last read, and remembers it
+// as read.
+func (p *poller) fileChanged(rel string) bool {
 	st := p.d.stampOf(rel)
 	old, seen := p.stamps[rel]
 	p.stamps[rel] = st
@@ -59,18 +58,15 @@ func (p *poller) changed(rel string) bool {
 
 func (p *poller) pollLocked(first bool) {
 	st := &p.d.st
-	for _, c := range st.cards {
-		todo, rt := persist.TodoPath(c.Short), persist.RuntimePath(c.Short)
-		if tc, rc := p.changed(todo), p.changed(rt); tc || rc {
+	if first {
+		for _, c := range st.cards {
 			p.loadCard(c)
 			p.dirtyCards[c.Short] = true
 		}
-	}
-	if p.changed(confirm.Path) {
 		p.loadConfirmations()
 		p.approvalsChanged()
 	}
-	if bc, tc, dc := p.changed(bugs.IndexPath), p.changed(triage.SummaryPath), p.changed(bugs.Dir); bc || tc || dc {
+	if p.fileChanged(bugs.TriageSummaryPath) || first {
 		p.loadBoard()
 	}
 	if now := time.Now(); first || now.Sub(p.docsAt) >= docsEvery {
@@ -82,25 +78,39 @@ func (p *poller) pollLocked(first bool) {
 	}
 }
 
-// event applies what an event says: a server started or ended, or a file
-// the poll would find changed (read now rather than at the next poll).
-func (p *poller) event(e callctx.Event) {
+// changed reloads what the store says changed.
+func (p *poller) changed(c store.Change) {
+	switch c.What {
+	case store.ChangedAgent:
+		if card := p.d.st.byShort[shortAgent(c.Agent)]; card != nil {
+			p.loadCard(card)
+			p.dirtyCards[card.Short] = true
+		}
+	case store.ChangedConfirmations:
+		p.loadConfirmations()
+		p.approvalsChanged()
+	case store.ChangedBugs:
+		p.loadBoard()
+	}
+}
+
+// event applies what an event says: a server started or ended, or a state
+// that changed (read now rather than when the store's watch reports it).
+func (p *poller) event(e store.Event) {
 	st := &p.d.st
 	switch {
-	case e.Kind == session.EventStart || e.Kind == session.EventEnd:
+	case e.Kind == store.EventSessionStart || e.Kind == store.EventSessionEnd:
 		si := sessionOf(e)
-		if old := st.sessions[e.Session]; old != nil && e.Kind == session.EventEnd {
+		if old := st.sessions[e.Session]; old != nil && e.Kind == store.EventSessionEnd {
 			old.State, old.EndedAt = si.State, si.EndedAt
 			si = old
 		}
 		st.sessions[e.Session] = si
 		p.dirtyCards[si.agent] = true
 	case strings.HasPrefix(e.Kind, "agent."):
-		a := shortAgent(e.Agent)
-		delete(p.stamps, persist.TodoPath(a))
-		delete(p.stamps, persist.RuntimePath(a))
+		p.changed(store.Change{What: store.ChangedAgent, Agent: e.Agent})
 	case strings.HasPrefix(e.Kind, "bug."):
-		delete(p.stamps, bugs.IndexPath)
+		p.changed(store.Change{What: store.ChangedBugs})
 	}
 }
 
@@ -136,7 +146,7 @@ func (p *poller) flushLocked() {
 func (p *poller) everySecondLocked() {
 	st := &p.d.st
 	for _, si := range st.sessions {
-		if si.State == serveRunning && !procs.Alive(si.PID, si.StartTicks) {
+		if si.State == serveRunning && si.here() && !procs.Alive(si.PID, si.StartTicks) {
 			si.State = serveGone
 			p.dirtyCards[si.agent] = true
 		}
@@ -153,26 +163,25 @@ func (p *poller) everySecondLocked() {
 // loadCard reads an agent's todolist and runtime state into its card.
 func (p *poller) loadCard(c *Card) {
 	c.Todo, c.Runtime, c.Problem = nil, nil, ""
-	var tl persist.Todolist
-	ok, err := p.d.readJSON(persist.TodoPath(c.Short), &tl)
+	ctx := context.Background()
+	tl, err := p.d.store.Agents().Todolist(ctx, c.Short)
 	switch {
 	case err != nil:
-		c.Problem = persist.TodoPath(c.Short) + ": " + err.Error()
-	case ok:
-		c.Todo = todoView(&tl)
+		c.Problem = "todolist: " + err.Error()
+	case tl != nil:
+		c.Todo = todoView(tl)
 	}
-	var rs persist.RuntimeState
-	ok, err = p.d.readJSON(persist.RuntimePath(c.Short), &rs)
+	rs, err := p.d.store.Agents().Runtime(ctx, c.Short)
 	switch {
 	case err != nil:
-		c.Problem = persist.RuntimePath(c.Short) + ": " + err.Error()
-	case ok:
+		c.Problem = "runtime state: " + err.Error()
+	case rs != nil:
 		c.Runtime = &Runtime{Phase: clip(redact.String(rs.Phase), 200), Status: clip(redact.String(rs.Status), 200),
 			Message: clip(redact.String(rs.Message), maxRuntimeMsg), UpdatedAt: rs.UpdatedAt}
 	}
 }
 
-func todoView(tl *persist.Todolist) *Todo {
+func todoView(tl *store.Todolist) *Todo {
 	t := &Todo{Total: len(tl.Items), ProgressPct: tl.ProgressPct, Blocked: []Step{}, Steps: []Step{}}
 	if !tl.UpdatedAt.IsZero() {
 		u := tl.UpdatedAt
@@ -196,7 +205,7 @@ func todoView(tl *persist.Todolist) *Todo {
 }
 
 func (p *poller) loadConfirmations() {
-	entries, err := p.d.decide.List()
+	entries, err := p.d.store.Confirmations().List(context.Background())
 	p.d.st.approvals.Problem = ""
 	if err != nil {
 		p.d.st.approvals.Problem = err.Error()
@@ -262,13 +271,13 @@ func lastChange(a Approval) time.Time {
 // summary into the board, and sends it when it changed.
 func (p *poller) loadBoard() {
 	b := Board{Columns: []Column{}}
-	sums, err := bugs.ReadIndex(p.d.dir)
+	sums, err := p.d.store.Bugs().Summaries(context.Background())
 	if err != nil {
 		b.Problem = err.Error()
 	}
-	var tri triage.Summary
-	if _, err := p.d.readJSON(triage.SummaryPath, &tri); err != nil && b.Problem == "" {
-		b.Problem = triage.SummaryPath + ": " + err.Error()
+	var tri triageSummary
+	if _, err := p.d.readJSON(bugs.TriageSummaryPath, &tri); err != nil && b.Problem == "" {
+		b.Problem = bugs.TriageSummaryPath + ": " + err.Error()
 	}
 	cols := map[string]*Column{}
 	for _, s := range bugs.Statuses {
@@ -300,7 +309,7 @@ func (p *poller) loadBoard() {
 				card.Category, card.Confidence = t.Category, t.Confidence
 			}
 			for _, n := range t.Similar {
-				card.Similar = append(card.Similar, Similar{ID: n.BugID, Score: n.Score})
+				card.Similar = append(card.Similar, Similar{ID: n.ID, Score: n.Score})
 			}
 		}
 		col.Bugs = append(col.Bugs, card)

@@ -13,11 +13,8 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/audit"
-	"github.com/toolhost/toolhost/internal/callctx"
-	"github.com/toolhost/toolhost/internal/journal"
-	"github.com/toolhost/toolhost/internal/ndjson"
 	"github.com/toolhost/toolhost/internal/procs"
-	"github.com/toolhost/toolhost/internal/session"
+	"github.com/toolhost/toolhost/internal/store"
 )
 
 // How far back the start looks, in rows and events: the newest rows to
@@ -40,9 +37,9 @@ const (
 
 // run loads the current state, then follows the project until ctx ends.
 func (d *Dashboard) run(ctx context.Context) {
-	auditFrom := d.loadAudit()
-	timelineFrom := d.loadTimeline()
-	eventsFrom := d.loadSessions()
+	auditFrom := d.loadAudit(ctx)
+	timelineFrom := d.loadTimeline(ctx)
+	eventsFrom := d.loadSessions(ctx)
 	d.hub.mu.Lock()
 	p := newPoller(d)
 	p.pollLocked(true)
@@ -51,8 +48,8 @@ func (d *Dashboard) run(ctx context.Context) {
 	d.hub.mu.Unlock()
 	close(d.ready)
 
-	go d.follow(ctx, "audit trail", auditFrom, func(ctx context.Context, from *ndjson.Cursor, next func(ndjson.Cursor)) error {
-		return audit.Follow(ctx, d.root, ndjson.FollowOptions{From: from, Poll: d.o.Poll}, func(r *audit.Row, c ndjson.Cursor) error {
+	go d.follow(ctx, "audit trail", auditFrom, func(ctx context.Context, from *store.Cursor, next func(store.Cursor)) error {
+		return d.store.Audit().Follow(ctx, from, func(r *audit.Row, c store.Cursor) error {
 			v := auditRow(r)
 			d.hub.mu.Lock()
 			d.st.addCall(v, true)
@@ -67,8 +64,8 @@ func (d *Dashboard) run(ctx context.Context) {
 			return nil
 		})
 	})
-	go d.follow(ctx, "timeline", timelineFrom, func(ctx context.Context, from *ndjson.Cursor, next func(ndjson.Cursor)) error {
-		return journal.FollowTimeline(ctx, d.root, ndjson.FollowOptions{From: from, Poll: d.o.Poll}, func(e callctx.TimelineEntry, c ndjson.Cursor) error {
+	go d.follow(ctx, "timeline", timelineFrom, func(ctx context.Context, from *store.Cursor, next func(store.Cursor)) error {
+		return d.store.Timeline().Follow(ctx, from, func(e store.TimelineEntry, c store.Cursor) error {
 			v := timelineEntry(e)
 			d.hub.mu.Lock()
 			d.st.timeline.push(v)
@@ -81,8 +78,8 @@ func (d *Dashboard) run(ctx context.Context) {
 			return nil
 		})
 	})
-	go d.follow(ctx, "events", eventsFrom, func(ctx context.Context, from *ndjson.Cursor, next func(ndjson.Cursor)) error {
-		return journal.FollowEvents(ctx, d.root, ndjson.FollowOptions{From: from, Poll: d.o.Poll}, func(e callctx.Event, c ndjson.Cursor) error {
+	go d.follow(ctx, "events", eventsFrom, func(ctx context.Context, from *store.Cursor, next func(store.Cursor)) error {
+		return d.store.Events().Follow(ctx, from, func(e store.Event, c store.Cursor) error {
 			d.hub.mu.Lock()
 			p.event(e)
 			d.hub.mu.Unlock()
@@ -90,6 +87,25 @@ func (d *Dashboard) run(ctx context.Context) {
 			return nil
 		})
 	})
+	changes := make(chan store.Change, 256)
+	go func() {
+		for ctx.Err() == nil {
+			err := d.store.Watch(ctx, func(c store.Change) {
+				select {
+				case changes <- c:
+				case <-ctx.Done():
+				}
+			})
+			if err == nil || ctx.Err() != nil {
+				return
+			}
+			d.o.Log.Warn().Err(err).Msg("watching the store failed; trying again in a second")
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
 
 	batch := time.NewTicker(batchEvery)
 	defer batch.Stop()
@@ -101,6 +117,10 @@ func (d *Dashboard) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case c := <-changes:
+			d.hub.mu.Lock()
+			p.changed(c)
+			d.hub.mu.Unlock()
 		case <-batch.C:
 			d.hub.mu.Lock()
 			p.flushLocked()
@@ -118,11 +138,11 @@ func (d *Dashboard) run(ctx context.Context) {
 }
 
 // follow runs a follower until ctx ends, starting it again from where it
-// stopped after an error (a file replaced by hand, say).
-func (d *Dashboard) follow(ctx context.Context, what string, from ndjson.Cursor, run func(ctx context.Context, from *ndjson.Cursor, next func(ndjson.Cursor)) error) {
+// stopped after an error (a file replaced by hand, a database restarting).
+func (d *Dashboard) follow(ctx context.Context, what string, from store.Cursor, run func(ctx context.Context, from *store.Cursor, next func(store.Cursor)) error) {
 	cur := from
 	for ctx.Err() == nil {
-		err := run(ctx, &cur, func(c ndjson.Cursor) { cur = c })
+		err := run(ctx, &cur, func(c store.Cursor) { cur = c })
 		if err == nil || ctx.Err() != nil {
 			return
 		}
@@ -137,7 +157,7 @@ func (d *Dashboard) follow(ctx context.Context, what string, from ndjson.Cursor,
 // loadAudit reads the trail from its end: the rows to show, the last
 // hour's calls and each agent's last call; it returns the cursor to
 // follow from.
-func (d *Dashboard) loadAudit() ndjson.Cursor {
+func (d *Dashboard) loadAudit(ctx context.Context) store.Cursor {
 	cutoff := time.Now().Add(-window)
 	var shown []AuditRow
 	var calls []call
@@ -145,7 +165,7 @@ func (d *Dashboard) loadAudit() ndjson.Cursor {
 	d.hub.mu.Lock()
 	defer d.hub.mu.Unlock()
 	missing := len(d.st.cards)
-	end, err := audit.Backward(d.root, ndjson.Options{}, func(r *audit.Row) bool {
+	end, err := d.store.Audit().Backward(ctx, func(r *audit.Row) bool {
 		scanned++
 		recent := !r.TS.Before(cutoff)
 		if len(shown) < auditShown {
@@ -173,9 +193,9 @@ func (d *Dashboard) loadAudit() ndjson.Cursor {
 	return end
 }
 
-func (d *Dashboard) loadTimeline() ndjson.Cursor {
+func (d *Dashboard) loadTimeline(ctx context.Context) store.Cursor {
 	var shown []TimelineEntry
-	end, err := journal.BackwardTimeline(d.root, ndjson.Options{}, func(e callctx.TimelineEntry) bool {
+	end, err := d.store.Timeline().Backward(ctx, func(e store.TimelineEntry) bool {
 		shown = append(shown, timelineEntry(e))
 		return len(shown) < timelineShown
 	})
@@ -191,20 +211,21 @@ func (d *Dashboard) loadTimeline() ndjson.Cursor {
 }
 
 // loadSessions finds the servers announced in the events, newest first,
-// back to the machine's boot (none before it can be running), and checks
-// which still run.
-func (d *Dashboard) loadSessions() ndjson.Cursor {
+// back to this machine's boot (none of this machine's before it can be
+// running; another machine's announced before it are not looked for), and
+// checks which of this machine's still run.
+func (d *Dashboard) loadSessions(ctx context.Context) store.Cursor {
 	boot := bootTime()
 	n := 0
 	found := map[string]*sessionInfo{}
-	end, err := journal.BackwardEvents(d.root, ndjson.Options{}, func(e callctx.Event) bool {
+	end, err := d.store.Events().Backward(ctx, func(e store.Event) bool {
 		n++
 		if !boot.IsZero() && e.TS.Before(boot) {
 			return false
 		}
 		// The newest event of a session says all: session.end carries the
 		// same process as session.start.
-		if (e.Kind == session.EventStart || e.Kind == session.EventEnd) && found[e.Session] == nil {
+		if (e.Kind == store.EventSessionStart || e.Kind == store.EventSessionEnd) && found[e.Session] == nil {
 			found[e.Session] = sessionOf(e)
 		}
 		return n < maxStartEvents
@@ -215,7 +236,7 @@ func (d *Dashboard) loadSessions() ndjson.Cursor {
 	d.hub.mu.Lock()
 	defer d.hub.mu.Unlock()
 	for id, si := range found {
-		if si.State == serveRunning && !procs.Alive(si.PID, si.StartTicks) {
+		if si.State == serveRunning && si.here() && !procs.Alive(si.PID, si.StartTicks) {
 			si.State = serveGone
 		}
 		d.st.sessions[id] = si
@@ -224,15 +245,15 @@ func (d *Dashboard) loadSessions() ndjson.Cursor {
 }
 
 // sessionOf reads a session.start or session.end event.
-func sessionOf(e callctx.Event) *sessionInfo {
-	var p session.Process
+func sessionOf(e store.Event) *sessionInfo {
+	var p store.Process
 	if b, err := json.Marshal(e.Payload); err == nil {
 		_ = json.Unmarshal(b, &p)
 	}
-	si := &sessionInfo{agent: shortAgent(e.Agent), Serve: Serve{
-		Session: e.Session, UnitID: e.UnitID, PID: p.PID, StartTicks: p.StartTicks, StartedAt: p.StartedAt, State: serveRunning,
+	si := &sessionInfo{agent: shortAgent(e.Agent), boot: p.Boot, Serve: Serve{
+		Session: e.Session, UnitID: e.UnitID, PID: p.PID, StartTicks: p.StartTicks, StartedAt: p.StartedAt, State: serveRunning, Host: p.Host,
 	}}
-	if e.Kind == session.EventEnd {
+	if e.Kind == store.EventSessionEnd {
 		ts := e.TS
 		si.State, si.EndedAt = serveEnded, &ts
 	}

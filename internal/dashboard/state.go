@@ -3,9 +3,11 @@ package dashboard
 import (
 	"reflect"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/audit"
+	"github.com/toolhost/toolhost/internal/procs"
 )
 
 // Bounds of the state kept: what the page shows, not what the stores hold.
@@ -58,7 +60,7 @@ type call struct {
 	ts       time.Time
 	agent    string
 	tool     string
-	status   string
+	status   audit.Status
 	duration float64
 }
 
@@ -81,8 +83,18 @@ type state struct {
 
 type sessionInfo struct {
 	agent string
+	// boot is the boot id of the machine the server runs on ("": a server
+	// from before the id was announced, which ran on this machine).
+	boot string
 	Serve
 }
+
+// thisBoot is this machine's boot id, read once.
+var thisBoot = sync.OnceValue(procs.BootID)
+
+// here reports whether the server runs on this machine (in this boot), so
+// that its pid can be checked: a pid of another machine means nothing here.
+func (si *sessionInfo) here() bool { return si.boot == "" || si.boot == thisBoot() }
 
 func (s *state) init(d *Dashboard) {
 	s.byShort = map[string]*Card{}

@@ -7,8 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolhost/toolhost/internal/audit"
-	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/redact"
+	"github.com/toolhost/toolhost/internal/store"
 )
 
 // What the page is sent. Every string that an agent, a tool or a command
@@ -23,16 +23,16 @@ const (
 
 // AuditRow is one call as the audit stream shows it.
 type AuditRow struct {
-	TS        time.Time `json:"ts"`
-	CallID    string    `json:"call_id"`
-	SessionID string    `json:"session_id,omitempty"`
-	Agent     string    `json:"agent"`
-	UnitID    string    `json:"unit_id,omitempty"`
-	Tool      string    `json:"tool"`
-	Source    string    `json:"source,omitempty"`
-	Status    string    `json:"status"`
-	ErrorKind string    `json:"error_kind,omitempty"`
-	Error     string    `json:"error,omitempty"`
+	TS        time.Time    `json:"ts"`
+	CallID    string       `json:"call_id"`
+	SessionID string       `json:"session_id,omitempty"`
+	Agent     string       `json:"agent"`
+	UnitID    string       `json:"unit_id,omitempty"`
+	Tool      string       `json:"tool"`
+	Source    string       `json:"source,omitempty"`
+	Status    audit.Status `json:"status"`
+	ErrorKind string       `json:"error_kind,omitempty"`
+	Error     string       `json:"error,omitempty"`
 	// Rule is the policy rule that decided the call (a refusal's reason).
 	Rule       string  `json:"rule,omitempty"`
 	RetryCount int     `json:"retry_count,omitempty"`
@@ -60,7 +60,7 @@ func auditRow(r *audit.Row) AuditRow {
 // notACall reports whether a row records something other than a call
 // (a superseded confirmation, an upstream pin): the figures and an agent's
 // last call pass it over, as audit.StatsBuilder does.
-func notACall(status string) bool {
+func notACall(status audit.Status) bool {
 	return status == audit.StatusSuperseded || status == audit.StatusPin
 }
 
@@ -115,7 +115,7 @@ type TimelineEntry struct {
 	Data    string    `json:"data,omitempty"`
 }
 
-func timelineEntry(e callctx.TimelineEntry) TimelineEntry {
+func timelineEntry(e store.TimelineEntry) TimelineEntry {
 	t := TimelineEntry{Seq: e.Seq, TS: e.TS, Agent: shortAgent(e.Agent), UnitID: e.UnitID, Kind: e.Kind,
 		Message: clip(redact.String(e.Message), maxTextShown)}
 	if e.Data != nil {
@@ -174,11 +174,11 @@ type Runtime struct {
 
 // LastCall is the newest call of an agent.
 type LastCall struct {
-	TS         time.Time `json:"ts"`
-	Tool       string    `json:"tool"`
-	Status     string    `json:"status"`
-	ErrorKind  string    `json:"error_kind,omitempty"`
-	DurationMS float64   `json:"duration_ms"`
+	TS         time.Time    `json:"ts"`
+	Tool       string       `json:"tool"`
+	Status     audit.Status `json:"status"`
+	ErrorKind  string       `json:"error_kind,omitempty"`
+	DurationMS float64      `json:"duration_ms"`
 }
 
 // Serve is one `toolhost serve` session of an agent.
@@ -188,10 +188,25 @@ type Serve struct {
 	PID        int       `json:"pid"`
 	StartTicks uint64    `json:"-"`
 	StartedAt  time.Time `json:"started_at"`
+	// Host is the machine the server runs on.
+	Host string `json:"host,omitempty"`
 	// State is serveRunning, serveEnded (it said so) or serveGone (its
 	// process is not there any more and it never said it ended: killed).
 	State   string     `json:"state"`
 	EndedAt *time.Time `json:"ended_at,omitempty"`
+}
+
+// triageSummary is the part of the triager's summary
+// (bugs.TriageSummaryPath) the board shows.
+type triageSummary struct {
+	Bugs map[string]*struct {
+		Category   string  `json:"category"`
+		Confidence float64 `json:"confidence"`
+		Similar    []struct {
+			ID    string  `json:"bug_id"`
+			Score float64 `json:"score"`
+		} `json:"similar"`
+	} `json:"bugs"`
 }
 
 // States of a server.

@@ -154,10 +154,10 @@ func TestDemoEndToEnd(t *testing.T) {
 			PGID  int    `json:"pgid"`
 		} `json:"units"`
 	}
-	readJSON(t, filepath.Join(dir, "integration", "units.json"), &units)
+	readJSON(t, filepath.Join(dir, ".toolhost", "units.json"), &units)
 	u, ok := units.Units["todo-be"]
 	if !ok || u.State != "stopped" || u.PGID <= 0 {
-		t.Fatalf("integration/units.json: %+v", units)
+		t.Fatalf(".toolhost/units.json: %+v", units)
 	}
 	if err := syscall.Kill(-u.PGID, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("the unit's process group %d is still alive: %v", u.PGID, err)

@@ -77,7 +77,7 @@ func indexNL(b []byte) int {
 func writeBigTrail(b *testing.B, dir string, size int64) int {
 	b.Helper()
 	rng := rand.New(rand.NewPCG(7, 7))
-	statuses := []string{audit.StatusOK, audit.StatusOK, audit.StatusOK, audit.StatusOKFalse, audit.StatusRejected, audit.StatusError}
+	statuses := []audit.Status{audit.StatusOK, audit.StatusOK, audit.StatusOK, audit.StatusOKFalse, audit.StatusRejected, audit.StatusError}
 	ts := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	prev := strings.Repeat("ab", 32)
 	var (

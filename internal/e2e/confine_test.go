@@ -33,7 +33,7 @@ var planted = map[string]string{
 	"units/a/tests/a.test.ts":  "test\n",
 	"timeline.ndjson":          `{"seq":1}` + "\n",
 	"bugs/BUG-0001.json":       "{}\n",
-	"integration/units.json":   `{"units":{}}` + "\n",
+	".toolhost/units.json":     `{"units":{}}` + "\n",
 	"integration/cases/c.json": "{}\n",
 	".toolhost/locks/timeline": "",
 }
@@ -143,7 +143,7 @@ func TestCommandsAreConfined(t *testing.T) {
 				{"timeline", "echo '{\"seq\":99}' >> " + P + "/timeline.ndjson; rm -f " + P + "/timeline.ndjson", nil},
 				{"bug store", "echo x > " + P + "/bugs/BUG-9999.json; rm -f " + P + "/bugs/BUG-0001.json", []string{"bugs/BUG-9999.json"}},
 				{"locks", "echo x > " + P + "/.toolhost/locks/timeline; rm -rf " + P + "/.toolhost/locks", nil},
-				{"units.json", `echo '{"units":{"x":{"pid":1,"pgid":1}}}' > ` + P + "/integration/units.json", nil},
+				{"units.json", `echo '{"units":{"x":{"pid":1,"pgid":1}}}' > ` + P + "/.toolhost/units.json", nil},
 			}
 			for _, a := range attacks {
 				out := runBash(t, c, a.command)

@@ -100,7 +100,7 @@ func TestUnitsAreConfined(t *testing.T) {
 		t.Fatal(err)
 	}
 	own, prd, units, logs := filepath.Join(project, "units/u/own.txt"), filepath.Join(project, "prd/x"),
-		filepath.Join(project, "integration/units.json"), filepath.Join(project, "integration/logs/u-ok.txt")
+		filepath.Join(project, ".toolhost/units.json"), filepath.Join(project, "integration/logs/u-ok.txt")
 	argv := []string{confineProbe(t), "-write", own, "-write", prd, "-write", units, "-write", logs,
 		"-bind", "0", "-bind", strconv.Itoa(other), "-signal", strconv.Itoa(c.Process().PID)}
 	res := spawnUnits(t, c, map[string]any{"action": "start", "units": []map[string]any{{"id": "u", "argv": argv}}})

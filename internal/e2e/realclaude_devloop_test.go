@@ -17,7 +17,7 @@ import (
 	"github.com/toolhost/toolhost/configs"
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/procs"
-	"github.com/toolhost/toolhost/internal/session"
+	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/testutil/claudecli"
 	"github.com/toolhost/toolhost/internal/vitest/vitesttest"
@@ -344,11 +344,11 @@ func leftovers(t *testing.T, project string, mu *sync.Mutex, unit *procs.Process
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
 		var e struct {
-			Kind    string          `json:"kind"`
-			Agent   string          `json:"agent"`
-			Payload session.Process `json:"payload"`
+			Kind    string        `json:"kind"`
+			Agent   string        `json:"agent"`
+			Payload store.Process `json:"payload"`
 		}
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Kind == session.EventStart {
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Kind == store.EventSessionStart {
 			watch[fmt.Sprintf("toolhost serve of %s (pid %d)", e.Agent, e.Payload.PID)] = procs.Process{PID: e.Payload.PID, StartTicks: e.Payload.StartTicks}
 		}
 	}

@@ -9,10 +9,9 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/audit"
-	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/journal"
 	"github.com/toolhost/toolhost/internal/ndjson"
-	"github.com/toolhost/toolhost/internal/session"
+	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/internal/testutil"
 )
 
@@ -63,7 +62,7 @@ func TestRotationSixProcesses(t *testing.T) {
 
 	var want int64 = 1
 	seen := map[string]bool{}
-	bad, err := journal.ReadTimeline(root, ndjson.Options{}, func(e callctx.TimelineEntry, at ndjson.Pos) error {
+	bad, err := journal.ReadTimeline(root, ndjson.Options{}, func(e store.TimelineEntry, at ndjson.Pos) error {
 		if e.Seq != want {
 			return fmt.Errorf("%s: seq %d, want %d", at, e.Seq, want)
 		}
@@ -80,8 +79,8 @@ func TestRotationSixProcesses(t *testing.T) {
 
 	events := map[string]bool{}
 	announced := map[string]bool{}
-	bad, err = journal.ReadEvents(root, ndjson.Options{}, func(e callctx.Event, at ndjson.Pos) error {
-		if e.Kind == session.EventStart || e.Kind == session.EventEnd {
+	bad, err = journal.ReadEvents(root, ndjson.Options{}, func(e store.Event, at ndjson.Pos) error {
+		if e.Kind == store.EventSessionStart || e.Kind == store.EventSessionEnd {
 			// Each server announces itself (not a call's event).
 			k := e.Kind + " " + e.Session
 			if announced[k] {

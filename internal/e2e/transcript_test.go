@@ -301,7 +301,7 @@ func runTranscript(t *testing.T, bin, agents, file, transport string) {
 func auditSummary(t *testing.T, project string) string {
 	var lines []string
 	bad, err := audit.Each(project, audit.Filter{}, func(row *audit.Row) error {
-		line := strings.TrimSpace(row.Tool + " " + row.Status + " " + row.ErrorKind)
+		line := strings.TrimSpace(row.Tool + " " + string(row.Status) + " " + row.ErrorKind)
 		if !volatile[0].re.MatchString(row.CallID) {
 			line += " call=" + row.CallID
 		}

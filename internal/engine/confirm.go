@@ -112,7 +112,7 @@ func (e *Engine) confirm(next Handler) Handler {
 			// A decision made with `toolhost approve` (after a client that
 			// asked got no decision) is used before the human is asked again.
 			if e.Confirm != nil {
-				res, err := e.Confirm.Take(call)
+				res, err := e.Confirm.Take(ctx, call)
 				if err != nil {
 					return fmt.Errorf("confirmation store: %w", err)
 				}
@@ -124,7 +124,7 @@ func (e *Engine) confirm(next Handler) Handler {
 				}
 			}
 			if rt != nil {
-				return e.askRoundTrip(c, preview)
+				return e.askRoundTrip(ctx, c, preview)
 			}
 			ans, err := c.Elicit(ctx, e.confirmMessage(c, preview), confirmSchema)
 			switch {
@@ -167,7 +167,7 @@ func (e *Engine) binding(c *Call, argsHash string) confirm.Binding {
 }
 
 // askRoundTrip ends the call with an InputRequiredResult asking the human.
-func (e *Engine) askRoundTrip(c *Call, preview json.RawMessage) error {
+func (e *Engine) askRoundTrip(ctx context.Context, c *Call, preview json.RawMessage) error {
 	if e.States == nil {
 		return &ConfirmationError{Kind: fault.ConfirmationFailed, Msg: fmt.Sprintf(
 			"%s needs a human to confirm it, but this session cannot sign request states", c.Tool)}
@@ -180,7 +180,7 @@ func (e *Engine) askRoundTrip(c *Call, preview json.RawMessage) error {
 	if ttl <= 0 {
 		ttl = confirm.DefaultTTL
 	}
-	state, err := e.States.Issue(e.binding(c, h), ttl)
+	state, err := e.States.Issue(ctx, e.binding(c, h), ttl)
 	if err != nil {
 		return fmt.Errorf("request state: %w", err)
 	}
@@ -206,7 +206,7 @@ func (e *Engine) roundTripAnswer(ctx context.Context, c *Call, next Handler, cal
 	if err != nil {
 		return err
 	}
-	if err := e.States.Redeem(rt.State, e.binding(c, h)); err != nil {
+	if err := e.States.Redeem(ctx, rt.State, e.binding(c, h)); err != nil {
 		if errors.Is(err, confirm.ErrStateInvalid) || errors.Is(err, confirm.ErrStateExpired) ||
 			errors.Is(err, confirm.ErrStateMismatch) || errors.Is(err, confirm.ErrStateReplayed) {
 			return invalid("its requestState is refused (" + err.Error() + ")")
@@ -217,7 +217,7 @@ func (e *Engine) roundTripAnswer(ctx context.Context, c *Call, next Handler, cal
 	if !ok {
 		// The human was asked but the answer is missing: ask again.
 		if rt.CanAsk {
-			return e.askRoundTrip(c, preview)
+			return e.askRoundTrip(ctx, c, preview)
 		}
 		return e.approve(ctx, c, next, call, "the retry carried no answer to the confirmation, so a human must decide with toolhost approve. ")
 	}
@@ -238,7 +238,7 @@ func (e *Engine) approve(ctx context.Context, c *Call, next Handler, call confir
 		return &ConfirmationError{Kind: fault.ConfirmationFailed, Msg: fmt.Sprintf(
 			"%s needs a human to confirm it, but this session has neither elicitation nor a confirmation store", c.Tool)}
 	}
-	res, err := e.Confirm.Check(call)
+	res, err := e.Confirm.Check(ctx, call)
 	if err != nil {
 		return fmt.Errorf("confirmation store: %w", err)
 	}

@@ -35,7 +35,7 @@ func TestConfirmByElicitation(t *testing.T) {
 		args       string
 		wantAsked  bool
 		wantRun    bool
-		wantStatus string
+		wantStatus audit.Status
 		wantKind   string
 		wantMsg    string
 	}{
@@ -116,7 +116,7 @@ func TestConfirmByApproval(t *testing.T) {
 		if again := confirmationID(t, r.call(t, "guarded_write", `{"data":{"y":2,"x":1},"text":"a"}`)); again != id {
 			t.Fatalf("second ask made a new id %s (first %s)", again, id)
 		}
-		if _, err := r.store.Decide(id, true); err != nil {
+		if _, err := r.store.Decide(context.Background(), id, true); err != nil {
 			t.Fatal(err)
 		}
 		// Same arguments in another key order and layout are the same call.
@@ -137,10 +137,10 @@ func TestConfirmByApproval(t *testing.T) {
 		if first == second {
 			t.Fatal("different arguments shared a confirmation")
 		}
-		if _, err := r.store.Decide(first, true); !errors.Is(err, confirm.ErrClosed) {
+		if _, err := r.store.Decide(context.Background(), first, true); !errors.Is(err, confirm.ErrClosed) {
 			t.Fatalf("approving a superseded confirmation: %v", err)
 		}
-		if _, err := r.store.Decide(second, true); err != nil {
+		if _, err := r.store.Decide(context.Background(), second, true); err != nil {
 			t.Fatal(err)
 		}
 		confirmationID(t, r.call(t, "guarded_write", `{"text":"c"}`))
@@ -161,7 +161,7 @@ func TestConfirmByApproval(t *testing.T) {
 		t.Parallel()
 		r, s := confirmRig(t)
 		id := confirmationID(t, r.call(t, "guarded_write", `{"text":"a"}`))
-		if _, err := r.store.Decide(id, false); err != nil {
+		if _, err := r.store.Decide(context.Background(), id, false); err != nil {
 			t.Fatal(err)
 		}
 		out := r.call(t, "guarded_write", `{"text":"a"}`)
@@ -173,7 +173,7 @@ func TestConfirmByApproval(t *testing.T) {
 		t.Parallel()
 		r, s := confirmRig(t)
 		id := confirmationID(t, r.call(t, "guarded_write", `{"text":"a"}`))
-		if _, err := r.store.Decide(id, true); err != nil {
+		if _, err := r.store.Decide(context.Background(), id, true); err != nil {
 			t.Fatal(err)
 		}
 		r.clock.Add(policy.DefaultConfirmTTL + time.Second)
@@ -187,7 +187,7 @@ func TestConfirmByApproval(t *testing.T) {
 		r, _ := confirmRig(t)
 		id := confirmationID(t, r.call(t, "guarded_write", `{"text":"a"}`))
 		r.clock.Add(policy.DefaultConfirmTTL + time.Second)
-		if _, err := r.store.Decide(id, true); !errors.Is(err, confirm.ErrExpired) {
+		if _, err := r.store.Decide(context.Background(), id, true); !errors.Is(err, confirm.ErrExpired) {
 			t.Fatalf("late approval: %v", err)
 		}
 	})

@@ -1,5 +1,5 @@
-// Package engine is the one execution pipeline every tool call goes through
-// (SPEC §4): lookup → agent toolPolicy → policy permission → schema
+// Package engine is the one execution pipeline every tool call goes through,
+// whatever the transport or the tool: lookup → agent toolPolicy → policy permission → schema
 // validation → confirmation → ctx injection → guard → execute with timeout,
 // cancellation and retry → panic recovery → classify → audit.
 //

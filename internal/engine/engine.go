@@ -21,6 +21,7 @@ import (
 	"github.com/toolhost/toolhost/internal/redact"
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/rules"
+	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/trace"
 	"github.com/toolhost/toolhost/internal/wirejson"
@@ -56,7 +57,7 @@ type Outcome struct {
 	IsError bool
 	// Message is what the model reads when IsError is set.
 	Message string
-	Status  string
+	Status  audit.Status
 	// Kind is why the call did not end in a result (fault.None when it did).
 	Kind     fault.Kind
 	ErrorID  string
@@ -117,7 +118,7 @@ type Engine struct {
 	// CheckArgv); nil allows all.
 	Guard func(tool.Command) error
 	// Confirm keeps confirmations for clients without elicitation.
-	Confirm *confirm.Store
+	Confirm store.Confirmations
 	// States signs and redeems the request states of multi-round-trip
 	// confirmations.
 	States *confirm.States
@@ -518,42 +519,73 @@ func execute(ctx context.Context, c *Call) error {
 	return nil
 }
 
-// classify is the one place that turns a call's error into an outcome.
-func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
-	out := &Outcome{Result: c.Result, Retries: c.Retries, Err: err}
+// verdict is the one classification of how a call, or one of its stages
+// or attempts, ended with err: its audit status and why it did not end in
+// a result (fault.None when it did). classify builds the outcome on it and
+// the trace hooks record it on the spans.
+func verdict(ctx context.Context, c *Call, err error) (audit.Status, fault.Kind) {
 	var rej fault.Rejection
 	var pe *panicError
-	var ir *InputRequired
 	switch {
-	case errors.As(err, &ir):
-		out.InputRequired, out.Status, out.Kind = ir, audit.StatusRejected, ir.RejectionKind()
-		out.Message = "waiting for the human's answer: the client asks and calls again with it"
 	case err == nil && c.Result.UpstreamError:
-		out.Status, out.Kind = audit.StatusError, fault.Upstream
+		return audit.StatusError, fault.Upstream
 	case err == nil && c.Result.Failed:
-		out.Status = audit.StatusOKFalse
+		return audit.StatusOKFalse, fault.None
 	case err == nil:
-		out.Status = audit.StatusOK
+		return audit.StatusOK, fault.None
 	case errors.As(err, &rej):
-		out.IsError, out.Status, out.Kind, out.Message = true, audit.StatusRejected, rej.RejectionKind(), rej.Error()
+		// An InputRequired too: the call waits for the human's answer.
+		return audit.StatusRejected, rej.RejectionKind()
 	case c.timedOut:
-		out.IsError, out.Status, out.Kind = true, audit.StatusTimeout, fault.Timeout
-		out.Message = fmt.Sprintf("%s timed out after %d ms; narrow the request or raise timeout_ms in the tool policy", c.Tool, c.Decision.Timeout.Milliseconds())
+		return audit.StatusTimeout, fault.Timeout
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
-		out.IsError, out.Status, out.Kind, out.Message = true, audit.StatusCancelled, fault.Cancelled, "cancelled by the client"
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 			// Cancelled by toolhost itself (shutdown), not by the client.
-			out.Kind = fault.Shutdown
-			out.Message = fmt.Sprintf("%s did not finish: %v; it may have done part of its work, so check before calling it again", c.Tool, cause)
+			return audit.StatusCancelled, fault.Shutdown
 		}
+		return audit.StatusCancelled, fault.Cancelled
 	case errors.As(err, &pe):
-		out.IsError, out.Status, out.Kind = true, audit.StatusError, fault.Panic
+		return audit.StatusError, fault.Panic
+	}
+	return audit.StatusError, fault.System
+}
+
+// classify is the one place that turns a call's error into an outcome:
+// the verdict, and what the model reads of it.
+func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
+	out := &Outcome{Result: c.Result, Retries: c.Retries, Err: err}
+	out.Status, out.Kind = verdict(ctx, c, err)
+	var ir *InputRequired
+	var pe *panicError
+	switch {
+	case out.Kind == fault.None || out.Kind == fault.Upstream:
+		// A result; an expected failure may name the error id its
+		// tool logged the cause under.
+		if out.Status == audit.StatusOKFalse {
+			out.ErrorID = c.Result.ErrorID
+		}
+	case errors.As(err, &ir):
+		out.InputRequired = ir
+		out.Message = "waiting for the human's answer: the client asks and calls again with it"
+	case out.Status == audit.StatusRejected:
+		rej, _ := errors.AsType[fault.Rejection](err)
+		out.IsError, out.Message = true, rej.Error()
+	case out.Kind == fault.Timeout:
+		out.IsError = true
+		out.Message = fmt.Sprintf("%s timed out after %d ms; narrow the request or raise timeout_ms in the tool policy", c.Tool, c.Decision.Timeout.Milliseconds())
+	case out.Kind == fault.Cancelled:
+		out.IsError, out.Message = true, "cancelled by the client"
+	case out.Kind == fault.Shutdown:
+		out.IsError = true
+		out.Message = fmt.Sprintf("%s did not finish: %v; it may have done part of its work, so check before calling it again", c.Tool, context.Cause(ctx))
+	case errors.As(err, &pe):
+		out.IsError = true
 		out.ErrorID = callctx.NewCallID()
 		out.Message = fmt.Sprintf("internal error in %s (error id %s); the daemon is still serving, report the id", c.Tool, out.ErrorID)
 		e.Log.Error().Str("event", "tool_panic").Str("tool", c.Tool).Str("error_id", out.ErrorID).
 			Str("panic", fmt.Sprint(pe.value)).Str("stack", string(pe.stack)).Msg("tool panicked")
 	default:
-		out.IsError, out.Status, out.Kind = true, audit.StatusError, fault.System
+		out.IsError = true
 		out.ErrorID = callctx.NewCallID()
 		out.Message = fmt.Sprintf("%s failed: %s (error id %s)", c.Tool, fault.Explain(err), out.ErrorID)
 		e.Log.Error().Str("event", "tool_error").Str("tool", c.Tool).Str("error_id", out.ErrorID).Err(err).Msg("tool failed")

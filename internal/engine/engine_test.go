@@ -37,7 +37,7 @@ func TestRetry(t *testing.T) {
 		permission string
 		maxRetries int
 		faults     []error
-		wantStatus string
+		wantStatus audit.Status
 		wantCalls  int32
 		wantRetry  int
 	}{
@@ -52,7 +52,7 @@ func TestRetry(t *testing.T) {
 		{"HTTP 502 then 504", tool.ReadOnly, policy.Read, 2, []error{&httpStatusError{502}, &httpStatusError{504}}, audit.StatusOK, 3, 2},
 		{"HTTP 404 is not transient", tool.ReadOnly, policy.Read, 3, []error{&httpStatusError{404}}, audit.StatusError, 1, 0},
 		{"plain error is not transient", tool.ReadOnly, policy.Read, 3, []error{errors.New("bad data")}, audit.StatusError, 1, 0},
-		{"expected failure is not retried", tool.ReadOnly, policy.Read, 3, []error{tool.Fail("no such bug")}, audit.StatusOKFalse, 1, 0},
+		{"expected failure is not retried", tool.ReadOnly, policy.Read, 3, []error{tool.Fail(nil, "no such bug")}, audit.StatusOKFalse, 1, 0},
 		{"timed-out attempt is retried", tool.ReadOnly, policy.Read, 2, []error{errSlow}, audit.StatusOK, 2, 1},
 		{"every attempt times out", tool.ReadOnly, policy.Read, 1, []error{errSlow, errSlow}, audit.StatusTimeout, 2, 1},
 	}
@@ -128,7 +128,7 @@ func TestAuditCompleteness(t *testing.T) {
 	started := make(chan struct{}, n)
 	tools := []tool.Tool{
 		scripted("echo", tool.ReadOnly, &script{}),
-		scripted("expected_fail", tool.ReadOnly, &script{faults: repeat(tool.Fail("nothing to do; pass another id"))}),
+		scripted("expected_fail", tool.ReadOnly, &script{faults: repeat(tool.Fail(nil, "nothing to do; pass another id"))}),
 		scripted("broken", tool.Additive, &script{faults: repeat(errors.New("disk on fire"))}),
 		scripted("slow", tool.ReadOnly, &script{faults: repeat(errSlow)}),
 		scripted("hangs", tool.ReadOnly, &script{faults: repeat(errSlow), started: started}),
@@ -157,9 +157,10 @@ func TestAuditCompleteness(t *testing.T) {
 		},
 	})
 	cases := []struct {
-		tool, args   string
-		status, kind string
-		ctx          func() (context.Context, context.CancelFunc)
+		tool, args string
+		status     audit.Status
+		kind       string
+		ctx        func() (context.Context, context.CancelFunc)
 	}{
 		{tool: "echo", args: `{"text":"hi","token":"s3cr3t","data":{"Password":"pw","nested":[{"api_key":"k"}]}}`, status: audit.StatusOK},
 		{tool: "expected_fail", args: `{"text":"x"}`, status: audit.StatusOKFalse},

@@ -18,7 +18,6 @@ import (
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/callctx"
-	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/journal"
@@ -27,6 +26,8 @@ import (
 	"github.com/toolhost/toolhost/internal/rules"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/session"
+	"github.com/toolhost/toolhost/internal/store"
+	"github.com/toolhost/toolhost/internal/store/filestore"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/trace"
@@ -111,7 +112,7 @@ type rig struct {
 	log   *testutil.SyncBuffer
 	dir   string
 	clock *testutil.FakeClock
-	store *confirm.Store
+	store store.Confirmations
 }
 
 type rigOpts struct {
@@ -169,12 +170,17 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	if o.sink != nil {
 		sink = o.sink
 	}
-	store := &confirm.Store{Door: shared, Clock: clock}
+	fst, err := filestore.Open(proj, filestore.Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fst.Close() })
+	store := fst.Confirmations()
 	eng := &engine.Engine{
 		Registry: reg, Agent: ag, Policy: policy.LoadWith(pf, log, session.RuleOptions(reg, proj)), Audit: sink,
 		Identity: callctx.Identity{Agent: "tester", AgentName: ag.Name, SessionID: "sess-1", ProjectID: "p1", ProjectDir: proj},
-		Services: callctx.Services{Files: files, Shared: shared, Timeline: journal.Timeline{Door: shared},
-			Events: journal.Events{Door: shared}, Clock: clock, Log: log},
+		Services: callctx.Services{Files: files, Shared: shared, Timeline: fst.Timeline(),
+			Events: fst.Events(), Clock: clock, Log: log},
 		Log:          log,
 		Guard:        func(cmd tool.Command) error { return guardIf(cmd.Script) },
 		Confirm:      store,

@@ -151,7 +151,7 @@ func TestElicitationThroughProtocol(t *testing.T) {
 	}
 	var got []string
 	for _, r := range auditRows(t, dir) {
-		got = append(got, r.Status+"/"+r.ErrorKind)
+		got = append(got, string(r.Status)+"/"+r.ErrorKind)
 	}
 	if want := "ok/ rejected/user_declined rejected/needs_confirmation rejected/validation ok/"; strings.Join(got, " ") != want {
 		t.Fatalf("audit %v, want %s", got, want)

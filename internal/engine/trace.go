@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/toolhost/toolhost/internal/audit"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/trace"
 )
 
@@ -17,7 +18,7 @@ import (
 
 // traceStage gives stage mw a span of its own while it works, when when
 // is nil or true for the call: the span ends as the stage hands the call
-// on, or with the error the stage ended the call with.
+// on, or with the verdict on the error the stage ended the call with.
 func traceStage(name string, when func(*Call) bool, mw Middleware) Middleware {
 	return func(next Handler) Handler {
 		h := mw(func(ctx context.Context, c *Call) error {
@@ -32,7 +33,11 @@ func traceStage(name string, when func(*Call) bool, mw Middleware) Middleware {
 			}
 			sctx := c.span.Stage(ctx, name)
 			err := h(sctx, c)
-			c.span.EndStage(sctx, err)
+			kind := fault.None
+			if err != nil {
+				_, kind = verdict(ctx, c, err)
+			}
+			c.span.EndStage(sctx, kind)
 			return err
 		}
 	}
@@ -72,13 +77,20 @@ func (e *Engine) traceAttempt(next Handler) Handler {
 		err := next(ctx, c)
 		c.Ctx = orig
 		if a != nil {
-			aerr := err
-			if errors.Is(err, errFinished) && c.final != nil {
+			kind := fault.None
+			switch {
+			case errors.Is(err, errFinished) && c.final != nil:
 				// The attempt's goroutine finished the call: the
-				// attempt's own error is the outcome's.
-				aerr = c.final.Err
+				// attempt's own verdict is the outcome's, when it
+				// returned an error (an upstream's isError is a result,
+				// toolError below).
+				if c.final.Err != nil {
+					kind = c.final.Kind
+				}
+			case err != nil:
+				_, kind = verdict(ctx, c, err)
 			}
-			a.End(aerr, c.Result.UpstreamError)
+			a.End(kind, c.Result.UpstreamError)
 		}
 		return err
 	}
@@ -89,7 +101,7 @@ func (e *Engine) traceAttempt(next Handler) Handler {
 // the result is redacted by the same.
 func (e *Engine) traceOutcome(c *Call, out *Outcome, row *audit.Row) trace.Outcome {
 	o := trace.Outcome{
-		Status: out.Status, Kind: out.Kind.String(), IsError: out.IsError || c.Result.UpstreamError,
+		Status: out.Status, Kind: out.Kind, IsError: out.IsError || c.Result.UpstreamError,
 		Message: out.Message, Retries: out.Retries, Sandbox: c.Result.Sandbox, Unit: row.UnitID, ErrorID: out.ErrorID,
 		Rule: c.Rule.Rule, RuleEffect: string(c.Rule.Effect),
 	}

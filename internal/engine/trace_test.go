@@ -19,13 +19,14 @@ import (
 	"github.com/toolhost/toolhost/internal/testutil/spantest"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/trace"
+	"github.com/toolhost/toolhost/internal/trace/otlp"
 )
 
 // tracedSession is a real OpenTelemetry SDK session whose spans go to exp
 // and whose metrics are discarded.
 func tracedSession(t testing.TB, exp sdktrace.SpanExporter) (*trace.Session, func()) {
 	t.Helper()
-	p, err := trace.New(trace.Exporters{Spans: exp, Metrics: spantest.DiscardMetrics{}}, trace.Options{Log: zerolog.Nop()})
+	p, err := otlp.New(otlp.Exporters{Spans: exp, Metrics: spantest.DiscardMetrics{}}, trace.Options{Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,31 +57,58 @@ func (e *CorruptFile) Error() string {
 
 func (e *CorruptFile) Unwrap() error { return e.Err }
 
+// Content marks err as a parser's verdict on a document it was given (a
+// contract, a Vitest report, an HTML page, a case file): a function that
+// reads only the bytes it is handed writes about those bytes (a line, a
+// field, a value), never about the machine, so Explain passes its text on,
+// bounded and printable. Wrap only errors of such a function; an error that
+// also holds an OS error is explained as the OS error.
+func Content(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &content{err}
+}
+
+type content struct{ err error }
+
+func (e *content) Error() string { return e.err.Error() }
+func (e *content) Unwrap() error { return e.err }
+
 // Advice the model gets after a system error, by who can fix it.
 const (
 	adviceMachine = "this is a problem of the machine, not of the call: retrying will not help, tell a human and cite the error id"
 	adviceRetry   = "the arguments may well be fine: call once more, and if it fails again tell a human and cite the error id"
 )
 
-// Explain is the one place that decides what the model reads about a
-// system error: the words of the first error class below that err's chain
-// holds, never the text of err itself (an OS, JSON or library message may
-// carry paths outside the project, secrets or noise; the log has it whole,
+// Explain is the one place that decides what the model reads about an
+// error, wherever it ends up (the engine's message for a system error, the
+// reason of a tool.Fail, a result field that reports a failure): the words
+// of the first error class below that err's chain holds, never the text of
+// err itself (an OS, JSON, network or library message may carry paths
+// outside the project, addresses, secrets or noise; the log has it whole,
 // under the error id). The classes, in order:
 //
+//   - a Rejection (sandbox, guard, validation, policy): its message,
+//     written for the model;
 //   - a Safe error: its message, written for the model;
 //   - a CorruptFile: which file, that it was left as it is, how to repair it;
 //   - an OS error (syscall.Errno): what the OS refused, in our words, and
 //     the file it concerns when that name is relative to the project;
 //   - a deadline inside the tool: it gave up waiting;
+//   - a Content verdict (with no OS error in it): its text;
 //   - anything else: an internal error.
 //
-// Each ends with what the agent can do.
+// Each system error's words end with what the agent can do.
 func Explain(err error) string {
+	var rej Rejection
 	var safe *Safe
 	var corrupt *CorruptFile
 	var errno syscall.Errno
+	var verdict *content
 	switch {
+	case errors.As(err, &rej):
+		return rej.Error()
 	case errors.As(err, &safe):
 		return safe.Msg
 	case errors.As(err, &corrupt):
@@ -98,8 +125,30 @@ func Explain(err error) string {
 		return what + "; " + adviceRetry
 	case errors.Is(err, context.DeadlineExceeded):
 		return "an operation inside the tool gave up waiting; " + adviceRetry
+	case errors.As(err, &verdict):
+		return shownText(verdict.Error())
 	}
 	return "an internal error; " + adviceRetry
+}
+
+// Withheld reports whether Explain's words for err stand in for text that
+// only the log keeps (so the reader needs the error id to find it): false
+// for a rejection, a Content verdict and a Safe error with nothing behind
+// it, whose words are all there is.
+func Withheld(err error) bool {
+	var rej Rejection
+	var safe *Safe
+	var errno syscall.Errno
+	var verdict *content
+	switch {
+	case errors.As(err, &rej):
+		return false
+	case errors.As(err, &safe):
+		return safe.Err != nil
+	case errors.As(err, &errno), errors.Is(err, context.DeadlineExceeded):
+		return true
+	}
+	return !errors.As(err, &verdict)
 }
 
 // errnoWords says what an OS error means, and whether only a human at the
@@ -153,10 +202,14 @@ func fileOf(err error) string {
 }
 
 // shown makes a name safe to quote: printable, and not unbounded.
-func shown(name string) string {
-	const maxShown = 200
+func shown(name string) string { return bounded(name, 200, false) }
+
+// shownText is shown for a parser's message, which may quote a few lines.
+func shownText(msg string) string { return bounded(msg, 2000, true) }
+
+func bounded(name string, maxShown int, lines bool) string {
 	name = strings.Map(func(r rune) rune {
-		if unicode.IsPrint(r) {
+		if unicode.IsPrint(r) || lines && r == '\n' {
 			return r
 		}
 		return '?'

@@ -45,6 +45,12 @@ func TestExplain(t *testing.T) {
 		{"a refused connection", dialErr, []string{"a connection was refused"}, []string{"127.0.0.1", "dial", "connect:"}},
 		{"a deadline inside the tool", fmt.Errorf("waiting for lock: %w", context.DeadlineExceeded),
 			[]string{"gave up waiting"}, []string{"lock", "deadline exceeded"}},
+		{"a rejection, its own message", fmt.Errorf("check: %w", testRejection("prd/x.html is outside the allow-list")),
+			[]string{"prd/x.html is outside the allow-list"}, []string{"check:"}},
+		{"a parser's verdict on a document", fmt.Errorf("load: %w", Content(errors.New("line 3: endpoints[0] needs id\nsee\x1b[2J"))),
+			[]string{"line 3: endpoints[0] needs id\nsee?[2J"}, []string{"load:", "\x1b"}},
+		{"a verdict that holds an OS error", Content(&fs.PathError{Op: "open", Path: "/home/u/secret", Err: syscall.EACCES}),
+			[]string{"does not let toolhost access a file"}, []string{"/home/u", "secret"}},
 		{"anything else", errors.New("pq: password authentication failed for user admin (password=hunter2)"),
 			[]string{"an internal error; the arguments may well be fine"}, []string{"hunter2", "admin", "pq:"}},
 	}
@@ -63,6 +69,34 @@ func TestExplain(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+type testRejection string
+
+func (r testRejection) Error() string     { return string(r) }
+func (testRejection) RejectionKind() Kind { return Sandbox }
+
+// TestWithheld: an error id is owed exactly when the words stand in for
+// text only the log has.
+func TestWithheld(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{testRejection("refused"), false},
+		{Content(errors.New("line 1: bad")), false},
+		{Safef("no such bug"), false},
+		{Wrap(errors.New("EOF"), "upstream gh is not reachable"), true},
+		{&CorruptFile{Path: "a.json", Format: "JSON", Err: errors.New("x")}, true},
+		{Content(&fs.PathError{Op: "open", Path: "a", Err: syscall.EIO}), true},
+		{context.DeadlineExceeded, true},
+		{errors.New("internal"), true},
+	} {
+		if got := Withheld(tc.err); got != tc.want {
+			t.Errorf("Withheld(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }
 

@@ -1,5 +1,6 @@
 // Package journal implements the two shared logs every tool may write:
-// events (.toolhost/events.ndjson, SPEC §9) and the agents' timeline
+// events (.toolhost/events.ndjson: one line per thing a tool did, for live
+// views such as the dashboard) and the agents' timeline
 // (timeline.ndjson) whose seq is strictly increasing across processes —
 // appended all or nothing, rotated by size (the seq continues across the
 // files), and read back across rotated files by ReadEvents/ReadTimeline and

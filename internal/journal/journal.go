@@ -8,10 +8,10 @@ import (
 	"io/fs"
 	"math"
 
-	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/ndjson"
 	"github.com/toolhost/toolhost/internal/redact"
+	"github.com/toolhost/toolhost/internal/store"
 )
 
 // Paths of the shared logs, relative to the project dir.
@@ -78,8 +78,8 @@ type Events struct {
 	MaxBytes int64
 }
 
-// Emit implements callctx.Events. The line lands whole or not at all.
-func (e Events) Emit(ev callctx.Event) error {
+// Emit appends one event. The line lands whole or not at all.
+func (e Events) Emit(ev store.Event) error {
 	b, err := redact.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("encode event %s: %w", ev.Kind, err)
@@ -99,13 +99,13 @@ type Timeline struct {
 // last seq; one entry is far smaller.
 const tailWindow = 256 << 10
 
-// Append implements callctx.Timeline. Under the timeline lock it reads the
+// Append appends one entry. Under the timeline lock it reads the
 // last entry's seq from the end of the timeline and appends the next one in
 // a single all-or-nothing write, so seq is strictly increasing across
 // processes and derived from what is really on disk (no counter that a
 // crash could leave behind). The rotation of the file happens inside the
 // same lock, so seq runs on across the boundary.
-func (t Timeline) Append(e callctx.TimelineEntry) (int64, error) {
+func (t Timeline) Append(e store.TimelineEntry) (int64, error) {
 	unlock, err := t.Door.Lock("timeline")
 	if err != nil {
 		return 0, err

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/ndjson"
 	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/store"
 )
 
 func door(t *testing.T) (*sandbox.Sandbox, string) {
@@ -53,7 +53,7 @@ func TestTimelineSeq(t *testing.T) {
 			}
 			tl := Timeline{Door: d}
 			for i := int64(0); i < 3; i++ {
-				seq, err := tl.Append(callctx.TimelineEntry{Kind: "test", Message: "m"})
+				seq, err := tl.Append(store.TimelineEntry{Kind: "test", Message: "m"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -72,7 +72,7 @@ func TestTimelineUnreadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	var corrupt *fault.CorruptFile
-	if _, err := (Timeline{Door: d}).Append(callctx.TimelineEntry{Kind: "x"}); !errors.As(err, &corrupt) || corrupt.Path != TimelinePath {
+	if _, err := (Timeline{Door: d}).Append(store.TimelineEntry{Kind: "x"}); !errors.As(err, &corrupt) || corrupt.Path != TimelinePath {
 		t.Fatalf("want a corrupt-file error naming %s for an unreadable timeline, got %v", TimelinePath, err)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, TimelinePath))
@@ -86,7 +86,7 @@ func TestEventsEmit(t *testing.T) {
 	d, dir := door(t)
 	ev := Events{Door: d}
 	for _, k := range []string{"a.one", "a.two"} {
-		if err := ev.Emit(callctx.Event{Kind: k, Agent: "pm", CallID: "c"}); err != nil {
+		if err := ev.Emit(store.Event{Kind: k, Agent: "pm", CallID: "c"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -98,7 +98,7 @@ func TestEventsEmit(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("want 2 event lines, got %q", b)
 	}
-	var e callctx.Event
+	var e store.Event
 	if err := json.Unmarshal([]byte(lines[1]), &e); err != nil || e.Kind != "a.two" || e.Agent != "pm" {
 		t.Errorf("second event = %+v (%v)", e, err)
 	}
@@ -125,7 +125,7 @@ func TestTimelineRotation(t *testing.T) {
 			defer d.Close()
 			tl := Timeline{Door: d, MaxBytes: 2000}
 			for range each {
-				if _, err := tl.Append(callctx.TimelineEntry{Kind: "k", Message: "m"}); err != nil {
+				if _, err := tl.Append(store.TimelineEntry{Kind: "k", Message: "m"}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -143,7 +143,7 @@ func TestTimelineRotation(t *testing.T) {
 		t.Fatalf("%d timeline files (%v), want several rotations", len(segs), err)
 	}
 	var want int64 = 1
-	bad, err := ReadTimeline(rootOf(t, dir), ndjson.Options{}, func(e callctx.TimelineEntry, at ndjson.Pos) error {
+	bad, err := ReadTimeline(rootOf(t, dir), ndjson.Options{}, func(e store.TimelineEntry, at ndjson.Pos) error {
 		if e.Seq != want {
 			return fmt.Errorf("%s: seq %d, want %d", at, e.Seq, want)
 		}
@@ -163,7 +163,7 @@ func TestTimelineRotation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	seq, err := (Timeline{Door: d2}).Append(callctx.TimelineEntry{Kind: "k"})
+	seq, err := (Timeline{Door: d2}).Append(store.TimelineEntry{Kind: "k"})
 	if err != nil || seq != writers*each+1 {
 		t.Fatalf("seq %d (%v) after a rotation, want %d", seq, err, writers*each+1)
 	}
@@ -173,7 +173,7 @@ func TestReadEventsReportsBadLines(t *testing.T) {
 	t.Parallel()
 	d, dir := door(t)
 	ev := Events{Door: d}
-	if err := ev.Emit(callctx.Event{Kind: "a.one"}); err != nil {
+	if err := ev.Emit(store.Event{Kind: "a.one"}); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.OpenFile(filepath.Join(dir, EventsPath), os.O_APPEND|os.O_WRONLY, 0)
@@ -182,11 +182,11 @@ func TestReadEventsReportsBadLines(t *testing.T) {
 	}
 	_, _ = f.WriteString("{\"kind\":\"torn\n{}\n")
 	f.Close()
-	if err := ev.Emit(callctx.Event{Kind: "a.two"}); err != nil {
+	if err := ev.Emit(store.Event{Kind: "a.two"}); err != nil {
 		t.Fatal(err)
 	}
 	var kinds []string
-	bad, err := ReadEvents(rootOf(t, d.ProjectDir()), ndjson.Options{}, func(e callctx.Event, _ ndjson.Pos) error {
+	bad, err := ReadEvents(rootOf(t, d.ProjectDir()), ndjson.Options{}, func(e store.Event, _ ndjson.Pos) error {
 		kinds = append(kinds, e.Kind)
 		return nil
 	})
@@ -208,7 +208,7 @@ func TestFollowEventsAcrossRotation(t *testing.T) {
 	t.Parallel()
 	d, _ := door(t)
 	ev := Events{Door: d, MaxBytes: 1500}
-	if err := ev.Emit(callctx.Event{Kind: "before"}); err != nil {
+	if err := ev.Emit(store.Event{Kind: "before"}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -224,7 +224,7 @@ func TestFollowEventsAcrossRotation(t *testing.T) {
 	}
 	from := ndjson.Cursor{Ino: fi.Sys().(*syscall.Stat_t).Ino, Off: fi.Size()}
 	go func() {
-		done <- FollowEvents(ctx, rootOf(t, d.ProjectDir()), ndjson.FollowOptions{From: &from, Poll: 5 * time.Millisecond}, func(e callctx.Event, next ndjson.Cursor) error {
+		done <- FollowEvents(ctx, rootOf(t, d.ProjectDir()), ndjson.FollowOptions{From: &from, Poll: 5 * time.Millisecond}, func(e store.Event, next ndjson.Cursor) error {
 			got <- e.Kind
 			cursors <- next
 			return nil
@@ -232,7 +232,7 @@ func TestFollowEventsAcrossRotation(t *testing.T) {
 	}()
 	const n = 200
 	for i := range n {
-		if err := ev.Emit(callctx.Event{Kind: fmt.Sprintf("e%d", i)}); err != nil {
+		if err := ev.Emit(store.Event{Kind: fmt.Sprintf("e%d", i)}); err != nil {
 			t.Fatal(err)
 		}
 		if i%37 == 0 {
@@ -271,7 +271,7 @@ func TestFollowEventsAcrossRotation(t *testing.T) {
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
 	var resumed []string
-	err = FollowEvents(ctx2, rootOf(t, d.ProjectDir()), ndjson.FollowOptions{From: &at150, Poll: 5 * time.Millisecond}, func(e callctx.Event, _ ndjson.Cursor) error {
+	err = FollowEvents(ctx2, rootOf(t, d.ProjectDir()), ndjson.FollowOptions{From: &at150, Poll: 5 * time.Millisecond}, func(e store.Event, _ ndjson.Cursor) error {
 		resumed = append(resumed, e.Kind)
 		if len(resumed) == n-150 {
 			cancel2()
@@ -301,7 +301,7 @@ func TestFollowEventsFromTheEnd(t *testing.T) {
 	d, _ := door(t)
 	ev := Events{Door: d}
 	for range 3 {
-		if err := ev.Emit(callctx.Event{Kind: "before"}); err != nil {
+		if err := ev.Emit(store.Event{Kind: "before"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -309,13 +309,13 @@ func TestFollowEventsFromTheEnd(t *testing.T) {
 	defer cancel()
 	got := make(chan string, 100)
 	go func() {
-		_ = FollowEvents(ctx, rootOf(t, d.ProjectDir()), ndjson.FollowOptions{Poll: 2 * time.Millisecond}, func(e callctx.Event, _ ndjson.Cursor) error {
+		_ = FollowEvents(ctx, rootOf(t, d.ProjectDir()), ndjson.FollowOptions{Poll: 2 * time.Millisecond}, func(e store.Event, _ ndjson.Cursor) error {
 			got <- e.Kind
 			return nil
 		})
 	}()
 	for i := 0; ; i++ {
-		if err := ev.Emit(callctx.Event{Kind: fmt.Sprintf("ping.%d", i)}); err != nil {
+		if err := ev.Emit(store.Event{Kind: fmt.Sprintf("ping.%d", i)}); err != nil {
 			t.Fatal(err)
 		}
 		select {

@@ -5,25 +5,25 @@ import (
 	"encoding/json"
 	"os"
 
-	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/ndjson"
+	"github.com/toolhost/toolhost/internal/store"
 )
 
 // ReadTimeline streams the timeline's entries, oldest first, across its
 // rotated files, in constant memory. A line that is not an entry is
 // skipped and reported in the returned BadLines instead of failing the read.
-func ReadTimeline(root *os.Root, o ndjson.Options, fn func(e callctx.TimelineEntry, at ndjson.Pos) error) (ndjson.BadLines, error) {
+func ReadTimeline(root *os.Root, o ndjson.Options, fn func(e store.TimelineEntry, at ndjson.Pos) error) (ndjson.BadLines, error) {
 	return each(root, TimelinePath, o, decodeEntry, fn)
 }
 
 // ReadEvents streams the events, oldest first, across rotated files, like
 // ReadTimeline.
-func ReadEvents(root *os.Root, o ndjson.Options, fn func(e callctx.Event, at ndjson.Pos) error) (ndjson.BadLines, error) {
+func ReadEvents(root *os.Root, o ndjson.Options, fn func(e store.Event, at ndjson.Pos) error) (ndjson.BadLines, error) {
 	return each(root, EventsPath, o, decodeEvent, fn)
 }
 
-func decodeEvent(line []byte) (callctx.Event, string) {
-	var e callctx.Event
+func decodeEvent(line []byte) (store.Event, string) {
+	var e store.Event
 	if err := json.Unmarshal(line, &e); err != nil {
 		return e, "not JSON"
 	}
@@ -33,8 +33,8 @@ func decodeEvent(line []byte) (callctx.Event, string) {
 	return e, ""
 }
 
-func decodeEntry(line []byte) (callctx.TimelineEntry, string) {
-	var e callctx.TimelineEntry
+func decodeEntry(line []byte) (store.TimelineEntry, string) {
+	var e store.TimelineEntry
 	if err := json.Unmarshal(line, &e); err != nil {
 		return e, "not JSON"
 	}
@@ -67,12 +67,12 @@ func each[T any](root *os.Root, rel string, o ndjson.Options, decode func([]byte
 // the log when nil), across rotations, until ctx ends: the feed of a live
 // view. Lines that are not events are passed over; next resumes after the
 // event.
-func FollowEvents(ctx context.Context, root *os.Root, o ndjson.FollowOptions, fn func(e callctx.Event, next ndjson.Cursor) error) error {
+func FollowEvents(ctx context.Context, root *os.Root, o ndjson.FollowOptions, fn func(e store.Event, next ndjson.Cursor) error) error {
 	return follow(ctx, root, EventsPath, o, decodeEvent, fn)
 }
 
 // FollowTimeline is FollowEvents for the timeline.
-func FollowTimeline(ctx context.Context, root *os.Root, o ndjson.FollowOptions, fn func(e callctx.TimelineEntry, next ndjson.Cursor) error) error {
+func FollowTimeline(ctx context.Context, root *os.Root, o ndjson.FollowOptions, fn func(e store.TimelineEntry, next ndjson.Cursor) error) error {
 	return follow(ctx, root, TimelinePath, o, decodeEntry, fn)
 }
 
@@ -90,12 +90,12 @@ func follow[T any](ctx context.Context, root *os.Root, rel string, o ndjson.Foll
 // reading from the end (ndjson.Backward), until fn returns false; it returns
 // the cursor to follow from (FollowEvents) so nothing written meanwhile is
 // lost or repeated. Lines that are not events are passed over.
-func BackwardEvents(root *os.Root, o ndjson.Options, fn func(e callctx.Event) bool) (ndjson.Cursor, error) {
+func BackwardEvents(root *os.Root, o ndjson.Options, fn func(e store.Event) bool) (ndjson.Cursor, error) {
 	return backward(root, EventsPath, o, decodeEvent, fn)
 }
 
 // BackwardTimeline is BackwardEvents for the timeline.
-func BackwardTimeline(root *os.Root, o ndjson.Options, fn func(e callctx.TimelineEntry) bool) (ndjson.Cursor, error) {
+func BackwardTimeline(root *os.Root, o ndjson.Options, fn func(e store.TimelineEntry) bool) (ndjson.Cursor, error) {
 	return backward(root, TimelinePath, o, decodeEntry, fn)
 }
 

@@ -1,4 +1,5 @@
-// Package sandbox is the one door through which toolhost writes files.
+// Package sandbox is the one door through which toolhost writes, and tools
+// read and list, project files.
 //
 // A Sandbox is bound to a project directory and a write allow-list of
 // doublestar globs (relative to the project dir). Every write, by a tool or by

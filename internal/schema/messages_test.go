@@ -1,12 +1,7 @@
 package schema_test
 
 import (
-	"sort"
-	"strconv"
-	"strings"
 	"testing"
-
-	"github.com/xeipuuv/gojsonschema"
 
 	"github.com/toolhost/toolhost/internal/schema"
 	"github.com/toolhost/toolhost/internal/tool"
@@ -17,7 +12,8 @@ import (
 // typicalMistakes are arguments a model gets wrong, against the real
 // schemas of built-in tools, with the message it must read: each path and
 // the rule broken there, in words it can act on. (The README's Benchmarks
-// section shows them next to what gojsonschema said.)
+// section shows them next to what gojsonschema, the validator before,
+// said.)
 var typicalMistakes = []struct {
 	name, tool, args, want string
 }{
@@ -71,48 +67,4 @@ func TestTypicalMistakes(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestMistakesBefore logs what the model read for the same mistakes when
-// gojsonschema validated (its descriptions, rendered as the engine did), for
-// the comparison in the README:
-//
-//	go test -run TestMistakesBefore -v ./internal/schema
-func TestMistakesBefore(t *testing.T) {
-	specs := map[string]*tool.Spec{}
-	for _, tl := range all.Tools() {
-		specs[tl.Spec().Name] = tl.Spec()
-	}
-	for _, c := range typicalMistakes {
-		res, err := gojsonschema.Validate(gojsonschema.NewBytesLoader(specs[c.tool].InputSchema), gojsonschema.NewStringLoader(c.args))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var parts []string
-		for _, re := range res.Errors() {
-			d := re.Description()
-			parts = append(parts, oldPath(re.Field())+": "+strings.ToLower(d[:1])+d[1:])
-		}
-		sort.Strings(parts)
-		t.Logf("| %s | %s | %s |", c.name, strings.Join(parts, "; "), c.want)
-	}
-}
-
-// oldPath is how the engine rendered gojsonschema's "items.2.id".
-func oldPath(field string) string {
-	if field == "(root)" || field == "" {
-		return "(root)"
-	}
-	var b strings.Builder
-	for i, p := range strings.Split(field, ".") {
-		if _, err := strconv.Atoi(p); err == nil {
-			b.WriteString("[" + p + "]")
-			continue
-		}
-		if i > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(p)
-	}
-	return b.String()
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	googleschema "github.com/google/jsonschema-go/jsonschema"
-	"github.com/xeipuuv/gojsonschema"
 
 	"github.com/toolhost/toolhost/internal/wirejson"
 )
@@ -58,19 +57,6 @@ func BenchmarkValidate(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if err := rs.Validate(doc); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run(c.name+"/gojsonschema", func(b *testing.B) {
-			s, err := gojsonschema.NewSchema(gojsonschema.NewStringLoader(c.schema))
-			if err != nil {
-				b.Fatal(err)
-			}
-			doc, _ := wirejson.DecodeAny([]byte(c.doc))
-			b.ReportAllocs()
-			for b.Loop() {
-				if r, err := s.Validate(gojsonschema.NewGoLoader(doc)); err != nil || !r.Valid() {
 					b.Fatal(err)
 				}
 			}

@@ -11,20 +11,20 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolhost/toolhost/internal/agents"
-	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/bashguard"
-	"github.com/toolhost/toolhost/internal/bugs"
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/engine"
-	"github.com/toolhost/toolhost/internal/journal"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/rules"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/server"
+	"github.com/toolhost/toolhost/internal/store"
+	"github.com/toolhost/toolhost/internal/store/local"
+	storeopen "github.com/toolhost/toolhost/internal/store/open"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/tools/all"
 	"github.com/toolhost/toolhost/internal/trace"
@@ -46,6 +46,9 @@ type Options struct {
 	Trace *trace.Provider
 	// Limits are the rotation sizes of the shared logs.
 	Limits Limits
+	// Store is --store: the project's shared state ("" or "files": the
+	// project dir's files; see internal/store/open).
+	Store string
 	// Announce emits session.start when the session opens and
 	// session.end when it closes, with the process's pid and start time,
 	// so a live view (the dashboard) knows which servers run now and sees
@@ -64,13 +67,16 @@ type Limits struct {
 
 // Session is one wired agent session.
 type Session struct {
-	Agent    *agents.Agent
-	Agents   *agents.Set
-	Policy   *policy.Policy
-	Engine   *engine.Engine
-	Server   *server.Server
-	Files    *sandbox.Sandbox
-	Shared   *sandbox.Sandbox
+	Agent  *agents.Agent
+	Agents *agents.Set
+	Policy *policy.Policy
+	Engine *engine.Engine
+	Server *server.Server
+	Files  *sandbox.Sandbox
+	// Shared is the door on the machine-local state in .toolhost/.
+	Shared *sandbox.Sandbox
+	// Store is the project's shared state.
+	Store    store.Store
 	Upstream *upstream.Manager
 	// Procs owns every child process of the session.
 	Procs   *procs.Manager
@@ -118,20 +124,28 @@ func Open(o Options) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("project dir not usable: %w", err)
 	}
-	shared, err := files.With("toolhost", journal.ServiceAllowList)
+	shared, err := openLocal(files)
 	if err != nil {
+		files.Close()
 		return nil, err
 	}
-	sink := audit.NewFileSink(shared, audit.Options{Project: id.ProjectID, MaxBytes: o.Limits.AuditMaxBytes})
-	// Opening the audit file is also the start-up check that the project dir
-	// is writable: a clear message now instead of a failure on every call.
-	if err := sink.Open(); err != nil {
-		_ = sink.Close()
-		return nil, fmt.Errorf("project dir %s is not writable: %w", abs, err)
+	st, err := storeopen.Open(storeopen.Options{
+		Spec: o.Store, ProjectDir: abs, ProjectID: id.ProjectID, Session: true, Log: o.Log,
+		AuditMaxBytes: o.Limits.AuditMaxBytes, EventsMaxBytes: o.Limits.EventsMaxBytes, TimelineMaxBytes: o.Limits.TimelineMaxBytes,
+	})
+	if err != nil {
+		files.Close()
+		shared.Close()
+		return nil, err
 	}
-	if cut, err := journal.Repair(shared); err != nil || cut > 0 {
-		o.Log.Warn().Str("event", "log_tail_repaired").Int64("cut_bytes", cut).AnErr("problem", err).
-			Msg("cut the torn last line a killed writer left in the events or the timeline")
+	sink := st.Audit()
+	// Opening the audit trail is also the start-up check that the store
+	// takes writes: a clear message now instead of a failure on every call.
+	if err := sink.Open(); err != nil {
+		_ = st.Close()
+		files.Close()
+		shared.Close()
+		return nil, fmt.Errorf("the project's store (%s) does not take writes: %w", st.Describe(), err)
 	}
 	reg := o.Registry
 	if reg == nil {
@@ -149,12 +163,13 @@ func Open(o Options) (*Session, error) {
 	svc := callctx.Services{
 		Files:    files,
 		Shared:   shared,
-		Timeline: journal.Timeline{Door: shared, MaxBytes: o.Limits.TimelineMaxBytes},
-		Events:   journal.Events{Door: shared, MaxBytes: o.Limits.EventsMaxBytes},
+		Timeline: st.Timeline(),
+		Events:   st.Events(),
 		Clock:    callctx.SystemClock{},
 		Log:      o.Log,
 		Procs:    units,
-		Bugs:     &bugs.Store{Door: shared},
+		Bugs:     st.Bugs(),
+		Agents:   st.Agents(),
 	}
 	settings := callctx.Settings{
 		Cwd:            filepath.Join(abs, filepath.FromSlash(ag.Cwd(id.Company, id.ProjectID, id.UnitID))),
@@ -164,43 +179,27 @@ func Open(o Options) (*Session, error) {
 	eng := &engine.Engine{
 		Registry: reg, Agent: ag, Policy: pol, Audit: sink,
 		Identity: id, Services: svc, Settings: settings, Log: o.Log,
-		Confirm: &confirm.Store{Door: shared, Clock: svc.Clock},
-		States:  &confirm.States{Door: shared, Clock: svc.Clock},
+		Confirm: st.Confirmations(),
+		States:  &confirm.States{Store: st.RequestStates(), Clock: svc.Clock},
 		Guard:   guardCommand,
 	}
 	ts := o.Trace.Session(trace.Identity{SessionID: id.SessionID, Agent: id.Agent, ProjectID: id.ProjectID, Unit: id.UnitID})
 	eng.Trace = ts
 	eng.Init()
 	srv := &server.Server{Engine: eng, Name: "toolhost", Version: o.Version, PageSize: o.PageSize, Log: o.Log, Trace: ts}
-	s := &Session{Agent: ag, Agents: set, Policy: pol, Engine: eng, Server: srv, Files: files, Shared: shared, Procs: units}
+	s := &Session{Agent: ag, Agents: set, Policy: pol, Engine: eng, Server: srv, Files: files, Shared: shared, Store: st, Procs: units}
 	srv.Visible = s.Visible
 	// Closers run last-first: upstreams and units stop (units record their
-	// exits through the sandbox) before the audit sink and the sandboxes
+	// exits through the sandbox) before the store (its audit trail) and the sandboxes
 	// close; session.end is the last thing written.
 	// The session's span ends last of all (the provider's flush follows).
-	s.closers = append(s.closers, func() error { ts.End(); return nil }, files.Close, shared.Close)
+	s.closers = append(s.closers, func() error { ts.End(); return nil }, files.Close, shared.Close, st.Close)
 	if o.Announce {
 		s.closers = append(s.closers, announce(svc.Events, id, o.Version, o.Log))
 	}
-	s.closers = append(s.closers, sink.Close, units.Close, func() error { sweepTimer.Stop(); sweep(); return nil }, s.removeStaleTemps(o.Log))
+	s.closers = append(s.closers, units.Close, func() error { sweepTimer.Stop(); sweep(); return nil }, s.removeStaleTemps(o.Log))
 	s.startUpstreams(o)
 	return s, nil
-}
-
-// Kinds of the events a session announces itself with.
-const (
-	EventStart = "session.start"
-	EventEnd   = "session.end"
-)
-
-// Process names a running toolhost process for its whole life: the pid and
-// its start time in clock ticks since boot (procs.Alive checks both, so a
-// pid reused by another process is not taken for it).
-type Process struct {
-	PID        int       `json:"pid"`
-	StartTicks uint64    `json:"start_ticks"`
-	StartedAt  time.Time `json:"started_at"`
-	Version    string    `json:"version,omitempty"`
 }
 
 // announce emits session.start and returns the closer that emits
@@ -212,16 +211,34 @@ func announce(ev callctx.Events, id callctx.Identity, version string, log zerolo
 		log.Warn().Err(err).Msg("cannot read this process's start time; the session is not announced")
 		return func() error { return nil }
 	}
-	p := Process{PID: st.PID, StartTicks: st.StartTicks, StartedAt: time.Now().UTC(), Version: version}
+	p := store.Process{PID: st.PID, StartTicks: st.StartTicks, StartedAt: time.Now().UTC(), Version: version}
+	p.Host, _ = os.Hostname()
+	p.Boot = procs.BootID()
 	emit := func(kind string) {
-		err := ev.Emit(callctx.Event{TS: time.Now().UTC(), Kind: kind, ProjectID: id.ProjectID, Agent: id.Agent,
+		err := ev.Emit(context.Background(), store.Event{TS: time.Now().UTC(), Kind: kind, ProjectID: id.ProjectID, Agent: id.Agent,
 			UnitID: id.UnitID, Session: id.SessionID, Payload: p})
 		if err != nil {
 			log.Warn().Err(err).Str("event", kind).Msg("cannot record the session's announcement in the events")
 		}
 	}
-	emit(EventStart)
-	return func() error { emit(EventEnd); return nil }
+	emit(store.EventSessionStart)
+	return func() error { emit(store.EventSessionEnd); return nil }
+}
+
+// openLocal moves machine-local records written before they lived in
+// .toolhost/ (local.Migrate: now, before any tool of this session runs)
+// and returns the door on .toolhost/, the session's machine-local state.
+func openLocal(files *sandbox.Sandbox) (*sandbox.Sandbox, error) {
+	mig, err := files.With("toolhost", local.MigrationAllowList())
+	if err != nil {
+		return nil, err
+	}
+	err = local.Migrate(mig)
+	mig.Close()
+	if err != nil {
+		return nil, fmt.Errorf("move the machine-local records to .toolhost/: %w", err)
+	}
+	return files.With("toolhost", []string{".toolhost/**"})
 }
 
 // RuleOptions are what a policy's rules are compiled against in a

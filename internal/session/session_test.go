@@ -19,6 +19,7 @@ import (
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/rpc"
 	"github.com/toolhost/toolhost/internal/session"
+	"github.com/toolhost/toolhost/internal/store"
 )
 
 func open(t *testing.T, id callctx.Identity, policyFile string) *session.Session {
@@ -256,10 +257,10 @@ func TestAnnounce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, kind := range []string{session.EventStart, session.EventEnd} {
+	for i, kind := range []string{store.EventSessionStart, store.EventSessionEnd} {
 		var ev struct {
-			callctx.Event
-			Payload session.Process `json:"payload"`
+			store.Event
+			Payload store.Process `json:"payload"`
 		}
 		if err := json.Unmarshal([]byte(lines[i]), &ev); err != nil {
 			t.Fatal(err)
@@ -268,5 +269,45 @@ func TestAnnounce(t *testing.T) {
 			ev.Payload.PID != os.Getpid() || ev.Payload.StartTicks != st.StartTicks || ev.Payload.Version != "v-test" || ev.Payload.StartedAt.IsZero() {
 			t.Errorf("event %d: %s", i, lines[i])
 		}
+	}
+}
+
+// TestMachineLocalStateMoves: a project written before the units and port
+// reservations moved to .toolhost/ has them moved when a session opens;
+// from then on the old place, which the integrator's commands may write,
+// is never read again.
+func TestMachineLocalStateMoves(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "integration"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	units := `{"units":{"api":{"id":"api","pid":1,"state":"exited"}}}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "integration", "units.json"), []byte(units), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, callctx.Identity{Agent: "integrator", ProjectDir: dir}, "")
+	s.Close()
+	if b, err := os.ReadFile(filepath.Join(dir, ".toolhost", "units.json")); err != nil || string(b) != units {
+		t.Fatalf(".toolhost/units.json = %q, %v; want the old record", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "integration", "units.json")); !os.IsNotExist(err) {
+		t.Fatalf("the old record is still in integration/ (%v)", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, ".toolhost", "ports.json")); err != nil || strings.TrimSpace(string(b)) != "{}" {
+		t.Fatalf(".toolhost/ports.json = %q, %v; want an empty record so the old place is never read", b, err)
+	}
+	// A file a command writes at the old place later is only the
+	// integrator's: the next session leaves it and the record alone.
+	forged := `{"reservations":{"x":{"port":1}}}`
+	if err := os.WriteFile(filepath.Join(dir, "integration", "ports.json"), []byte(forged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	open(t, callctx.Identity{Agent: "integrator", ProjectDir: dir}, "").Close()
+	if b, _ := os.ReadFile(filepath.Join(dir, ".toolhost", "ports.json")); strings.Contains(string(b), "reservations") {
+		t.Fatalf("the old place was read again: %s", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "integration", "ports.json")); string(b) != forged {
+		t.Fatalf("integration/ports.json was changed: %s", b)
 	}
 }

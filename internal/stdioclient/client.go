@@ -199,8 +199,9 @@ func (c *Client) Dispatch(method string, params any) (int64, <-chan Message, err
 	if c.readDone {
 		// The server's stdout has ended: nothing would ever answer (a write
 		// may still succeed while a dying server's stdin is not yet closed).
+		stderr := c.stderr.String() // under mu: the stderr copier writes it
 		c.mu.Unlock()
-		return 0, nil, fmt.Errorf("server closed the connection; %s not sent; stderr:\n%s", method, c.stderr.String())
+		return 0, nil, fmt.Errorf("server closed the connection; %s not sent; stderr:\n%s", method, stderr)
 	}
 	c.nextID++
 	id := c.nextID

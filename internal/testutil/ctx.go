@@ -9,11 +9,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolhost/toolhost/internal/agents"
-	"github.com/toolhost/toolhost/internal/bugs"
 	"github.com/toolhost/toolhost/internal/callctx"
-	"github.com/toolhost/toolhost/internal/journal"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/store/filestore"
 )
 
 // FakeEpoch is where a default FakeClock starts.
@@ -90,9 +89,9 @@ type CtxOptions struct {
 }
 
 // NewCtx builds the *callctx.Ctx of one tool call the way a session does:
-// the agent's real sandbox door, the services' door on the shared stores
-// (journal.ServiceAllowList) carrying the timeline and events, a fake clock
-// and a silent logger. Both doors are closed when the test ends.
+// the agent's real sandbox door, the project's file store (timeline,
+// events, bugs, agent state) with its door as the services' door, a fake
+// clock and a silent logger. Everything is closed when the test ends.
 func NewCtx(t testing.TB, o CtxOptions) *callctx.Ctx {
 	t.Helper()
 	set, err := agents.Load("")
@@ -115,16 +114,16 @@ func NewCtx(t testing.TB, o CtxOptions) *callctx.Ctx {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shared, err := files.With("toolhost", journal.ServiceAllowList)
+	st, err := filestore.Open(dir, filestore.Options{})
 	if err != nil {
 		_ = files.Close()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = files.Close(); _ = shared.Close() })
+	t.Cleanup(func() { _ = files.Close(); _ = st.Close() })
 
 	svc := callctx.Services{
-		Files: files, Shared: shared, Timeline: journal.Timeline{Door: shared}, Events: journal.Events{Door: shared},
-		Clock: o.Clock, Log: zerolog.Nop(), Procs: o.Procs, Bugs: &bugs.Store{Door: shared},
+		Files: files, Shared: st.Door(), Timeline: st.Timeline(), Events: st.Events(),
+		Clock: o.Clock, Log: zerolog.Nop(), Procs: o.Procs, Bugs: st.Bugs(), Agents: st.Agents(),
 	}
 	if svc.Clock == nil {
 		svc.Clock = NewFakeClock(FakeEpoch, time.Second)

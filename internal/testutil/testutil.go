@@ -29,8 +29,8 @@ func RepoRoot(t testing.TB) string {
 }
 
 // Toolhost builds ./cmd/toolhost once per test process and returns the
-// binary's path. The binary lives in a temp dir removed when the process
-// exits (callers should use it only during tests).
+// binary's path. The binary lives in a ProcessDir, removed by the first
+// test process that starts after this one is gone.
 func Toolhost(t testing.TB) string {
 	t.Helper()
 	return releaseBuild.get(t)
@@ -47,7 +47,7 @@ func ToolhostWithTestTools(t testing.TB) string {
 func (b *build) get(t testing.TB, flags ...string) string {
 	t.Helper()
 	b.once.Do(func() {
-		dir, err := os.MkdirTemp("", "toolhost-bin-")
+		dir, err := ProcessDir("toolhost-bin")
 		if err != nil {
 			b.err = err
 			return

@@ -5,9 +5,14 @@
 // and func(ctx, *callctx.Ctx, In) (Out, error). New builds a Tool from such a
 // function; the registry compiles its schemas once at start.
 //
-// Outcomes follow the failure model of SPEC §5:
+// Outcomes follow one failure model:
 //   - an expected failure is a normal result whose Status has OK=false and a
-//     Reason (return Out with Status.OK=false, or the error from Fail);
+//     Reason (return Out with Status.OK=false, or the error from Fail). Fail
+//     takes the error behind the failure as its own argument, never as text
+//     in the reason: the model reads fault.Explain's words for it and an
+//     error id, the log keeps it whole. A result field that reports an
+//     error (a unit that did not start) gets its text from Explain the same
+//     way;
 //   - a rejection (validation, sandbox, guard, policy) is an error implementing
 //     fault.Rejection, shown to the model as isError with its message;
 //   - anything else is a system failure: the model reads what fault.Explain

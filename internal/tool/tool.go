@@ -155,6 +155,9 @@ type Result struct {
 	Failed bool
 	// Reason is the ok:false reason.
 	Reason string
+	// ErrorID names the log line that keeps the error behind an ok:false
+	// reason whole (a Fail with an error whose words withhold its text).
+	ErrorID string
 	// Raw, when set, is a complete MCP CallToolResult passed through as is
 	// (upstream tools).
 	Raw json.RawMessage
@@ -184,13 +187,68 @@ func (s Status) outcome() (bool, string) { return s.OK, s.Reason }
 type outcomer interface{ outcome() (bool, string) }
 
 // Failure is an expected failure: the model sees {ok:false, reason}.
-type Failure struct{ Reason string }
+type Failure struct {
+	// Reason is the tool's own words for what went wrong.
+	Reason string
+	// Err, when set, is the error behind the failure: the model reads what
+	// fault.Explain makes of it after Reason, the log keeps it whole.
+	Err error
+}
 
-func (f *Failure) Error() string { return f.Reason }
+func (f *Failure) Error() string {
+	if f.Err == nil {
+		return f.Reason
+	}
+	return f.Reason + ": " + f.Err.Error()
+}
 
-// Fail returns an expected failure with a formatted reason.
-func Fail(format string, args ...any) error {
-	return &Failure{Reason: fmt.Sprintf(format, args...)}
+// Fail returns an expected failure. The reason is format's text in the
+// tool's own words; err (nil when the failure is all in those words) is the
+// error behind it, which the model reads only as fault.Explain words it
+// (after the reason, with an error id under which the log keeps err whole
+// when the words stand in for its text). An error's text is never an
+// argument of format: an OS, network or library message may carry paths
+// outside the project, addresses or secrets.
+func Fail(err error, format string, args ...any) error {
+	return &Failure{Reason: fmt.Sprintf(format, args...), Err: err}
+}
+
+// Explain is what the model reads of err where a tool reports it in its
+// result rather than failing the call (a unit that did not start, a step
+// whose request failed): fault.Explain's words and, when they stand in for
+// err's text, the error id under which c's log keeps err whole.
+func Explain(c *callctx.Ctx, err error) string {
+	words, _ := explain(c, "", err)
+	return words
+}
+
+// explain is the one place a tool's error becomes words for the model and
+// a log line: the error id is made and logged only when the words withhold
+// something.
+func explain(c *callctx.Ctx, toolName string, err error) (words, errorID string) {
+	var f *Failure
+	if errors.As(err, &f) {
+		// A helper's expected failure reported in a result field: its
+		// reason and, as Call would give it, the error behind it.
+		if f.Err == nil {
+			return f.Reason, ""
+		}
+		words, errorID = explain(c, toolName, f.Err)
+		return f.Reason + ": " + words, errorID
+	}
+	words = fault.Explain(err)
+	if !fault.Withheld(err) {
+		return words, ""
+	}
+	errorID = callctx.NewCallID()
+	if c != nil {
+		ev := c.Log.Error().Str("event", "tool_failure").Str("error_id", errorID).Str("call_id", c.CallID)
+		if toolName != "" {
+			ev = ev.Str("tool", toolName)
+		}
+		ev.Err(err).Msg("an error behind a tool's result")
+	}
+	return words + " (error id " + errorID + ")", errorID
 }
 
 // Func is the typed function behind a tool.
@@ -264,7 +322,7 @@ func (t *typed[In, Out]) Call(ctx context.Context, c *callctx.Ctx, args json.Raw
 	}
 	out, err := t.fn(ctx, c, in)
 	if err != nil {
-		return failed(err)
+		return failed(c, t.spec.Name, err)
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
@@ -272,7 +330,7 @@ func (t *typed[In, Out]) Call(ctx context.Context, c *callctx.Ctx, args json.Raw
 	}
 	if t.bound != nil {
 		if b, err = t.bound.apply(c, t.spec.Name, in, reflect.ValueOf(out), b); err != nil {
-			return failed(err)
+			return failed(c, t.spec.Name, err)
 		}
 	}
 	r := Result{Structured: b}
@@ -289,11 +347,12 @@ func (t *typed[In, Out]) Call(ctx context.Context, c *callctx.Ctx, args json.Raw
 
 // failed is the result of a call that ended in err: an expected failure
 // ({ok:false, reason}) when err is a Failure, else err itself.
-func failed(err error) (Result, error) {
+func failed(c *callctx.Ctx, toolName string, err error) (Result, error) {
 	var f *Failure
 	if errors.As(err, &f) {
-		b, _ := json.Marshal(Status{OK: false, Reason: f.Reason})
-		return Result{Structured: b, Failed: true, Reason: f.Reason}, nil
+		reason, id := explain(c, toolName, f)
+		b, _ := json.Marshal(Status{OK: false, Reason: reason})
+		return Result{Structured: b, Failed: true, Reason: reason, ErrorID: id}, nil
 	}
 	return Result{}, err
 }

@@ -1,12 +1,17 @@
 package tool
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+
+	"github.com/rs/zerolog"
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/fault"
@@ -28,7 +33,9 @@ func greeter(calls *atomic.Int32) Tool {
 		calls.Add(1)
 		switch in.Name {
 		case "nobody":
-			return greetOut{}, Fail("nobody to greet; give a %s", "name")
+			return greetOut{}, Fail(nil, "nobody to greet; give a %s", "name")
+		case "unreadable":
+			return greetOut{}, Fail(&fs.PathError{Op: "open", Path: "/home/ada/.secret/names", Err: syscall.EACCES}, "the names cannot be read")
 		case "quiet":
 			return greetOut{Status: Status{Reason: "too quiet to greet"}}, nil
 		case "broken":
@@ -36,6 +43,38 @@ func greeter(calls *atomic.Int32) Tool {
 		}
 		return greetOut{Status: Status{OK: true}, Text: strings.Repeat("hi "+in.Name+" ", max(in.Times, 1))}, nil
 	})
+}
+
+// TestFailExplainsTheErrorBehindIt: the model reads the tool's words and
+// fault.Explain's, never the error's text; the log keeps the error whole
+// under the error id the reason and the result carry.
+func TestFailExplainsTheErrorBehindIt(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	var log bytes.Buffer
+	c := &callctx.Ctx{CallID: "call-1", Services: callctx.Services{Log: zerolog.New(&log)}}
+	r, err := greeter(&calls).Call(context.Background(), c, json.RawMessage(`{"name":"unreadable"}`))
+	if err != nil || !r.Failed || r.ErrorID == "" {
+		t.Fatalf("Call = %+v, %v; want an ok:false result with an error id", r, err)
+	}
+	want := "the names cannot be read: the operating system does not let toolhost access a file; "
+	if !strings.HasPrefix(r.Reason, want) || !strings.HasSuffix(r.Reason, "(error id "+r.ErrorID+")") {
+		t.Fatalf("reason %q; want it to start %q and end with the error id", r.Reason, want)
+	}
+	for _, leak := range []string{"/home/ada", "secret", "permission denied"} {
+		if strings.Contains(r.Reason, leak) || strings.Contains(string(r.Structured), leak) {
+			t.Fatalf("result %s leaks %q", r.Structured, leak)
+		}
+	}
+	line := log.String()
+	for _, w := range []string{`"error_id":"` + r.ErrorID + `"`, `"call_id":"call-1"`, `"tool":"greet"`, "/home/ada/.secret/names: permission denied"} {
+		if !strings.Contains(line, w) {
+			t.Fatalf("log %s; want %s", line, w)
+		}
+	}
+	if got := Explain(c, fault.Content(errors.New("line 2: no name"))); got != "line 2: no name" {
+		t.Fatalf("Explain(content) = %q: a parser's verdict is whole and needs no id", got)
+	}
 }
 
 func TestNewCallsTheTypedFunction(t *testing.T) {

@@ -1,12 +1,15 @@
-// Package trace is toolhost's OpenTelemetry: spans and metrics named and
+// Package trace is toolhost's span API: spans and metrics named and
 // attributed as the MCP semantic conventions say (docs/gen-ai/mcp.md of
-// open-telemetry/semantic-conventions), exported over OTLP (HTTP or gRPC)
-// with the OpenTelemetry Go SDK, configured only by the standard OTEL_*
-// environment variables.
+// open-telemetry/semantic-conventions), opened and ended through the
+// OpenTelemetry API only. Where they go — the SDK and the OTLP exporters,
+// configured by the standard OTEL_* variables — is package trace/otlp,
+// which only the CLI wires in (as gopls keeps internal/event apart from
+// event/export/otel): the engine, the server and the transports import
+// this package and link no SDK, exporter or gRPC.
 //
-// FromEnv returns nil when no OTEL_* variable asks for export: then no SDK
-// object exists, no goroutine is started, and every hook costs a nil check.
-// A caller's trace context (_meta.traceparent) is still passed on to
+// A nil *Provider (no OTEL_* variable asks for export) exports nothing: no
+// SDK object exists, no goroutine is started, and every hook costs a nil
+// check. A caller's trace context (_meta.traceparent) is still passed on to
 // upstream MCP servers and to the commands toolhost starts, so a trace that
 // goes through toolhost is not cut where toolhost does not export.
 //
@@ -17,13 +20,9 @@
 // package, and no other package opens spans. Upstream clients only inject
 // the current context (Context) into _meta and HTTP headers.
 //
-// Export never blocks or fails a call: spans go through toolhost's own
-// batching processor (a bounded buffer that drops when full, configured by
-// the SDK's OTEL_BSP_* variables); after an exporter error the next export
-// waits (1 s, doubling to 30 s) and the batches in between are dropped
-// unsent; the error is logged once (and once more when the collector
-// answers again), and Shutdown flushes what is queued within the deadline
-// it is given.
+// This package classifies nothing: how a call, a stage or an attempt ended
+// is the engine's verdict (an audit.Status and a fault.Kind), which it
+// records as given.
 //
 // This package must never put a tool's arguments or results on a span
 // unless Options.Args is set (--trace-args), and then only the redacted

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
+	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/procs"
 )
@@ -77,12 +78,11 @@ type Session struct {
 	span oteltrace.Span
 }
 
-// Session starts the SDK for the session id (its identity is part of the
-// resource: service.instance.id is the session id, toolhost.agent,
-// toolhost.project.id, toolhost.unit) and the session's span: a child of
+// Session starts the backend for the session id (its identity is part of
+// the resource: Identity.Attributes) and the session's span: a child of
 // TRACEPARENT in toolhost's environment when that is set, else the root of
 // a new trace. A Provider has one session; calling Session again returns
-// it.
+// it, and after Shutdown it returns nil.
 func (p *Provider) Session(id Identity) *Session {
 	if p == nil {
 		return nil
@@ -90,7 +90,7 @@ func (p *Provider) Session(id Identity) *Session {
 	p.once.Do(func() {
 		if err := p.start(id); err != nil {
 			p.log.Error().Str("event", "otel_disabled").Err(err).Msg("OpenTelemetry could not start; the session runs without it")
-			p.stopExporters(context.Background())
+			_ = p.b.Shutdown(context.Background())
 			return
 		}
 		parent := p.env
@@ -387,34 +387,16 @@ func (c *Call) Handover(ctx context.Context) context.Context {
 	return oteltrace.ContextWithSpan(ctx, c.span)
 }
 
-// EndStage ends the stage span of stageCtx (Stage's context) with err, the
-// reason the stage ended the call; after Handover it does nothing.
-func (c *Call) EndStage(stageCtx context.Context, err error) {
+// EndStage ends the stage span of stageCtx (Stage's context); k is why the
+// stage ended the call as the engine classified it (fault.None: it ended
+// without an error). After Handover it does nothing.
+func (c *Call) EndStage(stageCtx context.Context, k fault.Kind) {
 	sp := oteltrace.SpanFromContext(stageCtx)
 	if !sp.IsRecording() {
 		return
 	}
-	if err != nil {
-		k := errorKind(err)
-		sp.SetAttributes(keyErrorType.String(k))
-		sp.SetStatus(codes.Error, k)
-	}
+	failWith(sp, k, false)
 	sp.End()
-}
-
-// errorKind is error.type of a stage or attempt that ended with err: the
-// rejection kind (fault.Kind) when it is a rejection, else _OTHER.
-func errorKind(err error) string {
-	var rej fault.Rejection
-	switch {
-	case errors.As(err, &rej):
-		return rej.RejectionKind().String()
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	case errors.Is(err, context.Canceled):
-		return "cancelled"
-	}
-	return "_OTHER"
 }
 
 // Attempt is one attempt of a tool call and, for an upstream tool, the MCP
@@ -441,7 +423,7 @@ func (c *Call) Attempt(ctx context.Context, n int, server, remote string) (conte
 	*a = Attempt{c: c, n: n, start: time.Now()}
 	if prev := c.first; n == 2 && prev != nil {
 		_, sp := c.s.p.tracer.Start(ctx, "attempt", oteltrace.WithTimestamp(prev.start), oteltrace.WithAttributes(keyAttempt.Int(1)))
-		failWith(sp, prev.err, false)
+		failWith(sp, prev.kind, false)
 		sp.End(oteltrace.WithTimestamp(prev.end))
 	}
 	if n > 1 {
@@ -457,32 +439,33 @@ func (c *Call) Attempt(ctx context.Context, n int, server, remote string) (conte
 // firstAttempt is what a retry records of the call's first attempt.
 type firstAttempt struct {
 	start, end time.Time
-	err        error
+	kind       fault.Kind
 }
 
-// End ends the attempt: err is what the attempt returned, toolError that
-// the upstream answered with isError.
-func (a *Attempt) End(err error, toolError bool) {
+// End ends the attempt: k is why it failed as the engine classified what
+// it returned (fault.None: it returned no error), toolError that the
+// upstream answered with isError.
+func (a *Attempt) End(k fault.Kind, toolError bool) {
 	if a.client != nil {
-		failWith(a.client, err, toolError)
+		failWith(a.client, k, toolError)
 		a.client.End()
 	}
 	if a.span != nil {
-		failWith(a.span, err, toolError)
+		failWith(a.span, k, toolError)
 		a.span.End()
 	}
-	if a.n == 1 && err != nil {
-		a.c.first = &firstAttempt{start: a.start, end: time.Now(), err: err}
+	if a.n == 1 && k != fault.None {
+		a.c.first = &firstAttempt{start: a.start, end: time.Now(), kind: k}
 	}
 }
 
-// failWith records on sp why it failed: err, or the upstream's isError.
-func failWith(sp oteltrace.Span, err error, toolError bool) {
+// failWith records on sp why it failed: k (its error.type is the kind's
+// audit string), or the upstream's isError.
+func failWith(sp oteltrace.Span, k fault.Kind, toolError bool) {
 	switch {
-	case err != nil:
-		k := errorKind(err)
-		sp.SetAttributes(keyErrorType.String(k))
-		sp.SetStatus(codes.Error, k)
+	case k != fault.None:
+		sp.SetAttributes(keyErrorType.String(k.String()))
+		sp.SetStatus(codes.Error, k.String())
 	case toolError:
 		sp.SetAttributes(keyErrorType.String(errorToolError))
 		sp.SetStatus(codes.Error, errorToolError)
@@ -491,10 +474,10 @@ func failWith(sp oteltrace.Span, err error, toolError bool) {
 
 // Outcome is how a tool call ended, as its span and metrics record it.
 type Outcome struct {
-	// Status is the audit status (ok, ok_false, rejected, error, timeout,
-	// cancelled); Kind the fault.Kind string when the call did not end in
-	// a result.
-	Status, Kind string
+	// Status is the call's audit status and Kind why it did not end in a
+	// result (fault.None when it did): the engine's classification.
+	Status audit.Status
+	Kind   fault.Kind
 	// IsError is set when the result the client gets has isError.
 	IsError bool
 	// Message is what the model reads of a failed call; on spans only
@@ -529,14 +512,14 @@ func (c *Call) End(o Outcome) {
 	} else {
 		attrs = make([]attribute.KeyValue, 0, 12)
 	}
-	attrs = append(attrs, keyToolCallID.String(c.id), keyStatus.String(o.Status))
+	attrs = append(attrs, keyToolCallID.String(c.id), keyStatus.String(string(o.Status)))
 	// What is zero or false on nearly every call is left out (each
 	// attribute costs every span's export a few allocations).
 	if o.Retries > 0 {
 		attrs = append(attrs, keyRetries.Int(o.Retries))
 	}
-	if o.Kind != "" {
-		attrs = append(attrs, keyKind.String(o.Kind))
+	if o.Kind != fault.None {
+		attrs = append(attrs, keyKind.String(o.Kind.String()))
 	}
 	if o.Permission != "" {
 		attrs = append(attrs, keyPermission.String(o.Permission))
@@ -566,7 +549,7 @@ func (c *Call) End(o Outcome) {
 	}
 	if o.IsError {
 		attrs = append(attrs, keyErrorType.String(errorToolError))
-		desc := o.Kind
+		desc := o.Kind.String()
 		if c.s.p.args && o.Message != "" {
 			desc = o.Message
 		}
@@ -580,19 +563,19 @@ func (c *Call) End(o Outcome) {
 		c.span.End()
 	}
 	tool := c.tool
-	if o.Kind == fault.UnknownTool.String() {
+	if o.Kind == fault.UnknownTool {
 		// A name the client chose: not a metric attribute (see Request.End).
 		tool = "_OTHER"
 	}
 	in := &c.s.p.inst
-	in.calls.add(tool, keyStatus, o.Status)
-	if o.Status == "rejected" {
-		in.rejections.add(tool, keyKind, o.Kind)
+	in.calls.add(tool, keyStatus, string(o.Status))
+	if o.Status == audit.StatusRejected {
+		in.rejections.add(tool, keyKind, o.Kind.String())
 	}
 	if c.confirm > 0 {
 		how := "confirmed"
 		if c.confirm == 1 {
-			how = o.Kind
+			how = o.Kind.String()
 		}
 		in.confirmations.add(tool, keyConfirmed, how)
 	}
@@ -672,7 +655,7 @@ func (o *tracedOwner) Spawn(spec procs.Spec) (*procs.Child, error) {
 		return child, err
 	}
 	if err != nil {
-		failWith(sp, err, false)
+		spawnFailed(sp, err)
 		sp.End()
 		return nil, err
 	}
@@ -701,8 +684,21 @@ func (o *tracedOwner) Start(spec procs.UnitSpec) (*procs.Proc, error) {
 	sp.SetAttributes(keyUnit.String(spec.Unit))
 	if err == nil {
 		sp.SetAttributes(keyPID.Int(p.PID))
+	} else {
+		spawnFailed(sp, err)
 	}
-	failWith(sp, err, false)
 	sp.End()
 	return p, err
+}
+
+// spawnFailed records on a spawn's span that the command did not start:
+// error.type is the kind the refusal carries when confinement refused it
+// (a fault.Rejection, as the engine reads it too), else _OTHER.
+func spawnFailed(sp oteltrace.Span, err error) {
+	k := "_OTHER"
+	if rej, ok := errors.AsType[fault.Rejection](err); ok {
+		k = rej.RejectionKind().String()
+	}
+	sp.SetAttributes(keyErrorType.String(k))
+	sp.SetStatus(codes.Error, k)
 }

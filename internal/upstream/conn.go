@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -26,6 +25,7 @@ import (
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/trace"
+	"github.com/toolhost/toolhost/internal/webguard"
 )
 
 // A stdio upstream that toolhost stops has exitWait to exit after its
@@ -48,8 +48,10 @@ type hooks struct {
 	// tool list changed.
 	listChanged func()
 	// failed: a call timed out, the connection was lost or could not be
-	// made, or a health probe failed.
-	failed func(why string)
+	// made, or a health probe failed. why is toolhost's own words (the
+	// model may read them in a withheld tool's reason); err, when set, is
+	// the error behind it, for the log and the operator's status only.
+	failed func(why string, err error)
 	// answered: the upstream answered a call or a probe.
 	answered func()
 }
@@ -176,7 +178,7 @@ func (c *conn) watch(sess *mcp.ClientSession) {
 	} else {
 		c.log.Warn().Str("event", "upstream_disconnected").AnErr("wait", err).Msg("upstream session ended")
 	}
-	c.hooks.failed(why)
+	c.hooks.failed(why, err)
 	c.stopNow(l)
 }
 
@@ -228,7 +230,7 @@ func (c *conn) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 	var tools []*mcp.Tool
 	for t, err := range sess.Tools(ctx, nil) {
 		if err != nil {
-			c.drop(sess, "tools/list failed: "+err.Error())
+			c.drop(sess, "tools/list failed", err)
 			return nil, err
 		}
 		tools = append(tools, t)
@@ -258,7 +260,7 @@ func (c *conn) call(ctx context.Context, remote string, args json.RawMessage) (*
 		if errors.As(err, &un) || ctx.Err() != nil {
 			return nil, err
 		}
-		c.hooks.failed("could not connect: " + err.Error())
+		c.hooks.failed("could not connect", err)
 		return nil, tool.Transient(fault.Wrap(err, "upstream %s is not reachable", c.cfg.Name))
 	}
 	if len(args) == 0 {
@@ -281,7 +283,7 @@ func (c *conn) call(ctx context.Context, remote string, args json.RawMessage) (*
 	var wire *jsonrpc.Error
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		c.hooks.failed("tools/call " + remote + " timed out")
+		c.hooks.failed("tools/call "+remote+" timed out", nil)
 		return nil, err
 	case ctx.Err() != nil:
 		return nil, err
@@ -293,7 +295,7 @@ func (c *conn) call(ctx context.Context, remote string, args json.RawMessage) (*
 		c.hooks.answered()
 		return nil, fault.Safef("upstream %s refused tools/call %s: %s (code %d)", c.cfg.Name, remote, wire.Message, wire.Code)
 	}
-	c.drop(sess, "connection lost during tools/call "+remote)
+	c.drop(sess, "connection lost during tools/call "+remote, err)
 	next := "toolhost reconnects on the next call"
 	if c.cfg.Transport == "stdio" {
 		next = "its process is started again on the next call"
@@ -319,10 +321,10 @@ func (c *conn) probe(ctx context.Context, idle time.Duration) {
 	case err == nil, errors.As(err, &wire) && wire.Code != codeRejected:
 		c.hooks.answered()
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		c.hooks.failed("ping not answered")
+		c.hooks.failed("ping not answered", nil)
 	case ctx.Err() != nil:
 	default:
-		c.drop(sess, "ping failed: "+err.Error())
+		c.drop(sess, "ping failed", err)
 	}
 }
 
@@ -331,14 +333,15 @@ func (c *conn) probe(ctx context.Context, idle time.Duration) {
 // opposed to an error the upstream server answered with.
 const codeRejected = -32005
 
-// drop forgets a broken session (a failure) and kills what is left of it;
-// the next call makes a new one.
-func (c *conn) drop(sess *mcp.ClientSession, why string) {
+// drop forgets a broken session (a failure: why and the error behind it,
+// as hooks.failed takes them) and kills what is left of it; the next call
+// makes a new one.
+func (c *conn) drop(sess *mcp.ClientSession, why string, err error) {
 	l := c.forget(sess)
 	if l == nil {
 		return
 	}
-	c.hooks.failed(why)
+	c.hooks.failed(why, err)
 	go func() {
 		defer c.stops.Done()
 		c.stopNow(l)
@@ -463,19 +466,10 @@ func httpClient(cfg policy.Upstream) (*http.Client, error) {
 		return nil, fmt.Errorf("upstream %s: url %q must be an absolute http(s) URL", cfg.Name, cfg.URL)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if IsLoopbackHost(u.Hostname()) {
+	if webguard.IsLoopbackHost(u.Hostname()) {
 		tr.Proxy = nil
 	}
 	return &http.Client{Transport: &headerTransport{base: tr, headers: cfg.Headers}}, nil
-}
-
-// IsLoopbackHost reports whether host names this machine's loopback.
-func IsLoopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 type headerTransport struct {

@@ -177,7 +177,7 @@ func (m *Manager) Apply(f *policy.File) {
 		s := &server{cfg: u, rank: i, first: make(chan struct{}), state: StateDiscovering, audited: map[string]string{}}
 		s.conn = newConn(u, m.opts.Log, m.opts.Version, m.spawner(), hooks{
 			listChanged: func() { m.relist(s) },
-			failed:      func(why string) { m.failed(s, why) },
+			failed:      func(why string, err error) { m.failed(s, why, err) },
 			answered:    func() { m.answered(s) },
 		})
 		s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -334,8 +334,10 @@ func (m *Manager) relist(s *server) {
 // failed counts a failure of a ready upstream (a call timeout, a lost
 // connection, a failed probe). The maxFailures-th in a row kills it with
 // its process group and starts it again after a backoff; its tools are
-// withheld meanwhile.
-func (m *Manager) failed(s *server, why string) {
+// withheld meanwhile, with a reason in toolhost's words (why): the error
+// behind it (a dial error names addresses, a transport error anything) goes
+// to the log and the operator's status, never to the model.
+func (m *Manager) failed(s *server, why string, err error) {
 	if m.opts.NoRetry || !m.live(s) {
 		return
 	}
@@ -349,12 +351,15 @@ func (m *Manager) failed(s *server, why string) {
 	n, limit := s.failures, maxFailures(s.cfg)
 	if n < limit {
 		s.mu.Unlock()
-		log.Warn().Str("event", "upstream_unhealthy").Int("failures", n).Int("max_failures", limit).Str("why", why).
+		log.Warn().Str("event", "upstream_unhealthy").Int("failures", n).Int("max_failures", limit).Str("why", why).AnErr("error", err).
 			Msg("upstream failed; it is restarted after max_failures in a row")
 		return
 	}
 	attempt := s.restarts
 	s.state, s.failures, s.lastErr = StateRestarting, 0, why
+	if err != nil {
+		s.lastErr = why + ": " + err.Error()
+	}
 	s.restarts++
 	s.down = fmt.Sprintf("upstream %s is being restarted after %d failures in a row (the last: %s); nothing was sent to it. Its tools come back once it answers again: call again in a few seconds",
 		s.cfg.Name, n, why)
@@ -367,7 +372,7 @@ func (m *Manager) failed(s *server, why string) {
 	}
 	m.wg.Add(1)
 	m.mu.Unlock()
-	log.Warn().Str("event", "upstream_restarting").Int("failures", n).Str("why", why).Int("restart", attempt+1).
+	log.Warn().Str("event", "upstream_restarting").Int("failures", n).Str("why", why).AnErr("error", err).Int("restart", attempt+1).
 		Msg("upstream killed after consecutive failures; starting it again")
 	// No call reaches it until the backoff is over (down is what a call is
 	// told); the wedged session dies with its group.

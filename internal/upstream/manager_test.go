@@ -533,3 +533,28 @@ func TestCorruptPinsWithholdEverything(t *testing.T) {
 		t.Fatalf("after the repair: %+v", e.Spec.Withheld)
 	}
 }
+
+// TestWithheldReasonIsToolhostsWords: the error behind an upstream's
+// failure (a dial error names addresses, a transport error anything) goes
+// to the log and the operator's status, never into the reason of the
+// withheld tools the model reads.
+func TestWithheldReasonIsToolhostsWords(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Options{Backoff: Backoff{Initial: time.Minute, Max: time.Minute}})
+	up := stdioUp(t, nil)
+	up.MaxFailures = 1
+	h.start(t, testPolicy(up))
+	h.m.mu.Lock()
+	s := h.m.servers["fake"]
+	h.m.mu.Unlock()
+	planted := errors.New("dial tcp 10.1.2.3:443: PLANTED-SECRET token=hunter2")
+	h.m.failed(s, "could not connect", planted)
+	eventually(t, "withheld", func() bool { e, _ := h.reg.Lookup("fake__echo"); return e.Spec.Withheld != nil })
+	e, _ := h.reg.Lookup("fake__echo")
+	if w := e.Spec.Withheld.Reason; !strings.Contains(w, "(the last: could not connect)") || strings.Contains(w, "PLANTED") || strings.Contains(w, "10.1.2.3") {
+		t.Fatalf("withheld reason %q; want toolhost's words only", w)
+	}
+	if st := h.status("fake"); !strings.Contains(st.LastError, "PLANTED-SECRET") {
+		t.Fatalf("the operator's status lost the error: %+v", st)
+	}
+}

@@ -6,8 +6,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-
-	"github.com/toolhost/toolhost/internal/upstream"
 )
 
 // Guard checks requests against the server's own origin and the origins
@@ -50,7 +48,7 @@ func (g *Guard) Port() string { return g.port }
 // refused. A server on another address is reached by whatever name people
 // use, and its bearer token protects it instead.
 func (g *Guard) HostAllowed(host string) bool {
-	return !g.loopback || upstream.IsLoopbackHost(HostOnly(host))
+	return !g.loopback || IsLoopbackHost(HostOnly(host))
 }
 
 // OriginAllowed: a request without Origin is not from a browser page and
@@ -70,7 +68,20 @@ func (g *Guard) OriginAllowed(origin string) bool {
 	if err != nil || u.Scheme != "http" || u.Path != "" || u.User != nil {
 		return false
 	}
-	return g.port != "" && u.Port() == g.port && upstream.IsLoopbackHost(u.Hostname())
+	return g.port != "" && u.Port() == g.port && IsLoopbackHost(u.Hostname())
+}
+
+// IsLoopbackHost reports whether host (a name or an address, without
+// port or brackets) names this machine's loopback: localhost or a loopback
+// IP. The HTTP servers' Host and Origin checks, the serve and dashboard
+// commands' refusal to listen elsewhere without a token, and the upstream
+// client's proxy bypass all ask this one function.
+func IsLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // BearerOK reports whether an Authorization header carries the token, in

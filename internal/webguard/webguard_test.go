@@ -3,6 +3,8 @@ package webguard
 import (
 	"net"
 	"testing"
+
+	"github.com/toolhost/toolhost/internal/testutil"
 )
 
 func TestGuard(t *testing.T) {
@@ -38,4 +40,13 @@ func TestGuard(t *testing.T) {
 	if !BearerOK("Bearer s3cret", "s3cret") || BearerOK("Bearer s3cre", "s3cret") || BearerOK("", "s3cret") {
 		t.Error("BearerOK")
 	}
+}
+
+// TestHTTPServersLinkNoMCPClient: the guard of toolhost's HTTP servers, and
+// so the MCP transport and the dashboard, link no MCP client SDK (the
+// upstream package's go-sdk).
+func TestHTTPServersLinkNoMCPClient(t *testing.T) {
+	t.Parallel()
+	mod := "github.com/toolhost/toolhost/internal/"
+	testutil.NoDeps(t, []string{mod + "webguard", mod + "httpserve"}, "github.com/modelcontextprotocol/go-sdk", mod+"upstream")
 }

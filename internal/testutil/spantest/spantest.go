@@ -2,6 +2,9 @@ package spantest
 
 import (
 	"context"
+	"os"
+	"strings"
+	"testing"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -51,4 +54,17 @@ func Attr(s tracetest.SpanStub, key string) any {
 		}
 	}
 	return nil
+}
+
+// ClearEnv unsets every OTEL_* variable and TRACEPARENT/TRACESTATE for the
+// test (restored after it), so the machine's telemetry settings do not
+// change what a test of tracing sees.
+func ClearEnv(t *testing.T) {
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "OTEL_") || k == "TRACEPARENT" || k == "TRACESTATE" {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
 }

@@ -33,7 +33,7 @@ var (
 func FakeMCP(t testing.TB) string {
 	t.Helper()
 	fakeOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "fakemcp-")
+		dir, err := testutil.ProcessDir("fakemcp")
 		if err != nil {
 			fakeErr = err
 			return

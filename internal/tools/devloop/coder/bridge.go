@@ -5,14 +5,13 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/contract"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -52,29 +51,29 @@ func contractBridge(_ context.Context, c *callctx.Ctx, in ContractBridgeInput) (
 		unit = c.UnitID
 	}
 	if unit == "" {
-		return ContractBridgeOutput{}, tool.Fail("no unit: pass unit_id, or start the session with --unit (or _meta.unit_id) so the files go to units/<unit>/src/")
+		return ContractBridgeOutput{}, tool.Fail(nil, "no unit: pass unit_id, or start the session with --unit (or _meta.unit_id) so the files go to units/<unit>/src/")
 	}
 	if in.Package != "" && in.Lang != "go" {
 		return ContractBridgeOutput{}, &tool.ValidationError{Field: "package", Reason: "package applies to lang go only; drop it for lang ts"}
 	}
 	src, raw, err := contract.Locate(c.Files.ReadFile, in.Contract)
 	if errors.Is(err, fs.ErrNotExist) {
-		return ContractBridgeOutput{}, tool.Fail("no contract %s (contracts/%s.json, .yaml or .yml); %s", in.Contract, in.Contract, available(c.ProjectDir))
+		return ContractBridgeOutput{}, tool.Fail(nil, "no contract %s (contracts/%s.json, .yaml or .yml); %s", in.Contract, in.Contract, available(c.Files))
 	}
 	if err != nil {
-		return ContractBridgeOutput{}, tool.Fail("%v", err)
+		return ContractBridgeOutput{}, tool.Fail(err, "contract %s cannot be read", in.Contract)
 	}
 	ct, err := contract.Parse(raw, in.Contract)
 	if err != nil {
-		return ContractBridgeOutput{}, tool.Fail("%s: %v", src, err)
+		return ContractBridgeOutput{}, tool.Fail(fault.Content(err), "%s", src)
 	}
 	sum, err := contract.Hash(raw)
 	if err != nil {
-		return ContractBridgeOutput{}, tool.Fail("%s: %v", src, err)
+		return ContractBridgeOutput{}, tool.Fail(fault.Content(err), "%s", src)
 	}
 	m, err := buildModel(ct, sum, src, in.Lang == "go")
 	if err != nil {
-		return ContractBridgeOutput{}, tool.Fail("%s: %v", src, err)
+		return ContractBridgeOutput{}, tool.Fail(fault.Content(err), "%s", src)
 	}
 	var out []byte
 	// Each contract its own file, so a second contract never replaces the
@@ -92,7 +91,7 @@ func contractBridge(_ context.Context, c *callctx.Ctx, in ContractBridgeInput) (
 	}
 	var clash *ErrNameClash
 	if errors.As(err, &clash) {
-		return ContractBridgeOutput{}, tool.Fail("%s: %v", src, err)
+		return ContractBridgeOutput{}, tool.Fail(fault.Content(err), "%s", src)
 	}
 	if err != nil {
 		return ContractBridgeOutput{}, err
@@ -111,8 +110,8 @@ func contractBridge(_ context.Context, c *callctx.Ctx, in ContractBridgeInput) (
 }
 
 // available lists the contracts there are, for the "no such contract" reason.
-func available(projectDir string) string {
-	ents, err := os.ReadDir(filepath.Join(projectDir, contract.Dir))
+func available(files callctx.Files) string {
+	ents, err := files.ReadDir(contract.Dir)
 	var names []string
 	for _, e := range ents {
 		if n := contract.NameOf(contract.Dir + "/" + e.Name()); n != "" && !e.IsDir() {

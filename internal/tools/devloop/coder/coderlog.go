@@ -49,7 +49,7 @@ func AppendCoderLog() tool.Tool {
 
 func appendCoderLog(_ context.Context, c *callctx.Ctx, in AppendCoderLogInput) (AppendCoderLogOutput, error) {
 	if c.UnitID == "" {
-		return AppendCoderLogOutput{}, tool.Fail("no unit for this call: start the session with --unit <unit> or send _meta.unit_id, so the entry goes to units/<unit>/coder-log.ndjson")
+		return AppendCoderLogOutput{}, tool.Fail(nil, "no unit for this call: start the session with --unit <unit> or send _meta.unit_id, so the entry goes to units/<unit>/coder-log.ndjson")
 	}
 	kind := in.Kind
 	if kind == "" {

@@ -1,4 +1,4 @@
-// Package coder holds the Coder's tools (SPEC §11, Coder): contract_bridge
+// Package coder holds the Coder's tools: contract_bridge
 // generates TypeScript or Go types and route constants from an API contract
 // (contracts/<name>.json) into the unit's source dir, and append_coder_log
 // keeps the unit's coder-log.ndjson.

@@ -177,7 +177,7 @@ func archiveDoc(_ context.Context, c *callctx.Ctx, in ArchiveInput) (ArchiveOutp
 	}
 	data, err := c.Files.ReadFile(rel)
 	if notFound(err) {
-		return ArchiveOutput{}, tool.Fail("path %s does not exist; give the project-relative path of an existing document, e.g. prd/<chapter>.html", in.Path)
+		return ArchiveOutput{}, tool.Fail(nil, "path %s does not exist; give the project-relative path of an existing document, e.g. prd/<chapter>.html", in.Path)
 	}
 	if err != nil {
 		return ArchiveOutput{}, err

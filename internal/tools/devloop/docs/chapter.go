@@ -8,6 +8,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -43,7 +44,7 @@ func WriteChapter() tool.Tool {
 	}, writeChapter)
 }
 
-func writeChapter(_ context.Context, c *callctx.Ctx, in WriteChapterInput) (WriteOutput, error) {
+func writeChapter(ctx context.Context, c *callctx.Ctx, in WriteChapterInput) (WriteOutput, error) {
 	unlock, err := c.Files.Lock(in.Site + "-site")
 	if err != nil {
 		return WriteOutput{}, err
@@ -55,9 +56,9 @@ func writeChapter(_ context.Context, c *callctx.Ctx, in WriteChapterInput) (Writ
 	}
 	p, _ := s.chapter(in.ChapterID)
 	if p == nil {
-		return WriteOutput{}, tool.Fail("chapter %q is not in %s/site.json (chapters: %s); use one of those ids, or add the chapter with bootstrap_%s_site overwrite=true", in.ChapterID, in.Site, chapterIDs(s), in.Site)
+		return WriteOutput{}, tool.Fail(nil, "chapter %q is not in %s/site.json (chapters: %s); use one of those ids, or add the chapter with bootstrap_%s_site overwrite=true", in.ChapterID, in.Site, chapterIDs(s), in.Site)
 	}
-	return writePage(c, s, *p, in.HTML, nil)
+	return writePage(ctx, c, s, *p, in.HTML, nil)
 }
 
 // writePage sanitises body, assigns units, and writes the new page with its
@@ -65,11 +66,11 @@ func writeChapter(_ context.Context, c *callctx.Ctx, in WriteChapterInput) (Writ
 // version already holds it) and the extra files the caller adds, all in one
 // batch through the door, the page last: an agent that may not write one of
 // them changes none of them, and is told about the page.
-func writePage(c *callctx.Ctx, s *Site, p Page, body string, extra func() ([]sandbox.File, error)) (WriteOutput, error) {
+func writePage(ctx context.Context, c *callctx.Ctx, s *Site, p Page, body string, extra func() ([]sandbox.File, error)) (WriteOutput, error) {
 	rel := path.Join(s.Kind, p.Page)
 	nodes, err := parseFragment(body)
 	if err != nil {
-		return WriteOutput{}, tool.Fail("html could not be parsed: %v", err)
+		return WriteOutput{}, tool.Fail(fault.Content(err), "html could not be parsed")
 	}
 	nodes, removed := sanitize(nodes)
 	holder := &html.Node{Type: html.ElementNode, Data: "article"}
@@ -115,7 +116,7 @@ func writePage(c *callctx.Ctx, s *Site, p Page, body string, extra func() ([]san
 	if err := c.Files.WriteFiles(files); err != nil {
 		return WriteOutput{}, err
 	}
-	if err := c.Emit("doc.write", map[string]any{"path": rel, "version": out.Version, "units": len(units), "removed": len(removed)}); err != nil {
+	if err := c.Emit(ctx, "doc.write", map[string]any{"path": rel, "version": out.Version, "units": len(units), "removed": len(removed)}); err != nil {
 		return WriteOutput{}, err
 	}
 	return out, nil
@@ -148,7 +149,7 @@ func WriteMVCPPage() tool.Tool {
 	}, writeMVCP)
 }
 
-func writeMVCP(_ context.Context, c *callctx.Ctx, in WriteMVCPInput) (WriteOutput, error) {
+func writeMVCP(ctx context.Context, c *callctx.Ctx, in WriteMVCPInput) (WriteOutput, error) {
 	const dir = "prd"
 	p := Page{ID: in.Name, Title: in.Title, Page: "mvcp/" + in.Name + ".html"}
 	unlock, err := c.Files.Lock(dir + "-site")
@@ -179,7 +180,7 @@ func writeMVCP(_ context.Context, c *callctx.Ctx, in WriteMVCPInput) (WriteOutpu
 	}
 	// The index and the sidebar data list prototypes, so they change with
 	// the page.
-	return writePage(c, s, p, in.HTML, func() ([]sandbox.File, error) {
+	return writePage(ctx, c, s, p, in.HTML, func() ([]sandbox.File, error) {
 		files, err := siteDataFiles(dir, s)
 		if err != nil {
 			return nil, err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/contract"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -51,21 +52,21 @@ func HashContract() tool.Tool {
 
 func hashContract(_ context.Context, c *callctx.Ctx, in HashContractInput) (HashContractOutput, error) {
 	if in.Path == HashesPath {
-		return HashContractOutput{}, tool.Fail("%s is the hash record, not a contract; give contracts/<name>.json", HashesPath)
+		return HashContractOutput{}, tool.Fail(nil, "%s is the hash record, not a contract; give contracts/<name>.json", HashesPath)
 	}
 	data, err := c.Files.ReadFile(in.Path)
 	if notFound(err) {
-		return HashContractOutput{}, tool.Fail("%s does not exist; write the contract first", in.Path)
+		return HashContractOutput{}, tool.Fail(nil, "%s does not exist; write the contract first", in.Path)
 	}
 	if err != nil {
 		return HashContractOutput{}, err
 	}
 	if _, err := contract.Parse(data, contract.NameOf(in.Path)); err != nil {
-		return HashContractOutput{}, tool.Fail("%s: %v; fix the contract ({name, version, endpoints:[{id, method, path, request?, response, status}]}, or an OpenAPI 3.0/3.1 document with paths and components.schemas)", in.Path, err)
+		return HashContractOutput{}, tool.Fail(fault.Content(err), "%s is not a contract toolhost reads; fix it ({name, version, endpoints:[{id, method, path, request?, response, status}]}, or an OpenAPI 3.0/3.1 document with paths and components.schemas)", in.Path)
 	}
 	sum, err := contract.Hash(data)
 	if err != nil {
-		return HashContractOutput{}, tool.Fail("%s: %v", in.Path, err)
+		return HashContractOutput{}, tool.Fail(fault.Content(err), "%s", in.Path)
 	}
 	out := HashContractOutput{Status: tool.Status{OK: true}, SHA256: sum}
 	err = sandbox.UpdateJSON(c.Files, HashesPath, func(h *Hashes, _ bool) error {

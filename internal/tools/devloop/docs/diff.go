@@ -47,7 +47,7 @@ func resolve(c *callctx.Ctx, in DiffInput) (from, to side, err error) {
 		if n == 0 {
 			b, err := c.Files.ReadFile(rel)
 			if notFound(err) {
-				return side{}, tool.Fail("%s does not exist; give the path of an existing document", rel)
+				return side{}, tool.Fail(nil, "%s does not exist; give the path of an existing document", rel)
 			}
 			if err != nil {
 				return side{}, err
@@ -56,7 +56,7 @@ func resolve(c *callctx.Ctx, in DiffInput) (from, to side, err error) {
 			return side{label: rel + "@current", doc: doc}, err
 		}
 		if vs.find(n) == nil {
-			return side{}, tool.Fail("%s has no archived version %d (archived: %s); pick one of those, or omit from/to", rel, n, versionList(vs))
+			return side{}, tool.Fail(nil, "%s has no archived version %d (archived: %s); pick one of those, or omit from/to", rel, n, versionList(vs))
 		}
 		b, err := c.Files.ReadFile(versionPath(rel, n))
 		if err != nil {
@@ -87,9 +87,9 @@ func resolve(c *callctx.Ctx, in DiffInput) (from, to side, err error) {
 		}
 		if fromN == 0 {
 			if in.To == 0 {
-				return side{}, side{}, tool.Fail("%s has no archived version to compare with; archive_doc it (write_chapter does this) or pass from", rel)
+				return side{}, side{}, tool.Fail(nil, "%s has no archived version to compare with; archive_doc it (write_chapter does this) or pass from", rel)
 			}
-			return side{}, side{}, tool.Fail("%s has no archived version before %d; pass from", rel, in.To)
+			return side{}, side{}, tool.Fail(nil, "%s has no archived version before %d; pass from", rel, in.To)
 		}
 	}
 	if from, err = load(fromN); err != nil {
@@ -291,7 +291,7 @@ func EchoDiff() tool.Tool {
 // maxListed bounds the unit lines of a summary so it stays short.
 const maxListed = 12
 
-func echoDiff(_ context.Context, c *callctx.Ctx, in DiffInput) (EchoDiffOutput, error) {
+func echoDiff(ctx context.Context, c *callctx.Ctx, in DiffInput) (EchoDiffOutput, error) {
 	from, to, err := resolve(c, in)
 	if err != nil {
 		return EchoDiffOutput{}, err
@@ -304,7 +304,7 @@ func echoDiff(_ context.Context, c *callctx.Ctx, in DiffInput) (EchoDiffOutput, 
 			changed = append(changed, u)
 		}
 	}
-	seq, err := c.AppendTimeline("doc.diff", md, map[string]any{
+	seq, err := c.AppendTimeline(ctx, "doc.diff", md, map[string]any{
 		"path": strings.SplitN(from.label, "@", 2)[0], "from": from.label, "to": to.label, "counts": n, "units": changed,
 	})
 	if err != nil {

@@ -1,5 +1,5 @@
 // Package docs holds the twelve document tools of the PM and the Architect
-// (SPEC §10–11, Docs): bootstrap_prd_site, bootstrap_sdd_site,
+// (the PRD and SDD sites and their archive): bootstrap_prd_site, bootstrap_sdd_site,
 // write_chapter, write_mvcp_page, archive_doc, diff_html, diff_units,
 // echo_diff, update_search_index, validate_prd_site,
 // validate_sdd_consistency and hash_contract.

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/net/html/atom"
 
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -67,14 +68,14 @@ var kindLabels = map[string]string{"prd": "PRD", "sdd": "SDD"}
 func loadSite(files callctx.Files, dir string) (*Site, error) {
 	b, err := files.ReadFile(path.Join(dir, siteJSON))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, tool.Fail("%s/%s does not exist; create the site with bootstrap_%s_site first", dir, siteJSON, dir)
+		return nil, tool.Fail(nil, "%s/%s does not exist; create the site with bootstrap_%s_site first", dir, siteJSON, dir)
 	}
 	if err != nil {
 		return nil, err
 	}
 	var s Site
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, tool.Fail("%s/%s is not valid JSON (%v); recreate the site with bootstrap_%s_site overwrite=true", dir, siteJSON, err, dir)
+		return nil, tool.Fail(fault.Content(err), "%s/%s is not valid JSON; recreate the site with bootstrap_%s_site overwrite=true", dir, siteJSON, dir)
 	}
 	return &s, nil
 }
@@ -237,14 +238,14 @@ func bootstrapTool(dir, label string) tool.Tool {
 	})
 }
 
-func bootstrap(_ context.Context, c *callctx.Ctx, dir string, in BootstrapInput) (BootstrapOutput, error) {
+func bootstrap(ctx context.Context, c *callctx.Ctx, dir string, in BootstrapInput) (BootstrapOutput, error) {
 	seen := map[string]bool{}
 	for i, ch := range in.Chapters {
 		switch {
 		case ch.ID == "index":
-			return BootstrapOutput{}, tool.Fail("chapters[%d].id: \"index\" is reserved for the site's index page; choose another id", i)
+			return BootstrapOutput{}, tool.Fail(nil, "chapters[%d].id: \"index\" is reserved for the site's index page; choose another id", i)
 		case seen[ch.ID]:
-			return BootstrapOutput{}, tool.Fail("chapters[%d].id: %q is used twice; give every chapter its own id", i, ch.ID)
+			return BootstrapOutput{}, tool.Fail(nil, "chapters[%d].id: %q is used twice; give every chapter its own id", i, ch.ID)
 		}
 		seen[ch.ID] = true
 	}
@@ -258,7 +259,7 @@ func bootstrap(_ context.Context, c *callctx.Ctx, dir string, in BootstrapInput)
 	oldJSON, readErr := c.Files.ReadFile(path.Join(dir, siteJSON))
 	exists := readErr == nil
 	if exists && !in.Overwrite {
-		return BootstrapOutput{}, tool.Fail("%s/ already holds a site (%s/%s exists); pass overwrite=true to rebuild it (chapter articles are kept), or edit it with write_chapter", dir, dir, siteJSON)
+		return BootstrapOutput{}, tool.Fail(nil, "%s/ already holds a site (%s/%s exists); pass overwrite=true to rebuild it (chapter articles are kept), or edit it with write_chapter", dir, dir, siteJSON)
 	}
 	s := &Site{Kind: dir, Title: in.Title}
 	for _, ch := range in.Chapters {
@@ -318,7 +319,7 @@ func bootstrap(_ context.Context, c *callctx.Ctx, dir string, in BootstrapInput)
 		return BootstrapOutput{}, err
 	}
 	out.Files = append(out.Files, path.Join(dir, searchIndexJSON), path.Join(dir, searchIndexJS))
-	if err := c.Emit("doc.site", map[string]any{"site": dir, "chapters": len(s.Chapters), "overwrite": exists}); err != nil {
+	if err := c.Emit(ctx, "doc.site", map[string]any{"site": dir, "chapters": len(s.Chapters), "overwrite": exists}); err != nil {
 		return BootstrapOutput{}, err
 	}
 	return out, nil

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/contract"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -73,6 +72,7 @@ func (r *report) output(pages int) ValidateOutput {
 // checker validates pages of one project, reading and parsing each page at
 // most once.
 type checker struct {
+	c     *callctx.Ctx
 	files callctx.Files
 	rep   *report
 	pages map[string]*readPage // project-relative path → the page as read
@@ -98,8 +98,8 @@ func (p *readPage) idCounts() map[string]int {
 	return p.ids
 }
 
-func newChecker(files callctx.Files, rep *report) *checker {
-	return &checker{files: files, rep: rep, pages: map[string]*readPage{}, broken: map[string]bool{}}
+func newChecker(c *callctx.Ctx, rep *report) *checker {
+	return &checker{c: c, files: c.Files, rep: rep, pages: map[string]*readPage{}, broken: map[string]bool{}}
 }
 
 // read returns the page at rel, reading and parsing it on first use.
@@ -121,10 +121,7 @@ func (k *checker) doc(rel string) *html.Node { return k.read(rel).doc }
 
 // exists reports whether a project-relative file exists.
 func (k *checker) exists(rel string) bool {
-	if rel == ".." || strings.HasPrefix(rel, "../") {
-		return false
-	}
-	_, err := os.Stat(filepath.Join(k.files.ProjectDir(), filepath.FromSlash(rel)))
+	_, err := k.files.Stat(rel)
 	return err == nil
 }
 
@@ -149,7 +146,7 @@ func ids(doc *html.Node) map[string]int {
 func (k *checker) checkSite(dir string) (*Site, int) {
 	s, err := loadSite(k.files, dir)
 	if err != nil {
-		k.rep.err(path.Join(dir, siteJSON), "missing_page", "%v", err)
+		k.rep.err(path.Join(dir, siteJSON), "missing_page", "%s", tool.Explain(k.c, err))
 		return nil, 0
 	}
 	for _, f := range []string{shellCSS, shellJS, siteDataJS} {
@@ -263,7 +260,7 @@ func (k *checker) checkIndex(dir string, s *Site) {
 	}
 	var idx SearchIndex
 	if err := json.Unmarshal(b, &idx); err != nil {
-		k.rep.err(rel, "stale_index", "the search index is not valid JSON (%v); %s", err, fix)
+		k.rep.err(rel, "stale_index", "the search index is not valid JSON (%s); %s", tool.Explain(k.c, fault.Content(err)), fix)
 		return
 	}
 	recorded := map[string]string{}
@@ -309,7 +306,7 @@ func ValidatePRDSite() tool.Tool {
 		Effect: tool.ReadOnly,
 	}, func(_ context.Context, c *callctx.Ctx, _ ValidateInput) (ValidateOutput, error) {
 		rep := &report{}
-		_, n := newChecker(c.Files, rep).checkSite("prd")
+		_, n := newChecker(c, rep).checkSite("prd")
 		return rep.output(n), nil
 	})
 }
@@ -328,7 +325,7 @@ func ValidateSDDConsistency() tool.Tool {
 
 func validateSDD(_ context.Context, c *callctx.Ctx, _ ValidateInput) (ValidateOutput, error) {
 	rep := &report{}
-	k := newChecker(c.Files, rep)
+	k := newChecker(c, rep)
 	sdd, n := k.checkSite("sdd")
 	if sdd == nil {
 		return rep.output(n), nil
@@ -355,7 +352,7 @@ func prdRef(tok string) string {
 func (k *checker) checkPRDRefs(sddPages []string) {
 	prd, err := loadSite(k.files, "prd")
 	if err != nil {
-		k.rep.err("prd/site.json", "missing_prd", "the SDD is checked against the PRD, but %v", err)
+		k.rep.err("prd/site.json", "missing_prd", "the SDD is checked against the PRD, but %s", tool.Explain(k.c, err))
 		return
 	}
 	var units []prdUnit
@@ -408,7 +405,7 @@ func exampleRef(units []prdUnit) string {
 // checkContracts reports contracts the SDD never references, contracts that
 // do not parse, and contracts whose hash changed since it was recorded.
 func (k *checker) checkContracts(sddPages []string) {
-	entries, err := os.ReadDir(filepath.Join(k.files.ProjectDir(), contract.Dir))
+	entries, err := k.files.ReadDir(contract.Dir)
 	if err != nil {
 		return // no contracts yet: nothing to reference
 	}
@@ -437,7 +434,7 @@ func (k *checker) checkContracts(sddPages []string) {
 	var hashes Hashes
 	if b, err := k.files.ReadFile(HashesPath); err == nil {
 		if err := json.Unmarshal(b, &hashes); err != nil {
-			k.rep.err(HashesPath, "contract_hashes_invalid", "%s is not valid JSON (%v); record the hashes again with hash_contract", HashesPath, err)
+			k.rep.err(HashesPath, "contract_hashes_invalid", "%s is not valid JSON (%s); record the hashes again with hash_contract", HashesPath, tool.Explain(k.c, fault.Content(err)))
 		}
 	}
 	for _, e := range entries {
@@ -451,7 +448,7 @@ func (k *checker) checkContracts(sddPages []string) {
 			continue
 		}
 		if _, err := contract.Parse(data, name); err != nil {
-			k.rep.err(rel, "contract_invalid", "%v", err)
+			k.rep.err(rel, "contract_invalid", "%s", tool.Explain(k.c, fault.Content(err)))
 			continue
 		}
 		if !referenced[name] {

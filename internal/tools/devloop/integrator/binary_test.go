@@ -19,6 +19,7 @@ import (
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/stdioclient"
 	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/internal/tools/devloop/safety"
 )
 
 // server is the real toolhost binary serving an integrator session.
@@ -316,8 +317,13 @@ func TestBinarySpawnUnitsArgvGuarded(t *testing.T) {
 	if n := hits.Load(); n != 0 {
 		t.Fatalf("the sink got %d requests from refused units", n)
 	}
-	if _, err := os.Stat(filepath.Join(s.dir, UnitsPath)); err == nil {
-		t.Fatalf("a refused start recorded units: %s", mustRead(t, filepath.Join(s.dir, UnitsPath)))
+	// The session created the (empty) units record when it opened: it
+	// must still hold no unit.
+	var uf UnitsFile
+	if b, err := os.ReadFile(filepath.Join(s.dir, UnitsPath)); err == nil {
+		if err := json.Unmarshal(b, &uf); err != nil || len(uf.Units) != 0 {
+			t.Fatalf("a refused start recorded units: %s", b)
+		}
 	}
 	var started SpawnUnitsOutput
 	s.call(t, "spawn_units", map[string]any{"action": "start", "units": []any{
@@ -326,11 +332,31 @@ func TestBinarySpawnUnitsArgvGuarded(t *testing.T) {
 	s.call(t, "spawn_units", map[string]any{"action": "stop"}, "", &stopped)
 }
 
-func mustRead(t *testing.T, p string) string {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
+// TestBinaryIntegratorWritesIntegrationDir: on a fresh project the
+// integrator's commands create files directly in integration/, its
+// allow-list, confined by the kernel: toolhost's own records of units and
+// ports live in .toolhost/, so no store of toolhost's is carved out of it,
+// and a command still cannot forge them there.
+func TestBinaryIntegratorWritesIntegrationDir(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	var out safety.BashOutput
+	s.call(t, "bash", map[string]any{"command": "echo made > integration/notes.txt && cat integration/notes.txt"}, "", &out)
+	if out.Sandbox.ABI == 0 {
+		t.Skipf("commands are not confined here (%s): nothing to show", out.Sandbox.Unconfined)
 	}
-	return string(b)
+	if out.ExitCode != 0 || strings.TrimSpace(out.Stdout) != "made" {
+		t.Fatalf("exit %d, stdout %q, stderr %q: the command could not write integration/", out.ExitCode, out.Stdout, out.Stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(s.dir, "integration", "notes.txt")); err != nil || string(b) != "made\n" {
+		t.Fatalf("integration/notes.txt = %q, %v", b, err)
+	}
+	before, err := os.ReadFile(filepath.Join(s.dir, UnitsPath))
+	if err != nil {
+		t.Fatalf("the session did not create %s: %v", UnitsPath, err)
+	}
+	testutil.CallTool(t, s.Client, "bash", map[string]any{"command": `echo '{"units":{"x":{"pgid":1}}}' > .toolhost/units.json`})
+	if after, _ := os.ReadFile(filepath.Join(s.dir, UnitsPath)); string(after) != string(before) {
+		t.Fatalf("a command rewrote %s: %s", UnitsPath, after)
+	}
 }

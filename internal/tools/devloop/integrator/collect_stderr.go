@@ -11,7 +11,7 @@ import (
 
 // CollectStderrInput is the collect_stderr request.
 type CollectStderrInput struct {
-	Units     []string `json:"units,omitempty" jsonschema:"maxItems=50,pattern=^[A-Za-z0-9][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"units to read (default: every unit in integration/units.json or with a log in integration/logs/)"`
+	Units     []string `json:"units,omitempty" jsonschema:"maxItems=50,pattern=^[A-Za-z0-9][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"units to read (default: every unit in .toolhost/units.json or with a log in integration/logs/)"`
 	TailLines int      `json:"tail_lines,omitempty" jsonschema:"minimum=1,maximum=2000" jsonschema_description:"how many last lines per unit (default 50)"`
 	tool.Page
 }

@@ -69,7 +69,7 @@ func TestCollectStderrDefaultsToKnownUnits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := e.c.Files.WriteJSON(UnitsPath, UnitsFile{Units: map[string]*UnitRecord{"db": {ID: "db"}}}); err != nil {
+	if err := e.c.Shared.WriteJSON(UnitsPath, UnitsFile{Units: map[string]*UnitRecord{"db": {ID: "db"}}}); err != nil {
 		t.Fatal(err)
 	}
 	out, err := collectStderr(context.Background(), e.c, CollectStderrInput{})

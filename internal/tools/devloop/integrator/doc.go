@@ -1,13 +1,16 @@
-// Package integrator holds the Integrator agent's tools (SPEC §11):
+// Package integrator holds the Integrator agent's tools:
 // port_picker, spawn_units, health_wait, run_case, parse_placeholder and
 // collect_stderr. They reserve loopback ports, run the project's units as
 // real process groups, wait for them to answer, drive HTTP test cases
 // against them and read what they printed to stderr.
 //
-// Everything they record lives under integration/ in the project dir
-// (ports.json, units.json, cases/, runs/, logs/) and is written through the
-// agent's sandbox door; shared records are updated under a cross-process
-// lock so several toolhost processes agree on ports and units.
+// What they record lives under integration/ in the project dir (cases/,
+// runs/, logs/), written through the agent's sandbox door; the port
+// reservations and the units' process groups are toolhost's machine-local
+// state in .toolhost/ (ports.json, units.json, internal/store/local),
+// written through the services' door, never by a command, and updated under
+// a cross-process lock so several toolhost processes agree on ports and
+// units.
 //
 // Units run confined by the kernel to the integrator's allow-list
 // (internal/confine), binding only their own port by default; a unit

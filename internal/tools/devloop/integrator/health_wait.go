@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -199,8 +200,10 @@ func pollTarget(ctx context.Context, c *callctx.Ctx, client *http.Client, r *Tar
 			r.Status, r.Error = status, fmt.Sprintf("HTTP %d", status)
 		case r.Error == "" || time.Now().Before(deadline):
 			// An attempt cut off by the overall deadline says nothing new;
-			// keep the previous answer as the last one.
-			r.Error = err.Error()
+			// keep the previous answer as the last one. A failed probe is
+			// what waiting expects, so its words come without a log line
+			// and error id each.
+			r.Error = fault.Explain(err)
 		}
 		if ctx.Err() != nil {
 			return

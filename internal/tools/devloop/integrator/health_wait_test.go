@@ -152,7 +152,7 @@ func TestHealthWaitUnknownUnit(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	out, err := wait(t, context.Background(), e, map[string]any{"targets": []any{target("ghost", "http://127.0.0.1:1/")}, "timeout_ms": 100})
-	if err != nil || out.OK || !strings.Contains(out.Targets[0].Error, "not in integration/units.json") || out.Targets[0].Attempts != 0 {
+	if err != nil || out.OK || !strings.Contains(out.Targets[0].Error, "not in .toolhost/units.json") || out.Targets[0].Attempts != 0 {
 		t.Fatalf("result = %+v, %v", out, err)
 	}
 }
@@ -165,7 +165,7 @@ func TestHealthWaitResolvesPlaceholders(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	defer srv.Close()
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
-	if err := e.c.Files.WriteJSON(PortsPath, PortsFile{Reservations: map[string]Reservation{"api": {Port: port}}}); err != nil {
+	if err := e.c.Shared.WriteJSON(PortsPath, PortsFile{Reservations: map[string]Reservation{"api": {Port: port}}}); err != nil {
 		t.Fatal(err)
 	}
 	out, err := wait(t, context.Background(), e, map[string]any{"targets": []any{target("", "http://127.0.0.1:{{port:api}}/health")}, "timeout_ms": 2000})

@@ -45,7 +45,7 @@ func ParsePlaceholder() tool.Tool {
 	return tool.New(tool.Spec{
 		Name:  "parse_placeholder",
 		Title: "Resolve placeholders",
-		Description: "Resolve {{port:<unit>}} (from integration/ports.json), {{var:<name>}} (from vars), {{env:<NAME>}} (only " +
+		Description: "Resolve {{port:<unit>}} (from .toolhost/ports.json), {{var:<name>}} (from vars), {{env:<NAME>}} (only " +
 			"names on the policy's env allow-list) and {{uuid}} in a text or, recursively, in the strings of a JSON value. " +
 			"Every placeholder that cannot be resolved is listed with the reason, and ok is false.",
 		Effect: tool.ReadOnly,
@@ -82,10 +82,11 @@ var placeholderRE = lazyre.New(`\{\{\s*([A-Za-z]+)\s*(?::\s*([^{}]*?)\s*)?\}\}`)
 
 // resolver resolves placeholders for one request (one run_case step).
 type resolver struct {
-	c          *callctx.Ctx
-	vars       map[string]any
-	ports      map[string]Reservation
-	portsErr   error
+	c     *callctx.Ctx
+	vars  map[string]any
+	ports map[string]Reservation
+	// portsWhy is why integration/ports.json could not be read, once.
+	portsWhy   string
 	portsRead  bool
 	resolved   int
 	unresolved []Unresolved
@@ -112,10 +113,13 @@ func (r *resolver) lookup(kind, arg string) (any, string) {
 		}
 		if !r.portsRead {
 			pf, err := loadPorts(r.c)
-			r.ports, r.portsErr, r.portsRead = pf.Reservations, err, true
+			r.ports, r.portsRead = pf.Reservations, true
+			if err != nil {
+				r.portsWhy = "cannot read " + PortsPath + ": " + tool.Explain(r.c, err)
+			}
 		}
-		if r.portsErr != nil {
-			return nil, "cannot read " + PortsPath + ": " + r.portsErr.Error()
+		if r.portsWhy != "" {
+			return nil, r.portsWhy
 		}
 		if res, ok := r.ports[arg]; ok && res.Port > 0 {
 			return res.Port, ""

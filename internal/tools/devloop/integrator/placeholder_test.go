@@ -13,7 +13,7 @@ func TestParsePlaceholderText(t *testing.T) {
 	t.Setenv("TOOLHOST_TEST_ALLOWED", "visible")
 	t.Setenv("TOOLHOST_TEST_SECRET", "s3cret")
 	e := newEnv(t)
-	if err := e.c.Files.WriteJSON(PortsPath, PortsFile{Reservations: map[string]Reservation{"api": {Port: 41234, ReservedAt: time.Now()}}}); err != nil {
+	if err := e.c.Shared.WriteJSON(PortsPath, PortsFile{Reservations: map[string]Reservation{"api": {Port: 41234, ReservedAt: time.Now()}}}); err != nil {
 		t.Fatal(err)
 	}
 	vars := map[string]any{"id": "item-7", "n": json.Number("42"), "obj": map[string]any{"a": true}}
@@ -60,7 +60,7 @@ func TestParsePlaceholderText(t *testing.T) {
 func TestParsePlaceholderValue(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	if err := e.c.Files.WriteJSON(PortsPath, PortsFile{Reservations: map[string]Reservation{"api": {Port: 41234, ReservedAt: time.Now()}}}); err != nil {
+	if err := e.c.Shared.WriteJSON(PortsPath, PortsFile{Reservations: map[string]Reservation{"api": {Port: 41234, ReservedAt: time.Now()}}}); err != nil {
 		t.Fatal(err)
 	}
 	value := json.RawMessage(`{"port":"{{port:api}}","url":"http://127.0.0.1:{{port:api}}","list":[{"id":"{{var:id}}"},"{{var:nope}}"],"{{var:id}}":1,"n":12345678901234567890}`)

@@ -29,7 +29,7 @@ func PortPicker() tool.Tool {
 	return tool.New(tool.Spec{
 		Name:  "port_picker",
 		Title: "Reserve loopback ports",
-		Description: "Reserve a free 127.0.0.1 port for each unit in integration/ports.json. A port reserved by a running unit, " +
+		Description: "Reserve a free 127.0.0.1 port for each unit in .toolhost/ports.json. A port reserved by a running unit, " +
 			"or reserved less than 10 minutes ago, is never handed to another unit, even by another toolhost process. " +
 			"spawn_units start uses the reservation as the unit's PORT; spawn_units stop releases it.",
 		Effect:     tool.Additive,
@@ -43,7 +43,7 @@ const maxPickTries = 64
 func portPicker(_ context.Context, c *callctx.Ctx, in PortPickerInput) (PortPickerOutput, error) {
 	now := c.Clock.Now()
 	ports := map[string]int{}
-	err := sandbox.UpdateJSON(c.Files, PortsPath, func(pf *PortsFile, _ bool) error {
+	err := sandbox.UpdateJSON(c.Shared, PortsPath, func(pf *PortsFile, _ bool) error {
 		if pf.Reservations == nil {
 			pf.Reservations = map[string]Reservation{}
 		}
@@ -110,7 +110,7 @@ func pickPort(taken map[int]bool, candidate func() (int, error)) (int, error) {
 // while the unit lives. It refuses a port another unit holds.
 func bindPort(c *callctx.Ctx, unit string, port, pid int, ticks uint64) error {
 	now := c.Clock.Now()
-	return sandbox.UpdateJSON(c.Files, PortsPath, func(pf *PortsFile, _ bool) error {
+	return sandbox.UpdateJSON(c.Shared, PortsPath, func(pf *PortsFile, _ bool) error {
 		if pf.Reservations == nil {
 			pf.Reservations = map[string]Reservation{}
 		}
@@ -138,7 +138,7 @@ func (pf PortsFile) holder(c *callctx.Ctx, unit string, port int, now time.Time)
 // releasePort drops the unit's reservation, unless it now belongs to a
 // newer process of the unit than pid (0 releases unconditionally).
 func releasePort(c *callctx.Ctx, unit string, pid int) error {
-	return sandbox.UpdateJSON(c.Files, PortsPath, func(pf *PortsFile, existed bool) error {
+	return sandbox.UpdateJSON(c.Shared, PortsPath, func(pf *PortsFile, existed bool) error {
 		r, ok := pf.Reservations[unit]
 		if !existed || !ok {
 			return sandbox.ErrUnchanged

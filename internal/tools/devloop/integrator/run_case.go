@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/redact"
 	"github.com/toolhost/toolhost/internal/schema"
 	"github.com/toolhost/toolhost/internal/tool"
@@ -142,10 +143,10 @@ var caseSchema = sync.OnceValues(func() (*schema.Schema, error) {
 func loadCase(c *callctx.Ctx, rel string) (*Case, error) {
 	b, err := c.Files.ReadFile(rel)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, tool.Fail("case_path %s does not exist; write the case to %s/<id>.json or pass it inline as case", rel, CasesDir)
+		return nil, tool.Fail(nil, "case_path %s does not exist; write the case to %s/<id>.json or pass it inline as case", rel, CasesDir)
 	}
 	if err != nil {
-		return nil, tool.Fail("case_path %s cannot be read: %v", rel, err)
+		return nil, tool.Fail(err, "case_path %s cannot be read", rel)
 	}
 	sch, err := caseSchema()
 	if err != nil {
@@ -153,14 +154,14 @@ func loadCase(c *callctx.Ctx, rel string) (*Case, error) {
 	}
 	doc, err := wirejson.DecodeAny(b)
 	if err != nil {
-		return nil, tool.Fail("case file %s is not valid JSON: %v", rel, err)
+		return nil, tool.Fail(fault.Content(err), "case file %s is not valid JSON", rel)
 	}
 	if err := sch.Check(doc); err != nil {
-		return nil, tool.Fail("case file %s does not match the case schema: %s", rel, err.(*tool.ValidationError).Reason)
+		return nil, tool.Fail(nil, "case file %s does not match the case schema: %s", rel, err.(*tool.ValidationError).Reason)
 	}
 	var cs Case
 	if err := json.Unmarshal(b, &cs); err != nil {
-		return nil, tool.Fail("case file %s: %v", rel, err)
+		return nil, tool.Fail(fault.Content(err), "case file %s", rel)
 	}
 	return &cs, nil
 }
@@ -290,7 +291,7 @@ func runStep(ctx context.Context, c *callctx.Ctx, client *http.Client, i int, st
 	case st.BodyFile != "":
 		b, err := c.Files.ReadFile(st.BodyFile)
 		if err != nil {
-			res.Error = fmt.Sprintf("body_file %s cannot be read: %v", st.BodyFile, err)
+			res.Error = fmt.Sprintf("body_file %s cannot be read: %s", st.BodyFile, tool.Explain(c, err))
 			return res, nil
 		}
 		body = b
@@ -317,7 +318,7 @@ func runStep(ctx context.Context, c *callctx.Ctx, client *http.Client, i int, st
 	defer cancel()
 	req, err := http.NewRequestWithContext(sctx, st.Method, res.URL, bytes.NewReader(body))
 	if err != nil {
-		res.Error = err.Error()
+		res.Error = tool.Explain(c, fault.Content(err))
 		return res, nil
 	}
 	if body == nil {
@@ -333,7 +334,7 @@ func runStep(ctx context.Context, c *callctx.Ctx, client *http.Client, i int, st
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		res.Error = err.Error()
+		res.Error = "the request failed: " + tool.Explain(c, err)
 		return res, nil
 	}
 	respBody, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
@@ -344,7 +345,7 @@ func runStep(ctx context.Context, c *callctx.Ctx, client *http.Client, i int, st
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		res.Error = "reading the response: " + err.Error()
+		res.Error = "reading the response: " + tool.Explain(c, err)
 		return res, nil
 	}
 	res.Diff = check(exp, resp, respBody)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confine"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/sandbox"
@@ -25,7 +27,7 @@ import (
 
 // UnitInput is one unit of a spawn_units call.
 type UnitInput struct {
-	ID       string            `json:"id" jsonschema:"pattern=^[A-Za-z0-9][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"unit id: names units/<id>/, the logs integration/logs/<id>.*.log and the record in integration/units.json"`
+	ID       string            `json:"id" jsonschema:"pattern=^[A-Za-z0-9][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"unit id: names units/<id>/, the logs integration/logs/<id>.*.log and the record in .toolhost/units.json"`
 	Argv     []string          `json:"argv,omitempty" jsonschema:"minItems=1,maxItems=256" jsonschema_description:"start only (required there): the program and its arguments, run directly without a shell; argv[0] is a program on PATH or a path relative to the unit's cwd"`
 	Cwd      string            `json:"cwd,omitempty" jsonschema:"maxLength=1024" jsonschema_description:"start only: working directory relative to the project dir (default units/<id>); it must exist and stay inside the project"`
 	Env      map[string]string `json:"env,omitempty" jsonschema_description:"start only: extra environment variables; the unit gets only PATH, HOME, LANG and TZ from toolhost, these, and PORT"`
@@ -36,7 +38,7 @@ type UnitInput struct {
 // SpawnUnitsInput is the spawn_units request.
 type SpawnUnitsInput struct {
 	Action string      `json:"action" jsonschema:"enum=start,enum=stop,enum=status" jsonschema_description:"start the units, stop them (whole process group: SIGTERM, 3 s, SIGKILL) or report their status"`
-	Units  []UnitInput `json:"units,omitempty" jsonschema:"maxItems=50" jsonschema_description:"the units; for stop and status only id is read, and leaving the list out means every unit in integration/units.json"`
+	Units  []UnitInput `json:"units,omitempty" jsonschema:"maxItems=50" jsonschema_description:"the units; for stop and status only id is read, and leaving the list out means every unit in .toolhost/units.json"`
 }
 
 // UnitStatus is one unit in a spawn_units result.
@@ -81,7 +83,7 @@ func SpawnUnits() tool.Tool {
 		Title: "Start, stop or inspect units",
 		Description: "start: run each unit's argv (no shell) in its own process group, in units/<id>/ (or cwd), with a minimal " +
 			"environment plus env and PORT; stdout/stderr are appended to integration/logs/<id>.out.log|.err.log and the pid, " +
-			"process group and start time are recorded in integration/units.json. stop: SIGTERM the whole group, wait 3 s, " +
+			"process group and start time are recorded in .toolhost/units.json. stop: SIGTERM the whole group, wait 3 s, " +
 			"SIGKILL what is left; no process of the group survives. status: running or exited with exit code, also for units " +
 			"another toolhost process started. The kernel (Landlock) confines every unit: it writes only where the integrator's allow-list allows " +
 			"(never toolhost's own stores) and in its private $TMPDIR, listens only on its own port, and cannot signal processes outside itself. " +
@@ -192,13 +194,19 @@ func duplicateID(units []UnitInput) string {
 	return ""
 }
 
-// startError is a unit that could not start for a reason the caller can fix.
-type startError struct{ msg string }
+// startError is a unit that could not start for a reason the caller can
+// fix: msg in the tool's words and, like tool.Fail, the error behind it
+// (nil when msg says it all), which the unit's error gives as
+// tool.Explain words it.
+type startError struct {
+	msg string
+	err error
+}
 
 func (e *startError) Error() string { return e.msg }
 
-func failStart(format string, args ...any) error {
-	return &startError{msg: fmt.Sprintf(format, args...)}
+func failStart(err error, format string, args ...any) error {
+	return &startError{msg: fmt.Sprintf(format, args...), err: err}
 }
 
 // startUnit starts one unit; a problem the model can fix becomes the unit's
@@ -219,6 +227,9 @@ func startUnit(c *callctx.Ctx, i int, u UnitInput) (UnitStatus, error) {
 		return st, nil
 	case errors.As(err, &se):
 		st.Error = se.msg
+		if se.err != nil {
+			st.Error += ": " + tool.Explain(c, se.err)
+		}
 		return st, nil
 	}
 	return st, err
@@ -229,7 +240,7 @@ func startUnit(c *callctx.Ctx, i int, u UnitInput) (UnitStatus, error) {
 func prepareStart(c *callctx.Ctx, i int, u UnitInput) (procs.UnitSpec, string, int, error) {
 	field := fmt.Sprintf("units[%d]", i)
 	if len(u.Argv) == 0 {
-		return procs.UnitSpec{}, "", 0, failStart("%s.argv is required for start: give the program and its arguments, e.g. [\"node\", \"server.js\"]", field)
+		return procs.UnitSpec{}, "", 0, failStart(nil, "%s.argv is required for start: give the program and its arguments, e.g. [\"node\", \"server.js\"]", field)
 	}
 	dir, rel, err := unitCwd(c, u)
 	if err != nil {
@@ -249,13 +260,13 @@ func prepareStart(c *callctx.Ctx, i int, u UnitInput) (procs.UnitSpec, string, i
 	}
 	if port != 0 {
 		if holder := pf.holder(c, u.ID, port, c.Clock.Now()); holder != "" {
-			return procs.UnitSpec{}, "", 0, failStart("port %d is reserved by unit %s; call port_picker for %s or pass another port", port, holder, u.ID)
+			return procs.UnitSpec{}, "", 0, failStart(nil, "port %d is reserved by unit %s; call port_picker for %s or pass another port", port, holder, u.ID)
 		}
 		env = setEnv(env, "PORT", strconv.Itoa(port))
 	}
 	prog, err := lookProgram(u.Argv[0], dir, envValue(env, "PATH"))
 	if err != nil {
-		return procs.UnitSpec{}, "", 0, failStart("%s.argv[0]: %v", field, err)
+		return procs.UnitSpec{}, "", 0, failStart(err, "%s.argv[0]", field)
 	}
 	argv := append([]string{prog}, u.Argv[1:]...)
 	return procs.UnitSpec{Unit: u.ID, Argv: argv, Dir: dir, Env: env, Detached: u.Detached}, rel, port, nil
@@ -268,28 +279,21 @@ func unitCwd(c *callctx.Ctx, u UnitInput) (string, string, error) {
 		rel = "units/" + u.ID
 	}
 	if strings.ContainsRune(rel, 0) || filepath.IsAbs(rel) || path.IsAbs(filepath.ToSlash(rel)) {
-		return "", "", failStart("cwd %q must be a path relative to the project dir", rel)
+		return "", "", failStart(nil, "cwd %q must be a path relative to the project dir", rel)
 	}
 	clean := path.Clean(filepath.ToSlash(rel))
 	if clean == ".." || strings.HasPrefix(clean, "../") {
-		return "", "", failStart("cwd %q leaves the project dir; give a directory inside it", rel)
+		return "", "", failStart(nil, "cwd %q leaves the project dir; give a directory inside it", rel)
 	}
-	project, err := filepath.EvalSymlinks(c.ProjectDir)
-	if err != nil {
+	real, err := c.Files.RealDir(clean)
+	var se *sandbox.Error
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", "", failStart(nil, "cwd %s does not exist; create the unit's directory (default units/%s) or pass an existing cwd", clean, u.ID)
+	case errors.As(err, &se):
+		return "", "", failStart(nil, "cwd %s cannot be the unit's directory: %s; give a directory inside the project", clean, se.Detail)
+	case err != nil:
 		return "", "", err
-	}
-	real, err := filepath.EvalSymlinks(filepath.Join(project, filepath.FromSlash(clean)))
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", "", failStart("cwd %s does not exist; create the unit's directory (default units/%s) or pass an existing cwd", clean, u.ID)
-		}
-		return "", "", err
-	}
-	if real != project && !strings.HasPrefix(real, project+string(filepath.Separator)) {
-		return "", "", failStart("cwd %s resolves to %s, outside the project dir (a symlink?); give a directory inside the project", clean, real)
-	}
-	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
-		return "", "", failStart("cwd %s is not a directory", clean)
 	}
 	return real, clean, nil
 }
@@ -307,10 +311,10 @@ func unitEnv(field string, u UnitInput) ([]string, error) {
 	for _, k := range keys {
 		v := u.Env[k]
 		if !envName().MatchString(k) {
-			return nil, failStart("%s.env: %q is not a valid variable name (letters, digits, _; not starting with a digit)", field, k)
+			return nil, failStart(nil, "%s.env: %q is not a valid variable name (letters, digits, _; not starting with a digit)", field, k)
 		}
 		if strings.ContainsRune(v, 0) {
-			return nil, failStart("%s.env.%s: the value holds a NUL byte", field, k)
+			return nil, failStart(nil, "%s.env.%s: the value holds a NUL byte", field, k)
 		}
 		env = setEnv(env, k, v)
 	}
@@ -344,8 +348,8 @@ func lookProgram(name, dir, pathEnv string) (string, error) {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, p)
 		}
-		if err := executable(p); err != nil {
-			return "", fmt.Errorf("%s: %v", name, err)
+		if problem := executable(p); problem != "" {
+			return "", fault.Safef("%s: %s", name, problem)
 		}
 		return p, nil
 	}
@@ -354,24 +358,25 @@ func lookProgram(name, dir, pathEnv string) (string, error) {
 			continue
 		}
 		p := filepath.Join(d, name)
-		if executable(p) == nil {
+		if executable(p) == "" {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%q not found on PATH (%s); give an absolute path or one relative to the unit's cwd", name, pathEnv)
+	return "", fault.Safef("%q not found on PATH (%s); give an absolute path or one relative to the unit's cwd", name, pathEnv)
 }
 
-func executable(p string) error {
+// executable says what keeps p from being run ("" when nothing does).
+func executable(p string) string {
 	fi, err := os.Stat(p)
 	switch {
 	case err != nil:
-		return errors.New("no such file")
+		return "no such file"
 	case fi.IsDir():
-		return errors.New("is a directory")
+		return "is a directory"
 	case fi.Mode()&0o111 == 0:
-		return errors.New("not executable")
+		return "not executable"
 	}
-	return nil
+	return ""
 }
 
 // appendOpener is the sandbox's way to hand a log file to a child process.
@@ -387,12 +392,12 @@ func launch(c *callctx.Ctx, u UnitInput, spec procs.UnitSpec, rel string, port i
 		return nil, errors.New("the session's file door cannot open log files for a child process")
 	}
 	var rec *UnitRecord
-	err := sandbox.UpdateJSON(c.Files, UnitsPath, func(uf *UnitsFile, _ bool) error {
+	err := sandbox.UpdateJSON(c.Shared, UnitsPath, func(uf *UnitsFile, _ bool) error {
 		if uf.Units == nil {
 			uf.Units = map[string]*UnitRecord{}
 		}
 		if old := uf.Units[u.ID]; old != nil && c.Procs.Alive(procs.Process{PID: old.PID, StartTicks: old.StartTicks}) {
-			return failStart("unit %s is already running (pid %d, started by toolhost pid %d); stop it first", u.ID, old.PID, old.OwnerPID)
+			return failStart(nil, "unit %s is already running (pid %d, started by toolhost pid %d); stop it first", u.ID, old.PID, old.OwnerPID)
 		}
 		now := c.Clock.Now()
 		marker := fmt.Sprintf("%s%s at %s: %s ===\n", startMarker, u.ID, now.Format(time.RFC3339), strings.Join(u.Argv, " "))
@@ -422,7 +427,7 @@ func launch(c *callctx.Ctx, u UnitInput, spec procs.UnitSpec, rel string, port i
 			_ = spec.Stdout.File.Close()
 			_ = spec.Stderr.File.Close()
 			plan.RemoveTempDir()
-			return failStart("could not start %s: %v", u.Argv[0], err)
+			return failStart(err, "could not start %s", u.Argv[0])
 		}
 		self := c.Procs.Self()
 		report := plan.Report()
@@ -468,7 +473,7 @@ func recordExit(c *callctx.Ctx, p *procs.Proc) {
 		state = "stopped"
 	}
 	now := c.Clock.Now()
-	err := sandbox.UpdateJSON(c.Files, UnitsPath, func(uf *UnitsFile, _ bool) error {
+	err := sandbox.UpdateJSON(c.Shared, UnitsPath, func(uf *UnitsFile, _ bool) error {
 		rec := uf.Units[p.Unit]
 		if rec == nil || rec.PID != p.PID || rec.StartTicks != p.StartTicks {
 			return sandbox.ErrUnchanged
@@ -584,7 +589,7 @@ func stopUnit(ctx context.Context, c *callctx.Ctx, id string, rec *UnitRecord) (
 		st := liveStatus(c, id, rec)
 		st.Stop = &rep
 		if err != nil {
-			st.State, st.Error = "failed", err.Error()
+			st.State, st.Error = "failed", tool.Explain(c, err)
 			return st, nil
 		}
 		// recordExit releases the port of a unit stopped on request; one
@@ -606,19 +611,19 @@ func stopUnit(ctx context.Context, c *callctx.Ctx, id string, rec *UnitRecord) (
 	rep, err := c.Procs.StopGroup(ctx, rec.group(), procs.DefaultGrace)
 	if errors.Is(err, procs.ErrForeignGroup) {
 		st := liveStatus(c, id, rec)
-		st.Note = strings.TrimPrefix(st.Note+"; ", "; ") + "nothing stopped: " + err.Error()
+		st.Note = strings.TrimPrefix(st.Note+"; ", "; ") + "nothing stopped: its recorded process group id now belongs to another process"
 		return st, nil
 	}
 	st := recordStatus(rec, true)
 	st.Stop = &rep
 	if err != nil {
-		st.State, st.Error = "failed", err.Error()
+		st.State, st.Error = "failed", tool.Explain(c, err)
 		return st, nil
 	}
 	now := c.Clock.Now()
 	st.State, st.ExitCode, st.Signal = "stopped", nil, ""
 	st.Note = fmt.Sprintf("exit code unknown: the unit was started by toolhost pid %d, so this process cannot read its exit status", rec.OwnerPID)
-	err = sandbox.UpdateJSON(c.Files, UnitsPath, func(uf *UnitsFile, _ bool) error {
+	err = sandbox.UpdateJSON(c.Shared, UnitsPath, func(uf *UnitsFile, _ bool) error {
 		r := uf.Units[id]
 		if r == nil || r.PID != rec.PID || r.StartTicks != rec.StartTicks {
 			return sandbox.ErrUnchanged
@@ -642,12 +647,12 @@ func confineUnit(c *callctx.Ctx, u UnitInput, port int) (*confine.Plan, error) {
 		owner = procs.Process{}
 	}
 	plan, err := confine.Prepare(confine.Request{
-		Agent: c.AgentName, Sandbox: c.Settings.Sandbox, ProjectDir: c.ProjectDir,
+		Agent: c.AgentName, Sandbox: c.Settings.Sandbox, ProjectDir: c.Files.ProjectDir(),
 		Unit: u.ID, Port: port, TempFor: &owner, Mkdir: c.Files.MkdirAll,
 	})
 	var ue *confine.UnavailableError
 	if errors.As(err, &ue) {
-		return nil, failStart("%v", ue)
+		return nil, failStart(ue, "unit %s cannot start", u.ID)
 	}
 	return plan, err
 }
@@ -679,7 +684,7 @@ func sweepOrphans(ctx context.Context, c *callctx.Ctx) ([]UnitStatus, error) {
 			rep, err := c.Procs.StopGroup(ctx, rec.group(), procs.DefaultGrace)
 			st.Stop = &rep
 			if err != nil && !errors.Is(err, procs.ErrForeignGroup) {
-				st.State, st.Error = "failed", err.Error()
+				st.State, st.Error = "failed", tool.Explain(c, err)
 				found = append(found, st)
 				continue
 			}
@@ -688,7 +693,7 @@ func sweepOrphans(ctx context.Context, c *callctx.Ctx) ([]UnitStatus, error) {
 		}
 		st.State, st.ExitCode, st.Signal = state, nil, ""
 		now := c.Clock.Now()
-		err = sandbox.UpdateJSON(c.Files, UnitsPath, func(uf *UnitsFile, _ bool) error {
+		err = sandbox.UpdateJSON(c.Shared, UnitsPath, func(uf *UnitsFile, _ bool) error {
 			r := uf.Units[id]
 			if r == nil || r.PID != rec.PID || r.StartTicks != rec.StartTicks || r.State != "running" {
 				return sandbox.ErrUnchanged

@@ -164,7 +164,7 @@ func TestStatusByPIDAndStartTime(t *testing.T) {
 		return &UnitRecord{ID: id, Argv: []string{"sleep", "1000"}, PID: st.PID, PGID: st.PID, StartTicks: ticks,
 			StartedAt: time.Now(), OwnerPID: 1, State: "running", StdoutLog: OutLog(id), StderrLog: ErrLog(id)}
 	}
-	if err := e.c.Files.WriteJSON(UnitsPath, UnitsFile{Units: map[string]*UnitRecord{
+	if err := e.c.Shared.WriteJSON(UnitsPath, UnitsFile{Units: map[string]*UnitRecord{
 		"live": rec("live", st.StartTicks), "reused": rec("reused", st.StartTicks-1),
 	}}); err != nil {
 		t.Fatal(err)
@@ -205,7 +205,7 @@ func TestSpawnStartRejectsBadUnits(t *testing.T) {
 	if err := os.Symlink(t.TempDir(), filepath.Join(e.dir, "units", "outside")); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.c.Files.WriteJSON(PortsPath, PortsFile{Reservations: map[string]Reservation{"other": {Port: 4321, ReservedAt: time.Now()}}}); err != nil {
+	if err := e.c.Shared.WriteJSON(PortsPath, PortsFile{Reservations: map[string]Reservation{"other": {Port: 4321, ReservedAt: time.Now()}}}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

@@ -5,22 +5,25 @@ import (
 	"errors"
 	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confine"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/procs"
+	"github.com/toolhost/toolhost/internal/store/local"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
-// Where the integrator keeps its records, relative to the project dir.
+// Where the integrator keeps its records, relative to the project dir. The
+// port reservations and the units (their process groups) are toolhost's
+// machine-local state, in .toolhost/ (written through the services' door,
+// never by a command); the rest is the integrator's own directory.
 const (
-	PortsPath = "integration/ports.json"
-	UnitsPath = "integration/units.json"
+	PortsPath = local.PortsPath
+	UnitsPath = local.UnitsPath
 	LogsDir   = "integration/logs"
 	CasesDir  = "integration/cases"
 	RunsDir   = "integration/runs"
@@ -63,7 +66,7 @@ func (r Reservation) held(c *callctx.Ctx, now time.Time) bool {
 	return now.Sub(r.ReservedAt) < ReservationTTL
 }
 
-// PortsFile is integration/ports.json.
+// PortsFile is the port reservations (PortsPath).
 type PortsFile struct {
 	Reservations map[string]Reservation `json:"reservations"`
 }
@@ -104,14 +107,14 @@ func (r *UnitRecord) group() procs.Group {
 	return procs.Group{PGID: r.PGID, LeaderPID: r.PID, LeaderTicks: r.StartTicks}
 }
 
-// UnitsFile is integration/units.json.
+// UnitsFile is the units started on this machine (UnitsPath).
 type UnitsFile struct {
 	Units map[string]*UnitRecord `json:"units"`
 }
 
 // readJSON reads a project file into v; a missing file leaves v as is.
 func readJSON(c *callctx.Ctx, rel string, v any) error {
-	b, err := c.Files.ReadFile(rel)
+	b, err := c.Shared.ReadFile(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -119,7 +122,7 @@ func readJSON(c *callctx.Ctx, rel string, v any) error {
 		return err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return tool.Fail("%s is not valid JSON (%v); fix or remove the file", rel, err)
+		return tool.Fail(fault.Content(err), "%s is not valid JSON; fix or remove the file", rel)
 	}
 	return nil
 }
@@ -192,7 +195,7 @@ func tail(lines []numbered, n int) []numbered {
 func stderrTail(c *callctx.Ctx, unit string, n int) []string {
 	lines, _, err := readLog(c, ErrLog(unit))
 	if err != nil {
-		return []string{"(stderr log unreadable: " + err.Error() + ")"}
+		return []string{"(stderr log unreadable: " + tool.Explain(c, err) + ")"}
 	}
 	t := tail(currentRun(lines), n)
 	out := make([]string, len(t))
@@ -212,7 +215,7 @@ func knownUnits(c *callctx.Ctx) ([]string, error) {
 	for id := range uf.Units {
 		seen[id] = true
 	}
-	entries, err := os.ReadDir(filepath.Join(c.ProjectDir, filepath.FromSlash(LogsDir)))
+	entries, err := c.Files.ReadDir(LogsDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}

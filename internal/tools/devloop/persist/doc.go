@@ -1,6 +1,6 @@
 // Package persist holds the five persistence tools every agent has:
 // write_todolist, update_todo_item, update_runtime_state, timeline_append and
-// record_memory (SPEC §11, Persistence).
+// record_memory.
 //
 // State lives in agent-state/<agent>-*.json and memory/devloop/<agent>/;
 // every read-modify-write holds the file's cross-process lock through the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -19,18 +20,18 @@ import (
 // recorder is an in-memory event and timeline sink.
 type recorder struct {
 	mu     sync.Mutex
-	events []callctx.Event
-	lines  []callctx.TimelineEntry
+	events []store.Event
+	lines  []store.TimelineEntry
 }
 
-func (r *recorder) Emit(e callctx.Event) error {
+func (r *recorder) Emit(_ context.Context, e store.Event) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)
 	return nil
 }
 
-func (r *recorder) Append(e callctx.TimelineEntry) (int64, error) {
+func (r *recorder) Append(_ context.Context, e store.TimelineEntry) (int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e.Seq = int64(len(r.lines) + 1)
@@ -122,8 +123,8 @@ func TestTodoProgressAndCurrent(t *testing.T) {
 	}
 	// step-003 depends on step-002, which was skipped (not done): it stays
 	// blocked, so current is empty although step-003 is not finished.
-	var tl Todolist
-	b, _ := os.ReadFile(filepath.Join(dir, TodoPath("pm")))
+	var tl store.Todolist
+	b, _ := os.ReadFile(filepath.Join(dir, store.TodoPath("pm")))
 	if err := json.Unmarshal(b, &tl); err != nil || tl.Items[2].Status != "todo" {
 		t.Fatalf("stored todolist: %s", b)
 	}
@@ -194,14 +195,14 @@ func TestTodolistTimestamps(t *testing.T) {
 	if _, err := writeTodolist(context.Background(), c, WriteTodolistInput{Items: steps("step-001", "step-002<step-001")}); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, TodoPath("pm")))
+	b, err := os.ReadFile(filepath.Join(dir, store.TodoPath("pm")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(string(b), "0001-01-01") {
 		t.Errorf("todolist holds zero timestamps:\n%s", b)
 	}
-	var tl Todolist
+	var tl store.Todolist
 	if err := json.Unmarshal(b, &tl); err != nil {
 		t.Fatal(err)
 	}

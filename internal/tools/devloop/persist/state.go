@@ -9,6 +9,7 @@ import (
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/redact"
 	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -20,26 +21,12 @@ type UpdateRuntimeStateInput struct {
 	Data    map[string]any `json:"data,omitempty" jsonschema_description:"keys merged into the stored data object (a null value removes the key)"`
 }
 
-// RuntimeState is agent-state/<agent>-runtime.json.
-type RuntimeState struct {
-	Agent     string         `json:"agent"`
-	Phase     string         `json:"phase,omitempty"`
-	Status    string         `json:"status,omitempty"`
-	Message   string         `json:"message,omitempty"`
-	Data      map[string]any `json:"data,omitempty"`
-	CallID    string         `json:"call_id"`
-	UpdatedAt time.Time      `json:"updated_at"`
-}
-
 // UpdateRuntimeStateOutput is the result of update_runtime_state.
 type UpdateRuntimeStateOutput struct {
 	tool.Status
-	Path  string        `json:"path,omitempty" jsonschema_description:"project-relative path of the runtime state"`
-	State *RuntimeState `json:"state,omitempty" jsonschema_description:"the state after the merge"`
+	Path  string              `json:"path,omitempty" jsonschema_description:"project-relative path of the runtime state"`
+	State *store.RuntimeState `json:"state,omitempty" jsonschema_description:"the state after the merge"`
 }
-
-// RuntimePath is the runtime state of an agent.
-func RuntimePath(agent string) string { return "agent-state/" + agent + "-runtime.json" }
 
 // UpdateRuntimeState is the update_runtime_state tool.
 func UpdateRuntimeState() tool.Tool {
@@ -52,10 +39,10 @@ func UpdateRuntimeState() tool.Tool {
 	}, updateRuntimeState)
 }
 
-func updateRuntimeState(_ context.Context, c *callctx.Ctx, in UpdateRuntimeStateInput) (UpdateRuntimeStateOutput, error) {
-	p := RuntimePath(c.Agent)
-	var st RuntimeState
-	err := sandbox.UpdateJSON(c.Files, p, func(s *RuntimeState, _ bool) error {
+func updateRuntimeState(ctx context.Context, c *callctx.Ctx, in UpdateRuntimeStateInput) (UpdateRuntimeStateOutput, error) {
+	p := store.RuntimePath(c.Agent)
+	var st store.RuntimeState
+	err := c.Agents.UpdateRuntime(ctx, c.Agent, func(s *store.RuntimeState, _ bool) error {
 		s.Agent = c.Agent
 		if in.Phase != "" {
 			s.Phase = in.Phase
@@ -87,7 +74,7 @@ func updateRuntimeState(_ context.Context, c *callctx.Ctx, in UpdateRuntimeState
 	if err != nil {
 		return UpdateRuntimeStateOutput{}, err
 	}
-	if err := c.Emit("agent.runtime", map[string]any{"phase": st.Phase, "status": st.Status, "message": st.Message}); err != nil {
+	if err := c.Emit(ctx, "agent.runtime", map[string]any{"phase": st.Phase, "status": st.Status, "message": st.Message}); err != nil {
 		return UpdateRuntimeStateOutput{}, err
 	}
 	return UpdateRuntimeStateOutput{Status: tool.Status{OK: true}, Path: p, State: &st}, nil
@@ -116,12 +103,12 @@ func TimelineAppend() tool.Tool {
 	}, timelineAppend)
 }
 
-func timelineAppend(_ context.Context, c *callctx.Ctx, in TimelineAppendInput) (TimelineAppendOutput, error) {
+func timelineAppend(ctx context.Context, c *callctx.Ctx, in TimelineAppendInput) (TimelineAppendOutput, error) {
 	var data any
 	if in.Data != nil {
 		data = in.Data
 	}
-	seq, err := c.AppendTimeline(in.Kind, in.Message, data)
+	seq, err := c.AppendTimeline(ctx, in.Kind, in.Message, data)
 	if err != nil {
 		return TimelineAppendOutput{}, err
 	}

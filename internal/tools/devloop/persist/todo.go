@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/toolhost/toolhost/internal/callctx"
-	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -31,30 +30,6 @@ type WriteTodolistOutput struct {
 	Path  string `json:"path,omitempty" jsonschema_description:"project-relative path of the todolist"`
 }
 
-// TodoItem is a stored step.
-type TodoItem struct {
-	ID          string    `json:"id"`
-	Description string    `json:"description"`
-	DependsOn   []string  `json:"depends_on,omitempty"`
-	Status      string    `json:"status"`
-	Note        string    `json:"note,omitempty"`
-	UpdatedAt   time.Time `json:"updated_at,omitempty"`
-}
-
-// Todolist is agent-state/<agent>-todo.json.
-type Todolist struct {
-	Agent       string     `json:"agent"`
-	CallID      string     `json:"call_id"`
-	CreatedAt   time.Time  `json:"created_at"`
-	UpdatedAt   time.Time  `json:"updated_at,omitempty"`
-	Items       []TodoItem `json:"items"`
-	Current     string     `json:"current"`
-	ProgressPct int        `json:"progress_pct"`
-}
-
-// TodoPath is the todolist of an agent.
-func TodoPath(agent string) string { return "agent-state/" + agent + "-todo.json" }
-
 // WriteTodolist is the write_todolist tool.
 func WriteTodolist() tool.Tool {
 	return tool.New(tool.Spec{
@@ -66,24 +41,27 @@ func WriteTodolist() tool.Tool {
 	}, writeTodolist)
 }
 
-func writeTodolist(_ context.Context, c *callctx.Ctx, in WriteTodolistInput) (WriteTodolistOutput, error) {
+func writeTodolist(ctx context.Context, c *callctx.Ctx, in WriteTodolistInput) (WriteTodolistOutput, error) {
 	if reason := checkGraph(in.Items); reason != "" {
 		return WriteTodolistOutput{Status: tool.Status{Reason: reason}}, nil
 	}
 	now := c.Clock.Now()
 	// time.Time has no empty value for omitempty: a step never updated
 	// since the list was written was last changed now.
-	tl := Todolist{Agent: c.Agent, CallID: c.CallID, CreatedAt: now, UpdatedAt: now, Items: make([]TodoItem, len(in.Items))}
+	tl := store.Todolist{Agent: c.Agent, CallID: c.CallID, CreatedAt: now, UpdatedAt: now, Items: make([]store.TodoItem, len(in.Items))}
 	for i, it := range in.Items {
-		tl.Items[i] = TodoItem{ID: it.ID, Description: it.Description, DependsOn: it.DependsOn, Status: "todo", UpdatedAt: now}
+		tl.Items[i] = store.TodoItem{ID: it.ID, Description: it.Description, DependsOn: it.DependsOn, Status: "todo", UpdatedAt: now}
 	}
-	tl.recompute()
-	p := TodoPath(c.Agent)
-	err := c.Files.Update(p, func([]byte) ([]byte, error) { return sandbox.MarshalJSON(tl) })
+	recompute(&tl)
+	p := store.TodoPath(c.Agent)
+	err := c.Agents.UpdateTodolist(ctx, c.Agent, func(cur *store.Todolist, _ bool) error {
+		*cur = tl
+		return nil
+	})
 	if err != nil {
 		return WriteTodolistOutput{}, err
 	}
-	if err := c.Emit("agent.todolist", map[string]any{"total": len(tl.Items), "path": p, "current": tl.Current}); err != nil {
+	if err := c.Emit(ctx, "agent.todolist", map[string]any{"total": len(tl.Items), "path": p, "current": tl.Current}); err != nil {
 		return WriteTodolistOutput{}, err
 	}
 	return WriteTodolistOutput{Status: tool.Status{OK: true}, Total: len(tl.Items), Path: p}, nil
@@ -144,7 +122,7 @@ func checkGraph(items []TodoItemInput) string {
 }
 
 // find returns the step with id, or nil: O(n) in the steps.
-func (tl *Todolist) find(id string) *TodoItem {
+func find(tl *store.Todolist, id string) *store.TodoItem {
 	for i := range tl.Items {
 		if tl.Items[i].ID == id {
 			return &tl.Items[i]
@@ -155,7 +133,7 @@ func (tl *Todolist) find(id string) *TodoItem {
 
 // statusByID maps step ids to their statuses: O(n), built once per call so
 // that dependency checks are O(1) each.
-func (tl *Todolist) statusByID() map[string]string {
+func statusByID(tl *store.Todolist) map[string]string {
 	m := make(map[string]string, len(tl.Items))
 	for _, it := range tl.Items {
 		m[it.ID] = it.Status
@@ -164,7 +142,7 @@ func (tl *Todolist) statusByID() map[string]string {
 }
 
 // openDeps returns the dependencies of it that are not done: O(deps).
-func openDeps(it *TodoItem, status map[string]string) []string {
+func openDeps(it *store.TodoItem, status map[string]string) []string {
 	var open []string
 	for _, d := range it.DependsOn {
 		if st, ok := status[d]; ok && st != "done" {
@@ -176,8 +154,8 @@ func openDeps(it *TodoItem, status map[string]string) []string {
 
 // recompute sets progress_pct (done+skipped over total) and current (the
 // first step not done whose dependencies are done): O(n + edges).
-func (tl *Todolist) recompute() {
-	status := tl.statusByID()
+func recompute(tl *store.Todolist) {
+	status := statusByID(tl)
 	finished := 0
 	tl.Current = ""
 	for i := range tl.Items {
@@ -220,36 +198,36 @@ func UpdateTodoItem() tool.Tool {
 	}, updateTodoItem)
 }
 
-func updateTodoItem(_ context.Context, c *callctx.Ctx, in UpdateTodoItemInput) (UpdateTodoItemOutput, error) {
+func updateTodoItem(ctx context.Context, c *callctx.Ctx, in UpdateTodoItemInput) (UpdateTodoItemOutput, error) {
 	var out UpdateTodoItemOutput
-	p := TodoPath(c.Agent)
-	err := sandbox.UpdateJSON(c.Files, p, func(tl *Todolist, existed bool) error {
+	p := store.TodoPath(c.Agent)
+	err := c.Agents.UpdateTodolist(ctx, c.Agent, func(tl *store.Todolist, existed bool) error {
 		if !existed {
-			return tool.Fail("no todolist yet at %s; call write_todolist first", p)
+			return tool.Fail(nil, "no todolist yet at %s; call write_todolist first", p)
 		}
-		it := tl.find(in.ID)
+		it := find(tl, in.ID)
 		if it == nil {
 			ids := make([]string, len(tl.Items))
 			for i, x := range tl.Items {
 				ids[i] = x.ID
 			}
-			return tool.Fail("unknown step %s; the todolist has %s", in.ID, strings.Join(ids, ", "))
+			return tool.Fail(nil, "unknown step %s; the todolist has %s", in.ID, strings.Join(ids, ", "))
 		}
 		if in.Status == "doing" || in.Status == "done" {
-			if open := openDeps(it, tl.statusByID()); len(open) > 0 {
-				return tool.Fail("%s cannot be %s while %s not done; finish those first", in.ID, in.Status, strings.Join(open, ", "))
+			if open := openDeps(it, statusByID(tl)); len(open) > 0 {
+				return tool.Fail(nil, "%s cannot be %s while %s not done; finish those first", in.ID, in.Status, strings.Join(open, ", "))
 			}
 		}
 		it.Status, it.Note, it.UpdatedAt = in.Status, in.Note, c.Clock.Now()
 		tl.UpdatedAt = it.UpdatedAt
-		tl.recompute()
+		recompute(tl)
 		out = UpdateTodoItemOutput{Status: tool.Status{OK: true}, ProgressPct: tl.ProgressPct, Current: tl.Current}
 		return nil
 	})
 	if err != nil {
 		return out, err
 	}
-	if err := c.Emit("agent.todo_item", map[string]any{"id": in.ID, "status": in.Status, "progress_pct": out.ProgressPct, "current": out.Current}); err != nil {
+	if err := c.Emit(ctx, "agent.todo_item", map[string]any{"id": in.ID, "status": in.Status, "progress_pct": out.ProgressPct, "current": out.Current}); err != nil {
 		return out, err
 	}
 	return out, nil

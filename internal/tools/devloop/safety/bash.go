@@ -75,19 +75,19 @@ func Bash() tool.Tool {
 func runBash(ctx context.Context, c *callctx.Ctx, in BashInput) (BashOutput, error) {
 	dir := c.Settings.Cwd
 	if dir == "" {
-		dir = c.ProjectDir
+		dir = c.Files.ProjectDir()
 	}
 	fi, err := os.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		// A unit's directory does not exist before its first file: the
 		// agent's first command creates it, when its allow-list holds it.
-		if rel, rerr := filepath.Rel(c.ProjectDir, dir); rerr == nil && c.Files.MkdirAll(filepath.ToSlash(rel)) == nil {
+		if rel, rerr := filepath.Rel(c.Files.ProjectDir(), dir); rerr == nil && c.Files.MkdirAll(filepath.ToSlash(rel)) == nil {
 			fi, err = os.Stat(dir)
 		}
 	}
 	if err != nil || !fi.IsDir() {
 		if err == nil || errors.Is(err, fs.ErrNotExist) {
-			return BashOutput{}, tool.Fail("the working directory %s does not exist and is outside this agent's allow-list, so it was not created; ask for the right unit", dir)
+			return BashOutput{}, tool.Fail(nil, "the working directory %s does not exist and is outside this agent's allow-list, so it was not created; ask for the right unit", dir)
 		}
 		return BashOutput{}, err
 	}
@@ -104,7 +104,7 @@ func runBash(ctx context.Context, c *callctx.Ctx, in BashInput) (BashOutput, err
 	}
 	self := c.Procs.Self()
 	plan, err := confine.Prepare(confine.Request{
-		Agent: c.AgentName, Sandbox: c.Settings.Sandbox, ProjectDir: c.ProjectDir,
+		Agent: c.AgentName, Sandbox: c.Settings.Sandbox, ProjectDir: c.Files.ProjectDir(),
 		TempFor: &self, Mkdir: c.Files.MkdirAll,
 	})
 	if err != nil {

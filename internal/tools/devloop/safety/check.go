@@ -57,7 +57,7 @@ func sandboxCheck(_ context.Context, c *callctx.Ctx, in SandboxCheckInput) (Sand
 	if err != nil {
 		// A violation, or the I/O error the real operation would hit (a
 		// name too long for the file system): either way it would fail.
-		return SandboxCheckOutput{Status: tool.Status{OK: true}, Allowed: false, Reason: err.Error()}, nil
+		return SandboxCheckOutput{Status: tool.Status{OK: true}, Allowed: false, Reason: tool.Explain(c, err)}, nil
 	}
 	return SandboxCheckOutput{Status: tool.Status{OK: true}, Allowed: true, Resolved: resolved}, nil
 }

@@ -56,26 +56,26 @@ func BugOpen() tool.Tool {
 	}, bugOpen)
 }
 
-func bugOpen(_ context.Context, c *callctx.Ctx, in BugOpenInput) (BugOpenOutput, error) {
+func bugOpen(ctx context.Context, c *callctx.Ctx, in BugOpenInput) (BugOpenOutput, error) {
 	e := in.Evidence
 	ev := bugs.Evidence{
 		Test: strings.TrimSpace(e.Test), TestFile: e.TestFile, Report: e.Report, Log: e.Log,
 		LogFile: e.LogFile, LogLine: e.LogLine, RunID: e.RunID, Repro: e.Repro,
 	}
 	if ev.Test == "" && ev.TestFile == "" && ev.Log == "" && ev.RunID == "" && ev.Repro == "" {
-		return BugOpenOutput{}, tool.Fail("evidence needs at least one of test, test_file, log, run_id or repro, so the bug can be checked; e.g. evidence.test = the failing test's full name from parse_vitest, or evidence.test_file alone for a file-level failure (a file that does not load, a failing beforeAll)")
+		return BugOpenOutput{}, tool.Fail(nil, "evidence needs at least one of test, test_file, log, run_id or repro, so the bug can be checked; e.g. evidence.test = the failing test's full name from parse_vitest, or evidence.test_file alone for a file-level failure (a file that does not load, a failing beforeAll)")
 	}
 	if ev.LogLine > 0 && ev.LogFile == "" {
-		return BugOpenOutput{}, tool.Fail("evidence.log_line needs evidence.log_file: name the log the line number refers to")
+		return BugOpenOutput{}, tool.Fail(nil, "evidence.log_line needs evidence.log_file: name the log the line number refers to")
 	}
 	unit := in.UnitID
 	if unit == "" {
 		unit = c.UnitID
 	}
 	if bugs.NormalizeTitle(in.Title) == "" {
-		return BugOpenOutput{}, tool.Fail("title %q has no letters or digits; say what is wrong in words", in.Title)
+		return BugOpenOutput{}, tool.Fail(nil, "title %q has no letters or digits; say what is wrong in words", in.Title)
 	}
-	res, err := c.Bugs.Open(bugs.NewBug{
+	res, err := c.Bugs.Open(ctx, bugs.NewBug{
 		Title: in.Title, UnitID: unit, Severity: in.Severity, Category: in.Category,
 		Evidence: ev, By: c.Agent, At: c.Clock.Now(),
 	})
@@ -91,10 +91,10 @@ func bugOpen(_ context.Context, c *callctx.Ctx, in BugOpenInput) (BugOpenOutput,
 	if res.Duplicate {
 		msg = fmt.Sprintf("%s reported again (duplicate, status %s): %s", b.ID, b.Status, b.Title)
 	}
-	if _, err := c.AppendTimeline("bug.opened", msg, data); err != nil {
+	if _, err := c.AppendTimeline(ctx, "bug.opened", msg, data); err != nil {
 		return BugOpenOutput{}, err
 	}
-	if err := c.Emit("bug.opened", data); err != nil {
+	if err := c.Emit(ctx, "bug.opened", data); err != nil {
 		return BugOpenOutput{}, err
 	}
 	return BugOpenOutput{
@@ -130,22 +130,22 @@ func BugTransition() tool.Tool {
 	}, bugTransition)
 }
 
-func bugTransition(_ context.Context, c *callctx.Ctx, in BugTransitionInput) (BugTransitionOutput, error) {
-	b, tr, err := c.Bugs.Transition(in.ID, in.To, c.Agent, in.Note, c.Clock.Now())
+func bugTransition(ctx context.Context, c *callctx.Ctx, in BugTransitionInput) (BugTransitionOutput, error) {
+	b, tr, err := c.Bugs.Transition(ctx, in.ID, in.To, c.Agent, in.Note, c.Clock.Now())
 	var te *bugs.TransitionError
 	switch {
 	case errors.As(err, &te):
 		return BugTransitionOutput{Status: tool.Status{Reason: te.Error()}, ID: in.ID, From: te.From, Allowed: orEmpty(te.Allowed)}, nil
 	case errors.Is(err, bugs.ErrNotFound):
-		return BugTransitionOutput{}, tool.Fail("no bug %s in bugs/; bug_list shows the existing ids", in.ID)
+		return BugTransitionOutput{}, tool.Fail(nil, "no bug %s in bugs/; bug_list shows the existing ids", in.ID)
 	case err != nil:
 		return BugTransitionOutput{}, err
 	}
 	data := map[string]any{"id": b.ID, "from": tr.From, "to": tr.To, "note": tr.Note, "unit_id": b.UnitID, "severity": b.Severity}
-	if _, err := c.AppendTimeline("bug.transition", fmt.Sprintf("%s %s → %s", b.ID, tr.From, tr.To), data); err != nil {
+	if _, err := c.AppendTimeline(ctx, "bug.transition", fmt.Sprintf("%s %s → %s", b.ID, tr.From, tr.To), data); err != nil {
 		return BugTransitionOutput{}, err
 	}
-	if err := c.Emit("bug.transition", data); err != nil {
+	if err := c.Emit(ctx, "bug.transition", data); err != nil {
 		return BugTransitionOutput{}, err
 	}
 	return BugTransitionOutput{Status: tool.Status{OK: true}, ID: b.ID, From: tr.From, To: tr.To}, nil
@@ -200,12 +200,12 @@ func BugList() tool.Tool {
 	}, bugList)
 }
 
-func bugList(_ context.Context, c *callctx.Ctx, in BugListInput) (BugListOutput, error) {
+func bugList(ctx context.Context, c *callctx.Ctx, in BugListInput) (BugListOutput, error) {
 	limit := in.Limit
 	if limit == 0 {
 		limit = 100
 	}
-	res, err := c.Bugs.List(bugs.Query{Status: in.Status, UnitID: in.UnitID, Severity: in.Severity, Limit: limit})
+	res, err := c.Bugs.List(ctx, bugs.Query{Status: in.Status, UnitID: in.UnitID, Severity: in.Severity, Limit: limit})
 	if err != nil {
 		return BugListOutput{}, err
 	}

@@ -129,7 +129,9 @@ func TestBugOpenRefusals(t *testing.T) {
 	}
 }
 
-// legal is SPEC §11's state machine, written out independently of the code.
+// legal is the bug state machine as the tracker documents it (open →
+// triaged → fixing → fixed → verified → closed, reopen, wontfix), written
+// out independently of the code.
 var legal = map[[2]string]bool{
 	{"open", "triaged"}: true, {"triaged", "fixing"}: true, {"fixing", "fixed"}: true,
 	{"fixed", "verified"}: true, {"verified", "closed"}: true,

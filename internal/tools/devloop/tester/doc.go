@@ -1,4 +1,4 @@
-// Package tester holds the Tester's tools (SPEC §11, Tester): parse_vitest
+// Package tester holds the Tester's tools: parse_vitest
 // turns a Vitest JSON report into counts and failures, hint_builder turns
 // failures into a short ranked list of hints for the coder, and bug_open,
 // bug_transition and bug_list are the bug tracker that every agent's

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/vitest"
@@ -65,7 +66,7 @@ func hintBuilder(_ context.Context, c *callctx.Ctx, in HintBuilderInput) (HintBu
 		}
 		sum, err := ParseReport(data)
 		if err != nil {
-			return HintBuilderOutput{}, tool.Fail("%s: %v", source, err)
+			return HintBuilderOutput{}, tool.Fail(fault.Content(err), "%s", source)
 		}
 		failures = sum.Failures
 	case in.Failures == nil:

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/tool"
@@ -95,7 +96,7 @@ func parseVitest(_ context.Context, c *callctx.Ctx, in ParseVitestInput) (ParseV
 	}
 	sum, err := ParseReport(data)
 	if err != nil {
-		return ParseVitestOutput{}, tool.Fail("%s: %v", source, err)
+		return ParseVitestOutput{}, tool.Fail(fault.Content(err), "%s", source)
 	}
 	sum.OK = true
 	return *sum, nil
@@ -117,9 +118,9 @@ func reportBytes(c *callctx.Ctx, path string, inline map[string]any) ([]byte, st
 	case errors.Is(err, sandbox.ErrEscape):
 		return nil, "", &tool.ValidationError{Field: "report_path", Reason: fmt.Sprintf("%q must be a path relative to the project dir that stays inside it", path)}
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, "", tool.Fail("report_path %s does not exist; run vitest run --reporter=json --outputFile=%s first", path, path)
+		return nil, "", tool.Fail(nil, "report_path %s does not exist; run vitest run --reporter=json --outputFile=%s first", path, path)
 	case err != nil:
-		return nil, "", tool.Fail("report_path %s cannot be read: %v", path, err)
+		return nil, "", tool.Fail(err, "report_path %s cannot be read", path)
 	}
 	return data, "report_path " + path, nil
 }

@@ -157,7 +157,7 @@ func CategoryClassifier() tool.Tool {
 	}, classify)
 }
 
-func classify(_ context.Context, c *callctx.Ctx, in ClassifyInput) (ClassifyOutput, error) {
+func classify(ctx context.Context, c *callctx.Ctx, in ClassifyInput) (ClassifyOutput, error) {
 	if (in.BugID == "") == (strings.TrimSpace(in.Text) == "") {
 		return ClassifyOutput{}, &tool.ValidationError{Field: "bug_id", Reason: "give exactly one of bug_id (e.g. BUG-0001) or text (a non-blank error message or log excerpt)"}
 	}
@@ -169,7 +169,7 @@ func classify(_ context.Context, c *callctx.Ctx, in ClassifyInput) (ClassifyOutp
 	f.Routes = routes
 	var bug *bugs.Bug
 	if in.BugID != "" {
-		if bug, err = loadBug(c, in.BugID); err != nil {
+		if bug, err = loadBug(ctx, c, in.BugID); err != nil {
 			return ClassifyOutput{}, err
 		}
 		if err := bugFacts(c, bug, f); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/contract"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -73,7 +74,7 @@ func loadContract(c *callctx.Ctx, name string) (*contract.Contract, []contractRo
 	}
 	ct, err := contract.Parse(data, name)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", p, err)
+		return nil, nil, fault.Content(fmt.Errorf("%s: %w", p, err))
 	}
 	var rs []contractRoute
 	for _, e := range ct.Endpoints {
@@ -217,9 +218,9 @@ func diffContractVsImpl(_ context.Context, c *callctx.Ctx, in DiffInput) (DiffOu
 	_, croutes, err := loadContract(c, in.Contract)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return DiffOutput{}, tool.Fail("no contract %s: contracts/%s.json, .yaml or .yml does not exist; contracts here: %s", in.Contract, in.Contract, listOrNone(contractNames(c)))
+			return DiffOutput{}, tool.Fail(nil, "no contract %s: contracts/%s.json, .yaml or .yml does not exist; contracts here: %s", in.Contract, in.Contract, listOrNone(contractNames(c)))
 		}
-		return DiffOutput{}, tool.Fail("%v", err)
+		return DiffOutput{}, tool.Fail(err, "contract %s cannot be read", in.Contract)
 	}
 	unitDir := "units/" + in.UnitID
 	files, err := walkFiles(c, unitDir, isSource)
@@ -228,9 +229,9 @@ func diffContractVsImpl(_ context.Context, c *callctx.Ctx, in DiffInput) (DiffOu
 	}
 	if len(files) == 0 {
 		if _, statErr := readRel(c, unitDir); errors.Is(statErr, fs.ErrNotExist) {
-			return DiffOutput{}, tool.Fail("no unit %s: %s/ does not exist", in.UnitID, unitDir)
+			return DiffOutput{}, tool.Fail(nil, "no unit %s: %s/ does not exist", in.UnitID, unitDir)
 		}
-		return DiffOutput{}, tool.Fail("%s/ has no JS/TS or Go source outside tests and node_modules; nothing to compare", unitDir)
+		return DiffOutput{}, tool.Fail(nil, "%s/ has no JS/TS or Go source outside tests and node_modules; nothing to compare", unitDir)
 	}
 	out := DiffOutput{Status: tool.Status{OK: true}, Contract: in.Contract, UnitID: in.UnitID,
 		Matched: []RouteRef{}, Missing: []RouteRef{}, Extra: []RouteRef{}, MethodMismatch: []MethodMismatch{}}
@@ -239,7 +240,7 @@ func diffContractVsImpl(_ context.Context, c *callctx.Ctx, in DiffInput) (DiffOu
 	for _, f := range files {
 		data, err := readRel(c, f)
 		if err != nil {
-			out.Unparsed = append(out.Unparsed, Unparsed{File: f, Reason: readReason(err)})
+			out.Unparsed = append(out.Unparsed, Unparsed{File: f, Reason: readReason(c, err)})
 			continue
 		}
 		if len(data) > maxSourceBytes {

@@ -1,4 +1,4 @@
-// Package triage holds the Bug Triager's tools (SPEC §11, Bug Triager):
+// Package triage holds the Bug Triager's tools:
 // extract_evidence and its alias verify_evidence, category_classifier,
 // diff_contract_vs_impl and find_similar_bug, and the running summary
 // triage/triage.json they keep.

@@ -15,6 +15,8 @@ import (
 	"github.com/toolhost/toolhost/internal/bugs"
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/lazyre"
+	"github.com/toolhost/toolhost/internal/sandbox"
+	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/vitest"
 )
@@ -94,7 +96,7 @@ type EvidenceRecord struct {
 }
 
 // RecordPath is the evidence record of a bug.
-func RecordPath(bugID string) string { return "triage/" + bugID + ".json" }
+func RecordPath(bugID string) string { return bugs.TriageRecordPath(bugID) }
 
 const extractDescription = "Collect the evidence a bug cites and verify each citation where it says it is: " +
 	"the failing test in the cited (or newest) Vitest report under reports/ or units/*/, the quoted stderr lines at or near the cited log line " +
@@ -116,13 +118,15 @@ func evidenceTool(name, title string) tool.Tool {
 }
 
 // loadBug loads a bug or returns the expected failure the model can act on.
-func loadBug(c *callctx.Ctx, id string) (*bugs.Bug, error) {
-	b, err := bugs.Load(c.ProjectDir, id)
-	if err != nil {
-		if _, statErr := readRel(c, bugs.Path(id)); errors.Is(statErr, fs.ErrNotExist) {
-			return nil, tool.Fail("no bug %s: %s does not exist; list bugs with bug_list", id, bugs.Path(id))
-		}
-		return nil, tool.Fail("%v", err)
+func loadBug(ctx context.Context, c *callctx.Ctx, id string) (*bugs.Bug, error) {
+	b, err := c.Bugs.Get(ctx, id)
+	switch {
+	case errors.Is(err, bugs.ErrNotFound):
+		return nil, tool.Fail(nil, "no bug %s in the project's bug tracker; list bugs with bug_list", id)
+	case store.IsUnavailable(err):
+		return nil, err
+	case err != nil:
+		return nil, tool.Fail(err, "bug %s cannot be loaded", id)
 	}
 	return b, nil
 }
@@ -132,13 +136,13 @@ func cites(e bugs.Evidence) bool {
 	return e.Test != "" || e.TestFile != "" || e.Report != "" || e.Log != "" || e.LogFile != "" || e.RunID != ""
 }
 
-func extractEvidence(_ context.Context, c *callctx.Ctx, in ExtractEvidenceInput) (ExtractEvidenceOutput, error) {
-	bug, err := loadBug(c, in.BugID)
+func extractEvidence(ctx context.Context, c *callctx.Ctx, in ExtractEvidenceInput) (ExtractEvidenceOutput, error) {
+	bug, err := loadBug(ctx, c, in.BugID)
 	if err != nil {
 		return ExtractEvidenceOutput{}, err
 	}
 	if !citesAny(bug) {
-		return ExtractEvidenceOutput{}, tool.Fail("no evidence cited: %s has no test, test_file, report, log, log_file or run_id in its evidence "+
+		return ExtractEvidenceOutput{}, tool.Fail(nil, "no evidence cited: %s has no test, test_file, report, log, log_file or run_id in its evidence "+
 			"(repro steps alone cannot be verified); add a citation to the bug before triaging it", bug.ID)
 	}
 	ev, err := collectEvidence(c, bug)
@@ -261,7 +265,7 @@ func (ev *evidence) checkTest(c *callctx.Ctx, bug *bugs.Bug, e bugs.Evidence) er
 	case e.Report != "":
 		data, err := readRel(c, e.Report)
 		if err != nil {
-			ev.miss(kindReport, e.Report, "cannot read the cited report: %s", readReason(err))
+			ev.miss(kindReport, e.Report, "cannot read the cited report: %s", readReason(c, err))
 			break
 		}
 		run, err := vitest.Parse(data)
@@ -371,13 +375,13 @@ var hookCall = lazyre.New(`\b(beforeAll|afterAll|beforeEach|afterEach)\s*\(`)
 func (ev *evidence) checkTestFile(c *callctx.Ctx, bug *bugs.Bug, file string, line int, found *testOutcome) {
 	cands := []string{file}
 	if filepath.IsAbs(file) {
-		rel, err := filepath.Rel(c.ProjectDir, file)
-		if err != nil || strings.HasPrefix(rel, "..") {
+		rel, ok := sandbox.Within(c.Files.ProjectDir(), file)
+		if !ok {
 			// A report's absolute path from another machine: the report
 			// check above already matched it by suffix.
 			return
 		}
-		cands = []string{filepath.ToSlash(rel)}
+		cands = []string{rel}
 	}
 	if bug.UnitID != "" && callctx.ValidUnit(bug.UnitID) && !filepath.IsAbs(file) {
 		cands = append(cands, "units/"+bug.UnitID+"/"+file)
@@ -386,7 +390,7 @@ func (ev *evidence) checkTestFile(c *callctx.Ctx, bug *bugs.Bug, file string, li
 	for _, p := range cands {
 		data, err := readRel(c, p)
 		if err != nil {
-			reasons = append(reasons, p+": "+readReason(err))
+			reasons = append(reasons, p+": "+readReason(c, err))
 			continue
 		}
 		lines := splitLines(data)
@@ -466,7 +470,7 @@ func (ev *evidence) checkLog(c *callctx.Ctx, e bugs.Evidence) error {
 	}
 	data, err := readRel(c, e.LogFile)
 	if err != nil {
-		ev.miss(kindLogFile, e.LogFile, "cannot read the cited log: %s", readReason(err))
+		ev.miss(kindLogFile, e.LogFile, "cannot read the cited log: %s", readReason(c, err))
 		return nil
 	}
 	lines := splitLines(data)
@@ -543,7 +547,7 @@ func (ev *evidence) checkRun(c *callctx.Ctx, id string) {
 	p := RunPath(id)
 	data, err := readRel(c, p)
 	if err != nil {
-		ev.miss(kindRun, id, "cannot read %s: %s", p, readReason(err))
+		ev.miss(kindRun, id, "cannot read %s: %s", p, readReason(c, err))
 		return
 	}
 	var run caseRun
@@ -709,11 +713,13 @@ func around(lines []string, at, n int) string {
 	return clip(strings.Join(lines[from-1:to], "\n"), maxExcerpt)
 }
 
-func readReason(err error) string {
+// readReason is what the model reads of a cited file that could not be
+// read.
+func readReason(c *callctx.Ctx, err error) string {
 	if errors.Is(err, fs.ErrNotExist) {
 		return "file does not exist"
 	}
-	return err.Error()
+	return tool.Explain(c, err)
 }
 
 // testDesc names a cited test for messages.

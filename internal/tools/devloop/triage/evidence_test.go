@@ -96,7 +96,7 @@ func TestExtractEvidenceFailures(t *testing.T) {
 		name, bug, reason string
 	}{
 		{"bug cites nothing checkable", "BUG-0009", "no evidence cited: BUG-0009"},
-		{"unknown bug", "BUG-0999", "no bug BUG-0999: bugs/BUG-0999.json does not exist"},
+		{"unknown bug", "BUG-0999", "no bug BUG-0999 in the project's bug tracker"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

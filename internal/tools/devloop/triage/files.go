@@ -2,7 +2,6 @@ package triage
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"path"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/fault"
 )
 
 // cleanRel validates a project-relative path taken from a bug or an input
@@ -18,15 +18,15 @@ import (
 func cleanRel(p string) (string, error) {
 	switch {
 	case p == "":
-		return "", errors.New("empty path")
+		return "", fault.Safef("empty path")
 	case strings.ContainsRune(p, 0):
-		return "", errors.New("NUL byte in path")
+		return "", fault.Safef("NUL byte in path")
 	case path.IsAbs(p) || filepath.IsAbs(p) || strings.HasPrefix(p, `\`):
-		return "", fmt.Errorf("%q is absolute; cite a path relative to the project dir", p)
+		return "", fault.Safef("%q is absolute; cite a path relative to the project dir", p)
 	}
 	c := path.Clean(filepath.ToSlash(p))
 	if c == "." || c == ".." || strings.HasPrefix(c, "../") {
-		return "", fmt.Errorf("%q leaves the project dir", p)
+		return "", fault.Safef("%q leaves the project dir", p)
 	}
 	return c, nil
 }
@@ -52,30 +52,21 @@ var skipDirs = map[string]bool{
 // walkFiles returns the project-relative paths of regular files under root
 // (project-relative) accepted by keep, sorted. A missing root is no files.
 func walkFiles(c *callctx.Ctx, root string, keep func(rel string) bool) ([]string, error) {
-	abs := filepath.Join(c.ProjectDir, filepath.FromSlash(root))
 	var out []string
-	err := filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+	err := c.Files.Walk(root, func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && p == abs {
-				return filepath.SkipDir
+			if errors.Is(err, fs.ErrNotExist) && rel == root {
+				return fs.SkipDir
 			}
 			return err
 		}
 		if d.IsDir() {
-			if p != abs && skipDirs[d.Name()] {
-				return filepath.SkipDir
+			if rel != root && skipDirs[d.Name()] {
+				return fs.SkipDir
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		rel, err := filepath.Rel(c.ProjectDir, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if keep(rel) {
+		if d.Type().IsRegular() && keep(rel) {
 			out = append(out, rel)
 		}
 		return nil

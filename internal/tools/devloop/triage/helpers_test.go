@@ -49,15 +49,16 @@ func newCtx(t testing.TB, dir string) *callctx.Ctx {
 		Clock: testutil.NewFakeClock(time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC), 0)})
 }
 
-// failReason returns the ok:false reason of err, failing the test when err
-// is something else.
+// failReason returns the ok:false reason of err as the model reads it (the
+// tool's words and what tool.Explain makes of the error behind them),
+// failing the test when err is something else.
 func failReason(t testing.TB, err error) string {
 	t.Helper()
 	var f *tool.Failure
 	if !errors.As(err, &f) {
 		t.Fatalf("want an ok:false failure, got %v", err)
 	}
-	return f.Reason
+	return tool.Explain(nil, f)
 }
 
 // readJSON decodes a project file, checking the file format every tool

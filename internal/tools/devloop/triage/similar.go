@@ -6,12 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/gob"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -74,7 +70,7 @@ func FindSimilarBug() tool.Tool {
 	}, findSimilar)
 }
 
-func findSimilar(_ context.Context, c *callctx.Ctx, in FindSimilarInput) (FindSimilarOutput, error) {
+func findSimilar(ctx context.Context, c *callctx.Ctx, in FindSimilarInput) (FindSimilarOutput, error) {
 	if (in.BugID == "") == (strings.TrimSpace(in.Text) == "") {
 		return FindSimilarOutput{}, &tool.ValidationError{Field: "bug_id", Reason: "give exactly one of bug_id (e.g. BUG-0001) or text (a non-blank title or error message)"}
 	}
@@ -85,11 +81,11 @@ func findSimilar(_ context.Context, c *callctx.Ctx, in FindSimilarInput) (FindSi
 	var bug *bugs.Bug
 	if in.BugID != "" {
 		var err error
-		if bug, err = loadBug(c, in.BugID); err != nil {
+		if bug, err = loadBug(ctx, c, in.BugID); err != nil {
 			return FindSimilarOutput{}, err
 		}
 	}
-	idx, rebuilt, err := loadIndex(c)
+	idx, rebuilt, err := loadIndex(ctx, c)
 	if err != nil {
 		return FindSimilarOutput{}, err
 	}
@@ -263,28 +259,19 @@ func bugText(b *bugs.Bug) string {
 	return strings.Join(parts, "\n")
 }
 
-// bugFiles lists bugs/BUG-*.json with a fingerprint of their names, sizes
-// and modification times: it changes whenever a bug is added, removed or
-// rewritten.
-func bugFiles(c *callctx.Ctx) ([]string, string, error) {
-	ents, err := os.ReadDir(filepath.Join(c.ProjectDir, bugs.Dir))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+// bugSet lists the bugs with a fingerprint of their summaries (id,
+// status, evidence count, last change): it changes whenever a bug is
+// added, removed or changed.
+func bugSet(ctx context.Context, c *callctx.Ctx) ([]string, string, error) {
+	sums, err := c.Bugs.Summaries(ctx)
+	if err != nil {
 		return nil, "", err
 	}
 	h := sha256.New()
 	var ids []string
-	for _, e := range ents {
-		name := e.Name()
-		id := strings.TrimSuffix(name, ".json")
-		if e.IsDir() || id == name || !bugs.IDPattern().MatchString(id) {
-			continue
-		}
-		fi, err := e.Info()
-		if err != nil {
-			continue
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00%d\n", name, fi.Size(), fi.ModTime().UnixNano())
-		ids = append(ids, id)
+	for _, s := range sums {
+		fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%s\n", s.ID, s.Status, s.Evidence, s.UpdatedAt.UnixNano(), s.Unreadable)
+		ids = append(ids, s.ID) // an unreadable one is counted as skipped
 	}
 	sort.Strings(ids)
 	return ids, hex.EncodeToString(h.Sum(nil)), nil
@@ -293,8 +280,8 @@ func bugFiles(c *callctx.Ctx) ([]string, string, error) {
 // loadIndex returns the cached index when the bugs are unchanged, else
 // rebuilds and stores it. The rebuild holds a cross-process lock so two
 // triager processes do not both rebuild.
-func loadIndex(c *callctx.Ctx) (*similarIndex, bool, error) {
-	ids, fp, err := bugFiles(c)
+func loadIndex(ctx context.Context, c *callctx.Ctx) (*similarIndex, bool, error) {
+	ids, fp, err := bugSet(ctx, c)
 	if err != nil {
 		return nil, false, err
 	}
@@ -309,7 +296,7 @@ func loadIndex(c *callctx.Ctx) (*similarIndex, bool, error) {
 	if x := readIndex(c, fp); x != nil {
 		return x, false, nil
 	}
-	x := buildIndex(c, ids, fp)
+	x := buildIndex(ctx, c, ids, fp)
 	var buf bytes.Buffer
 	if err := gob.NewEncoder(&buf).Encode(x); err != nil {
 		return nil, false, fmt.Errorf("encode %s: %w", IndexPath, err)
@@ -337,13 +324,13 @@ func readIndex(c *callctx.Ctx, fp string) *similarIndex {
 
 // buildIndex computes TF-IDF vectors (tf = 1+ln n, idf = ln((N+1)/(df+1))+1)
 // for every readable bug.
-func buildIndex(c *callctx.Ctx, ids []string, fp string) *similarIndex {
+func buildIndex(ctx context.Context, c *callctx.Ctx, ids []string, fp string) *similarIndex {
 	x := &similarIndex{Version: indexVersion, Fingerprint: fp}
 	termID := map[string]int32{}
 	var df []int
 	var tfs []map[int32]int
 	for _, id := range ids {
-		b, err := bugs.Load(c.ProjectDir, id)
+		b, err := c.Bugs.Get(ctx, id)
 		if err != nil {
 			x.Skipped++
 			continue

@@ -10,7 +10,7 @@ import (
 )
 
 // SummaryPath is the running triage summary.
-const SummaryPath = "triage/triage.json"
+const SummaryPath = bugs.TriageSummaryPath
 
 // Summary is triage/triage.json: what the triager has learnt about each bug.
 type Summary struct {

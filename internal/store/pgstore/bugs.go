@@ -1,0 +1,270 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolhost/toolhost/internal/bugs"
+	"github.com/toolhost/toolhost/internal/sandbox"
+)
+
+// bugStore is the bugs table: one row per bug, its document as the file
+// store writes it, and the columns bug_list sorts and filters by (indexed,
+// so a listing costs the same at any number of bugs). A fingerprint is
+// unique per project; numbers come from the project's "bugs" head.
+type bugStore struct{ s *Store }
+
+func bugDoc(b *bugs.Bug) (string, error) {
+	data, err := sandbox.MarshalJSON(b)
+	return string(data), err
+}
+
+func decodeBug(doc string) (*bugs.Bug, error) {
+	var b bugs.Bug
+	if err := json.Unmarshal([]byte(doc), &b); err != nil {
+		return nil, err
+	}
+	if b.Evidence == nil {
+		b.Evidence = []bugs.Evidence{}
+	}
+	if b.History == nil {
+		b.History = []bugs.Transition{}
+	}
+	return &b, nil
+}
+
+// Open finds the fingerprint's bug under its row lock, or creates the bug
+// under the head's lock, which serialises creations: two machines never
+// create two bugs for one fingerprint (the unique constraint holds it
+// anyway).
+func (b *bugStore) Open(ctx context.Context, nb bugs.NewBug) (bugs.Opened, error) {
+	fp := nb.Fingerprint()
+	key := newKey()
+	var out bugs.Opened
+	err := b.s.tx(ctx, func(tx pgx.Tx) error {
+		out = bugs.Opened{}
+		bug, openKey, lastKey, err := b.byFingerprint(ctx, tx, fp)
+		if err != nil {
+			return err
+		}
+		if bug == nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO heads (pid, log) VALUES ($1, 'bugs') ON CONFLICT DO NOTHING`, b.s.pid); err != nil {
+				return err
+			}
+			var n int64
+			if err := tx.QueryRow(ctx, `SELECT n FROM heads WHERE pid = $1 AND log = 'bugs' FOR UPDATE`, b.s.pid).Scan(&n); err != nil {
+				return err
+			}
+			// Another machine may have created it while this one waited.
+			if bug, openKey, lastKey, err = b.byFingerprint(ctx, tx, fp); err != nil {
+				return err
+			}
+			if bug == nil {
+				return b.create(ctx, tx, nb, int(n)+1, key, &out)
+			}
+		}
+		if openKey == key {
+			// A try whose answer was lost created it.
+			out = bugs.Opened{Bug: bug, EvidenceAdded: true}
+			return nil
+		}
+		out.Duplicate = true
+		out.Bug = bug
+		if lastKey == key {
+			out.EvidenceAdded = true
+			return nil
+		}
+		if out.EvidenceAdded = bug.Cite(nb); !out.EvidenceAdded {
+			return nil
+		}
+		return b.save(ctx, tx, bug, key)
+	})
+	return out, err
+}
+
+func (b *bugStore) create(ctx context.Context, tx pgx.Tx, nb bugs.NewBug, n int, key string, out *bugs.Opened) error {
+	bug := nb.Bug(bugs.FormatID(n))
+	doc, err := bugDoc(bug)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE heads SET n = $2 WHERE pid = $1 AND log = 'bugs'`, b.s.pid, n); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO bugs (pid, num, fingerprint, status, sev_rank, unit_id, open_key, last_key, doc) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8)`,
+		b.s.pid, n, bug.Fingerprint, bug.Status, bugs.SeverityRank(bug.Severity), bug.UnitID, key, doc); err != nil {
+		return err
+	}
+	*out = bugs.Opened{Bug: bug, EvidenceAdded: true}
+	return notify(ctx, tx, b.s.pid, "bugs", "")
+}
+
+// byFingerprint reads the fingerprint's bug under its row lock (nil: none).
+func (b *bugStore) byFingerprint(ctx context.Context, tx pgx.Tx, fp string) (*bugs.Bug, string, string, error) {
+	var doc string
+	var openKey, lastKey *string
+	err := tx.QueryRow(ctx, `SELECT doc, open_key, last_key FROM bugs WHERE pid = $1 AND fingerprint = $2 FOR UPDATE`, b.s.pid, fp).Scan(&doc, &openKey, &lastKey)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, "", "", nil
+	}
+	if err != nil {
+		return nil, "", "", err
+	}
+	bug, err := decodeBug(doc)
+	return bug, deref(openKey), deref(lastKey), err
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// save writes a changed bug back (its row is locked by the caller).
+func (b *bugStore) save(ctx context.Context, tx pgx.Tx, bug *bugs.Bug, key string) error {
+	doc, err := bugDoc(bug)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE bugs SET status = $3, sev_rank = $4, unit_id = $5, last_key = $6, doc = $7 WHERE pid = $1 AND num = $2`,
+		b.s.pid, bugs.IDNumber(bug.ID), bug.Status, bugs.SeverityRank(bug.Severity), bug.UnitID, key, doc); err != nil {
+		return err
+	}
+	return notify(ctx, tx, b.s.pid, "bugs", "")
+}
+
+// Transition moves the bug under its row lock: compare-and-set on its
+// status, held by the lock (a second mover reads the status the first
+// wrote).
+func (b *bugStore) Transition(ctx context.Context, id, to, by, note string, at time.Time) (*bugs.Bug, bugs.Transition, error) {
+	n := bugs.IDNumber(id)
+	if n == 0 {
+		return nil, bugs.Transition{}, fmt.Errorf("bug id %q must look like BUG-0001", id)
+	}
+	key := newKey()
+	var out *bugs.Bug
+	var tr bugs.Transition
+	err := b.s.tx(ctx, func(tx pgx.Tx) error {
+		var doc, lastKey string
+		var lk *string
+		err := tx.QueryRow(ctx, `SELECT doc, last_key FROM bugs WHERE pid = $1 AND num = $2 FOR UPDATE`, b.s.pid, n).Scan(&doc, &lk)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: %s", bugs.ErrNotFound, id)
+		}
+		if err != nil {
+			return err
+		}
+		lastKey = deref(lk)
+		bug, err := decodeBug(doc)
+		if err != nil {
+			return err
+		}
+		out = bug
+		if lastKey == key && len(bug.History) > 0 {
+			tr = bug.History[len(bug.History)-1] // a try whose answer was lost moved it
+			return nil
+		}
+		if tr, err = bug.Move(to, by, note, at); err != nil {
+			return err
+		}
+		return b.save(ctx, tx, bug, key)
+	})
+	return out, tr, err
+}
+
+// List answers from the index on (status, severity, number): the first
+// Limit matches by severity then id, and how many match.
+func (b *bugStore) List(ctx context.Context, q bugs.Query) (bugs.Listing, error) {
+	where := `pid = $1`
+	args := []any{b.s.pid}
+	if q.Status != "" {
+		args = append(args, q.Status)
+		where += fmt.Sprintf(" AND status = $%d", len(args))
+	}
+	if q.UnitID != "" {
+		args = append(args, q.UnitID)
+		where += fmt.Sprintf(" AND unit_id = $%d", len(args))
+	}
+	if q.Severity != "" {
+		args = append(args, bugs.SeverityRank(q.Severity))
+		where += fmt.Sprintf(" AND sev_rank = $%d", len(args))
+	}
+	out := bugs.Listing{Bugs: []bugs.Summary{}}
+	if err := b.s.pool.QueryRow(ctx, `SELECT count(*) FROM bugs WHERE `+where, args...).Scan(&out.Total); err != nil {
+		return out, b.s.classify(err)
+	}
+	args = append(args, max(q.Limit, 0))
+	rows, err := b.s.pool.Query(ctx, fmt.Sprintf(`SELECT doc FROM bugs WHERE %s ORDER BY sev_rank, num LIMIT $%d`, where, len(args)), args...)
+	if err != nil {
+		return out, b.s.classify(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var doc string
+		if err := rows.Scan(&doc); err != nil {
+			return out, err
+		}
+		bug, err := decodeBug(doc)
+		if err != nil {
+			return out, err
+		}
+		out.Bugs = append(out.Bugs, bugs.SummaryOf(bug))
+	}
+	return out, b.s.classify(rows.Err())
+}
+
+func (b *bugStore) Get(ctx context.Context, id string) (*bugs.Bug, error) {
+	n := bugs.IDNumber(id)
+	if n == 0 {
+		return nil, fmt.Errorf("bug id %q must look like BUG-0001", id)
+	}
+	var doc string
+	err := b.s.pool.QueryRow(ctx, `SELECT doc FROM bugs WHERE pid = $1 AND num = $2`, b.s.pid, n).Scan(&doc)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %s", bugs.ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, b.s.classify(err)
+	}
+	return decodeBug(doc)
+}
+
+func (b *bugStore) Summaries(ctx context.Context) ([]bugs.Summary, error) {
+	var out []bugs.Summary
+	_, err := b.Each(ctx, func(bug *bugs.Bug) error {
+		out = append(out, bugs.SummaryOf(bug))
+		return nil
+	})
+	return out, err
+}
+
+func (b *bugStore) Each(ctx context.Context, fn func(*bugs.Bug) error) ([]bugs.Unreadable, error) {
+	rows, err := b.s.pool.Query(ctx, `SELECT num, doc FROM bugs WHERE pid = $1 ORDER BY num`, b.s.pid)
+	if err != nil {
+		return nil, b.s.classify(err)
+	}
+	defer rows.Close()
+	var bad []bugs.Unreadable
+	for rows.Next() {
+		var n int
+		var doc string
+		if err := rows.Scan(&n, &doc); err != nil {
+			return bad, err
+		}
+		bug, err := decodeBug(doc)
+		if err != nil {
+			bad = append(bad, bugs.Unreadable{ID: bugs.FormatID(n), Reason: err.Error()})
+			continue
+		}
+		if err := fn(bug); err != nil {
+			return bad, err
+		}
+	}
+	return bad, b.s.classify(rows.Err())
+}

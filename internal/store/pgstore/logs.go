@@ -1,0 +1,280 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolhost/toolhost/internal/ndjson"
+	"github.com/toolhost/toolhost/internal/redact"
+	"github.com/toolhost/toolhost/internal/store"
+)
+
+// logTable is an append-only log of lines in a table (timeline, events):
+// numbered from the project's head, read in either order, followed with
+// LISTEN.
+type logTable[T any] struct {
+	s     *Store
+	table string
+	// decode reads a line; ok false skips it.
+	decode func(line string) (T, bool)
+}
+
+// appendLine stores the line make(n) returns for the next number n,
+// unless a line of this key is stored already; it returns the number.
+func (l *logTable[T]) appendLine(ctx context.Context, key string, make func(n int64) ([]byte, error)) (int64, error) {
+	var n int64
+	err := l.s.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO heads (pid, log) VALUES ($1, $2) ON CONFLICT DO NOTHING`, l.s.pid, l.table); err != nil {
+			return err
+		}
+		var head int64
+		if err := tx.QueryRow(ctx, `SELECT n FROM heads WHERE pid = $1 AND log = $2 FOR UPDATE`, l.s.pid, l.table).Scan(&head); err != nil {
+			return err
+		}
+		// Under the head's lock: a retry whose first try committed finds it.
+		err := tx.QueryRow(ctx, `SELECT seq FROM `+l.table+` WHERE pid = $1 AND idem = $2`, l.s.pid, key).Scan(&n)
+		if err == nil {
+			return nil
+		}
+		if err != pgx.ErrNoRows {
+			return err
+		}
+		n = head + 1
+		line, err := make(n)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE heads SET n = $3 WHERE pid = $1 AND log = $2`, l.s.pid, l.table, n); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO `+l.table+` (pid, seq, idem, line) VALUES ($1, $2, $3, $4)`, l.s.pid, n, key, string(line)); err != nil {
+			return err
+		}
+		return notify(ctx, tx, l.s.pid, l.table, "")
+	})
+	return n, err
+}
+
+// each hands fn the records with seq in (after, …] in order (newest
+// first when desc), until fn returns false; it returns the last seq read.
+func (l *logTable[T]) each(ctx context.Context, after int64, desc bool, limit int, fn func(seq int64, rec T, line string, ok bool) bool) (int64, error) {
+	order := "ASC"
+	if desc {
+		order = "DESC"
+	}
+	q := `SELECT seq, line FROM ` + l.table + ` WHERE pid = $1 AND seq > $2 ORDER BY seq ` + order
+	if limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", limit)
+	}
+	rows, err := l.s.pool.Query(ctx, q, l.s.pid, after)
+	if err != nil {
+		return after, l.s.classify(err)
+	}
+	defer rows.Close()
+	last := after
+	for rows.Next() {
+		var seq int64
+		var line string
+		if err := rows.Scan(&seq, &line); err != nil {
+			return last, err
+		}
+		last = seq
+		rec, ok := l.decode(line)
+		if !fn(seq, rec, line, ok) {
+			return last, nil
+		}
+	}
+	return last, l.s.classify(rows.Err())
+}
+
+func (l *logTable[T]) Each(ctx context.Context, fn func(T) error) (ndjson.BadLines, error) {
+	var bad ndjson.BadLines
+	var ferr error
+	_, err := l.each(ctx, 0, false, 0, func(seq int64, rec T, _ string, ok bool) bool {
+		if !ok {
+			bad.Add(ndjson.Pos{Path: l.table, Line: int(seq)}, "not a record")
+			return true
+		}
+		ferr = fn(rec)
+		return ferr == nil
+	})
+	if ferr != nil {
+		return bad, ferr
+	}
+	return bad, err
+}
+
+func (l *logTable[T]) Backward(ctx context.Context, fn func(T) bool) (store.Cursor, error) {
+	newest := int64(-1)
+	_, err := l.each(ctx, 0, true, 0, func(seq int64, rec T, _ string, ok bool) bool {
+		if newest < 0 {
+			newest = seq
+		}
+		return !ok || fn(rec)
+	})
+	if newest < 0 {
+		newest = 0
+	}
+	return store.Cursor{Seq: newest}, err
+}
+
+// end is the newest seq of the log.
+func (l *logTable[T]) end(ctx context.Context) (int64, error) {
+	var n int64
+	err := l.s.pool.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM `+l.table+` WHERE pid = $1`, l.s.pid).Scan(&n)
+	return n, l.s.classify(err)
+}
+
+// Follow delivers what is appended after from, woken by the log's
+// notifications (and every Poll, for one lost while reconnecting).
+func (l *logTable[T]) Follow(ctx context.Context, from *store.Cursor, fn func(T, store.Cursor) error) error {
+	ch, release := l.s.listen.subscribe()
+	defer release()
+	var cur int64
+	if from != nil {
+		cur = from.Seq
+	} else {
+		n, err := l.end(ctx)
+		if err != nil {
+			return err
+		}
+		cur = n
+	}
+	t := time.NewTicker(l.s.o.Poll)
+	defer t.Stop()
+	for {
+		for {
+			var ferr error
+			got := 0
+			last, err := l.each(ctx, cur, false, 1000, func(seq int64, rec T, _ string, ok bool) bool {
+				got++
+				cur = seq
+				if !ok {
+					return true
+				}
+				ferr = fn(rec, store.Cursor{Seq: seq})
+				return ferr == nil
+			})
+			if ferr != nil {
+				return ferr
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			cur = last
+			if got < 1000 {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case c := <-ch:
+			if c.what != l.table && c.what != resync {
+				continue
+			}
+		case <-t.C:
+		}
+	}
+}
+
+// timelineLog is the timeline table.
+type timelineLog struct{ s *Store }
+
+func (t *timelineLog) log() *logTable[store.TimelineEntry] {
+	return &logTable[store.TimelineEntry]{s: t.s, table: "timeline", decode: func(line string) (store.TimelineEntry, bool) {
+		var e store.TimelineEntry
+		return e, json.Unmarshal([]byte(line), &e) == nil && e.Seq > 0
+	}}
+}
+
+// Append stores e once per (call, place among the call's entries,
+// content): the retry of a call whose answer was lost finds the entry
+// its first try stored.
+func (t *timelineLog) Append(ctx context.Context, e store.TimelineEntry) (int64, error) {
+	key := newKey()
+	if e.CallID != "" {
+		data, _ := json.Marshal(e.Data)
+		h := sha256.New()
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00%s\x00%s\x00%s\x00%s", e.CallID, e.Nth, e.SessionID, e.Agent, e.Kind, e.Message, data)
+		key = "call:" + hex.EncodeToString(h.Sum(nil))
+	}
+	return t.log().appendLine(ctx, key, func(n int64) ([]byte, error) {
+		e.Seq = n
+		// What an agent or a tool writes to the timeline keeps no
+		// credential (as in the file store).
+		return redact.Marshal(e)
+	})
+}
+
+func (t *timelineLog) Each(ctx context.Context, fn func(store.TimelineEntry) error) (ndjson.BadLines, error) {
+	return t.log().Each(ctx, fn)
+}
+
+func (t *timelineLog) Backward(ctx context.Context, fn func(store.TimelineEntry) bool) (store.Cursor, error) {
+	return t.log().Backward(ctx, fn)
+}
+
+func (t *timelineLog) Follow(ctx context.Context, from *store.Cursor, fn func(store.TimelineEntry, store.Cursor) error) error {
+	return t.log().Follow(ctx, from, fn)
+}
+
+// eventsLog is the events table.
+type eventsLog struct{ s *Store }
+
+func (e *eventsLog) log() *logTable[store.Event] {
+	return &logTable[store.Event]{s: e.s, table: "events", decode: func(line string) (store.Event, bool) {
+		var ev store.Event
+		return ev, json.Unmarshal([]byte(line), &ev) == nil && ev.Kind != ""
+	}}
+}
+
+func (e *eventsLog) Emit(ctx context.Context, ev store.Event) error {
+	line, err := redact.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode event %s: %w", ev.Kind, err)
+	}
+	_, err = e.log().appendLine(ctx, newKey(), func(int64) ([]byte, error) { return line, nil })
+	return err
+}
+
+func (e *eventsLog) Each(ctx context.Context, fn func(store.Event) error) (ndjson.BadLines, error) {
+	return e.log().Each(ctx, fn)
+}
+
+func (e *eventsLog) Backward(ctx context.Context, fn func(store.Event) bool) (store.Cursor, error) {
+	return e.log().Backward(ctx, fn)
+}
+
+func (e *eventsLog) Follow(ctx context.Context, from *store.Cursor, fn func(store.Event, store.Cursor) error) error {
+	return e.log().Follow(ctx, from, fn)
+}
+
+func (l *logTable[T]) Lines(ctx context.Context, fn func([]byte) error) error {
+	var ferr error
+	_, err := l.each(ctx, 0, false, 0, func(_ int64, _ T, line string, _ bool) bool {
+		ferr = fn([]byte(line))
+		return ferr == nil
+	})
+	if ferr != nil {
+		return ferr
+	}
+	return err
+}
+
+func (t *timelineLog) Lines(ctx context.Context, fn func([]byte) error) error {
+	return t.log().Lines(ctx, fn)
+}
+
+func (e *eventsLog) Lines(ctx context.Context, fn func([]byte) error) error {
+	return e.log().Lines(ctx, fn)
+}
