@@ -18,6 +18,7 @@ import (
 	"github.com/toolhost/toolhost/configs"
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/bashguard"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/policy"
@@ -66,16 +67,17 @@ type hookFlags struct {
 	// lead is the agent whose rules apply to the main thread (a call
 	// whose agent_type names no devloop agent) when agent is not set; ""
 	// leaves such calls to the CLI's own rules.
-	lead       string
-	projectDir string
+	lead string
+	// stateFlags are the project dir the hook decides for, its id (the
+	// rules' project, the tenant of a shared store) and the store its
+	// decisions are audited in (--store, TOOLHOST_STORE), as every command
+	// that writes the project's shared state takes them.
+	stateFlags
 	agentsFile string
 	policyFile string
 	unit       string
 	exitCode   bool
 	timeout    time.Duration
-	// store is the project's store the decisions are audited in (--store,
-	// TOOLHOST_STORE; the project dir's files by default).
-	store string
 	// claudeSettings are settings files the CLI reads beyond the ones the
 	// hook finds itself (a --settings file of the CLI's command line).
 	claudeSettings []string
@@ -150,9 +152,9 @@ func newHookCmd(g *globals) *cobra.Command {
 			if f.agent == "" {
 				f.agent = os.Getenv("TOOLHOST_AGENT")
 			}
-			if f.projectDir == "" {
-				f.projectDir = os.Getenv("TOOLHOST_PROJECT_DIR")
-			}
+			id := callctx.Identity{ProjectDir: f.projectDir, ProjectID: f.projectID}
+			id.FromEnv(os.Getenv)
+			f.projectDir, f.projectID = id.ProjectDir, id.ProjectID
 			if f.unit == "" {
 				f.unit = os.Getenv("TOOLHOST_UNIT")
 			}
@@ -194,11 +196,10 @@ func newHookCmd(g *globals) *cobra.Command {
 	fl := pre.Flags()
 	fl.StringVar(&f.agent, "agent", "", "the agent the hook is installed for: devloop-coder, coder … (env TOOLHOST_AGENT); a call the payload's agent_type says another devloop agent makes is denied. Without it the payload's agent_type chooses the agent")
 	fl.StringVar(&f.lead, "lead", "", "without --agent: the agent whose rules apply to a call no devloop agent makes (the main thread); unset, toolhost decides nothing about such calls")
-	fl.StringVar(&f.projectDir, "project-dir", "", "project directory (env TOOLHOST_PROJECT_DIR)")
+	f.stateFlags.register(fl, "")
 	fl.StringVar(&f.agentsFile, "agents", "", "agents file (default: the embedded configs/agents.json)")
 	fl.StringVar(&f.policyFile, "policy", "", "tool policy file whose rules apply (default: the embedded configs/tools.json)")
 	fl.StringVar(&f.unit, "unit", "", "the unit the agent works on, for the rules' unit (env TOOLHOST_UNIT)")
-	registerStore(fl, &f.store)
 	fl.BoolVar(&f.exitCode, "exit-code", false, "deny by exiting 2 with the reason on stderr instead of printing a JSON decision")
 	fl.StringArrayVar(&f.claudeSettings, "claude-settings", nil, "a settings file the Claude CLI reads beyond the ones found (managed, $CLAUDE_CONFIG_DIR or ~/.claude, the project's .claude/): its Bash deny/ask rules are applied to the command as written (repeatable)")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Second, "deny when no decision is reached within this time (the agent CLI treats a hook that does not answer in its own timeout as allow)")
@@ -372,7 +373,7 @@ func hookRules(f hookFlags, ag *agents.Agent, proj string, in hookInput, ti map[
 			return rules.Verdict{}, "toolhost hook: " + in.ToolName + " tool_input is not JSON; denied because it cannot be checked"
 		}
 	}
-	input := &rules.Input{Tool: in.ToolName, Agent: ag.Name, Unit: f.unit, Project: os.Getenv("TOOLHOST_PID"), Args: args}
+	input := &rules.Input{Tool: in.ToolName, Agent: ag.Name, Unit: f.unit, Project: f.projectID, Args: args}
 	if in.ToolName == "Bash" {
 		var command string
 		_ = json.Unmarshal(ti["command"], &command)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -39,7 +38,7 @@ func auditHook(c hookCall, v hookVerdict, f hookFlags, took time.Duration, log z
 		return
 	}
 	row := &audit.Row{
-		TS: time.Now().UTC(), CallID: callctx.NewCallID(), ProjectID: os.Getenv("TOOLHOST_PID"),
+		TS: time.Now().UTC(), CallID: callctx.NewCallID(), ProjectID: f.projectID,
 		Agent: c.ag.Short, UnitID: f.unit, Tool: c.in.ToolName, Source: "hook",
 		Arguments: audit.RedactArguments(c.in.ToolInput), Status: audit.StatusOK, Rule: v.rule,
 		DurationMS:      float64(took.Microseconds()) / 1000,
