@@ -24,13 +24,26 @@ type Analysis struct {
 
 // Command is one simple command that runs.
 type Command struct {
-	// Name is the program's base name (curl for /usr/bin/curl), the
-	// builtin, or the function name; "" when it is not known (Dynamic).
+	// Name is the program (curl for /usr/bin/curl, for a copy of curl
+	// under another name when Options.Programs finds it, python3 for
+	// python3.11), the builtin, or the function name; "" when it is
+	// computed at run time (Dynamic).
 	Name string
+	// Unsure says why Name may not be what runs ("" when it is): the
+	// word names a file the agent can write, it may be a function or an
+	// alias defined on a path that was not taken, code the analysis could
+	// not read ran before it … The guard still models Name; cmd's facts
+	// take the program as unknown.
+	Unsure string
 	// Args are the words bash passes, Args[0] the program as written.
 	// Parts the guard cannot know (a variable from the environment, a
 	// program's output) are shown as "…".
 	Args []string
+	// Fixed is how many of Args are known to stand where they are: an
+	// argument whose expansion may make several words or none (a glob,
+	// an unquoted value the analysis does not know) is shown as "…", and
+	// the number and places of those after it are not known.
+	Fixed int
 	// Via says how the command is reached, outermost first: "bash -c",
 	// "eval", "function f", "alias c", "xargs", "timeout", "find -exec",
 	// "trap EXIT", "env -S", "$(…)" …
@@ -50,6 +63,10 @@ type Command struct {
 	// Defined is true for commands in a function body or an alias value
 	// analysed where it is defined (it runs when something calls it).
 	Defined bool
+	// Function is true for a call of a shell function the command
+	// defined (Name is the function's; its body's commands follow, with
+	// "function NAME" in their Via).
+	Function bool
 	// Line and Col locate the command in the text as given (1-based);
 	// commands inside a nested script (bash -c, eval, an alias) carry the
 	// position of the outer command that runs it.
@@ -130,19 +147,65 @@ type Unknown struct {
 	Line, Col                 int
 }
 
+// Options are what an analysis may know of the machine the command runs
+// on. The zero value knows nothing of it.
+type Options struct {
+	// Programs finds the file a command word runs, so that a program is
+	// identified by what it is rather than by its name; nil names a
+	// program by its name as written (versioned interpreter names such as
+	// python3.11 taken as their interpreter).
+	Programs Programs
+	// Dir is where the command starts: "" where Programs looks from, an
+	// absolute path, or one relative to that.
+	Dir string
+}
+
+// Programs finds what bash runs for a command word. Implementations read
+// the file system (internal/progid); the analysis itself reads nothing.
+type Programs interface {
+	// Find says which program word runs when bash looks it up with path
+	// (the PATH the command runs with; a segment holding an unknown part
+	// is shown as "…") from dir (the working directory: "" where the
+	// command starts, an absolute path, or one relative to the start;
+	// dirKnown false when it is not known).
+	Find(word, path, dir string, dirKnown bool) Program
+	// Path is the PATH commands start with.
+	Path() string
+}
+
+// Program is what a command word runs.
+type Program struct {
+	// Name is the program: the name of the known program the file is
+	// (a link or copy of curl is curl), else the word's base name.
+	Name string
+	// File is the file bash runs ("" when none is found: bash would
+	// answer "command not found").
+	File string
+	// Unsure says why the program cannot be known ("" when it can): the
+	// file lies where the agent could have written it, a directory of
+	// the search is not known …
+	Unsure string
+}
+
 // Analyze parses command and follows what it would run. The error is a
 // *Error for a command the guard cannot read at all (unparsable, too long,
 // over the budget); such a command is refused.
 func Analyze(command string) (a *Analysis, err error) {
+	return AnalyzeWith(command, Options{})
+}
+
+// AnalyzeWith is Analyze knowing what o says of the machine.
+func AnalyzeWith(command string, o Options) (a *Analysis, err error) {
 	if len(command) > MaxCommandLen {
 		return nil, &Error{Kind: ErrTooLong, Detail: fmt.Sprintf("the command is %d bytes, over the %d-byte limit", len(command), MaxCommandLen)}
 	}
 	if strings.ContainsAny(command, marks) {
-		return nil, &Error{Kind: ErrUnparsable, Detail: "the command holds characters from Unicode's private use area (U+E000–U+E002)"}
+		return nil, &Error{Kind: ErrUnparsable, Detail: "the command holds characters from Unicode's private use area (U+E000–U+E003)"}
 	}
-	c := newChecker()
+	c := newChecker(o)
 	defer c.recoverInto(&err)
 	c.script(command, nil)
+	c.finishTraps()
 	if c.b.err != nil {
 		return nil, c.b.err
 	}
@@ -154,27 +217,32 @@ func Analyze(command string) (a *Analysis, err error) {
 // argument as the program receives it; env are environment variables the
 // command is given (a shell it runs sees them).
 func AnalyzeArgv(argv []string, env map[string]string) (a *Analysis, err error) {
+	return AnalyzeArgvWith(argv, env, Options{})
+}
+
+// AnalyzeArgvWith is AnalyzeArgv knowing what o says of the machine.
+func AnalyzeArgvWith(argv []string, env map[string]string, o Options) (a *Analysis, err error) {
 	total := 0
 	for k, v := range env {
 		total += len(k) + len(v) + 2
 		if strings.ContainsAny(k+v, marks) {
-			return nil, &Error{Kind: ErrUnparsable, Detail: "an environment variable holds characters from Unicode's private use area (U+E000–U+E002)"}
+			return nil, &Error{Kind: ErrUnparsable, Detail: "an environment variable holds characters from Unicode's private use area (U+E000–U+E003)"}
 		}
 	}
 	for _, s := range argv {
 		total += len(s) + 1
 		if strings.ContainsAny(s, marks) {
-			return nil, &Error{Kind: ErrUnparsable, Detail: "an argument holds characters from Unicode's private use area (U+E000–U+E002)"}
+			return nil, &Error{Kind: ErrUnparsable, Detail: "an argument holds characters from Unicode's private use area (U+E000–U+E003)"}
 		}
 	}
 	if total > MaxCommandLen {
 		return nil, &Error{Kind: ErrTooLong, Detail: fmt.Sprintf("the arguments are %d bytes, over the %d-byte limit", total, MaxCommandLen)}
 	}
-	c := newChecker()
+	c := newChecker(o)
 	defer c.recoverInto(&err)
 	c.line, c.col = 1, 1
 	for k, v := range env {
-		c.sc.vars[k], c.sc.exported[k] = v, true
+		c.sc.vars[k], c.sc.exported[k] = v, on
 	}
 	c.run(argv, runOpts{})
 	if c.b.err != nil {
@@ -203,7 +271,12 @@ func (a *Analysis) Verdict() error {
 // Check returns nil when command may run, or a *Error saying why not and
 // what to run instead.
 func Check(command string) error {
-	a, err := Analyze(command)
+	return CheckWith(command, Options{})
+}
+
+// CheckWith is Check knowing what o says of the machine.
+func CheckWith(command string, o Options) error {
+	a, err := AnalyzeWith(command, o)
 	if err != nil {
 		return err
 	}
@@ -213,7 +286,12 @@ func Check(command string) error {
 // CheckArgv is Check for a command run without a shell, with env in its
 // environment.
 func CheckArgv(argv []string, env map[string]string) error {
-	a, err := AnalyzeArgv(argv, env)
+	return CheckArgvWith(argv, env, Options{})
+}
+
+// CheckArgvWith is CheckArgv knowing what o says of the machine.
+func CheckArgvWith(argv []string, env map[string]string, o Options) error {
+	a, err := AnalyzeArgvWith(argv, env, o)
 	if err != nil {
 		return err
 	}

@@ -15,17 +15,59 @@ import (
 const maxArrayIndex = 1 << 16
 
 // array is a bash array as far as the guard follows it: elements by index,
-// or by key for declare -A. An element that holds JSON is never replaced:
-// as with scalars, the guard does not know which branch of the command ran.
+// or by key for declare -A.
 type array struct {
 	assoc bool
 	elems map[string]string // decimal index or key → value
 	next  int               // where the next element without an index goes
+	// lost is set when the array may hold elements the analysis does not
+	// know, or not hold some it lists (paths that left it differently).
+	lost bool
+}
+
+func (a *array) clone() *array {
+	n := *a
+	n.elems = maps.Clone(a.elems)
+	return &n
+}
+
+func (a *array) equal(b *array) bool {
+	return a.assoc == b.assoc && a.next == b.next && a.lost == b.lost && maps.Equal(a.elems, b.elems)
+}
+
+// forget makes every element unknown (keeping the JSON the guard sees).
+func (a *array) forget() {
+	for k, v := range a.elems {
+		a.elems[k] = joinValue(v, string(markExternal))
+	}
+	a.lost = true
+}
+
+// join makes a what a path that left a or one that left b has.
+func (a *array) join(b *array) {
+	if a.equal(b) {
+		return
+	}
+	for _, k := range unionKeys(a.elems, b.elems) {
+		x, ok1 := a.elems[k]
+		y, ok2 := b.elems[k]
+		if !ok1 {
+			x = string(markExternal)
+		}
+		if !ok2 {
+			y = string(markExternal)
+		}
+		a.elems[k] = joinValue(x, y)
+	}
+	a.assoc = a.assoc || b.assoc
+	a.next = max(a.next, b.next)
+	a.lost = true
 }
 
 // array returns name's array, making one (a scalar assigned before
 // becomes element 0, as in bash).
 func (c *checker) array(name string, assoc bool) *array {
+	c.shellTable(name)
 	a, ok := c.sc.arrays[name]
 	if !ok {
 		a = &array{elems: map[string]string{}}
@@ -44,12 +86,8 @@ func (c *checker) array(name string, assoc bool) *array {
 func (c *checker) assignArray(as *syntax.Assign) {
 	a := c.array(as.Name.Value, false)
 	if !as.Append {
-		for k, v := range a.elems {
-			if !sticky(v) {
-				delete(a.elems, k)
-			}
-		}
-		a.next = 0
+		clear(a.elems)
+		a.next, a.lost = 0, false
 	}
 	for _, e := range as.Array.Elems {
 		if e.Value == nil {
@@ -61,8 +99,15 @@ func (c *checker) assignArray(as *syntax.Assign) {
 			continue
 		}
 		for _, f := range fields {
+			if a.lost {
+				// After words of unknown number, no index is known.
+				f = joinValue(f, string(markExternal))
+			}
 			a.put(strconv.Itoa(a.next), f)
 			a.next++
+			if strings.ContainsRune(f, markSplit) {
+				a.lost = true
+			}
 		}
 	}
 }
@@ -91,17 +136,16 @@ func (a *array) set(c *checker, index syntax.ArithmExpr, val string) {
 	a.next = i + 1
 }
 
-func (a *array) put(key, val string) {
-	if sticky(a.elems[key]) {
-		return
-	}
-	a.elems[key] = val
-}
+func (a *array) put(key, val string) { a.elems[key] = val }
 
 // variable is the array as the expander sees it.
 func (a *array) variable() expand.Variable {
 	if a.assoc {
-		return expand.Variable{Set: true, Kind: expand.Associative, Map: maps.Clone(a.elems)}
+		m := maps.Clone(a.elems)
+		if a.lost {
+			m["\x00?"] = unknownFields
+		}
+		return expand.Variable{Set: true, Kind: expand.Associative, Map: m}
 	}
 	var list []string
 	for k, v := range a.elems {
@@ -113,6 +157,17 @@ func (a *array) variable() expand.Variable {
 			list = append(list, "")
 		}
 		list[i] = v
+	}
+	if a.lost {
+		// Elements it may hold: unknown, in unknown number.
+		for i := range list {
+			if list[i] == "" {
+				if _, ok := a.elems[strconv.Itoa(i)]; !ok {
+					list[i] = string(markExternal)
+				}
+			}
+		}
+		list = append(list, unknownFields)
 	}
 	return expand.Variable{Set: true, Kind: expand.Indexed, List: list}
 }

@@ -47,6 +47,11 @@ const (
 	maxIterations = 8
 )
 
+// charge counts n units of work (copying the shell's state for a branch).
+func (b *budget) charge(n int) {
+	b.steps += n / 16
+}
+
 // budget counts the work of one analysis.
 type budget struct {
 	steps  int

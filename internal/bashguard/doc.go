@@ -28,6 +28,20 @@
 //     filters, jq (the identity and simple paths evaluated, -n constructors
 //     as JSON), base64, xxd -r -p, rev, which/command -v, basename …
 //
+// The analysis follows one path at a time and joins where bash would take
+// one of several (state.go): after an if, &&, ||, case, a loop or a return
+// that may have run, what the paths left differently is unknown; a
+// subshell, a pipeline's stage, $(…), a background job and a function
+// definition change a copy that is thrown away; NAME=value before a
+// command and local variables are undone; a glob or an unquoted unknown
+// value makes words of unknown number; output is used as a value only
+// where the analysis redoes exactly what bash prints. So what it reports
+// as known (a program, an argument) is what bash runs whenever that
+// command runs; Command.Unsure and Fixed say where that is not so.
+// Options.Programs names a program by the file it resolves to (a copy of
+// curl is curl; a file an agent may write is unsure); without it a program
+// is named as written.
+//
 // The result, an *Analysis, lists the commands that run (program, the
 // arguments bash passes, how each is reached, where its input comes from,
 // its redirections, the URLs and hosts an HTTP client is handed, the shell
@@ -88,5 +102,6 @@
 //
 // This package must never execute anything: command substitutions are
 // approximated from the commands' text, never run, and globbing and ~user
-// lookups are disabled. It reads no files and no environment.
+// lookups are disabled. It reads no files and no environment itself; what
+// it knows of the machine comes through Options.Programs.
 package bashguard

@@ -161,6 +161,33 @@ var families = map[string][]familyCase{
 		{name: "httpie query item", cmd: `http POST :3000/x q=='{"a":1}'`, want: "json"},
 		{name: "plain form", cmd: `curl -s -d 'a=1&b=2' ` + U, want: "allow", live: true},
 	},
+	// JSON the command assembles or hands on where the guard cannot see it
+	// exactly (issue 28): values built by loops, read with IFS or a
+	// count, start-up files and trace hooks, shell code git, awk and sed
+	// run, text a filter cuts.
+	"hidden": {
+		{name: "for loop assembles the body", cmd: `b='{'; for p in '"a"' ':1'; do b="$b$p"; done; b="$b}"; curl -s -d "$b" ` + U, want: "json", live: true},
+		{name: "long for loop assembles the body", cmd: `b=; for p in '{' '"a"' : 1 '}' w x y z v; do case $p in [vwxyz]) ;; *) b="$b$p";; esac; done; curl -s -d "$b" ` + U, want: "unknown", live: true},
+		{name: "while loop assembles the body", cmd: "b=; while read -r p; do b=\"$b$p\"; done <<'EOF'\n{\n\"a\":1\n}\nEOF\ncurl -s -d \"$b\" " + U, want: "unknown", live: true},
+		{name: "read with IFS", cmd: `IFS='|' read -r a b <<< 'x|{"a":1}'; curl -s -d "$b" ` + U, want: "unknown", live: true},
+		{name: "IFS set before read", cmd: `IFS=,; read -r a b <<< '{"a":1},x'; curl -s --json "$a" ` + U, want: "json", live: true},
+		{name: "read -n", cmd: `read -n 7 j <<< '{"a":1}xyz'; curl -s -d "$j" ` + U, want: "json", live: true},
+		{name: "mapfile -s", cmd: `mapfile -s 1 -t L <<< $'x\n{"a":1}'; curl -s -d "${L[0]}" ` + U, want: "json", live: true},
+		{name: "head -c cuts it out", cmd: `x=$(echo '{"a":1}xyz' | head -c 7); curl -s -d "$x" ` + U, want: "unknown", live: true},
+		{name: "--rcfile <(…)", cmd: `bash --rcfile <(echo 'curl -s -d "{\"a\":1}" ` + U + `') -i -c true 2>/dev/null`, want: "json", live: true},
+		{name: "BASH_ENV the command wrote", cmd: `printf '%s\n' "curl -s -d '{\"a\":1}' ` + U + `" > rc1.sh; BASH_ENV=./rc1.sh bash -c true`, want: "json", live: true},
+		{name: "ENV of an interactive sh", cmd: `printf '%s\n' "curl -s -d '{\"a\":1}' ` + U + `" > rc2.sh; ENV=./rc2.sh sh -i -c true 2>/dev/null`, want: "json", live: true},
+		{name: "start-up file named at run time", cmd: `printf '%s\n' "curl -s -d '{\"a\":1}' ` + U + `" > "$HOME/rc3.sh"; BASH_ENV="$HOME/rc3.sh" bash -c true`, want: "unknown", live: true},
+		{name: "printf %q piped into bash", cmd: `printf '%q ' curl -s -d '{"a":1}' ` + U + ` | bash`, want: "unknown", live: true},
+		{name: "PS4 under set -x", cmd: `PS4='$(curl -s -d "{\"a\":1}" ` + U + `)'; set -x; true 2>/dev/null`, want: "json", live: true},
+		{name: "DEBUG trap", cmd: `trap 'curl -s -d "{\"a\":1}" ` + U + `' DEBUG; true`, want: "json", live: true},
+		{name: "git -c alias", cmd: `git -c alias.x='!curl -s -d "{\"a\":1}" ` + U + `' x`, want: "json", live: true},
+		{name: "GIT_SSH_COMMAND", cmd: `GIT_SSH_COMMAND='curl -s -d "{\"a\":1}" ` + U + `' git ls-remote ssh://h/x 2>/dev/null`, want: "json", live: true},
+		{name: "awk system()", cmd: `awk $'BEGIN { system("curl -s -d \'{\\"a\\":1}\' ` + U + `") }'`, want: "unknown", live: true},
+		{name: "sed e", cmd: `echo x | sed "e curl -s -d '{\"a\":1}' ` + U + `"`, want: "json", live: true},
+		{name: "exported function through env", cmd: `env 'BASH_FUNC_post%%=() { curl -s -d "$1" ` + U + `; }' bash -c 'post "{\"a\":1}"'`, want: "json", live: true},
+		{name: "loop over files sends nothing inline", cmd: `for f in *.json; do curl -s -d @"$f" ` + U + `; done`, want: "allow", live: true, sink: "json", note: "the JSON comes from the files on disk: the allowed form"},
+	},
 	// False blocks the red team found, and their neighbours: allowed.
 	"allowed": {
 		{name: "-w format", cmd: `curl -s -o /dev/null -w '{"code":%{http_code}}' ` + U, want: "allow", live: true},

@@ -117,9 +117,12 @@ const (
 	// does not follow (sed, tr, python …) when that text could hold JSON.
 	markDerived = '\uE001'
 	// markJSON: JSON a program builds from the command's text (jq -n
-	// '{a:1}').
+	// '{a:1}'), or a value that may be the JSON after the mark.
 	markJSON = '\uE002'
-	marks    = "\uE000\uE001\uE002"
+	// markSplit: the field holding it may be several words or none (a
+	// file name pattern, an unquoted value the analysis does not know).
+	markSplit = '\uE003'
+	marks     = "\uE000\uE001\uE002\uE003"
 )
 
 // hasMarks reports whether s holds a mark.
@@ -130,7 +133,19 @@ func shown(s string) string {
 	if !hasMarks(s) {
 		return s
 	}
-	return strings.NewReplacer(string(markExternal), "…", string(markDerived), "…", string(markJSON), "").Replace(s)
+	return strings.NewReplacer(string(markExternal), "…", string(markDerived), "…", string(markJSON), "", string(markSplit), "").Replace(s)
+}
+
+// shownArg renders an argument for the facts: one whose number of words
+// is not known is "…" as a whole.
+func shownArg(s string) string {
+	if strings.ContainsRune(s, markSplit) {
+		return "…"
+	}
+	if strings.ContainsRune(s, markJSON) {
+		return "…" // a value that may be this JSON, or something else
+	}
+	return shown(s)
 }
 
 // isJSONValue reports whether a value handed to a program is inline JSON:
@@ -140,7 +155,7 @@ func isJSONValue(s string) bool {
 	if strings.ContainsRune(s, markJSON) {
 		return true
 	}
-	return looksJSON(strings.ReplaceAll(s, string(markExternal), "x"))
+	return looksJSON(strings.NewReplacer(string(markExternal), "x", string(markSplit), "").Replace(s))
 }
 
 // mayHoldJSON reports whether literal text could turn into JSON in the

@@ -22,17 +22,26 @@ func (c *checker) output(name string, fields []string) (stream, bool) {
 		}
 		return stream{{text: t, via: via, producer: fields}}
 	}
+	maybeText := func(t, via string, exact bool) stream {
+		s := text(t, via)
+		if !exact {
+			return inexact(s)
+		}
+		return s
+	}
 	switch name {
 	case "echo":
-		return text(c.echo(args), "a pipe from echo"), true
+		t, exact := c.echo(args)
+		return maybeText(t, "a pipe from echo", exact), true
 	case "printf":
-		return text(c.printf(args), "a pipe from printf"), true
+		t, exact := c.printf(args)
+		return maybeText(t, "a pipe from printf", exact), true
 	case "cat", "tac":
 		files := operands(args)
-		if len(files) == 0 {
-			return c.in.readAll(), true
-		}
 		var out stream
+		if len(files) == 0 {
+			out = c.in.readAll()
+		}
 		for _, f := range files {
 			if f == "-" {
 				out = c.cat(out, c.in.readAll())
@@ -40,19 +49,49 @@ func (c *checker) output(name string, fields []string) (stream, bool) {
 			}
 			out = c.cat(out, c.open(f))
 		}
+		if name == "tac" || slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-") && a != "-" && a != "-u" && a != "--" }) {
+			// Lines reversed, numbered, ends shown …: the text is only
+			// what it may print.
+			return lines(out), true
+		}
 		return out, true
-	case "tee", "head", "tail", "sort", "uniq", "dd", "pv", "fold", "nl", "cut":
-		// Filters whose output is (a part of) their input: what reached
-		// them still counts.
-		if len(operands(args)) > 0 && name != "tee" && name != "dd" && name != "cut" {
+	case "pv":
+		if len(operands(args)) > 0 {
 			return stream{{kind: segFile, via: "the output of " + name}}, true
 		}
 		return c.in.readAll(), true
-	case "grep", "egrep", "fgrep", "rg":
-		if ops := operands(args); len(ops) > 1 {
+	case "head", "tail", "sort", "uniq", "grep", "egrep", "fgrep", "rg":
+		// Filters whose output is some of the lines of their input: what
+		// reached them may still reach a client, but which lines do is
+		// not known. Options that change the lines (counts, -c bytes,
+		// -o) make the output a program's.
+		ops := operandsOf(name, args)
+		isGrep := strings.Contains(name, "grep") || name == "rg"
+		if isGrep && len(ops) > 1 || !isGrep && len(ops) > 0 {
 			return stream{{kind: segFile, via: "the output of " + name}}, true
 		}
-		return c.in.readAll(), true
+		for _, a := range args {
+			if strings.HasPrefix(a, "-") && lineChanging(name, a) {
+				return c.programOutput(name, fields), true
+			}
+		}
+		if name == "head" || name == "tail" {
+			if out, ok := c.headTail(name, args); ok {
+				return out, true
+			}
+		}
+		return lines(c.in.readAll()), true
+	case "dd", "fold", "nl", "cut":
+		if name == "dd" && len(args) == 0 {
+			return c.in.readAll(), true
+		}
+		if len(operandsOf(name, args)) > 0 && name != "dd" {
+			return stream{{kind: segFile, via: "the output of " + name}}, true
+		}
+		// Parts of lines: the output is made from the input, not a copy.
+		out := c.programOutput(name, fields)
+		c.in.readAll()
+		return out, true
 	case "jq", "gojq", "jaq":
 		return c.jq(fields), true
 	case "base64", "basenc":
@@ -64,29 +103,30 @@ func (c *checker) output(name string, fields []string) (stream, bool) {
 		if !known(in) {
 			return c.programOutput(name, fields), true
 		}
-		lines := strings.Split(in.value(), "\n")
+		v := in.value()
+		lines := strings.Split(v, "\n")
 		for i, l := range lines {
 			r := []rune(l)
 			slices.Reverse(r)
 			lines[i] = string(r)
 		}
-		return text(strings.Join(lines, "\n"), "a pipe from rev"), true
+		// rev reverses characters of the locale: bytes and runes agree
+		// only on ASCII.
+		return maybeText(strings.Join(lines, "\n"), "a pipe from rev", isASCII(v)), true
 	case "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "md5sum", "b2sum", "cksum", "sum", "shasum", "wc":
 		// A digest or a count: nothing of the input's text is left.
 		c.in.readAll()
 		return stream{{kind: segProgram, via: "the output of " + name}}, true
 	case "which", "whereis":
-		var b strings.Builder
-		for _, a := range operands(args) {
-			b.WriteString(binPath(a) + "\n")
+		if name == "whereis" || slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-") }) {
+			return stream{{kind: segProgram, via: "the output of " + name}}, true
 		}
-		return text(b.String(), "the output of "+name), true
+		return c.whichOutput(name, operands(args), false), true
 	case "type":
-		var b strings.Builder
-		for _, a := range operands(args) {
-			b.WriteString(binPath(a) + "\n")
+		if slices.Contains(args, "-P") || slices.Contains(args, "-p") || slices.Contains(args, "-fp") {
+			return c.whichOutput(name, operands(args), true), true
 		}
-		return text(b.String(), "the output of type"), true
+		return stream{{kind: segProgram, via: "the output of type"}}, true
 	case "readlink", "realpath":
 		ops := operands(args)
 		if len(ops) == 0 {
@@ -94,20 +134,32 @@ func (c *checker) output(name string, fields []string) (stream, bool) {
 		}
 		p := ops[len(ops)-1]
 		if isProcExe(p) {
+			if c.progs != nil {
+				if f := c.progs.Find("bash", c.progs.Path(), "", true).File; f != "" {
+					return text(f+"\n", "the output of "+name), true
+				}
+				return stream{{kind: segProgram, via: "the output of " + name}}, true
+			}
 			p = "/usr/bin/bash"
+		} else if c.progs != nil {
+			// Where links lead is on disk.
+			return stream{{kind: segProgram, via: "the output of " + name}}, true
 		}
 		return text(p+"\n", "the output of "+name), true
 	case "basename", "dirname":
 		ops := operands(args)
-		if len(ops) == 0 {
-			return nil, true
+		if len(ops) == 0 || len(ops) != len(args) || len(ops) > 2 || name == "dirname" && len(ops) > 1 || ops[0] == "" {
+			return stream{{kind: segProgram, via: "the output of " + name}}, true
 		}
 		p := ops[0]
 		if name == "dirname" {
-			p = path.Dir(p)
+			p = path.Dir(strings.TrimRight(p, "/"))
+			if strings.Trim(ops[0], "/") == "" {
+				p = "/"
+			}
 		} else {
 			p = path.Base(p)
-			if len(ops) > 1 {
+			if len(ops) > 1 && p != ops[1] {
 				p = strings.TrimSuffix(p, ops[1])
 			}
 		}
@@ -118,12 +170,130 @@ func (c *checker) output(name string, fields []string) (stream, bool) {
 	return nil, false
 }
 
+// lineChanging reports whether an option makes a line filter print other
+// than whole lines of its input.
+func lineChanging(name, a string) bool {
+	if strings.HasPrefix(a, "--") {
+		switch a {
+		case "--invert-match", "--ignore-case", "--extended-regexp", "--fixed-strings", "--word-regexp", "--line-regexp", "--reverse", "--numeric-sort", "--unique":
+			return false
+		}
+		return !strings.HasPrefix(a, "--regexp") && !strings.HasPrefix(a, "--lines")
+	}
+	switch name {
+	case "head", "tail":
+		return strings.ContainsAny(a[1:], "cqvzf")
+	case "uniq":
+		return strings.ContainsAny(a[1:], "cswz")
+	case "sort":
+		return strings.ContainsAny(a[1:], "ozm")
+	}
+	return strings.ContainsAny(a[1:], "ocnbHhZzlLqsAB") // grep: -o, -c, -n, -b, -H …
+}
+
+// headTail is what head and tail print without options or with -n N.
+func (c *checker) headTail(name string, args []string) (stream, bool) {
+	n := 10
+	switch {
+	case len(args) == 0:
+	case len(args) == 2 && args[0] == "-n" && isNumber(args[1]):
+		n, _ = strconv.Atoi(args[1])
+	case len(args) == 1 && strings.HasPrefix(args[0], "-n") && isNumber(args[0][2:]):
+		n, _ = strconv.Atoi(args[0][2:])
+	case len(args) == 1 && len(args[0]) > 1 && isNumber(args[0][1:]):
+		n, _ = strconv.Atoi(args[0][1:])
+	default:
+		return nil, false
+	}
+	in := c.in.readAll()
+	if !known(in) || n < 0 {
+		return lines(in), true
+	}
+	v := in.value()
+	ls := strings.SplitAfter(v, "\n")
+	if ls[len(ls)-1] == "" {
+		ls = ls[:len(ls)-1]
+	}
+	if name == "head" {
+		ls = ls[:min(n, len(ls))]
+	} else {
+		ls = ls[max(0, len(ls)-n):]
+	}
+	via := "a pipe from " + name
+	if len(in) > 0 {
+		via = in[0].via
+	}
+	return stream{{text: strings.Join(ls, ""), via: via}}, true
+}
+
+// lines marks s as some of its lines, in some order: searched for JSON
+// line by line, its value not known.
+func lines(s stream) stream { return inexact(s) }
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// whichOutput is what which (or type -P) prints: the file each name is
+// found as on PATH.
+func (c *checker) whichOutput(name string, names []string, typeP bool) stream {
+	var b strings.Builder
+	for _, a := range names {
+		switch {
+		case hasMarks(a):
+			return stream{{kind: segProgram, via: "the output of " + name}}
+		case c.progs == nil:
+			b.WriteString(binPath(a) + "\n")
+		default:
+			p := c.progs.Find(a, shown(c.value("PATH")), shown(c.sc.cwd), !c.sc.cwdLost)
+			if p.File == "" && p.Unsure != "" {
+				return stream{{kind: segProgram, via: "the output of " + name}}
+			}
+			if p.File != "" {
+				b.WriteString(p.File + "\n")
+			}
+		}
+	}
+	return stream{{text: b.String(), via: "the output of " + name, producer: append([]string{name}, names...)}}
+}
+
 // binPath is where which finds a program.
 func binPath(name string) string {
 	if strings.Contains(name, "/") {
 		return name
 	}
 	return "/usr/bin/" + name
+}
+
+// valueOptions are the short options of filters that take the next
+// argument as their value.
+var valueOptions = map[string]string{"head": "cn", "tail": "cn", "sort": "ktoST", "uniq": "fsw", "grep": "efmABCd", "egrep": "efmABCd",
+	"fgrep": "efmABCd", "rg": "efmABCgtTM", "cut": "bcdf", "fold": "w", "nl": "bdfhilnpsvw"}
+
+// operandsOf are a filter's operands: its arguments that are neither
+// options nor the value of one.
+func operandsOf(name string, args []string) []string {
+	takes := valueOptions[name]
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return append(out, args[i+1:]...)
+		case strings.HasPrefix(a, "--") || a == "-" || !strings.HasPrefix(a, "-"):
+			if !strings.HasPrefix(a, "--") {
+				out = append(out, a)
+			}
+		case len(a) == 2 && strings.ContainsRune(takes, rune(a[1])):
+			i++
+		}
+	}
+	return out
 }
 
 // operands are the arguments that do not start with "-" (after "--", all).
@@ -143,7 +313,7 @@ func operands(args []string) []string {
 // known reports whether every segment is text the guard knows.
 func known(s stream) bool {
 	for _, g := range s {
-		if g.kind != segText || g.json || hasMarks(g.text) {
+		if g.kind != segText || g.json || g.inexact || hasMarks(g.text) {
 			return false
 		}
 	}
@@ -152,9 +322,14 @@ func known(s stream) bool {
 
 // echo returns what echo prints: bash's echo decodes backslash escapes
 // with -e (or under xpg_echo), sh's (dash) always.
-func (c *checker) echo(args []string) string {
-	newline, escapes := true, c.sc.posix
+func (c *checker) echo(args []string) (string, bool) {
+	esc := c.sc.echoEsc
+	exact := esc != unsure
+	newline, escapes := true, esc == on
 	for len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' && strings.Trim(args[0][1:], "neE") == "" {
+		if esc == on && strings.ContainsAny(args[0], "eE") {
+			exact = false // sh's echo prints -e itself
+		}
 		for _, ch := range args[0][1:] {
 			switch ch {
 			case 'n':
@@ -162,7 +337,7 @@ func (c *checker) echo(args []string) string {
 			case 'e':
 				escapes = true
 			case 'E':
-				escapes = c.sc.posix
+				escapes = esc == on
 			}
 		}
 		args = args[1:]
@@ -174,7 +349,7 @@ func (c *checker) echo(args []string) string {
 	if newline {
 		t += "\n"
 	}
-	return t
+	return t, exact
 }
 
 // echoEscapes decodes echo -e's escapes: printf's, with \0nnn for octal
@@ -262,14 +437,21 @@ func (c *checker) jq(fields []string) stream {
 	}
 	if known(in) {
 		if f == "" || f == "." {
-			out := slices.Clone(in)
+			// The same JSON, laid out as jq lays it out.
+			out := inexact(in)
 			for i := range out {
 				out[i].via = "a pipe from jq"
 			}
 			return out
 		}
-		if vals, ok := jqPath(f, in.value(), raw); ok {
-			return stream{{text: vals, via: "a pipe from jq", producer: fields}}
+		if vals, strs, ok := jqPath(f, in.value(), raw); ok {
+			s := stream{{text: vals, via: "a pipe from jq", producer: fields}}
+			if !raw || !strs || !onlyOptions(fields, "-r", "--raw-output") {
+				// JSON as jq prints it (indentation, number forms) is
+				// not redone exactly; raw strings are.
+				s = inexact(s)
+			}
+			return s
 		}
 		if builds {
 			return jsonOut
@@ -284,25 +466,26 @@ func (c *checker) jq(fields []string) stream {
 // jqPath evaluates a filter made of simple paths (.a, .a.b, .["k"], .[0],
 // .[], joined by |) over the JSON values of input, printing each result
 // as jq would (-r: strings raw).
-func jqPath(filter, input string, raw bool) (string, bool) {
+func jqPath(filter, input string, raw bool) (string, bool, bool) {
 	var steps []jqStep
 	for _, part := range strings.Split(filter, "|") {
 		s, ok := parseJQPath(strings.TrimSpace(part))
 		if !ok {
-			return "", false
+			return "", false, false
 		}
 		steps = append(steps, s...)
 	}
 	dec := json.NewDecoder(strings.NewReader(input))
 	dec.UseNumber()
 	var b strings.Builder
+	strs := true
 	for {
 		var v any
 		if err := dec.Decode(&v); err != nil {
 			if err.Error() == "EOF" {
 				break
 			}
-			return "", false
+			return "", false, false
 		}
 		vals := []any{v}
 		for _, st := range steps {
@@ -317,19 +500,34 @@ func jqPath(filter, input string, raw bool) (string, bool) {
 				b.WriteString(s + "\n")
 				continue
 			}
+			strs = false
 			var buf bytes.Buffer
 			enc := json.NewEncoder(&buf)
 			enc.SetEscapeHTML(false)
 			if enc.Encode(x) != nil {
-				return "", false
+				return "", false, false
 			}
 			b.Write(buf.Bytes())
 		}
 		if b.Len() > MaxValueLen {
-			return "", false
+			return "", false, false
 		}
 	}
-	return b.String(), true
+	return b.String(), strs, true
+}
+
+// onlyOptions reports whether the options of fields (before the first
+// operand) are among allowed.
+func onlyOptions(fields []string, allowed ...string) bool {
+	for _, a := range fields[1:] {
+		if !strings.HasPrefix(a, "-") {
+			return true
+		}
+		if !slices.Contains(allowed, a) {
+			return false
+		}
+	}
+	return true
 }
 
 // jqStep is one step of a path: a key, an index, or every element.
@@ -466,9 +664,15 @@ func (c *checker) base64(fields []string) stream {
 	t := in.value()
 	if decode {
 		clean := strings.Join(strings.Fields(t), "")
-		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		for i, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
 			if b, err := enc.DecodeString(clean); err == nil {
-				return stream{{text: string(b), via: "a pipe from base64 -d", producer: fields}}
+				s := stream{{text: string(b), via: "a pipe from base64 -d", producer: fields}}
+				if i > 0 {
+					// base64 -d reads only the standard alphabet with
+					// padding: it stops (or fails) on this.
+					s = inexact(s)
+				}
+				return s
 			}
 		}
 		return stream{{kind: segProgram, via: "the output of base64 -d"}}
@@ -509,5 +713,6 @@ func (c *checker) xxd(fields []string) stream {
 		}
 		return stream{{text: string(b), via: "a pipe from xxd -r", producer: fields}}
 	}
-	return stream{{text: hex.EncodeToString([]byte(t)) + "\n", via: "a pipe from xxd"}}
+	// xxd -p wraps its lines.
+	return inexact(stream{{text: hex.EncodeToString([]byte(t)) + "\n", via: "a pipe from xxd"}})
 }

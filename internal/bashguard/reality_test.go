@@ -115,7 +115,7 @@ func arrivedJSON(r *http.Request, body []byte) []string {
 // against the guard's own reading.
 func TestReality(t *testing.T) {
 	bash := testutil.NeedTool(t, "bash", "", "apt-get install bash")
-	for _, p := range []string{"curl", "wget", "jq", "xxd"} {
+	for _, p := range []string{"curl", "wget", "jq", "xxd", "git"} {
 		testutil.NeedTool(t, p, "", "bash scripts/deps/60-guard-sink.sh")
 	}
 	s := newSink(t)

@@ -2,6 +2,7 @@ package bashguard
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,51 +11,46 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// scope is the state a shell keeps: variables, functions, aliases, the
-// positional parameters. eval, source and function calls share their
-// caller's scope; a child shell (bash -c, bash script) starts from the
-// exported variables only.
-type scope struct {
-	vars map[string]string
-	// arrays are the arrays the command assigns (B=(x '{…}'), B[3]=…,
-	// declare -A), refs the namerefs it declares (declare -n r=x).
-	arrays    map[string]*array
-	refs      map[string]string
-	exported  map[string]bool
-	allExport bool
-	funcs     map[string]*syntax.Stmt
-	// exportedFuncs are the functions export -f passes to child shells.
-	exportedFuncs map[string]bool
-	aliases       map[string]string
-	// hashed are hash -p PATH NAME entries: NAME runs PATH.
-	hashed map[string]string
-	pos    []string // $1 …
-	arg0   string   // $0
-	// posix is true for sh/dash, whose echo decodes backslash escapes.
-	posix bool
-}
-
-func newScope() *scope {
-	return &scope{vars: map[string]string{}, arrays: map[string]*array{}, refs: map[string]string{},
-		exported: map[string]bool{}, funcs: map[string]*syntax.Stmt{}, exportedFuncs: map[string]bool{}, aliases: map[string]string{},
-		hashed: map[string]string{}, arg0: "bash"}
-}
-
-// child is the scope of a new shell process started from s.
+// child is the scope of a new shell process started from s: the exported
+// variables and functions, the working directory.
 func (s *scope) child(shell string) *scope {
 	n := newScope()
 	for name, v := range s.vars {
-		if s.exported[name] || s.allExport {
-			n.vars[name], n.exported[name] = v, true
+		switch exp := s.exported[name]; {
+		case exp == on || s.allExport == on || name == "PATH":
+			n.vars[name], n.exported[name] = v, on
+		case exp == unsure || s.allExport == unsure:
+			// It may reach the child, or the child has the
+			// environment's value (or none).
+			n.vars[name], n.exported[name] = joinValue(v, string(markExternal)), on
 		}
 	}
-	for name := range s.exportedFuncs {
-		if body, ok := s.funcs[name]; ok {
-			n.funcs[name], n.exportedFuncs[name] = body, true
+	for name := range s.cleared {
+		if _, set := n.vars[name]; !set {
+			n.cleared[name] = true
+		}
+	}
+	for name, exp := range s.exportedFuncs {
+		f, ok := s.funcs[name]
+		switch {
+		case exp == on && ok:
+			n.funcs[name], n.exportedFuncs[name] = f, on
+		case exp != off:
+			n.unsure[name] = true
+		}
+	}
+	for name := range s.unsure {
+		if s.exportedFuncs[name] != off {
+			n.unsure[name] = true
 		}
 	}
 	n.arg0 = shell
-	n.posix = shell == "sh" || shell == "dash" || shell == "ash"
+	if shell == "sh" || shell == "dash" || shell == "ash" {
+		n.echoEsc = on
+	}
+	n.cwd, n.cwdLost = s.cwd, s.cwdLost
+	// Code the analysis could not read may have exported anything.
+	n.lost = s.lost
 	return n
 }
 
@@ -63,11 +59,17 @@ type checker struct {
 	a  *Analysis
 	b  *budget
 	sc *scope
+	// progs finds the file a command word runs; nil names programs by
+	// their name as written.
+	progs Programs
 	// in is the standard input of the statement being run.
 	in *reader
 	// files are the files this command writes (path → what it writes),
 	// read back only when the command runs one as a script.
-	files map[string]string
+	files map[string]file
+	// wroteUnknown is set once the command wrote a file whose name is
+	// only known when it runs: a script whose path is not known may be it.
+	wroteUnknown bool
 	// fds are what a path such as /dev/fd/3 or a process substitution's
 	// /dev/fd/63 reads: exec 3<<<'…', <(…).
 	fds map[string]stream
@@ -92,8 +94,11 @@ type checker struct {
 	src string
 	// inAlias are the aliases being expanded (an alias is not expanded
 	// inside its own value).
-	inAlias   map[string]bool
-	loopDepth int
+	inAlias map[string]bool
+	// view is the alias expansion of the line bash is reading; lineEnd is
+	// the last line of the script read so far.
+	view    aliasView
+	lineEnd int
 	// cfgs are expansion configs free for reuse.
 	cfgs []*expand.Config
 	// hypo > 0 while testing what a computed program name would do were
@@ -105,11 +110,20 @@ type checker struct {
 	// unset are the variables the word being expanded uses with a default
 	// (${X:-…}) that the guard reads as unset.
 	unset map[string]bool
+	// leaves says which boundaries the current path may have crossed
+	// (return, break, exit): the rest of a list runs only on some paths.
+	leaves leave
+	// globbed is set by the expander when it tried to match a file name
+	// pattern in the field it is expanding.
+	globbed bool
 }
 
-func newChecker() *checker {
-	return &checker{a: &Analysis{}, b: newBudget(), sc: newScope(), in: &reader{}, files: map[string]string{},
+func newChecker(o Options) *checker {
+	c := &checker{a: &Analysis{}, b: newBudget(), sc: newScope(), progs: o.Programs, in: &reader{segs: stream{{kind: segProgram, via: inheritedStdin}}}, files: map[string]file{},
 		fds: map[string]stream{}, outProcs: map[string]*syntax.ProcSubst{}, nextFD: 63, inAlias: map[string]bool{}}
+	c.view = aliasView{expand: off}
+	c.sc.cwd = cleanPath(o.Dir)
+	return c
 }
 
 // recoverInto turns a panic of the parser or expander on hostile input
@@ -155,30 +169,71 @@ func (c *checker) script(src string, via []string) stream {
 		c.unknownCode(src, "the nested script cannot be parsed as bash ("+err.Error()+")", "fix the quoting of the nested command, or run it directly")
 		return nil
 	}
-	savedSrc, savedVia := c.src, c.via
+	savedSrc, savedVia, savedEnd, savedView := c.src, c.via, c.lineEnd, c.view
 	c.src = src
 	c.via = append(slices.Clip(c.via), via...)
 	c.depth++
-	out := c.stmts(f.Stmts, c.depth == 1)
+	if len(c.inAlias) == 0 {
+		c.lineEnd = 0
+	}
+	out := c.lines(f.Stmts)
 	c.depth--
-	c.src, c.via = savedSrc, savedVia
+	// The line bash read before this script is still the one it runs.
+	c.src, c.via, c.lineEnd, c.view = savedSrc, savedVia, savedEnd, savedView
 	return out
 }
 
-// stmts runs a statement list; top is true for the statements of the
-// command as given, whose positions the facts carry.
-func (c *checker) stmts(list []*syntax.Stmt, top bool) stream {
+// lines runs the statements of a script as bash reads them: a line at a
+// time, with the aliases defined before the line.
+func (c *checker) lines(list []*syntax.Stmt) stream {
 	var out stream
-	for _, st := range list {
+	for i, st := range list {
 		if c.b.err != nil {
 			return out
 		}
-		if top {
+		if c.leaves != 0 {
+			return c.cat(out, c.rest(func() stream { return c.lines(list[i:]) }))
+		}
+		if c.depth == 1 {
 			c.line, c.col = int(st.Pos().Line()), int(st.Pos().Col())
+		}
+		if l := int(st.Pos().Line()); l > c.lineEnd && len(c.inAlias) == 0 {
+			c.view = c.currentView()
+		}
+		c.lineEnd = max(c.lineEnd, int(st.End().Line()))
+		out = c.cat(out, c.stmt(st))
+	}
+	return out
+}
+
+// currentView is the alias expansion bash would use for a line it reads
+// now.
+func (c *checker) currentView() aliasView {
+	return aliasView{expand: c.sc.opt("expand_aliases"), aliases: maps.Clone(c.sc.aliases), unsure: maps.Clone(c.sc.unsure)}
+}
+
+// stmts runs a statement list.
+func (c *checker) stmts(list []*syntax.Stmt) stream {
+	var out stream
+	for i, st := range list {
+		if c.b.err != nil {
+			return out
+		}
+		if c.leaves != 0 {
+			return c.cat(out, c.rest(func() stream { return c.stmts(list[i:]) }))
 		}
 		out = c.cat(out, c.stmt(st))
 	}
 	return out
+}
+
+// rest runs what follows a statement that may have left the list (return,
+// break, exit in a branch): it runs on the paths that did not leave.
+func (c *checker) rest(fn func() stream) stream {
+	return c.maybe(func() stream {
+		c.leaves = 0
+		return fn()
+	})
 }
 
 // cat appends b to a; what b adds counts against the budget.
@@ -195,9 +250,10 @@ func (c *checker) cat(a, b stream) stream {
 // outTarget is where a statement's redirections point: its standard
 // output, and the standard input they give it (nil: inherited).
 type outTarget struct {
-	path string // a file, /dev/tcp/…, or a >(…) path
-	none bool   // to stderr or closed: nothing reaches the pipe
-	in   *reader
+	path    string // a file, /dev/tcp/…, or a >(…) path
+	none    bool   // to stderr or closed: nothing reaches the pipe
+	appends bool   // >>: the file keeps what it held
+	in      *reader
 }
 
 // stmt runs one statement with its redirections and returns what reaches
@@ -206,6 +262,16 @@ func (c *checker) stmt(st *syntax.Stmt) stream {
 	if !c.b.step() {
 		return nil
 	}
+	if st.Background {
+		// A background job is a subshell running beside what follows:
+		// nothing it changes reaches the shell, and what it prints comes
+		// in no known order.
+		return inexact(c.isolated(func() stream { return c.statement(st) }))
+	}
+	return c.statement(st)
+}
+
+func (c *checker) statement(st *syntax.Stmt) stream {
 	savedIn, savedRedirs, gen := c.in, c.redirs, c.execGen
 	defer func() {
 		if c.execGen != gen {
@@ -253,10 +319,59 @@ func (c *checker) deliver(out stream, target outTarget) stream {
 		c.network(target.path, out)
 		return nil
 	}
-	if !hasMarks(target.path) {
-		c.files[target.path] = out.value()
-	}
+	text, exact := out.text()
+	c.wrote(target.path, text, exact && !target.appends)
 	return nil
+}
+
+// wrote records that the command wrote text to path; sure is false when
+// what the file holds afterwards is not exactly text (a program that may
+// add to it, a write that may not happen).
+func (c *checker) wrote(path, text string, sure bool) {
+	key, ok := c.filePath(path)
+	if !ok {
+		c.wroteUnknown = true
+		return
+	}
+	c.files[key] = file{text: text, sure: sure}
+}
+
+// filePath is the key of path in files: relative to where the command
+// started; ok is false when it is not known (a name computed at run time,
+// a relative path after cd to a directory the analysis does not know).
+func (c *checker) filePath(path string) (string, bool) {
+	if hasMarks(path) || path == "" {
+		return "", false
+	}
+	if strings.HasPrefix(path, "/") {
+		return cleanPath(path), true
+	}
+	if c.sc.cwdLost {
+		return "", false
+	}
+	return cleanPath(joinPath(c.sc.cwd, path)), true
+}
+
+// written is what the command wrote to path, if it wrote it.
+func (c *checker) written(path string) (file, bool) {
+	key, ok := c.filePath(path)
+	if !ok {
+		return file{}, false
+	}
+	f, ok := c.files[key]
+	return f, ok
+}
+
+// programMayWrite is called before a program the analysis does not model
+// runs: it may change any file, so what the command wrote before is no
+// longer sure.
+func (c *checker) programMayWrite() {
+	for p, f := range c.files {
+		if f.sure {
+			f.sure = false
+			c.files[p] = f
+		}
+	}
 }
 
 // isNetworkPath reports whether bash opens a connection for path.
@@ -281,7 +396,7 @@ func (c *checker) redirect(r *syntax.Redirect, target *outTarget) {
 		rec.Target = r.Word.Lit()
 		c.input(target, fd, stream{{text: text, via: "a heredoc"}})
 	case syntax.WordHdoc:
-		text := strings.Join(c.fields(r.Word), " ") + "\n"
+		text := c.literal(r.Word) + "\n"
 		rec.Target = shown(text)
 		c.input(target, fd, stream{{text: text, via: "a here-string"}})
 	case syntax.RdrIn, syntax.RdrInOut:
@@ -305,6 +420,11 @@ func (c *checker) redirect(r *syntax.Redirect, target *outTarget) {
 		rec.Target = shown(path)
 		if fd == "" || fd == "1" || r.Op == syntax.RdrAll || r.Op == syntax.AppAll || r.Op == syntax.RdrAllClob || r.Op == syntax.AppAllClob {
 			target.path, target.none = path, false
+			target.appends = r.Op == syntax.AppOut || r.Op == syntax.AppAll || r.Op == syntax.AppClob || r.Op == syntax.AppAllClob
+		} else {
+			// Another descriptor (2> file): the file gets what the guard
+			// does not follow.
+			c.wrote(path, "", false)
 		}
 	case syntax.DplOut:
 		w := c.word(r.Word)
@@ -349,6 +469,15 @@ func (c *checker) open(path string) stream {
 	if isNetworkPath(path) {
 		return stream{{kind: segProgram, via: "the connection " + path}}
 	}
+	if f, ok := c.written(path); ok {
+		s := stream{{text: f.text, via: "the file " + path}}
+		if !f.sure {
+			// What the command wrote, or what was there: the guard
+			// still searches the text, the value is not known.
+			return inexact(s)
+		}
+		return s
+	}
 	return stream{{kind: segFile, via: "the file " + path}}
 }
 
@@ -388,36 +517,25 @@ func (c *checker) command(n syntax.Command) stream {
 	case *syntax.CallExpr:
 		return c.call(x, nil)
 	case *syntax.BinaryCmd:
-		if x.Op == syntax.Pipe || x.Op == syntax.PipeAll {
+		switch x.Op {
+		case syntax.Pipe, syntax.PipeAll:
 			return c.pipeline(x)
 		}
+		// a && b, a || b: b runs on some paths only.
 		out := c.stmt(x.X)
-		return c.cat(out, c.stmt(x.Y))
+		return c.cat(out, c.maybe(func() stream { return c.stmt(x.Y) }))
 	case *syntax.Block:
-		return c.stmts(x.Stmts, false)
+		return c.stmts(x.Stmts)
 	case *syntax.Subshell:
-		return c.stmts(x.Stmts, false)
+		return c.isolated(func() stream { return c.stmts(x.Stmts) })
 	case *syntax.IfClause:
-		var out stream
-		for cl := x; cl != nil; cl = cl.Else {
-			out = c.cat(out, c.stmts(cl.Cond, false))
-			out = c.cat(out, c.stmts(cl.Then, false))
-		}
-		return out
+		return c.ifClause(x)
 	case *syntax.WhileClause:
 		return c.while(x)
 	case *syntax.ForClause:
 		return c.forLoop(x)
 	case *syntax.CaseClause:
-		c.word(x.Word)
-		var out stream
-		for _, item := range x.Items {
-			for _, p := range item.Patterns {
-				c.word(p)
-			}
-			out = c.cat(out, c.stmts(item.Stmts, false))
-		}
-		return out
+		return c.caseClause(x)
 	case *syntax.FuncDecl:
 		c.define(x)
 		return nil
@@ -441,14 +559,55 @@ func (c *checker) command(n syntax.Command) stream {
 		}
 	case *syntax.CoprocClause:
 		if x.Stmt != nil {
-			return c.stmt(x.Stmt)
+			return inexact(c.isolated(func() stream { return c.stmt(x.Stmt) }))
 		}
 	}
 	return nil
 }
 
+// ifClause runs the condition, then each branch from the state the
+// condition left.
+func (c *checker) ifClause(x *syntax.IfClause) stream {
+	out := c.stmts(x.Cond)
+	then := func() stream { return c.stmts(x.Then) }
+	switch {
+	case x.Else == nil:
+		return c.cat(out, c.maybe(then))
+	case len(x.Else.Cond) == 0:
+		// else: one of the two runs.
+		return c.cat(out, c.branches(false, then, func() stream { return c.stmts(x.Else.Then) }))
+	}
+	return c.cat(out, c.branches(false, then, func() stream { return c.ifClause(x.Else) }))
+}
+
+// caseClause runs each item's body from the state after the word; a body
+// that falls through (;& ;;&) may run after another, so the bodies are
+// then a loop's.
+func (c *checker) caseClause(x *syntax.CaseClause) stream {
+	c.word(x.Word)
+	through := false
+	var paths []func() stream
+	for _, item := range x.Items {
+		through = through || item.Op != syntax.Break
+		paths = append(paths, func() stream {
+			for _, p := range item.Patterns {
+				c.pattern(p)
+			}
+			return c.stmts(item.Stmts)
+		})
+	}
+	if !through {
+		return c.branches(true, paths...)
+	}
+	return c.loop(func(_ int, exit func()) (stream, bool) {
+		exit()
+		return c.branches(true, paths...), false
+	})
+}
+
 // pipeline runs each stage with the previous stage's output as its
-// standard input.
+// standard input. Each stage is a subshell; the last one runs in the
+// shell itself under shopt -s lastpipe.
 func (c *checker) pipeline(b *syntax.BinaryCmd) stream {
 	var stages []*syntax.Stmt
 	var flatten func(st *syntax.Stmt)
@@ -469,34 +628,121 @@ func (c *checker) pipeline(b *syntax.BinaryCmd) stream {
 		if i > 0 {
 			c.in = &reader{segs: out}
 		}
-		out = c.stmt(st)
-	}
-	return out
-}
-
-// while runs a while/until loop: the condition and body once per line of
-// input a read in the condition consumes (up to maxIterations), at least
-// once.
-func (c *checker) while(x *syntax.WhileClause) stream {
-	var out stream
-	c.loopDepth++
-	defer func() { c.loopDepth-- }()
-	for i := 0; i < maxIterations && c.b.err == nil; i++ {
-		before := c.in.consumed()
-		out = c.cat(out, c.stmts(x.Cond, false))
-		out = c.cat(out, c.stmts(x.Do, false))
-		if c.in.consumed() == before || c.in.empty() || c.loopDepth > 2 {
-			break
+		run := func() stream { return c.stmt(st) }
+		switch {
+		case i < len(stages)-1 || c.sc.opt("lastpipe") == off:
+			out = c.isolated(run)
+		case c.sc.opt("lastpipe") == on:
+			out = run()
+		default:
+			out = c.branches(false, run, func() stream { return c.isolated(run) })
 		}
 	}
 	return out
 }
 
-// forLoop runs the body once per item (distinct items, up to
-// maxIterations; the rest share one run with the last).
+// loop runs a loop's passes until the state no longer changes: the first
+// pass from the state before the loop, each later one from the join of
+// the states the passes before started and ended in (bash may run the body
+// any number of times). A pass calls exit where the loop may end (after a
+// while loop's condition, before a for loop's item); the state after the
+// loop is the join of those. more reports whether another pass reads more
+// of the input (a while read loop's next line), which the join leaves
+// where the reads left it.
+func (c *checker) loop(pass func(k int, exit func()) (stream, bool)) stream {
+	var exits []world
+	exit := func() {
+		w := c.save()
+		w.leaves &^= leaveLoop
+		exits = append(exits, w)
+	}
+	var out stream
+	prev := c.save()
+	for k := 0; c.b.err == nil; k++ {
+		c.leaves = 0
+		s, more := pass(k, exit)
+		out = c.cat(out, s)
+		if c.leaves&leaveLoop != 0 {
+			exit() // a break may have ended it here
+		}
+		end := c.save()
+		end.leaves &^= leaveLoop
+		c.merge(prev, end)
+		c.in = end.in
+		c.in.seek(end.inPos)
+		next := c.save()
+		if !more && k > 0 && sameWorld(prev, next) {
+			break
+		}
+		if k >= maxPasses {
+			c.sc.havoc()
+			exits = append(exits, c.save())
+			break
+		}
+		prev = next
+	}
+	c.merge(exits...)
+	c.leaves &^= leaveLoop
+	return inexact(out)
+}
+
+// maxPasses bounds how often a loop's body is run to find what it may
+// leave; a loop that still changes the state then is taken to leave
+// anything.
+const maxPasses = 8
+
+// sameWorld reports whether two states hold the same values (the loop
+// reached a state another pass does not change).
+func sameWorld(a, b world) bool {
+	return maps.Equal(a.sc.vars, b.sc.vars) && maps.Equal(a.sc.cleared, b.sc.cleared) &&
+		maps.EqualFunc(a.sc.arrays, b.sc.arrays, func(x, y *array) bool { return x.equal(y) }) &&
+		maps.Equal(a.sc.refs, b.sc.refs) && maps.Equal(a.sc.exported, b.sc.exported) && maps.Equal(a.sc.attrs, b.sc.attrs) &&
+		maps.Equal(a.sc.funcs, b.sc.funcs) && maps.Equal(a.sc.aliases, b.sc.aliases) && maps.Equal(a.sc.unsure, b.sc.unsure) &&
+		maps.Equal(a.sc.hashed, b.sc.hashed) && slices.Equal(a.sc.pos, b.sc.pos) && maps.Equal(a.sc.opts, b.sc.opts) &&
+		a.sc.cwd == b.sc.cwd && a.sc.cwdLost == b.sc.cwdLost && a.sc.lost == b.sc.lost && a.sc.arg0 == b.sc.arg0 &&
+		a.sc.echoEsc == b.sc.echoEsc && maps.Equal(a.sc.disabled, b.sc.disabled) && a.sc.allExport == b.sc.allExport && len(a.sc.traps) == len(b.sc.traps) &&
+		maps.EqualFunc(a.files, b.files, func(x, y file) bool { return x == y }) && len(a.fds) == len(b.fds)
+}
+
+// while runs a while/until loop: the condition runs at least once, the
+// body on the paths where it holds; a read in the condition takes the
+// next line on each pass.
+func (c *checker) while(x *syntax.WhileClause) stream {
+	onlyRead := !x.Until && len(x.Cond) == 1 && readsOnly(x.Cond[0])
+	return c.loop(func(k int, exit func()) (stream, bool) {
+		before := c.in.consumed()
+		atEnd := c.in.empty()
+		out := c.stmts(x.Cond)
+		exit()
+		if onlyRead && atEnd {
+			// read fails at the end of the input: the body does not run.
+			return out, false
+		}
+		out = c.cat(out, c.stmts(x.Do))
+		return out, c.in.consumed() != before && !c.in.empty() && k < maxIterations
+	})
+}
+
+// readsOnly reports whether st is a plain read of the standard input (no
+// -u, no redirection), which fails at the end of the input.
+func readsOnly(st *syntax.Stmt) bool {
+	call, ok := st.Cmd.(*syntax.CallExpr)
+	if !ok || st.Negated || len(st.Redirs) > 0 || len(call.Args) == 0 || call.Args[0].Lit() != "read" {
+		return false
+	}
+	for _, a := range call.Args[1:] {
+		if strings.HasPrefix(a.Lit(), "-") && strings.ContainsAny(a.Lit(), "ut") {
+			return false
+		}
+	}
+	return true
+}
+
+// forLoop runs the body once per item. Items the analysis knows, up to
+// maxIterations of them, run in order, each from the state the one before
+// left; otherwise the body is a loop's that may run any number of times
+// with any of the items.
 func (c *checker) forLoop(x *syntax.ForClause) stream {
-	c.loopDepth++
-	defer func() { c.loopDepth-- }()
 	switch l := x.Loop.(type) {
 	case *syntax.WordIter:
 		var items []string
@@ -505,51 +751,87 @@ func (c *checker) forLoop(x *syntax.ForClause) stream {
 		} else {
 			items = slices.Clone(c.sc.pos)
 		}
-		items = slices.Compact(items)
-		if len(items) == 0 {
-			items = []string{""}
-		}
-		if c.loopDepth > 2 {
-			items = items[:1]
-		}
-		var out stream
-		for i, it := range items {
-			if i == maxIterations-1 {
-				c.setVar(l.Name.Value, items[i:])
-			} else {
-				c.sc.vars[l.Name.Value] = it
+		name := l.Name.Value
+		if len(items) <= maxIterations && !slices.ContainsFunc(items, func(it string) bool { return strings.ContainsRune(it, markSplit) }) {
+			var out stream
+			var exits []world
+			for _, it := range items {
+				if c.b.err != nil {
+					break
+				}
+				c.setVar(name, it)
+				out = c.cat(out, c.stmts(x.Do))
+				if c.leaves&leaveLoop != 0 {
+					// A break may have ended the loop here.
+					w := c.save()
+					w.leaves &^= leaveLoop
+					exits = append(exits, w)
+					c.leaves &^= leaveLoop
+				}
 			}
-			out = c.cat(out, c.stmts(x.Do, false))
-			if i == maxIterations-1 || c.b.err != nil {
-				break
+			if len(exits) > 0 {
+				c.merge(append(exits, c.save())...)
+				return inexact(out)
 			}
+			return out
 		}
-		return out
+		return c.loop(func(k int, exit func()) (stream, bool) {
+			exit()
+			switch {
+			case k < len(items) && k < maxIterations:
+				c.setVar(name, items[k])
+			default:
+				v := string(markExternal)
+				for _, it := range items[min(k, len(items)):] {
+					v = joinValue(v, it)
+				}
+				c.setVar(name, v)
+			}
+			return c.stmts(x.Do), k < len(items)-1
+		})
 	case *syntax.CStyleLoop:
 		c.arith(l.Init)
-		c.arith(l.Cond)
-		c.arith(l.Post)
+		return c.loop(func(_ int, exit func()) (stream, bool) {
+			c.arith(l.Cond)
+			exit()
+			out := c.stmts(x.Do)
+			c.arith(l.Post)
+			return out, false
+		})
 	}
-	return c.stmts(x.Do, false)
+	return nil
 }
 
 // define records a function and analyses its body as it stands, with
-// unknown arguments: something the guard cannot see may call it (a trap,
-// a dynamic name, command_not_found_handle).
+// unknown arguments, in a copy of the shell that is thrown away:
+// something the guard cannot see may call it (a trap, a dynamic name,
+// command_not_found_handle). Only a call changes the shell.
 func (c *checker) define(x *syntax.FuncDecl) {
 	if x.Name == nil || x.Body == nil {
 		return
 	}
 	name := x.Name.Value
-	if c.sc.funcs[name] == nil {
-		c.defined++
-		saved := c.sc.pos
-		c.sc.pos = []string{string(markExternal)}
-		c.withVia([]string{"function " + name}, func() { c.stmt(x.Body) })
-		c.sc.pos = saved
-		c.defined--
+	f := &function{body: x.Body, aliases: c.view}
+	if old := c.sc.funcs[name]; old == nil || old.body != x.Body {
+		c.deferred(func() {
+			c.sc.pos = []string{unknownFields}
+			c.withVia([]string{"function " + name}, func() { c.stmt(x.Body) })
+		})
 	}
-	c.sc.funcs[name] = x.Body
+	c.sc.funcs[name] = f
+	delete(c.sc.unsure, name)
+}
+
+// deferred analyses code where it is defined, in a world that is thrown
+// away afterwards: a function body, an alias value, a trap's action.
+func (c *checker) deferred(fn func()) {
+	saved := c.save()
+	savedView := c.view
+	c.defined++
+	fn()
+	c.defined--
+	c.restore(saved)
+	c.view = savedView
 }
 
 // withVia runs fn with via pushed.
@@ -561,9 +843,15 @@ func (c *checker) withVia(via []string, fn func()) {
 }
 
 // callFunc runs a function the command defined, with args as its
-// positional parameters and the current standard input.
+// positional parameters and the current standard input. Its local
+// variables are restored when it returns.
 func (c *checker) callFunc(name string, args []string) stream {
+	f := c.sc.funcs[name]
 	if c.callDepth >= MaxDepth {
+		// Deeper calls run the same bodies (already read) with arguments
+		// the analysis no longer follows.
+		c.unreadable(name, "function "+name+" calls functions more than "+strconv.Itoa(MaxDepth)+" levels deep, beyond what toolhost follows")
+		c.sc.havoc()
 		return nil
 	}
 	c.calls++
@@ -573,144 +861,275 @@ func (c *checker) callFunc(name string, args []string) stream {
 	}
 	saved := c.sc.pos
 	c.sc.pos = args
+	c.sc.frames = append(c.sc.frames, map[string]binding{})
 	c.callDepth++
+	savedView := c.view
+	c.view = f.aliases
+	leaves := c.leaves
+	c.leaves = 0
 	var out stream
-	c.withVia([]string{"function " + name}, func() { out = c.stmt(c.sc.funcs[name]) })
+	c.withVia([]string{"function " + name}, func() { out = c.stmt(f.body) })
 	c.callDepth--
+	c.view = savedView
+	c.leaves = leaves | c.leaves&^(leaveReturn|leaveLoop)
+	if n := len(c.sc.frames); n > 0 {
+		for v, b := range c.sc.frames[n-1] {
+			c.sc.restoreBinding(v, b)
+		}
+		c.sc.frames = c.sc.frames[:n-1]
+	}
 	c.sc.pos = saved
 	return out
 }
 
-// decl applies declare/local/export/readonly/typeset/nameref.
-func (c *checker) decl(d *syntax.DeclClause) {
-	flags := declFlags(d)
-	export := d.Variant.Value == "export" || strings.Contains(flags, "x")
-	switch {
-	case strings.Contains(flags, "n"):
-		c.nameRefs(d.Args)
-	case strings.Contains(flags, "A"):
-		for _, a := range d.Args {
-			if a.Name != nil {
-				c.array(a.Name.Value, true)
-			}
-		}
-		c.assign(d.Args, export)
-	case strings.Contains(flags, "f") && export:
-		for _, a := range d.Args {
-			if a.Name != nil {
-				c.sc.exportedFuncs[a.Name.Value] = true
-			}
-		}
-	default:
-		c.assign(d.Args, export)
+// bindingOf is name as a local variable hides it.
+func (s *scope) bindingOf(name string) binding {
+	v, set := s.vars[name]
+	b := binding{val: v, set: set, cleared: s.cleared[name], attrs: s.attrs[name], exported: s.exported[name]}
+	if a, ok := s.arrays[name]; ok {
+		b.arr = a.clone()
 	}
-	if strings.Contains(flags, "i") {
-		for _, a := range d.Args {
-			if a.Value != nil {
-				c.arithWord(a.Value)
-			}
-		}
+	return b
+}
+
+func (s *scope) restoreBinding(name string, b binding) {
+	delete(s.vars, name)
+	delete(s.cleared, name)
+	delete(s.arrays, name)
+	delete(s.attrs, name)
+	delete(s.exported, name)
+	if b.set {
+		s.vars[name] = b.val
+	}
+	if b.cleared {
+		s.cleared[name] = true
+	}
+	if b.arr != nil {
+		s.arrays[name] = b.arr
+	}
+	if b.attrs != "" {
+		s.attrs[name] = b.attrs
+	}
+	if b.exported != off {
+		s.exported[name] = b.exported
 	}
 }
 
-// declFlags returns the option letters of a declare/local/typeset (-n, -A …).
+// local makes name local to the function call in progress.
+func (c *checker) local(name string) {
+	n := len(c.sc.frames)
+	if n == 0 {
+		return
+	}
+	if _, ok := c.sc.frames[n-1][name]; !ok {
+		c.sc.frames[n-1][name] = c.sc.bindingOf(name)
+		// A new local starts unset, without the attributes it hid.
+		delete(c.sc.vars, name)
+		delete(c.sc.arrays, name)
+		delete(c.sc.attrs, name)
+		c.sc.cleared[name] = true
+	}
+}
+
+// decl applies declare/local/export/readonly/typeset/nameref.
+func (c *checker) decl(d *syntax.DeclClause) {
+	variant := d.Variant.Value
+	flags := declFlags(d)
+	if !c.declares(variant, flags) {
+		return
+	}
+	for _, a := range d.Args {
+		if a.Name == nil {
+			continue
+		}
+		name := a.Name.Value
+		c.declName(variant, flags, name)
+		switch {
+		case strings.Contains(flags, "f") || strings.Contains(flags, "F"):
+			if strings.Contains(flags, "x") || variant == "export" {
+				c.sc.exportedFuncs[name] = on
+			}
+			continue
+		case strings.Contains(flags, "n"):
+			if !a.Naked && a.Value != nil {
+				if target := c.literal(a.Value); target != "" && target != name {
+					c.sc.refs[name] = target
+				}
+			}
+			continue
+		case strings.Contains(flags, "A"):
+			c.array(name, true)
+		case strings.Contains(flags, "a"):
+			c.array(name, false)
+		}
+		if a.Naked {
+			continue
+		}
+		c.assign1(a)
+	}
+}
+
+// declares reports whether a declare-like builtin changes variables (it
+// does not with -p, and local does nothing outside a function).
+func (c *checker) declares(variant, flags string) bool {
+	switch {
+	case strings.Contains(flags, "p"):
+		return false
+	case variant == "local" && len(c.sc.frames) == 0:
+		return false // bash: local: can only be used in a function
+	}
+	return true
+}
+
+// declName applies what declaring name does besides assigning: it may
+// make the name local, exported or give it attributes.
+func (c *checker) declName(variant, flags, name string) {
+	name, _, _ = strings.Cut(name, "[")
+	if (variant == "local" || variant == "declare" || variant == "typeset") && !strings.Contains(flags, "g") && !strings.Contains(flags, "f") && !strings.Contains(flags, "F") {
+		c.local(name)
+	}
+	if variant == "export" || strings.Contains(flags, "x") {
+		c.sc.exported[name] = on
+	}
+	if strings.Contains(flags, "+x") {
+		c.sc.exported[name] = off
+	}
+	attrs := c.sc.attrs[name]
+	for _, ch := range "lucir" {
+		if strings.ContainsRune(flags, ch) && !strings.ContainsRune(attrs, ch) {
+			attrs += string(ch)
+		}
+	}
+	if variant == "readonly" && !strings.ContainsRune(attrs, 'r') {
+		attrs += "r"
+	}
+	if attrs != "" {
+		c.sc.attrs[name] = attrs
+	}
+}
+
+// declFlags returns the option letters of a declare/local/typeset (-n, -A
+// …); a +x is kept as "+x".
 func declFlags(d *syntax.DeclClause) string {
 	var flags strings.Builder
 	for _, a := range d.Args {
 		if a.Naked && a.Value != nil {
-			if f := a.Value.Lit(); strings.HasPrefix(f, "-") {
+			f := a.Value.Lit()
+			switch {
+			case strings.HasPrefix(f, "-"):
 				flags.WriteString(f[1:])
+			case strings.HasPrefix(f, "+"):
+				flags.WriteString("+" + f[1:])
 			}
 		}
 	}
 	return flags.String()
 }
 
-// nameRefs records declare -n r=x: r then expands to whatever x holds.
-func (c *checker) nameRefs(as []*syntax.Assign) {
-	for _, a := range as {
-		if a.Name == nil || a.Naked || a.Value == nil {
-			continue
-		}
-		if target := c.word(a.Value); target != "" && target != a.Name.Value {
-			c.sc.refs[a.Name.Value] = target
-		}
-	}
-}
-
-// assign records variable assignments.
+// assign records variable assignments; export marks them exported (a
+// command's environment).
 func (c *checker) assign(as []*syntax.Assign, export bool) {
 	for _, a := range as {
 		if a.Name == nil {
 			continue
 		}
-		name := a.Name.Value
-		if export || c.sc.allExport {
-			c.sc.exported[name] = true
+		if export || c.sc.allExport == on {
+			c.sc.exported[a.Name.Value] = on
+		} else if c.sc.allExport == unsure && c.sc.exported[a.Name.Value] == off {
+			c.sc.exported[a.Name.Value] = unsure
 		}
-		if a.Naked {
-			continue
+		if !a.Naked {
+			c.assign1(a)
 		}
-		switch {
-		case a.Array != nil:
-			c.assignArray(a)
-			continue
-		case a.Index != nil:
-			c.arith(a.Index)
-			val := ""
-			if a.Value != nil { // B[3]= assigns the empty string
-				val = c.word(a.Value)
-			}
-			c.array(name, false).set(c, a.Index, val)
-			continue
-		}
-		val := ""
-		if a.Value != nil {
-			val = c.word(a.Value)
-		}
-		if a.Append {
-			val = c.sc.vars[name] + val
-			if !c.b.text(len(val)) {
-				return
-			}
-		}
-		c.setVar(name, []string{val})
 	}
 }
 
-// setVar sets a scalar. Of several candidate values (a loop's items), the
-// one that holds JSON or text the guard cannot follow wins, and such a
-// value sticks to its name: the guard does not know which branch of the
-// command ran, so a later harmless assignment must not hide it.
-func (c *checker) setVar(name string, vals []string) {
+// assign1 applies one NAME=value, NAME+=value, NAME[i]=value or
+// NAME=(…).
+func (c *checker) assign1(a *syntax.Assign) {
+	name := a.Name.Value
+	switch {
+	case a.Array != nil:
+		c.assignArray(a)
+		return
+	case a.Index != nil:
+		c.arith(a.Index)
+		val := ""
+		if a.Value != nil { // B[3]= assigns the empty string
+			val = c.literal(a.Value)
+		}
+		c.array(name, false).set(c, a.Index, c.attributed(name, val))
+		return
+	}
+	val := ""
+	if a.Value != nil {
+		val = c.literal(a.Value)
+	}
+	if a.Append {
+		val = c.value(name) + val
+		if !c.b.text(len(val)) {
+			return
+		}
+	}
+	c.setVar(name, val)
+}
+
+// value is what $name expands to, as the analysis knows it.
+func (c *checker) value(name string) string {
+	return env{c}.Get(name).String()
+}
+
+// setVar sets a scalar, as bash would with the variable's attributes.
+func (c *checker) setVar(name, val string) {
 	if name == "" {
 		return
 	}
 	if t, ok := c.sc.refs[name]; ok {
 		name = t
 	}
-	if sticky(c.sc.vars[name]) {
-		return
+	if strings.ContainsRune(c.sc.attrs[name], 'r') {
+		return // bash refuses to assign a readonly variable
 	}
-	val := ""
-	if len(vals) > 0 {
-		val = vals[len(vals)-1]
-	}
-	for _, v := range vals {
-		if sticky(v) {
-			val = v
-			break
-		}
-	}
+	c.shellTable(name)
+	val = c.attributed(name, val)
 	if !c.b.text(len(val)) {
 		return
 	}
+	if a, ok := c.sc.arrays[name]; ok {
+		// NAME=value on an array sets element 0.
+		a.put("0", val)
+		return
+	}
 	c.sc.vars[name] = val
+	delete(c.sc.cleared, name)
+	c.hook(name, val)
 }
 
-// sticky reports whether a value must not be overwritten.
-func sticky(v string) bool {
-	return v != "" && (isJSONValue(v) || strings.ContainsAny(v, string(markDerived)+string(markJSON)))
+// shellTable notes an assignment to BASH_ALIASES or BASH_CMDS, which
+// define aliases and hashed paths: any command name may now run something
+// else.
+func (c *checker) shellTable(name string) {
+	if name == "BASH_ALIASES" || name == "BASH_CMDS" {
+		c.sc.lost = true
+	}
+}
+
+// attributed is the value a variable with attributes holds when val is
+// assigned to it: declare -l, -u, -c change the case, -i evaluates it;
+// the analysis does not redo that, so the value is not known.
+func (c *checker) attributed(name, val string) string {
+	attrs := c.sc.attrs[name]
+	if attrs == "" || attrs == "r" {
+		return val
+	}
+	if strings.ContainsAny(attrs, "i") {
+		c.arithValue(val, "a declare -i value", 0)
+		return string(markExternal)
+	}
+	if strings.ContainsAny(attrs, "luc?") {
+		return joinValue(val, string(markExternal))
+	}
+	return val
 }
 
 // setPositional sets $1 … and $#.
@@ -721,6 +1140,9 @@ func (c *checker) setPositional(args []string) { c.sc.pos = slices.Clone(args) }
 func (c *checker) posVar(name string) (string, bool) {
 	switch name {
 	case "#":
+		if slices.ContainsFunc(c.sc.pos, func(p string) bool { return strings.ContainsRune(p, markSplit) }) {
+			return string(markExternal), true
+		}
 		return strconv.Itoa(len(c.sc.pos)), true
 	case "0":
 		return c.sc.arg0, true
@@ -731,6 +1153,11 @@ func (c *checker) posVar(name string) (string, bool) {
 		return "", false
 	}
 	if n, err := strconv.Atoi(name); err == nil {
+		for i, p := range c.sc.pos {
+			if strings.ContainsRune(p, markSplit) && i < n {
+				return unknownFields, true // which word is $n is not known
+			}
+		}
 		if n <= len(c.sc.pos) {
 			return c.sc.pos[n-1], true
 		}
@@ -743,6 +1170,13 @@ func (c *checker) posVar(name string) (string, bool) {
 // shell, so it is refused.
 func (c *checker) unknownCode(what, reason, instead string) {
 	c.unknown(Unknown{Kind: UnknownCode, What: shown(what), Reason: reason, Instead: instead, ReachesShell: true})
+}
+
+// unreadable records code the analysis cannot read that runs without
+// reaching the guard's concerns (a script file on disk, a start-up file):
+// what it runs is not known, but it is not inline JSON of the command.
+func (c *checker) unreadable(what, reason string) {
+	c.unknown(Unknown{Kind: UnknownCode, What: shown(what), Reason: reason})
 }
 
 func (c *checker) unknown(u Unknown) {
@@ -770,4 +1204,30 @@ func (c *checker) record(cmd Command) int {
 	}
 	c.a.Commands = append(c.a.Commands, cmd)
 	return len(c.a.Commands) - 1
+}
+
+// finishTraps analyses the traps of the shell that ends now: an EXIT trap
+// runs with the state the shell ends in, any other when its signal comes,
+// with any state the shell passes through.
+func (c *checker) finishTraps() {
+	traps := c.sc.traps
+	c.sc.traps = nil
+	for _, t := range traps {
+		c.deferredRun(func() {
+			if t.on != "EXIT" && t.on != "0" {
+				c.sc.havoc()
+			}
+			c.code(t.code, "trap", []string{"trap " + t.on}, -1)
+		})
+	}
+}
+
+// deferredRun is deferred for code that runs later rather than code that
+// is only defined: its commands are not marked as defined.
+func (c *checker) deferredRun(fn func()) {
+	saved := c.save()
+	savedView := c.view
+	fn()
+	c.restore(saved)
+	c.view = savedView
 }

@@ -32,6 +32,10 @@ type seg struct {
 	// producer is the command that printed the text, for the allowed
 	// form (jq -n '{a:1}' > "$TMPDIR/x.json").
 	producer []string
+	// inexact is set on text that may be printed rather than is (a
+	// branch that may not run, a filter the analysis does not redo): the
+	// guard searches it for JSON, but its value is not known.
+	inexact bool
 }
 
 // stream is what a command reads or prints, in order.
@@ -59,6 +63,8 @@ func (g seg) value() string {
 	switch {
 	case g.json:
 		return string(markJSON) + g.text
+	case g.kind == segText && g.inexact:
+		return joinValue(g.text, string(markExternal))
 	case g.kind == segText:
 		return g.text
 	case g.kind == segDerived:
@@ -76,6 +82,23 @@ func (s stream) mayHoldJSON() bool {
 		}
 	}
 	return false
+}
+
+// text is what the stream holds as a file's content, and whether that is
+// all of it exactly.
+func (s stream) text() (string, bool) {
+	var b strings.Builder
+	exact := true
+	for _, g := range s {
+		if g.kind == segText && !g.json {
+			b.WriteString(g.text)
+			exact = exact && !g.inexact
+			continue
+		}
+		b.WriteString(g.value())
+		exact = false
+	}
+	return b.String(), exact
 }
 
 // reader is a statement's standard input: read consumes a line, cat the
@@ -119,7 +142,7 @@ func (r *reader) readLine(delim byte) (line string, ok bool) {
 	}
 	for r.seg < len(r.segs) {
 		g := r.segs[r.seg]
-		if g.kind != segText || g.json {
+		if g.kind != segText || g.json || g.inexact {
 			r.seg, r.off = r.seg+1, 0
 			r.used++
 			return g.value(), true
@@ -141,6 +164,22 @@ func (r *reader) readLine(delim byte) (line string, ok bool) {
 	return "", false
 }
 
+// readerPos is where a reader stands.
+type readerPos struct{ seg, off, used int }
+
+func (r *reader) pos() readerPos {
+	if r == nil {
+		return readerPos{}
+	}
+	return readerPos{r.seg, r.off, r.used}
+}
+
+func (r *reader) seek(p readerPos) {
+	if r != nil {
+		r.seg, r.off, r.used = p.seg, p.off, p.used
+	}
+}
+
 func (r *reader) consumed() int {
 	if r == nil {
 		return 0
@@ -148,11 +187,27 @@ func (r *reader) consumed() int {
 	return r.used
 }
 
-func (r *reader) empty() bool { return r == nil || r.seg >= len(r.segs) }
+func (r *reader) empty() bool {
+	if r == nil {
+		return true
+	}
+	for i := r.seg; i < len(r.segs); i++ {
+		g := r.segs[i]
+		if g.kind != segText || g.json || g.inexact || i == r.seg && r.off < len(g.text) || i > r.seg && g.text != "" {
+			return false
+		}
+	}
+	return true
+}
 
-// describe says where the input comes from, for the facts.
+// inheritedStdin names the standard input the command is given, which the
+// analysis does not know.
+const inheritedStdin = "the standard input the command is given"
+
+// describe says where the input comes from, for the facts ("" when it
+// is the one the command is given).
 func (r *reader) describe() string {
-	if r.empty() {
+	if r.empty() || r.segs[r.seg].via == inheritedStdin {
 		return ""
 	}
 	return r.segs[r.seg].via

@@ -3,6 +3,7 @@ package bashguard
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"slices"
 	"strconv"
@@ -19,23 +20,29 @@ type env struct{ c *checker }
 
 func (e env) Get(name string) expand.Variable {
 	c := e.c
-	if user, ok := strings.CutPrefix(name, "HOME "); ok {
-		// ~user: answer without looking the user up.
-		return str("/home/" + user)
+	if strings.HasPrefix(name, "HOME ") {
+		// ~user: the user's home directory, which the guard does not
+		// look up.
+		return str(string(markExternal))
 	}
 	sc := c.sc
 	switch name {
 	case "@", "*":
 		return expand.Variable{Set: true, Kind: expand.Indexed, List: slices.Clone(sc.pos)}
 	case "IFS":
+		// bash does not take IFS from the environment.
 		if v, ok := sc.vars[name]; ok {
 			return str(v)
 		}
 		return expand.Variable{}
-	case "?":
-		return str("0")
+	case "?", "$", "!", "RANDOM", "SECONDS", "LINENO", "BASHPID", "EPOCHSECONDS", "EPOCHREALTIME", "SRANDOM":
+		// Set by the shell as it runs.
+		return str(string(markExternal))
 	case "BASH":
-		return str("/bin/bash")
+		if c.progs == nil {
+			return str("/bin/bash")
+		}
+		return str(string(markExternal))
 	case "BASH_COMMAND", "BASH_ARGV", "BASH_EXECUTION_STRING":
 		// These hold text of the command itself.
 		return str(string(markDerived))
@@ -52,10 +59,33 @@ func (e env) Get(name string) expand.Variable {
 	if s, ok := sc.vars[name]; ok {
 		return str(s)
 	}
-	if c.unset[name] {
+	if c.unset[name] || sc.cleared[name] {
 		return expand.Variable{}
 	}
+	if name == "PATH" && c.progs != nil {
+		return str(c.progs.Path())
+	}
 	return str(string(markExternal))
+}
+
+// Set is how the expander assigns: ${x:=default}, and arithmetic
+// (x=5, x++). A number is taken as unknown (the analysis does not redo
+// the arithmetic of values it may not know); a default assigned to a
+// variable the environment may hold is that value or the default.
+func (e env) Set(name string, vr expand.Variable) error {
+	c := e.c
+	if vr.Kind == expand.KeepValue || !vr.IsSet() {
+		return nil
+	}
+	v := vr.Str
+	switch {
+	case isNumber(strings.TrimSpace(v)):
+		v = string(markExternal)
+	case c.unset[name]:
+		v = joinValue(v, string(markExternal))
+	}
+	c.setVar(name, v)
+	return nil
 }
 
 func str(s string) expand.Variable { return expand.Variable{Set: true, Kind: expand.String, Str: s} }
@@ -80,7 +110,15 @@ func (c *checker) cfg() *expand.Config {
 		c.cfgs = c.cfgs[:n-1]
 		return cfg
 	}
-	return &expand.Config{Env: env{c}, CmdSubst: c.cmdSubst, ProcSubst: c.procSubst}
+	return &expand.Config{Env: env{c}, CmdSubst: c.cmdSubst, ProcSubst: c.procSubst, ReadDir2: c.readDir}
+}
+
+// readDir is where the expander would read a directory to match a file
+// name pattern: the analysis reads nothing, and notes that the field it is
+// expanding is a pattern bash matches against files.
+func (c *checker) readDir(string) ([]fs.DirEntry, error) {
+	c.globbed = true
+	return nil, nil
 }
 
 // release gives back a config cfg returned.
@@ -97,12 +135,17 @@ func (c *checker) cmdSubst(w io.Writer, cs *syntax.CmdSubst) error {
 		return c.b.err
 	}
 	c.substDepth++
+	savedUnset := c.unset
+	defer func() { c.unset = savedUnset }()
 	var out stream
 	if st := cs.Stmts; len(st) == 1 && st[0].Cmd == nil && len(st[0].Redirs) == 1 && st[0].Redirs[0].Op == syntax.RdrIn {
 		// $(<file) prints the file.
 		out = c.open(c.word(st[0].Redirs[0].Word))
 	} else {
-		c.withVia([]string{"$(…)"}, func() { out = c.stmts(cs.Stmts, false) })
+		// A command substitution runs in a subshell.
+		c.withVia([]string{"$(…)"}, func() {
+			out = c.isolated(func() stream { return c.stmts(cs.Stmts) })
+		})
 	}
 	c.substDepth--
 	_, err := io.WriteString(w, strings.TrimRight(out.value(), "\n"))
@@ -130,7 +173,9 @@ func (c *checker) procSubst(ps *syntax.ProcSubst) (string, error) {
 	var out stream
 	saved := c.in
 	c.in = &reader{segs: saved.rest()}
-	c.withVia([]string{"<(…)"}, func() { out = c.stmts(ps.Stmts, false) })
+	c.withVia([]string{"<(…)"}, func() {
+		out = c.isolated(func() stream { return c.stmts(ps.Stmts) })
+	})
 	c.in = saved
 	for i := range out {
 		if out[i].kind == segText {
@@ -145,7 +190,9 @@ func (c *checker) procSubst(ps *syntax.ProcSubst) (string, error) {
 func (c *checker) feedProc(ps *syntax.ProcSubst, s stream) {
 	saved := c.in
 	c.in = &reader{segs: s}
-	c.withVia([]string{">(…)"}, func() { c.stmts(ps.Stmts, false) })
+	c.withVia([]string{">(…)"}, func() {
+		c.isolated(func() stream { return c.stmts(ps.Stmts) })
+	})
 	c.in = saved
 }
 
@@ -163,6 +210,8 @@ func (c *checker) fields(words ...*syntax.Word) []string {
 		var got []string
 		failed := false
 		cfg := c.cfg()
+		outer := c.globbed
+		c.globbed = false
 		for f, err := range expand.FieldsSeq(cfg, w) {
 			if err != nil {
 				failed = true
@@ -171,14 +220,21 @@ func (c *checker) fields(words ...*syntax.Word) []string {
 			if !c.b.field() || !c.b.text(len(f)) {
 				break
 			}
+			if c.globbed {
+				// bash matches the field against file names: what it
+				// passes, and how many words, depends on the disk.
+				f += string(markSplit)
+				c.globbed = false
+			}
 			got = append(got, f)
 		}
+		c.globbed = outer
 		c.release(cfg)
 		if c.b.err != nil {
 			return out
 		}
 		if failed {
-			got = []string{c.plain(w.Parts)}
+			got = []string{c.plain(w.Parts) + string(markSplit)}
 		} else if hasQuotedDefault(w) {
 			// The expander keeps the backslashes of a default value
 			// inside double quotes ("${X:-{\"a\":1\}}" gives {\"a\":1\});
@@ -189,11 +245,78 @@ func (c *checker) fields(words ...*syntax.Word) []string {
 				}
 			}
 		}
+		got = c.splitting(w, got)
 		c.unset = nil
 		out = append(out, got...)
 	}
 	return out
 }
+
+// splitting marks the fields of w whose number is not known: an unquoted
+// expansion of a value the analysis does not know (or with an IFS it does
+// not know) may make several words or none, and a default chosen for a
+// variable the environment may hold may not be what bash uses.
+func (c *checker) splitting(w *syntax.Word, got []string) []string {
+	if len(c.unset) > 0 {
+		for i, f := range got {
+			got[i] = joinValue(f, string(markExternal)) + string(markSplit)
+		}
+		return got
+	}
+	if !unquotedExpansion(w.Parts) {
+		return got
+	}
+	if hasMarks(c.value("IFS")) {
+		return []string{unknownFields}
+	}
+	if !slices.ContainsFunc(got, hasMarks) {
+		return got
+	}
+	for i, f := range got {
+		if !strings.ContainsRune(f, markSplit) {
+			got[i] = f + string(markSplit)
+		}
+	}
+	return got
+}
+
+// unquotedExpansion reports whether parts hold a parameter expansion or
+// command substitution outside double quotes: bash splits what it gives.
+func unquotedExpansion(parts []syntax.WordPart) bool {
+	for _, p := range parts {
+		switch p.(type) {
+		case *syntax.ParamExp, *syntax.CmdSubst:
+			return true
+		}
+	}
+	return false
+}
+
+// literal expands w as bash expands an assignment's value or a
+// here-string: no word splitting, no brace expansion, no file name
+// matching.
+func (c *checker) literal(w *syntax.Word) string {
+	if w == nil || !c.prepare(w) {
+		return ""
+	}
+	cfg := c.cfg()
+	s, err := expand.Literal(cfg, w)
+	c.release(cfg)
+	if err != nil {
+		s = c.plain(w.Parts)
+	}
+	if len(c.unset) > 0 {
+		s = joinValue(s, string(markExternal))
+	}
+	c.unset = nil
+	if !c.b.text(len(s)) {
+		return ""
+	}
+	return s
+}
+
+// pattern expands a case pattern (its command substitutions run).
+func (c *checker) pattern(w *syntax.Word) { c.literal(w) }
 
 // word expands w as one string (an assignment's value, a redirection's
 // target).
@@ -265,6 +388,7 @@ func (c *checker) paramCode(pe *syntax.ParamExp) {
 	if !known {
 		_, known = c.sc.arrays[name]
 	}
+	known = known || c.sc.cleared[name]
 	if _, ok := c.posVar(name); ok {
 		known = true
 	}
@@ -289,6 +413,11 @@ func (c *checker) paramCode(pe *syntax.ParamExp) {
 	if pe.Index != nil {
 		c.arithVars(pe.Index, 0)
 	}
+	if pe.Excl && pe.Exp == nil && pe.Index == nil && pe.Names == 0 {
+		// ${!x}: the value of x names the variable, and a subscript in
+		// it (a[$(cmd)]) is evaluated.
+		c.nameSubscript(c.value(name))
+	}
 	if pe.Slice != nil {
 		c.arithVars(pe.Slice.Offset, 0)
 		c.arithVars(pe.Slice.Length, 0)
@@ -302,27 +431,38 @@ func (c *checker) promptCode(name string) {
 	if !ok {
 		return // the environment's value is not the command's text
 	}
-	if strings.ContainsRune(v, markDerived) {
-		c.unknownCode(v, "${"+name+"@P} expands a value built at run time as a prompt, which runs the command substitutions in it",
+	c.prompt(v, "${"+name+"@P}")
+}
+
+// prompt checks a value bash expands as a prompt (${x@P}, PS4 under set
+// -x, PS1): the command substitutions in it run.
+func (c *checker) prompt(v, what string) {
+	if strings.ContainsRune(v, markDerived) || strings.ContainsRune(v, markJSON) {
+		c.unknownCode(v, what+" expands a value built at run time as a prompt, which runs the command substitutions in it",
 			"write the command directly instead of expanding it as a prompt")
 		return
+	}
+	if hasMarks(v) {
+		c.unreadable(v, what+" expands a value with a part only known when it runs as a prompt, which may run commands")
 	}
 	if !strings.ContainsAny(v, "$`") {
 		return
 	}
 	doc, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Document(strings.NewReader(v))
 	if err != nil {
-		c.unknownCode(v, "${"+name+"@P} expands a value as a prompt that the guard cannot parse", "write the command directly")
+		c.unknownCode(v, what+" expands a value as a prompt that the guard cannot parse", "write the command directly")
 		return
 	}
-	c.runSubsts(doc, "${"+name+"@P}")
+	c.runSubsts(doc, what)
 }
 
 // runSubsts runs the command substitutions inside n as code.
 func (c *checker) runSubsts(n syntax.Node, via string) {
 	syntax.Walk(n, func(n syntax.Node) bool {
 		if cs, ok := n.(*syntax.CmdSubst); ok {
-			c.withVia([]string{via}, func() { c.stmts(cs.Stmts, false) })
+			c.withVia([]string{via}, func() {
+				c.isolated(func() stream { return c.stmts(cs.Stmts) })
+			})
 			return false
 		}
 		return true
@@ -341,11 +481,6 @@ func (c *checker) arith(e syntax.ArithmExpr) {
 	_, _ = expand.Arithm(cfg, e)
 	c.release(cfg)
 	c.unset = nil
-}
-
-// arithWord evaluates a word as arithmetic (declare -i x=…).
-func (c *checker) arithWord(w *syntax.Word) {
-	c.arithValue(c.word(w), "a declare -i value", 0)
 }
 
 // arithVars checks the values of the variables an arithmetic expression
@@ -420,6 +555,10 @@ func (c *checker) test(e syntax.TestExpr) {
 		}
 	case *syntax.UnaryTest:
 		c.test(x.X)
+		if w, ok := x.X.(*syntax.Word); ok && (x.Op == syntax.TsVarSet || x.Op == syntax.TsRefVar) {
+			// -v 'a[$(cmd)]' evaluates the subscript.
+			c.nameSubscript(c.word(w))
+		}
 	case *syntax.ParenTest:
 		c.test(x.X)
 	case *syntax.Word:

@@ -22,6 +22,7 @@ import (
 	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/progid"
 	"github.com/toolhost/toolhost/internal/rules"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/session"
@@ -90,6 +91,9 @@ type hookCall struct {
 	ag   *agents.Agent
 	proj string
 	ti   map[string]json.RawMessage
+	// progs finds the files the command's words run, for the guard and
+	// the rules alike.
+	progs *progid.Finder
 }
 
 // hookVerdict is what the hook decided about one call.
@@ -264,7 +268,7 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
 		return deny(fmt.Sprintf("toolhost hook: %s tool_input is not an object (%v); denied because it cannot be checked", in.ToolName, err))
 	}
 	c.ti = ti
-	ag, proj, reason := hookAgent(f, *in)
+	set, ag, proj, reason := hookAgent(f, *in)
 	switch {
 	case reason != "":
 		return c, hookVerdict{deny: reason, kind: fault.Policy}
@@ -272,10 +276,15 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
 		return c, hookVerdict{none: true}
 	}
 	c.ag, c.proj = ag, proj
+	cwd := in.Cwd
+	if !filepath.IsAbs(cwd) {
+		cwd = filepath.Join(proj, cwd)
+	}
+	c.progs = progid.ForProject(set, proj, cwd, "")
 	// The policy's rules first, as in the engine (before the guard and the
 	// sandbox): a deny ends here; a confirm still needs the checks below
 	// to pass, and then asks.
-	rv, reason := hookRules(f, ag, proj, *in, ti)
+	rv, reason := hookRules(f, ag, proj, *in, ti, c.progs)
 	if reason != "" {
 		return c, hookVerdict{deny: reason, rule: rv.Rule, kind: fault.Policy}
 	}
@@ -284,7 +293,7 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
 	var analysis *bashguard.Analysis
 	kind := fault.Guard
 	if in.ToolName == "Bash" {
-		command, analysis, reason = decideBash(ti)
+		command, analysis, reason = decideBash(ti, c.progs)
 	} else {
 		kind = fault.Sandbox
 		reason = decideWrite(ag, proj, *in, ti)
@@ -347,7 +356,7 @@ func decideWrite(ag *agents.Agent, proj string, in hookInput, ti map[string]json
 // verdict, and the deny reason of a deny rule. A policy that cannot be
 // read or whose rules do not compile denies every call: the hook cannot
 // apply the policy, and a running serve would not use such a file either.
-func hookRules(f hookFlags, ag *agents.Agent, proj string, in hookInput, ti map[string]json.RawMessage) (rules.Verdict, string) {
+func hookRules(f hookFlags, ag *agents.Agent, proj string, in hookInput, ti map[string]json.RawMessage, progs bashguard.Programs) (rules.Verdict, string) {
 	var data []byte
 	name := "the embedded default policy"
 	if f.policyFile != "" {
@@ -378,6 +387,7 @@ func hookRules(f hookFlags, ag *agents.Agent, proj string, in hookInput, ti map[
 		var command string
 		_ = json.Unmarshal(ti["command"], &command)
 		input.Commands = func() []tool.Command { return []tool.Command{{Script: command}} }
+		input.Programs = progs
 	}
 	v := tr.Decide(input)
 	if v.Effect == rules.Deny {
@@ -386,7 +396,8 @@ func hookRules(f hookFlags, ag *agents.Agent, proj string, in hookInput, ti map[
 	return v, ""
 }
 
-// hookAgent resolves the agent a call is checked for, and the project dir.
+// hookAgent resolves the agents, the agent a call is checked for, and the
+// project dir.
 // The payload's agent_type says which agent's thread makes the call: with
 // --agent (the hook of one agent's own definition), a call another devloop
 // agent makes is a misconfiguration and denied; without it (the project's
@@ -395,10 +406,10 @@ func hookRules(f hookFlags, ag *agents.Agent, proj string, in hookInput, ti map[
 // with none named, not at all (a nil agent and no reason). An agent that
 // cannot be resolved, or a missing --project-dir, denies: a broken hook must
 // not turn into an allow-all.
-func hookAgent(f hookFlags, in hookInput) (*agents.Agent, string, string) {
+func hookAgent(f hookFlags, in hookInput) (*agents.Set, *agents.Agent, string, string) {
 	set, err := agents.Load(f.agentsFile)
 	if err != nil {
-		return nil, "", "toolhost hook: " + err.Error() + "; denied because nothing can be checked without the agents file"
+		return nil, nil, "", "toolhost hook: " + err.Error() + "; denied because nothing can be checked without the agents file"
 	}
 	// agent_type is the definition's name, which toolhost init writes as
 	// the template name; a short name could be any agent of the user's.
@@ -412,23 +423,23 @@ func hookAgent(f hookFlags, in hookInput) (*agents.Agent, string, string) {
 	switch {
 	case f.agent != "":
 		if ag, err = set.Find(f.agent); err != nil {
-			return nil, "", "toolhost hook: " + err.Error() + "; fix --agent in the hook command (toolhost init writes it)"
+			return nil, nil, "", "toolhost hook: " + err.Error() + "; fix --agent in the hook command (toolhost init, or toolhost mcp-config --settings, writes it)"
 		}
 		if caller != nil && caller != ag {
-			return nil, "", fmt.Sprintf("toolhost hook: this hook is installed for %s (--agent), but the call is made by %s (agent_type); "+
+			return nil, nil, "", fmt.Sprintf("toolhost hook: this hook is installed for %s (--agent), but the call is made by %s (agent_type); "+
 				"denied as a misconfiguration: an agent's definition must carry its own hook (toolhost init writes .claude/agents/%s.md with it)", ag.Name, caller.Name, caller.Name)
 		}
 	case caller != nil:
 		ag = caller
 	case f.lead != "":
 		if ag, err = set.Find(f.lead); err != nil {
-			return nil, "", "toolhost hook: --lead: " + err.Error() + "; fix --lead in the hook command (toolhost init --lead writes it)"
+			return nil, nil, "", "toolhost hook: --lead: " + err.Error() + "; fix --lead in the hook command (toolhost init --lead writes it)"
 		}
 	default:
-		return nil, "", ""
+		return set, nil, "", ""
 	}
 	if f.projectDir == "" {
-		return nil, "", "toolhost hook: --project-dir (or TOOLHOST_PROJECT_DIR) is required; denied because nothing can be checked without it"
+		return nil, nil, "", "toolhost hook: --project-dir (or TOOLHOST_PROJECT_DIR) is required; denied because nothing can be checked without it"
 	}
 	proj, err := filepath.Abs(f.projectDir)
 	if err == nil {
@@ -438,16 +449,16 @@ func hookAgent(f hookFlags, in hookInput) (*agents.Agent, string, string) {
 		}
 	}
 	if err != nil {
-		return nil, "", fmt.Sprintf("toolhost hook: project dir %s is not usable (%v); denied because nothing can be checked without it", f.projectDir, err)
+		return nil, nil, "", fmt.Sprintf("toolhost hook: project dir %s is not usable (%v); denied because nothing can be checked without it", f.projectDir, err)
 	}
-	return ag, proj, ""
+	return set, ag, proj, ""
 }
 
 // decideBash is the guard's verdict on a Bash call: the command must be a
 // JSON string (null, a number, an array or a missing key is denied), and
 // the Bash guard must allow it. It returns the command and the guard's
 // analysis of it (for the settings' rules), or the deny reason.
-func decideBash(ti map[string]json.RawMessage) (string, *bashguard.Analysis, string) {
+func decideBash(ti map[string]json.RawMessage, progs bashguard.Programs) (string, *bashguard.Analysis, string) {
 	raw := bytes.TrimSpace(ti["command"])
 	var command string
 	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &command) != nil {
@@ -457,7 +468,7 @@ func decideBash(ti map[string]json.RawMessage) (string, *bashguard.Analysis, str
 		}
 		return "", nil, "toolhost hook: Bash tool_input.command is " + what + "; denied because it cannot be checked. Send the command as a JSON string."
 	}
-	a, err := bashguard.Analyze(command)
+	a, err := bashguard.AnalyzeWith(command, bashguard.Options{Programs: progs})
 	if err == nil {
 		err = a.Verdict()
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/bashguard"
 	"github.com/toolhost/toolhost/internal/policy"
+	"github.com/toolhost/toolhost/internal/progid"
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/rules"
 	"github.com/toolhost/toolhost/internal/tool"
@@ -201,7 +202,15 @@ func newPolicyExplainCmd() *cobra.Command {
 			if pid == "" {
 				pid = os.Getenv("TOOLHOST_PID")
 			}
-			x := explain(pf, all.Registry(), ag, toolName, []byte(argsJSON), unit, pid)
+			// Programs are identified as the agent's commands would find
+			// them: from its working directory in the project (the
+			// current directory when none is given).
+			proj := dir
+			if proj == "" {
+				proj, _ = os.Getwd()
+			}
+			progs := progid.ForProject(set, proj, filepath.Join(proj, filepath.FromSlash(ag.Cwd("", pid, unit))), "")
+			x := explain(pf, all.Registry(), ag, toolName, []byte(argsJSON), unit, pid, proj, progs)
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), x)
 			}
@@ -224,7 +233,7 @@ func newPolicyExplainCmd() *cobra.Command {
 
 // explain follows the call through the stages serve's engine (or the hook)
 // would take up to the rules, and evaluates them.
-func explain(pf *policy.File, reg *registry.Registry, ag *agents.Agent, name string, raw []byte, unit, pid string) explanation {
+func explain(pf *policy.File, reg *registry.Registry, ag *agents.Agent, name string, raw []byte, unit, pid, projectDir string, progs bashguard.Programs) explanation {
 	x := explanation{Tool: name, Agent: ag.Name, Door: "toolhost"}
 	var commands func() []tool.Command
 	entry, ok := reg.Lookup(name)
@@ -258,13 +267,20 @@ func explain(pf *policy.File, reg *registry.Registry, ag *agents.Agent, name str
 	}
 	if commands != nil {
 		cmds := commands()
-		x.Cmd = rules.FactsJSON(cmds)
+		for i := range cmds {
+			if d := cmds[i].Dir; d != "" && !filepath.IsAbs(d) && projectDir != "" {
+				cmds[i].Dir = filepath.Join(projectDir, filepath.FromSlash(d))
+			}
+		}
+		commands = func() []tool.Command { return cmds }
+		x.Cmd = rules.FactsJSON(cmds, bashguard.Options{Programs: progs})
 		for _, c := range cmds {
+			o := bashguard.Options{Programs: progs, Dir: c.Dir}
 			var err error
 			if c.Argv != nil {
-				err = bashguard.CheckArgv(c.Argv, c.Env)
+				err = bashguard.CheckArgvWith(c.Argv, c.Env, o)
 			} else {
-				err = bashguard.Check(c.Script)
+				err = bashguard.CheckWith(c.Script, o)
 			}
 			if err != nil {
 				x.Guard = err.Error()
@@ -275,7 +291,7 @@ func explain(pf *policy.File, reg *registry.Registry, ag *agents.Agent, name str
 	tr := pf.RuleSet().For(name)
 	if tr != nil {
 		args, _ := wirejson.DecodeAny(raw)
-		v, steps := tr.Explain(&rules.Input{Tool: name, Agent: ag.Name, Unit: unit, Project: pid, Now: time.Now(), Args: args, Commands: commands})
+		v, steps := tr.Explain(&rules.Input{Tool: name, Agent: ag.Name, Unit: unit, Project: pid, Now: time.Now(), Args: args, Commands: commands, Programs: progs})
 		x.Steps = steps
 		if v.Decided() {
 			x.Verdict = &v

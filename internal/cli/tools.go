@@ -12,6 +12,7 @@ import (
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/server"
+	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/tools/all"
 )
 
@@ -21,33 +22,21 @@ func newToolsCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// agentTools returns the registry entries agent ag sees under f, as serve's
-// tools/list would list them (all entries when ag is nil), and the entries
-// its toolPolicy names that f hides, with the reason.
-func agentTools(reg *registry.Registry, ag *agents.Agent, f *policy.File) (seen []*registry.Entry, hidden []hiddenTool) {
-	for _, e := range reg.List() {
-		if ag == nil {
-			seen = append(seen, e)
-			continue
-		}
-		switch a := f.Access(ag, e.Spec); {
-		case a.Visible():
-			seen = append(seen, e)
-		case ag.Allows(e.Spec.Name):
-			hidden = append(hidden, hiddenTool{e.Spec.Name, a.Reason})
-		}
+// agentTools returns the tools of reg agent ag is offered under f, as
+// serve's tools/list would list them (all of them when ag is nil), and the
+// ones its toolPolicy names that f hides (policy.File.Offered).
+func agentTools(reg *registry.Registry, ag *agents.Agent, f *policy.File) ([]*tool.Spec, []policy.Hidden) {
+	if ag == nil {
+		return reg.Specs(), nil
 	}
-	return seen, hidden
+	return f.Offered(ag, reg.Specs())
 }
 
-// hiddenTool is a tool the agent's toolPolicy names but the policy file hides.
-type hiddenTool struct{ name, reason string }
-
-// writeToolsList prints entries as a tools/list result: {"tools": [...]}.
-func writeToolsList(w io.Writer, entries []*registry.Entry) error {
-	list := make([]server.ToolEntry, len(entries))
-	for i, e := range entries {
-		list[i] = server.ToolEntryOf(e.Spec)
+// writeToolsList prints specs as a tools/list result: {"tools": [...]}.
+func writeToolsList(w io.Writer, specs []*tool.Spec) error {
+	list := make([]server.ToolEntry, len(specs))
+	for i, s := range specs {
+		list[i] = server.ToolEntryOf(s)
 	}
 	return writeJSON(w, map[string]any{"tools": list})
 }
@@ -86,10 +75,10 @@ func newToolsListCmd(g *globals) *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tPERMISSION\tTIMEOUT\tCONFIRM\tDESCRIPTION")
-			for _, e := range entries {
-				d := pol.Decide(e.Spec)
-				desc := oneLine(e.Spec.Description, 70)
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", e.Spec.Name, d.Permission, d.Timeout, d.Confirm, desc)
+			for _, s := range entries {
+				d := pol.Decide(s)
+				desc := oneLine(s.Description, 70)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", s.Name, d.Permission, d.Timeout, d.Confirm, desc)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -98,7 +87,7 @@ func newToolsListCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "\nnamed by %s's toolPolicy but not offered:\n", ag.Name)
 			}
 			for _, h := range hidden {
-				fmt.Fprintf(cmd.OutOrStdout(), "  %s: %s\n", h.name, h.reason)
+				fmt.Fprintf(cmd.OutOrStdout(), "  %s: %s\n", h.Name, h.Reason)
 			}
 			return nil
 		},
@@ -154,8 +143,8 @@ func newToolsExportCmd(g *globals) *cobra.Command {
 				return writeToolsList(cmd.OutOrStdout(), entries)
 			case "anthropic":
 				list := make([]anthropicTool, len(entries))
-				for i, e := range entries {
-					list[i] = anthropicTool{Name: e.Spec.Name, Description: e.Spec.Description, InputSchema: e.Spec.InputSchema}
+				for i, s := range entries {
+					list[i] = anthropicTool{Name: s.Name, Description: s.Description, InputSchema: s.InputSchema}
 				}
 				return writeJSON(cmd.OutOrStdout(), list)
 			}

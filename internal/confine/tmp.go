@@ -10,9 +10,12 @@ import (
 	"github.com/toolhost/toolhost/internal/procs"
 )
 
-// tempPrefix names the private temp dirs; the owner's pid and start ticks
-// follow, so a dir whose owner is gone can be told from one in use.
-const tempPrefix = "toolhost-cmd-"
+// TempDirPrefix names the private temp dirs in the system temp dir; the
+// owner's pid and start ticks follow, so a dir whose owner is gone can be
+// told from one in use.
+const TempDirPrefix = "toolhost-cmd-"
+
+const tempPrefix = TempDirPrefix
 
 // NewTempDir creates a private temp dir (mode 0700, a new name under the
 // system temp dir) for one command of the process pid that started at

@@ -31,14 +31,20 @@ const (
 type Endpoint struct {
 	ID     string
 	Method string // upper case
-	Path   string // as written: /todos/{id} or /todos/:id
+	// Path is the route as served: the OpenAPI servers' base path (if
+	// any) and the path as written, /todos/{id} or /todos/:id.
+	Path string
 	// Request and Response are JSON Schemas (nil when absent); $refs point
 	// into Schemas.
 	Request  json.RawMessage
 	Response json.RawMessage
 	Status   int
-	// Line is the 1-based line of the endpoint in the contract file.
+	// Line is the 1-based line of the endpoint in File.
 	Line int
+	// File is the project-relative file the endpoint is declared in: the
+	// contract's, or a path-item file it refers to ("" when the contract
+	// was parsed from bytes alone).
+	File string
 }
 
 // Contract is a contract as every contract tool reads it, whatever format
@@ -52,7 +58,15 @@ type Contract struct {
 	Endpoints []Endpoint
 	// Schemas are the shared definitions by their $ref:
 	// "#/components/schemas/Todo", "#/definitions/Todo", "#/$defs/Todo".
+	// Schemas of other files an OpenAPI contract refers to are among them,
+	// under components.schemas.
 	Schemas map[string]json.RawMessage
+	// Files are the other files the contract refers to, project-relative
+	// and sorted (empty for a contract in one file).
+	Files []string
+	// SHA256 is the canonical hash of the contract and every file it
+	// refers to (see Hash).
+	SHA256 string
 }
 
 var jsonNumber = lazyre.New(`^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$`)
@@ -127,8 +141,20 @@ func isYAML(data []byte) bool {
 // toolhost format or an OpenAPI 3.0/3.1 document. name is the contract's
 // name from its file, used when the document names none. A document with
 // neither a route nor a type is refused: it is not a contract of any
-// format.
+// format. A $ref to another file is refused: Load reads those.
 func Parse(data []byte, name string) (*Contract, error) {
+	return parse(data, name, "", nil)
+}
+
+// Load reads the contract at the project-relative path rel, whose bytes are
+// data, with every file its $refs reach read through read (relative to the
+// file that holds the ref, as OpenAPI resolves them). The contract's hash
+// covers those files too, so changing one changes it.
+func Load(read Reader, rel string, data []byte, name string) (*Contract, error) {
+	return parse(data, name, rel, read)
+}
+
+func parse(data []byte, name, rel string, read Reader) (*Contract, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		what := "YAML"
@@ -143,13 +169,27 @@ func Parse(data []byte, name string) (*Contract, error) {
 	doc := root.Content[0]
 	var c *Contract
 	var err error
+	sources := []source{{rel, data}}
 	switch {
 	case get(doc, "openapi") != nil:
-		c, err = parseOpenAPI(doc, name)
+		var b *bundler
+		if read != nil {
+			// Hashed as written, before the refs are brought in.
+			b = newBundler(read, rel, doc, data)
+			if err := b.bundle(); err != nil {
+				return nil, err
+			}
+			sources = b.sources
+		}
+		c, err = parseOpenAPI(doc, name, rel, b)
 	case get(doc, "swagger") != nil:
 		return nil, errors.New("a Swagger 2.0 document: convert it to OpenAPI 3.0 or 3.1 (paths and components.schemas are read from those)")
 	default:
-		c, err = parseToolhost(doc, data)
+		if c, err = parseToolhost(doc, data); err == nil {
+			for i := range c.Endpoints {
+				c.Endpoints[i].File = rel
+			}
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -160,6 +200,13 @@ func Parse(data []byte, name string) (*Contract, error) {
 		}
 		return nil, fmt.Errorf("contract %s has no routes and no types: the OpenAPI document has no paths and no components.schemas", c.Name)
 	}
+	if c.SHA256, err = hashSources(sources); err != nil {
+		return nil, err
+	}
+	for _, s := range sources[1:] {
+		c.Files = append(c.Files, s.rel)
+	}
+	sort.Strings(c.Files)
 	return c, nil
 }
 

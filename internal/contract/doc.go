@@ -9,7 +9,14 @@
 // validate_sdd_consistency and category_classifier all read contracts
 // through it, so they never disagree on what a contract says.
 //
+// An OpenAPI contract split over files (path items, bodies, responses,
+// parameters, schemas in files of their own, refs relative to the file that
+// holds them) is read as one by Load, and its hash covers every file it
+// reaches; each route is read under the servers' base path.
+//
 // A document with neither a route nor a type is refused whatever its format.
 //
-// It only reads bytes handed to it; it must never read or write a file.
+// It reads only the bytes handed to it and the files its caller's Reader
+// gives it (the tools hand it the sandbox's); it must never open a file or
+// write one itself.
 package contract

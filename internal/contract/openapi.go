@@ -14,10 +14,13 @@ import (
 var openAPIMethods = map[string]bool{"get": true, "put": true, "post": true, "delete": true, "options": true, "head": true, "patch": true, "trace": true}
 
 // parseOpenAPI reads an OpenAPI 3.0 or 3.1 document: routes from paths
-// (operationId as the id), the JSON request body and the first 2xx
-// response of each operation ($refs to components.requestBodies and
-// components.responses followed), types from components.schemas.
-func parseOpenAPI(doc *yaml.Node, name string) (*Contract, error) {
+// (operationId as the id) under the servers' base path, path items through
+// their $refs (3.1 components.pathItems), the JSON request body and the
+// first 2xx response of each operation ($refs to components.requestBodies
+// and components.responses followed), types from components.schemas. b,
+// when set, brought in the other files the document refers to and knows
+// which file each path item came from.
+func parseOpenAPI(doc *yaml.Node, name, rel string, b *bundler) (*Contract, error) {
 	v := strings.TrimSpace(get(doc, "openapi").Value)
 	c := &Contract{Name: name, Schemas: map[string]json.RawMessage{}}
 	switch {
@@ -47,19 +50,48 @@ func parseOpenAPI(doc *yaml.Node, name string) (*Contract, error) {
 	if paths != nil && paths.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("line %d: paths must be an object of path → operations", paths.Line)
 	}
+	base, err := serverBase(get(doc, "servers"), "servers")
+	if err != nil {
+		return nil, err
+	}
 	ids := map[string]bool{}
 	for i := 0; paths != nil && i+1 < len(paths.Content); i += 2 {
 		p, item := paths.Content[i].Value, paths.Content[i+1]
 		if !strings.HasPrefix(p, "/") {
 			return nil, fmt.Errorf("line %d: path %q must start with /", paths.Content[i].Line, p)
 		}
-		for j := 0; item.Kind == yaml.MappingNode && j+1 < len(item.Content); j += 2 {
+		// A path item may be a $ref (3.1: to components.pathItems); one
+		// that cannot be followed is an error, never a route dropped.
+		item, err := follow(doc, item, "paths."+p)
+		if err != nil {
+			return nil, err
+		}
+		file := rel
+		if b != nil && b.origin[item] != "" {
+			file = b.origin[item]
+		}
+		if item.Kind != yaml.MappingNode {
+			return nil, fmt.Errorf("line %d: paths.%s must be a path item (an object of operations) or a $ref to one", item.Line, p)
+		}
+		pathBase := base
+		if s := get(item, "servers"); s != nil {
+			if pathBase, err = serverBase(s, "paths."+p+".servers"); err != nil {
+				return nil, err
+			}
+		}
+		for j := 0; j+1 < len(item.Content); j += 2 {
 			m := strings.ToLower(item.Content[j].Value)
 			if !openAPIMethods[m] {
 				continue // parameters, summary, servers …
 			}
 			op := item.Content[j+1]
-			e := Endpoint{Method: strings.ToUpper(m), Path: p, Line: item.Content[j].Line}
+			opBase := pathBase
+			if s := get(op, "servers"); s != nil {
+				if opBase, err = serverBase(s, "paths."+p+"."+m+".servers"); err != nil {
+					return nil, err
+				}
+			}
+			e := Endpoint{Method: strings.ToUpper(m), Path: joinBase(opBase, p), Line: item.Content[j].Line, File: file}
 			if id := get(op, "operationId"); id != nil && id.Value != "" {
 				e.ID = id.Value
 			} else {
@@ -91,6 +123,63 @@ func parseOpenAPI(doc *yaml.Node, name string) (*Contract, error) {
 	return c, nil
 }
 
+// serverBase is the base path the first of servers serves the paths under:
+// the path of its url (absolute, https://api.example.com/api/v1, or
+// relative, /api/v2), its {variables} replaced by their defaults; "" for
+// none or the root. The first server is the one a client uses by default;
+// servers with other base paths are not read.
+func serverBase(servers *yaml.Node, where string) (string, error) {
+	if servers == nil || servers.Kind != yaml.SequenceNode || len(servers.Content) == 0 {
+		return "", nil
+	}
+	first := servers.Content[0]
+	u := get(first, "url")
+	if u == nil || u.Kind != yaml.ScalarNode {
+		return "", fmt.Errorf("line %d: %s[0] has no url", first.Line, where)
+	}
+	raw := u.Value
+	vars := get(first, "variables")
+	for strings.Contains(raw, "{") {
+		open := strings.Index(raw, "{")
+		end := strings.Index(raw[open:], "}")
+		if end < 0 {
+			return "", fmt.Errorf("line %d: %s[0].url %q has an unclosed {", u.Line, where, u.Value)
+		}
+		name := raw[open+1 : open+end]
+		def := get(get(vars, name), "default")
+		if def == nil {
+			return "", fmt.Errorf("line %d: %s[0].url %q uses {%s}, which its variables do not define with a default", u.Line, where, u.Value, name)
+		}
+		raw = raw[:open] + def.Value + raw[open+end+1:]
+	}
+	if i := strings.Index(raw, "://"); i >= 0 {
+		rest := raw[i+3:]
+		slash := strings.Index(rest, "/")
+		if slash < 0 {
+			return "", nil
+		}
+		raw = rest[slash:]
+	}
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		raw = raw[:i]
+	}
+	raw = strings.TrimRight(raw, "/")
+	if raw != "" && !strings.HasPrefix(raw, "/") {
+		// A relative url without a leading slash ("v2") is relative to
+		// where the document is served; its path is still the base.
+		raw = "/" + raw
+	}
+	return raw, nil
+}
+
+// joinBase puts a path under a server's base path.
+func joinBase(base, p string) string {
+	if base == "" {
+		return p
+	}
+	return base + p
+}
+
 // operationID makes an id for an operation without operationId: the method
 // and the path's literal segments, e.g. get-todos-id.
 func operationID(method, p string) string {
@@ -104,8 +193,8 @@ func operationID(method, p string) string {
 	return strings.Join(parts, "-")
 }
 
-// follow resolves a $ref to components.requestBodies or
-// components.responses within the document.
+// follow resolves a $ref within the document (to components.pathItems,
+// .requestBodies, .responses …).
 func follow(doc, n *yaml.Node, where string) (*yaml.Node, error) {
 	for range 10 {
 		ref := get(n, "$ref")

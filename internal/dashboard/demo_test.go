@@ -1,14 +1,10 @@
 package dashboard_test
 
 import (
-	"bufio"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,72 +18,21 @@ import (
 func TestDemoDashboard(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "project")
-	cmd := exec.Command(testutil.Toolhost(t), "demo", "--dashboard", "--dashboard-addr", "127.0.0.1:0", "--project-dir", dir)
 	// No browser to open here: the command says so and serves on.
-	cmd.Env = append(os.Environ(), "BROWSER=", "DISPLAY=", "WAYLAND_DISPLAY=")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr testutil.SyncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	urlCh, after := make(chan string, 1), make(chan struct{})
-	var mu sync.Mutex
-	var once sync.Once
-	var lines []string
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			l := sc.Text()
-			mu.Lock()
-			lines = append(lines, l)
-			mu.Unlock()
-			if u, ok := strings.CutPrefix(l, "toolhost dashboard: "); ok {
-				urlCh <- u
-			}
-			if strings.Contains(l, "the dashboard keeps running") {
-				once.Do(func() { close(after) })
-			}
-		}
-		exited <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	})
-	output := func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		return strings.Join(lines, "\n") + "\n" + stderr.String()
-	}
-	var d dash
-	select {
-	case d.URL = <-urlCh:
-	case err := <-exited:
-		t.Fatalf("toolhost demo --dashboard exited (%v) before it served:\n%s", err, output())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("toolhost demo --dashboard printed no URL:\n%s", output())
-	}
+	env := append(os.Environ(), "BROWSER=", "DISPLAY=", "WAYLAND_DISPLAY=")
+	p := testutil.Start(t, testutil.Toolhost(t), []string{"demo", "--dashboard", "--dashboard-addr", "127.0.0.1:0", "--project-dir", dir}, env, testutil.DashboardURL)
+	d := dash{URL: p.URL, proc: p}
+	finished := func(l string) bool { return strings.Contains(l, "the dashboard keeps running") }
 	// The page and its state answer while the demo plays.
 	if status, _ := d.get(t, "/", nil); status != http.StatusOK {
 		t.Fatalf("GET / = %d", status)
 	}
 	d.state(t)
-	select {
-	case <-after:
-		t.Fatalf("the dashboard answered only once the demo had finished:\n%s", output())
-	default:
+	if _, done := p.WaitFor(0, finished); done {
+		t.Fatalf("the dashboard answered only once the demo had finished:\n%s", p.Log())
 	}
-	select {
-	case <-after:
-	case err := <-exited:
-		t.Fatalf("toolhost demo --dashboard exited (%v) instead of serving on:\n%s", err, output())
-	case <-time.After(3 * time.Minute):
-		t.Fatalf("the demo did not finish:\n%s", output())
+	if _, done := p.WaitFor(3*time.Minute, finished); !done {
+		t.Fatalf("the demo did not finish, or toolhost demo --dashboard exited (%v) instead of serving on:\n%s", p.Err(), p.Log())
 	}
 	eventually(t, 10*time.Second, func() string {
 		s := d.state(t)
@@ -102,18 +47,18 @@ func TestDemoDashboard(t *testing.T) {
 		}
 		return ""
 	})
-	if !strings.Contains(output(), "no browser to open here") {
-		t.Errorf("demo --dashboard did not say there is no browser to open:\n%s", output())
+	if !strings.Contains(p.Log(), "no browser to open here") {
+		t.Errorf("demo --dashboard did not say there is no browser to open:\n%s", p.Log())
 	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+	if err := p.Cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("after Ctrl-C: %v\n%s", err, output())
+	case <-p.Done():
+		if err := p.Err(); err != nil {
+			t.Fatalf("after Ctrl-C: %v\n%s", err, p.Log())
 		}
 	case <-time.After(15 * time.Second):
-		t.Fatalf("toolhost demo --dashboard did not stop on Ctrl-C:\n%s", output())
+		t.Fatalf("toolhost demo --dashboard did not stop on Ctrl-C:\n%s", p.Log())
 	}
 }

@@ -1,7 +1,6 @@
 package dashboard_test
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -9,23 +8,19 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/testutil"
 )
 
-// dash is `toolhost dashboard` running for one test.
+// dash is a dashboard served by the real binary for one test.
 type dash struct {
-	URL    string // http://127.0.0.1:PORT/
-	cmd    *exec.Cmd
-	stderr testutil.SyncBuffer
-	exited chan struct{}
+	URL  string // http://127.0.0.1:PORT/
+	proc *testutil.Process
 }
 
 // runDashboard starts the real binary as `toolhost dashboard args...` on
@@ -34,54 +29,11 @@ type dash struct {
 func runDashboard(t testing.TB, args ...string) *dash {
 	t.Helper()
 	all := append([]string{"dashboard", "--addr", "127.0.0.1:0"}, args...)
-	cmd := exec.Command(testutil.Toolhost(t), all...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &dash{cmd: cmd, exited: make(chan struct{})}
-	cmd.Stderr = &d.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	urlCh := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "toolhost dashboard: "); ok {
-				urlCh <- u
-			}
-		}
-		_ = cmd.Wait()
-		close(d.exited)
-	}()
-	t.Cleanup(func() { d.stop(t) })
-	select {
-	case d.URL = <-urlCh:
-	case <-d.exited:
-		t.Fatalf("toolhost dashboard exited: %s", d.stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("toolhost dashboard printed no URL: %s", d.stderr.String())
-	}
-	return d
+	p := testutil.Start(t, testutil.Toolhost(t), all, nil, testutil.DashboardURL)
+	return &dash{URL: p.URL, proc: p}
 }
 
-func (d *dash) stop(t testing.TB) {
-	select {
-	case <-d.exited:
-		return
-	default:
-	}
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.exited:
-	case <-time.After(15 * time.Second):
-		_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-		<-d.exited
-		t.Errorf("toolhost dashboard did not stop on SIGTERM\n%s", d.stderr.String())
-	}
-}
+func (d *dash) stop(t testing.TB) { _ = d.proc.Stop(t) }
 
 // get fetches path from the dashboard with headers; it returns the status
 // and the body.

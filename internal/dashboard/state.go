@@ -106,16 +106,14 @@ func (s *state) init(d *Dashboard) {
 	s.board = Board{Columns: []Column{}}
 	s.docs = []Doc{}
 	pol := d.policy.Current()
+	specs := d.reg.Specs()
 	for _, ag := range d.agents.List {
 		c := &Card{Name: ag.Name, Short: ag.Short, Model: ag.CLI.Model, Loop: ag.Loop, Tools: []string{}, Serving: []Serve{}}
-		for _, e := range d.reg.List() {
-			switch a := pol.Access(ag, e.Spec); {
-			case a.Visible():
-				c.Tools = append(c.Tools, e.Spec.Name)
-			case ag.Allows(e.Spec.Name):
-				c.Hidden++
-			}
+		offered, hidden := pol.Offered(ag, specs)
+		for _, s := range offered {
+			c.Tools = append(c.Tools, s.Name)
 		}
+		c.Hidden = len(hidden)
 		sort.Strings(c.Tools)
 		s.cards = append(s.cards, c)
 		s.byShort[ag.Short] = c

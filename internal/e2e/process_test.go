@@ -173,6 +173,11 @@ func TestKillDuringWrites(t *testing.T) {
 	// process that no longer exists, but not a temp file of a live writer.
 	planted := filepath.Join(project, "agent-state", sandbox.TempPrefix+"999999999.1-feed")
 	live := filepath.Join(project, "agent-state", fmt.Sprintf("%s%d.%d-beef", sandbox.TempPrefix, os.Getpid(), selfStart(t)))
+	// On a loaded machine every round may have been killed before its
+	// first write made agent-state/.
+	if err := os.MkdirAll(filepath.Dir(planted), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, p := range []string{planted, live} {
 		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
 			t.Fatal(err)

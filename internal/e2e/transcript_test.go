@@ -377,7 +377,7 @@ func (s *stdioTranscript) finish(t *testing.T) string {
 
 // httpTranscript POSTs each line as a conforming Streamable HTTP client
 // would: the 2026-07-28 request headers mirrored from the body, and the
-// session id of the latest legacy initialize on legacy requests.
+// session id of the latest 2025 initialize on 2025 requests.
 type httpTranscript struct {
 	srv     *testutil.HTTPServer
 	got     *received

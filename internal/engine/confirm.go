@@ -90,7 +90,7 @@ func (e *ConfirmationError) RejectionKind() fault.Kind { return e.Kind }
 // confirm asks a human before a tool whose policy says confirm runs. It sits
 // after validation, so an invalid call is never shown to a human, and
 // before injection and execution. It is the one place a confirmation is
-// decided, whichever way the human is reached: MCP elicitation (a legacy
+// decided, whichever way the human is reached: MCP elicitation (a 2025
 // client), an InputRequiredResult and its retry (a 2026-07-28 client), or
 // `toolhost approve` for a client that cannot ask (or whose human did not
 // decide).

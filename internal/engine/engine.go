@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/audit"
+	"github.com/toolhost/toolhost/internal/bashguard"
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/fault"
@@ -115,8 +117,11 @@ type Engine struct {
 	Settings callctx.Settings
 	Log      zerolog.Logger
 	// Guard checks a command a tool would start (bashguard.Check or
-	// CheckArgv); nil allows all.
+	// CheckArgv); nil allows all. A command's Dir reaches it absolute.
 	Guard func(tool.Command) error
+	// Programs finds the files command words run (progid), for the
+	// rules' cmd; nil names programs as written.
+	Programs bashguard.Programs
 	// Confirm keeps confirmations for clients without elicitation.
 	Confirm store.Confirmations
 	// States signs and redeems the request states of multi-round-trip
@@ -299,8 +304,9 @@ func (e *Engine) rules(next Handler) Handler {
 		if c.Meta.UnitID != "" {
 			in.Unit = c.Meta.UnitID
 		}
-		if commands := c.Entry.Spec.Commands; commands != nil {
-			in.Commands = func() []tool.Command { return commands(c.Args) }
+		if c.Entry.Spec.Commands != nil {
+			in.Commands = func() []tool.Command { return e.commands(c) }
+			in.Programs = e.Programs
 		}
 		c.Rule = tr.Decide(in)
 		switch c.Rule.Effect {
@@ -332,13 +338,24 @@ func (e *Engine) inject(next Handler) Handler {
 	}
 }
 
+// commands are the commands the call would run, each Dir made absolute
+// (a tool names it relative to the project dir).
+func (e *Engine) commands(c *Call) []tool.Command {
+	cmds := c.Entry.Spec.Commands(c.Args)
+	for i := range cmds {
+		if d := cmds[i].Dir; d != "" && !filepath.IsAbs(d) {
+			cmds[i].Dir = filepath.Join(e.Identity.ProjectDir, filepath.FromSlash(d))
+		}
+	}
+	return cmds
+}
+
 func (e *Engine) guard(next Handler) Handler {
 	return func(ctx context.Context, c *Call) error {
-		commands := c.Entry.Spec.Commands
-		if commands == nil || e.Guard == nil {
+		if c.Entry.Spec.Commands == nil || e.Guard == nil {
 			return next(ctx, c)
 		}
-		for _, cmd := range commands(c.Args) {
+		for _, cmd := range e.commands(c) {
 			if err := e.Guard(cmd); err != nil {
 				if cmd.Where != "" {
 					return &whereRejection{where: cmd.Where, err: err}

@@ -31,10 +31,10 @@ const Path = "/mcp"
 // Defaults of the transport's limits.
 const (
 	DefaultBodyTimeout = 10 * time.Second
-	// maxSessions bounds the legacy sessions kept at once; the idlest goes
+	// maxSessions bounds the 2025 sessions kept at once; the idlest goes
 	// when a new one would pass it.
 	maxSessions = 256
-	// sessionIdle ends a legacy session nothing used for this long.
+	// sessionIdle ends a 2025 session nothing used for this long.
 	sessionIdle = time.Hour
 )
 
@@ -60,7 +60,7 @@ type Options struct {
 // Handler is the MCP method surface the transport frames requests into.
 type Handler interface {
 	rpc.Handler
-	// Forget drops a legacy session's peer when the session ends.
+	// Forget drops a 2025 session's peer when the session ends.
 	Forget(rpc.Peer)
 }
 
@@ -75,7 +75,7 @@ type Server struct {
 	// stateless serves the 2026-07-28 requests: each POST is its own
 	// request, cancelled when its client goes away.
 	stateless *rpc.Conn
-	// anon serves legacy requests that arrive without a session.
+	// anon serves 2025 requests that arrive without a session.
 	anon *rpc.Conn
 
 	mu       sync.Mutex
@@ -86,7 +86,7 @@ type Server struct {
 	stop     context.CancelFunc
 }
 
-// session is a legacy (2025-03-26 … 2025-11-25) session, begun by
+// session is a 2025 (2025-03-26 … 2025-11-25) session, begun by
 // initialize and named by the Mcp-Session-Id header.
 type session struct {
 	id     string
@@ -244,8 +244,8 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	version := server.ProtocolVersionOf(m.Params)
 	sink := newPostSink(w, r)
 	switch {
-	case version != "" && !isLegacy(version):
-		if e := modernHeaders(r, &m, version); e != nil {
+	case version != "" && !isNegotiated(version):
+		if e := perRequestHeaders(r, &m, version); e != nil {
 			writeJSON(w, http.StatusBadRequest, rpc.EncodeError(m.ID, e))
 			return
 		}
@@ -253,12 +253,12 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		// (cancelled) when its client goes away.
 		s.stateless.Serve(trace.WithTransport(r.Context(), httpTransport("")), &m, sink)
 		return
-	case server.IsModern(r.Header.Get("MCP-Protocol-Version")):
+	case server.IsPerRequest(r.Header.Get("MCP-Protocol-Version")):
 		writeJSON(w, http.StatusBadRequest, rpc.EncodeError(m.ID, headerMismatch(fmt.Sprintf(
-			"MCP-Protocol-Version header value %q does not match the body, whose _meta names no %q", server.Modern, server.MetaProtocolVersion))))
+			"MCP-Protocol-Version header value %q does not match the body, whose _meta names no %q", server.PerRequestVersion, server.MetaProtocolVersion))))
 		return
 	}
-	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !isLegacy(v) {
+	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !isNegotiated(v) {
 		writeJSON(w, http.StatusBadRequest, rpc.EncodeError(m.ID, rpc.NewError(rpc.CodeInvalidRequest,
 			fmt.Sprintf("unsupported MCP-Protocol-Version %q: this server speaks %s", v, strings.Join(server.SupportedVersions, ", ")))))
 		return
@@ -272,7 +272,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		conn = sess.conn
-	case *m.Method == "initialize":
+	case startsSession(*m.Method):
 		sess, e := s.newSession()
 		if e != nil {
 			writeJSON(w, http.StatusServiceUnavailable, rpc.EncodeError(m.ID, e))
@@ -290,26 +290,32 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-sink.done:
 	case <-r.Context().Done():
-		// A legacy client that drops the connection has not cancelled
+		// A 2025 client that drops the connection has not cancelled
 		// (2025-11-25: it sends notifications/cancelled for that); the call
 		// runs on, and its answer, which nothing can carry, is dropped.
 		sink.abandon()
 	}
 }
 
-func isLegacy(v string) bool {
-	return v != "" && !server.IsModern(v) && slices.Contains(server.SupportedVersions, v)
+// startsSession reports whether a 2025 request begins a session.
+func startsSession(name string) bool {
+	m, ok := server.Lookup(name)
+	return ok && m.StartsSession
+}
+
+func isNegotiated(v string) bool {
+	return v != "" && !server.IsPerRequest(v) && slices.Contains(server.SupportedVersions, v)
 }
 
 func headerMismatch(msg string) *rpc.Error {
-	return &rpc.Error{Code: server.CodeHeaderMismatch, Message: "Header mismatch: " + msg, Status: http.StatusBadRequest}
+	return &rpc.Error{Code: server.CodeHeaderMismatch, Message: "Header mismatch: " + msg, Kind: rpc.KindBadRequest}
 }
 
-// modernHeaders checks the request headers a 2026-07-28 POST must carry
+// perRequestHeaders checks the request headers a 2026-07-28 POST must carry
 // against its body: MCP-Protocol-Version, Mcp-Method and, for the methods
 // that name something, Mcp-Name.
-func modernHeaders(r *http.Request, m *rpc.Message, version string) *rpc.Error {
-	if !server.IsModern(version) {
+func perRequestHeaders(r *http.Request, m *rpc.Message, version string) *rpc.Error {
+	if !server.IsPerRequest(version) {
 		return nil // unsupported: the method surface answers with the list
 	}
 	if got := r.Header.Get("MCP-Protocol-Version"); got != version {
@@ -318,15 +324,11 @@ func modernHeaders(r *http.Request, m *rpc.Message, version string) *rpc.Error {
 	if got := r.Header.Get("Mcp-Method"); got != *m.Method {
 		return headerMismatch(fmt.Sprintf("Mcp-Method header value %q does not match body value %q", got, *m.Method))
 	}
-	field := ""
-	switch *m.Method {
-	case "tools/call", "prompts/get":
-		field = "name"
-	case "resources/read":
-		field = "uri"
-	default:
-		return nil
+	method, _ := server.Lookup(*m.Method)
+	if method == nil || method.NameParam == "" {
+		return nil // names nothing (an unknown method: the method surface answers)
 	}
+	field := method.NameParam
 	var p map[string]json.RawMessage
 	_ = json.Unmarshal(m.Params, &p)
 	var want string
@@ -379,7 +381,7 @@ func (s *Server) session(id string) *session {
 	return sess
 }
 
-// sessionHandler is the method surface as one legacy session's connection
+// sessionHandler is the method surface as one 2025 session's connection
 // sees it: rpc.Handler only, so draining the session does not drain the
 // surface (rpc.Drainer), which every client shares.
 type sessionHandler struct{ rpc.Handler }
@@ -444,7 +446,7 @@ func (s *Server) closeSession(sess *session) {
 	}()
 }
 
-// get opens a legacy session's stream of messages that relate to no
+// get opens a 2025 session's stream of messages that relate to no
 // request. 2026-07-28 has none (subscriptions/listen replaces it): 405.
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	sid := r.Header.Get("Mcp-Session-Id")
@@ -491,7 +493,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// delete ends a legacy session.
+// delete ends a 2025 session.
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 	sid := r.Header.Get("Mcp-Session-Id")
 	if sid == "" {

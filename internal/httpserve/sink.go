@@ -20,7 +20,7 @@ var (
 
 // postSink is the rpc.Sink of one POSTed request: its answer is one JSON
 // body, or — once something must reach the client before the answer (a
-// progress notification, a log message, an elicitation/create of a legacy
+// progress notification, a log message, an elicitation/create of a 2025
 // session) — an SSE stream that the answer ends.
 type postSink struct {
 	w      http.ResponseWriter
@@ -135,9 +135,18 @@ func (s *postSink) abandon() {
 	}
 }
 
+// statusOf is the HTTP status of an answer, chosen by the kind of its
+// error as the Streamable HTTP binding says: 404 for a method the request's
+// revision does not define, 400 for a request that cannot be served as
+// sent, 200 for everything else (the error is in the body).
 func statusOf(e *rpc.Error) int {
-	if e != nil && e.Status != 0 {
-		return e.Status
+	switch {
+	case e == nil:
+		return http.StatusOK
+	case e.Kind == rpc.KindUnknownMethod:
+		return http.StatusNotFound
+	case e.Kind == rpc.KindBadRequest:
+		return http.StatusBadRequest
 	}
 	return http.StatusOK
 }
@@ -148,7 +157,7 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// streamSink is a legacy session's GET stream: the messages that relate to
+// streamSink is a 2025 session's GET stream: the messages that relate to
 // no request (notifications/tools/list_changed). They are dropped while no
 // stream is open, as nothing could deliver them.
 type streamSink struct {

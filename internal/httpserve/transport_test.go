@@ -35,7 +35,7 @@ func post(t *testing.T, url, body string, headers map[string]string) (int, http.
 	return resp.StatusCode, resp.Header, string(b)
 }
 
-func modernHeaders(method, name string) map[string]string {
+func perRequestHeaders(method, name string) map[string]string {
 	h := map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
 	if name != "" {
 		h["Mcp-Name"] = name
@@ -73,7 +73,7 @@ func TestOrigin(t *testing.T) {
 		{"http://LOCALHOST:3000/", http.StatusOK},
 	} {
 		before := timelineLines(t, project)
-		h := modernHeaders("tools/call", "timeline_append")
+		h := perRequestHeaders("tools/call", "timeline_append")
 		if c.origin != "" {
 			h["Origin"] = c.origin
 		}
@@ -92,7 +92,7 @@ func TestOrigin(t *testing.T) {
 	// A rebound DNS name reaches the loopback server with its own Host.
 	req, _ := http.NewRequest(http.MethodPost, s.URL, strings.NewReader(call))
 	req.Host = "evil.example:" + u.Port()
-	for k, v := range modernHeaders("tools/call", "timeline_append") {
+	for k, v := range perRequestHeaders("tools/call", "timeline_append") {
 		req.Header.Set(k, v)
 	}
 	before := timelineLines(t, project)
@@ -147,13 +147,13 @@ func TestModernHeaders(t *testing.T) {
 		code    int
 	}{
 		{"no headers", map[string]string{}, -32020},
-		{"wrong tool name", modernHeaders("tools/call", "record_memory"), -32020},
-		{"wrong method", modernHeaders("tools/list", "timeline_append"), -32020},
-		{"no Mcp-Name", modernHeaders("tools/call", ""), -32020},
+		{"wrong tool name", perRequestHeaders("tools/call", "record_memory"), -32020},
+		{"wrong method", perRequestHeaders("tools/list", "timeline_append"), -32020},
+		{"no Mcp-Name", perRequestHeaders("tools/call", ""), -32020},
 		{"wrong revision header", map[string]string{"MCP-Protocol-Version": "2025-11-25", "Mcp-Method": "tools/call", "Mcp-Name": "timeline_append"}, -32020},
-		{"bad base64 name", modernHeaders("tools/call", "=?base64?!!!?="), -32020},
-		{"base64 name", modernHeaders("tools/call", "=?base64?dGltZWxpbmVfYXBwZW5k?="), 0},
-		{"right headers", modernHeaders("tools/call", "timeline_append"), 0},
+		{"bad base64 name", perRequestHeaders("tools/call", "=?base64?!!!?="), -32020},
+		{"base64 name", perRequestHeaders("tools/call", "=?base64?dGltZWxpbmVfYXBwZW5k?="), 0},
+		{"right headers", perRequestHeaders("tools/call", "timeline_append"), 0},
 	} {
 		before := timelineLines(t, project)
 		status, _, body := post(t, s.URL, call, c.headers)
@@ -170,7 +170,7 @@ func TestModernHeaders(t *testing.T) {
 			t.Errorf("%s: %d %s, ran %v; want 400 with %d for id 7, nothing run", c.name, status, body, ran, c.code)
 		}
 	}
-	// The modern errors the binding gives a status of its own.
+	// The 2026-07-28 errors the binding gives a status of its own.
 	for _, c := range []struct {
 		body, method string
 		status       int
@@ -179,7 +179,7 @@ func TestModernHeaders(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, "tools/list", http.StatusBadRequest},
 		{`{"jsonrpc":"2.0","id":1,"method":"nope/nope","params":{` + modernMeta + `}}`, "nope/nope", http.StatusNotFound},
 	} {
-		h := modernHeaders(c.method, "")
+		h := perRequestHeaders(c.method, "")
 		if strings.Contains(c.body, "1999") {
 			h["MCP-Protocol-Version"] = "1999-01-01"
 		}

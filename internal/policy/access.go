@@ -51,3 +51,26 @@ func (f *File) Access(ag *agents.Agent, s *tool.Spec) Access {
 	}
 	return a
 }
+
+// Hidden is a tool an agent's toolPolicy names that the policy file (or a
+// withheld upstream definition) keeps from it, and why.
+type Hidden struct {
+	Name   string
+	Reason string
+}
+
+// Offered sorts specs for agent ag under f, by Access: the tools it is
+// offered, in the order given (as tools/list lists them), and the tools its
+// toolPolicy names that are hidden from it, with the reason. Tools its
+// toolPolicy does not name are in neither.
+func (f *File) Offered(ag *agents.Agent, specs []*tool.Spec) (offered []*tool.Spec, hidden []Hidden) {
+	for _, s := range specs {
+		switch a := f.Access(ag, s); {
+		case a.Visible():
+			offered = append(offered, s)
+		case ag.Allows(s.Name):
+			hidden = append(hidden, Hidden{Name: s.Name, Reason: a.Reason})
+		}
+	}
+	return offered, hidden
+}

@@ -102,3 +102,28 @@ func TestParseUpstreamHealthAndPin(t *testing.T) {
 		}
 	}
 }
+
+// TestOffered: the tools an agent is offered keep their order; the ones its
+// toolPolicy names but the file hides come with Access's reason; the ones
+// it does not name are in neither list.
+func TestOffered(t *testing.T) {
+	t.Parallel()
+	f, err := policy.Parse([]byte(`{"tools":{"a":{"permission":"read"},"b":{"permission":"deny"},"c":{"permission":"write"},"d":{"permission":"read"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag := &agents.Agent{Name: "devloop-coder"}
+	ag.CLI.ToolPolicy = []string{"c", "a", "b"}
+	var specs []*tool.Spec
+	for _, n := range []string{"a", "b", "c", "d"} {
+		specs = append(specs, &tool.Spec{Name: n, Source: "builtin"})
+	}
+	offered, hidden := f.Offered(ag, specs)
+	var names []string
+	for _, s := range offered {
+		names = append(names, s.Name)
+	}
+	if strings.Join(names, ",") != "a,c" || len(hidden) != 1 || hidden[0].Name != "b" || hidden[0].Reason != f.Access(ag, specs[1]).Reason {
+		t.Fatalf("offered %v, hidden %+v", names, hidden)
+	}
+}

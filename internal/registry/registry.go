@@ -214,6 +214,16 @@ func (r *Registry) List() []*Entry {
 	return append([]*Entry(nil), r.ordered...)
 }
 
+// Specs returns the tools' specs in binding order.
+func (r *Registry) Specs() []*tool.Spec {
+	l := r.List()
+	specs := make([]*tool.Spec, len(l))
+	for i, e := range l {
+		specs[i] = e.Spec
+	}
+	return specs
+}
+
 // Names returns the tool names in binding order.
 func (r *Registry) Names() []string {
 	l := r.List()

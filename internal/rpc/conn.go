@@ -22,7 +22,7 @@ type Peer interface {
 	// Call sends a request to the client and waits for its result.
 	Call(ctx context.Context, method string, params, result any) error
 	// Session is the peer for messages that relate to no request (a
-	// legacy session's notifications/tools/list_changed): the stdio
+	// 2025 session's notifications/tools/list_changed): the stdio
 	// stream, or an HTTP session's GET stream.
 	Session() Peer
 }

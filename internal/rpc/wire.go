@@ -26,11 +26,27 @@ type Error struct {
 	Code    int64            `json:"code"`
 	Message string           `json:"message"`
 	Data    *json.RawMessage `json:"data,omitempty"`
-	// Status is the HTTP status a Streamable HTTP transport answers this
-	// error with, where the MCP specification names one (400, 404); zero
-	// means 200. Stdio ignores it.
-	Status int `json:"-"`
+	// Kind is what sort of refusal the error is, for a transport that
+	// answers sorts differently (Streamable HTTP chooses its status from
+	// it); stdio ignores it.
+	Kind Kind `json:"-"`
 }
+
+// Kind sorts protocol errors by what went wrong with the request, not by
+// how a transport answers them.
+type Kind uint8
+
+const (
+	// KindAnswer is an ordinary error, answered in the response's body.
+	KindAnswer Kind = iota
+	// KindUnknownMethod is a method the revision the request speaks does
+	// not define (a 2026-07-28 request).
+	KindUnknownMethod
+	// KindBadRequest is a request that cannot be served as sent: a
+	// revision the server does not speak, a required per-request field
+	// missing, transport headers that disagree with the body.
+	KindBadRequest
+)
 
 func (e *Error) Error() string { return fmt.Sprintf("jsonrpc error %d: %s", e.Code, e.Message) }
 

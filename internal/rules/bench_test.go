@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/toolhost/toolhost/internal/progid"
 	"github.com/toolhost/toolhost/internal/rules"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -11,7 +12,8 @@ import (
 // BenchmarkDecide is the cost of the rules for one call: the typed
 // conversion of its arguments and the evaluation of one matching CEL rule
 // (target ≤ 5 µs), the same for a rule over cmd (the shell parser's
-// analysis of the command included), and the lookup that is all a tool no
+// analysis of the command and finding its programs' files included), and
+// the lookup that is all a tool no
 // rule names pays.
 func BenchmarkDecide(b *testing.B) {
 	set, err := rules.Compile([]rules.Rule{
@@ -24,12 +26,15 @@ func BenchmarkDecide(b *testing.B) {
 	// The engine hands Decide the document validation decoded (numbers as
 	// json.Number); decoding is not the rules' cost, but the document is
 	// fresh for each call, as Decide converts it in place.
+	// Programs are found as serve finds them: on this process's PATH, the
+	// known programs' identities kept between calls.
+	progs := progid.New(progid.Config{Dir: b.TempDir(), Writable: []string{b.TempDir()}})
 	bench := func(name, toolName string, args func() map[string]any, cmds []tool.Command, want string) {
 		b.Run(name, func(b *testing.B) {
 			tr := set.For(toolName)
 			b.ReportAllocs()
 			for b.Loop() {
-				in := &rules.Input{Tool: toolName, Agent: "devloop-coder", Args: args()}
+				in := &rules.Input{Tool: toolName, Agent: "devloop-coder", Args: args(), Programs: progs}
 				if cmds != nil {
 					in.Commands = func() []tool.Command { return cmds }
 				}

@@ -29,7 +29,8 @@ const cmdSchema = `{"type":"object","additionalProperties":false,"properties":{
       "urls":      {"type":"array","items":{"type":"string"}},
       "hosts":     {"type":"array","items":{"type":"string"}},
       "shell":     {"type":"string"},
-      "defined":   {"type":"boolean"}}}},
+      "defined":   {"type":"boolean"},
+      "function":  {"type":"boolean"}}}},
   "redirects":      {"type":"array","items":{"type":"string"}},
   "urls":           {"type":"array","items":{"type":"string"}},
   "hosts":          {"type":"array","items":{"type":"string"}},
@@ -62,15 +63,16 @@ const unknownMark = "…"
 // the parser cannot read at all (too long, unparsable, over the guard's
 // budget) has no known facts. unknowable is true in all these cases, and
 // unknowns says what could not be known and why.
-func commandFacts(cmds []tool.Command) map[string]any {
+func commandFacts(cmds []tool.Command, o bashguard.Options) map[string]any {
 	var b factsBuilder
 	for _, c := range cmds {
 		var a *bashguard.Analysis
 		var err error
+		o.Dir = c.Dir
 		if c.Argv != nil {
-			a, err = bashguard.AnalyzeArgv(c.Argv, c.Env)
+			a, err = bashguard.AnalyzeArgvWith(c.Argv, c.Env, o)
 		} else {
-			a, err = bashguard.Analyze(c.Script)
+			a, err = bashguard.AnalyzeWith(c.Script, o)
 		}
 		if err != nil {
 			b.open = true
@@ -94,6 +96,9 @@ type factsBuilder struct {
 	commands, unknowns                     []ref.Val
 	runsShell, pipesToShell                bool
 	open, someUnknown                      bool
+	// floats is set when some command's arguments are of unknown number:
+	// cmd.args then has no known places either.
+	floats bool
 }
 
 func (b *factsBuilder) str(s string) ref.Val {
@@ -121,13 +126,21 @@ func (b *factsBuilder) add(a *bashguard.Analysis) {
 
 func (b *factsBuilder) command(c *bashguard.Command) {
 	var name ref.Val
-	if c.Dynamic || c.Name == "" {
+	switch {
+	case c.Dynamic || c.Name == "":
 		b.open = true
 		name = unknown()
 		b.unknowns = append(b.unknowns, unknownFact("program", strings.Join(c.Args, " "), "the program's name is computed when the command runs"))
-	} else {
+	case c.Unsure != "":
+		// What runs may not be the program the name says: it could be
+		// any, running anything.
+		b.open = true
+		name = unknown()
+		b.unknowns = append(b.unknowns, unknownFact("program", strings.Join(c.Args, " "), c.Unsure))
+	default:
 		name = b.str(c.Name)
-		if !slices.ContainsFunc(b.programs, func(p ref.Val) bool { return p.Equal(name) == types.True }) {
+		// A shell function is not a program: what its body runs is.
+		if !c.Function && !slices.ContainsFunc(b.programs, func(p ref.Val) bool { return p.Equal(name) == types.True }) {
 			b.programs = append(b.programs, name)
 		}
 	}
@@ -142,7 +155,14 @@ func (b *factsBuilder) command(c *bashguard.Command) {
 		}
 		args = append(args, v)
 	}
+	if c.Fixed < len(c.Args) {
+		b.floats = true
+	}
 	b.args = append(b.args, args...)
+	argList := &factList{elems: args}
+	if c.Fixed < len(c.Args) {
+		argList.floats, argList.fixed = true, max(c.Fixed-1, 0)
+	}
 	var redirects []ref.Val
 	for _, r := range c.Redirects {
 		t := b.str(r.Target)
@@ -178,9 +198,9 @@ func (b *factsBuilder) command(c *bashguard.Command) {
 		via[i] = types.String(v)
 	}
 	b.commands = append(b.commands, types.NewStringInterfaceMap(types.DefaultTypeAdapter, map[string]any{
-		"name": name, "args": &factList{elems: args}, "via": &factList{elems: via}, "stdin": b.str(c.Stdin),
+		"name": name, "args": argList, "via": &factList{elems: via}, "stdin": b.str(c.Stdin),
 		"redirects": &factList{elems: redirects}, "urls": &factList{elems: urls}, "hosts": &factList{elems: hosts},
-		"shell": shell, "defined": c.Defined,
+		"shell": shell, "defined": c.Defined, "function": c.Function,
 	}))
 }
 
@@ -204,6 +224,8 @@ func unknownFact(kind, what, reason string) ref.Val {
 
 func (b *factsBuilder) value() map[string]any {
 	list := func(elems []ref.Val) *factList { return &factList{elems: elems, open: b.open} }
+	args := list(b.args)
+	args.floats = b.floats
 	flag := func(known bool) any {
 		if !known && b.open {
 			return unknown()
@@ -212,7 +234,7 @@ func (b *factsBuilder) value() map[string]any {
 	}
 	return map[string]any{
 		"programs":       list(b.programs),
-		"args":           list(b.args),
+		"args":           args,
 		"commands":       list(b.commands),
 		"redirects":      list(b.redirects),
 		"urls":           list(b.urls),
@@ -227,8 +249,8 @@ func (b *factsBuilder) value() map[string]any {
 // FactsJSON renders the cmd facts of cmds as JSON for people (`toolhost
 // policy explain`), an unknown fact as null and an open list ending in
 // "…".
-func FactsJSON(cmds []tool.Command) json.RawMessage {
-	b, _ := json.Marshal(plain(commandFacts(cmds)))
+func FactsJSON(cmds []tool.Command, o bashguard.Options) json.RawMessage {
+	b, _ := json.Marshal(plain(commandFacts(cmds, o)))
 	return b
 }
 

@@ -1,7 +1,6 @@
 package rules_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"net/url"
 	"os"
@@ -11,83 +10,28 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolhost/toolhost/internal/bashguard"
+	"github.com/toolhost/toolhost/internal/progid"
 	"github.com/toolhost/toolhost/internal/rules"
+	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/internal/testutil/shellcorpus"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
-// Every program the corpus runs is a recording stub (testdata/stub): bash
-// finds it on PATH under the program's name, it appends its argv to the
-// subtest's log, then either exits 0 (a program that must not really run:
-// git, rm, curl …) or execs the real program (a wrapper or filter that runs
-// what the corpus hides: env, xargs, sh, base64 …), so what bash really
-// runs is what the log holds.
-
-// passThrough are programs the stubs record and then run for real.
-var passThrough = []string{"sh", "bash", "env", "timeout", "nice", "nohup", "xargs", "find", "cat", "head", "tail",
-	"tr", "rev", "base64", "sed", "sort", "basename", "dirname", "printf", "echo", "true", "false", "which", "tee"}
-
-// builtins are bash builtins among them: bash runs them without the
-// stub, unless a wrapper (env, xargs) runs them as programs.
-var builtins = []string{"echo", "printf", "true", "false"}
-
-// recorded are programs that are only recorded.
-var recorded = []string{"git", "curl", "wget", "rm", "ls", "npm", "node", "make", "docker", "python3", "jq", "grep",
-	"touch", "mkdir", "cp", "mv", "chmod", "date", "ssh", "gh", "go", "kubectl"}
+// Every program the corpus runs is a recording stub of the shell corpus
+// (internal/testutil/shellcorpus): bash finds it on PATH under the
+// program's name, it appends its argv to the subtest's log, then either
+// exits 0 (a program that must not really run: curl, rm …) or execs the
+// real program (a wrapper or filter that runs what the corpus hides: env,
+// xargs, sh, base64 …), so what bash really runs is what the log holds.
 
 // invocation is one program bash ran: its name and arguments.
-type invocation struct {
-	name string
-	args []string
-}
+type invocation = shellcorpus.Invocation
 
-// facts is the JSON form of cmd (rules.FactsJSON): an unknown fact is
-// null, an open list ends in "…".
-type facts struct {
-	Programs   []any `json:"programs"`
-	Commands   []any `json:"commands"`
-	Unknowable bool  `json:"unknowable"`
-}
+// facts is the JSON form of cmd (rules.FactsJSON).
+type facts = shellcorpus.Facts
 
-type factCommand struct {
-	Name    *string   `json:"name"`
-	Args    []*string `json:"args"`
-	Defined bool      `json:"defined"`
-}
-
-func (f facts) open() bool {
-	return len(f.Programs) > 0 && f.Programs[len(f.Programs)-1] == "…"
-}
-
-// commands are the commands of f; ok is false for an unknown one.
-func (f facts) commands(t *testing.T) []factCommand {
-	var out []factCommand
-	for _, c := range f.Commands {
-		if c == "…" {
-			continue
-		}
-		b, _ := json.Marshal(c)
-		var fc factCommand
-		if err := json.Unmarshal(b, &fc); err != nil {
-			t.Fatalf("command %s: %v", b, err)
-		}
-		out = append(out, fc)
-	}
-	return out
-}
-
-// explains reports whether a command of f is inv: same program and the
-// same arguments, an unknown argument matching any.
-func (fc factCommand) explains(inv invocation) bool {
-	if fc.Name == nil || *fc.Name != inv.name || len(fc.Args) != len(inv.args) {
-		return false
-	}
-	for i, a := range fc.Args {
-		if a != nil && *a != inv.args[i] {
-			return false
-		}
-	}
-	return true
-}
+type factCommand = shellcorpus.FactCommand
 
 // corpusRules are rules over cmd, each with the same predicate over what
 // bash really ran. The first holds no rule back: no command that really
@@ -100,14 +44,14 @@ var corpusRules = []struct {
 		When: "cmd.commands.exists(c, c.name == 'git' && c.args.size() > 0 && c.args[0] == 'push' && c.args.exists(a, a == '--force' || a == '-f'))"},
 		func(r []invocation) bool {
 			return slices.ContainsFunc(r, func(i invocation) bool {
-				return i.name == "git" && len(i.args) > 0 && i.args[0] == "push" && (slices.Contains(i.args, "--force") || slices.Contains(i.args, "-f"))
+				return i.Name == "git" && len(i.Args) > 0 && i.Args[0] == "push" && (slices.Contains(i.Args, "--force") || slices.Contains(i.Args, "-f"))
 			})
 		}},
 	{rules.Rule{ID: "no-rm-recursive", Tool: "Bash", Effect: rules.Deny, Reason: "remove files one by one",
 		When: "cmd.commands.exists(c, c.name == 'rm' && c.args.exists(a, a == '--recursive' || a.startsWith('-') && !a.startsWith('--') && a.contains('r')))"},
 		func(r []invocation) bool {
 			return slices.ContainsFunc(r, func(i invocation) bool {
-				return i.name == "rm" && slices.ContainsFunc(i.args, func(a string) bool {
+				return i.Name == "rm" && slices.ContainsFunc(i.Args, func(a string) bool {
 					return a == "--recursive" || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "r")
 				})
 			})
@@ -117,10 +61,10 @@ var corpusRules = []struct {
 		When: "cmd.hosts.exists(h, !(h in ['127.0.0.1', 'localhost']))"},
 		func(r []invocation) bool {
 			return slices.ContainsFunc(r, func(i invocation) bool {
-				if i.name != "curl" && i.name != "wget" {
+				if i.Name != "curl" && i.Name != "wget" {
 					return false
 				}
-				return slices.ContainsFunc(i.args, func(a string) bool {
+				return slices.ContainsFunc(i.Args, func(a string) bool {
 					u, err := url.Parse(a)
 					return err == nil && u.Host != "" && u.Hostname() != "127.0.0.1" && u.Hostname() != "localhost"
 				})
@@ -154,7 +98,7 @@ var corpus = []struct {
 	{command: "$(echo git) push --force", rule: "no-force-push", all: true},
 	{command: "`echo git` push --force", rule: "no-force-push", all: true},
 	{command: "g=git; $g push --force", rule: "no-force-push", all: true},
-	{command: "${TOOL:-git} push --force", rule: "no-force-push", all: true},
+	{command: "${TOOL:-git} push --force", rule: "no-force-push", unsure: true},
 	{command: "shopt -s expand_aliases\nalias g='git push'\ng --force", rule: "no-force-push", all: true},
 	{command: `f() { git "$@"; }; f push --force`, rule: "no-force-push"},
 	{command: "bash -c 'git push --force'", rule: "no-force-push", all: true},
@@ -193,7 +137,7 @@ var corpus = []struct {
 	{command: "$EDITOR notes.txt", env: map[string]string{"EDITOR": "ls"}, rule: "no-force-push", unsure: true},
 	// No force push.
 	{command: "git push origin main", all: true},
-	{command: "git status && git push", all: true},
+	{command: "git status && git push"},
 	{command: "git log --format=%H -n 1", all: true},
 	{command: `git commit -m "$(date)"`},
 	{command: "git -C sub push origin HEAD:refs/heads/new", all: true},
@@ -230,25 +174,11 @@ var corpus = []struct {
 }
 
 func TestShellCorpus(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
+	bash := testutil.NeedTool(t, "bash", "", "apt-get install -y bash")
 	if len(corpus) < 60 {
 		t.Fatalf("the corpus has %d commands, want at least 60", len(corpus))
 	}
-	stub := filepath.Join(t.TempDir(), "stub")
-	build := exec.Command("go", "build", "-o", stub, "./testdata/stub")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the stub: %v\n%s", err, out)
-	}
-	stubs := t.TempDir()
-	for _, name := range append(slices.Clone(passThrough), recorded...) {
-		if err := os.Symlink(stub, filepath.Join(stubs, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	stubs := shellcorpus.NewStubs(t, t.TempDir(), filepath.Join(t.TempDir(), "default-calls"))
 	var rs []rules.Rule
 	for _, r := range corpusRules {
 		rs = append(rs, r.rule)
@@ -257,7 +187,7 @@ func TestShellCorpus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	realPath := os.Getenv("PATH")
+	stubbed := append(slices.Clone(shellcorpus.Pass), shellcorpus.Record...)
 	for _, tc := range corpus {
 		t.Run(tc.command, func(t *testing.T) {
 			t.Parallel()
@@ -268,47 +198,49 @@ func TestShellCorpus(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			progs := progid.New(progid.Config{Path: stubs.Dir, Dir: dir, Writable: []string{dir}})
+			cmds := []tool.Command{{Script: tc.command}}
+			o := bashguard.Options{Programs: progs}
+			var f facts
+			if err := json.Unmarshal(rules.FactsJSON(cmds, o), &f); err != nil {
+				t.Fatal(err)
+			}
+			v := set.For("Bash").Decide(&rules.Input{Tool: "Bash", Args: map[string]any{"command": tc.command},
+				Commands: func() []tool.Command { return cmds }, Programs: progs})
+
 			c := exec.Command(bash, "-c", tc.command)
 			c.Dir = dir
-			c.Env = []string{"PATH=" + stubs, "HOME=" + dir, "RULES_STUB_LOG=" + log,
-				"RULES_STUB_REALPATH=" + realPath, "RULES_STUB_PASS=" + strings.Join(passThrough, ",")}
+			c.Env = []string{"PATH=" + stubs.Dir, "HOME=" + dir, "SHELLCORPUS_LOG=" + log}
 			for k, v := range tc.env {
 				c.Env = append(c.Env, k+"="+v)
 			}
 			if out, err := c.CombinedOutput(); err != nil {
 				t.Logf("bash: %v: %s", err, out)
 			}
-			ran := readLog(t, log)
+			ran := shellcorpus.ReadLog(t, log)
 
-			cmds := []tool.Command{{Script: tc.command}}
-			var f facts
-			if err := json.Unmarshal(rules.FactsJSON(cmds), &f); err != nil {
-				t.Fatal(err)
-			}
 			// Sound: every program bash ran, with its arguments, is a
 			// command of cmd, or cmd says it cannot know.
-			fcs := f.commands(t)
+			fcs := f.KnownCommands()
 			for _, inv := range ran {
-				if !slices.ContainsFunc(fcs, func(fc factCommand) bool { return fc.explains(inv) }) && !f.open() {
-					t.Errorf("bash ran %s %q, which cmd does not show, and cmd is not open: %s", inv.name, inv.args, rules.FactsJSON(cmds))
+				if !slices.ContainsFunc(fcs, func(fc factCommand) bool { return fc.Explains(inv) }) && !f.Open() {
+					t.Errorf("bash ran %s %q, which cmd does not show, and cmd is not open: %s", inv.Name, inv.Args, rules.FactsJSON(cmds, o))
 				}
 			}
 			// Complete, for straight-line commands: every program cmd
 			// lists ran.
 			if tc.all {
 				for _, fc := range fcs {
-					if fc.Name == nil || fc.Defined || slices.Contains(builtins, *fc.Name) || !slices.Contains(append(slices.Clone(passThrough), recorded...), *fc.Name) {
+					if fc.Defined || slices.Contains(shellcorpus.BuiltinNames(), *fc.Name) || !slices.Contains(stubbed, *fc.Name) {
 						continue
 					}
-					if !slices.ContainsFunc(ran, func(inv invocation) bool { return fc.explains(inv) }) {
+					if !slices.ContainsFunc(ran, func(inv invocation) bool { return fc.Explains(inv) }) {
 						t.Errorf("cmd shows %s %v, which bash did not run (ran: %v)", *fc.Name, derefs(fc.Args), ran)
 					}
 				}
 			}
-			v := set.For("Bash").Decide(&rules.Input{Tool: "Bash", Args: map[string]any{"command": tc.command},
-				Commands: func() []tool.Command { return cmds }})
 			if v.Rule != tc.rule || (v.Unsure != "") != tc.unsure {
-				t.Errorf("verdict %+v, want rule %q unsure %t; cmd %s", v, tc.rule, tc.unsure, rules.FactsJSON(cmds))
+				t.Errorf("verdict %+v, want rule %q unsure %t; cmd %s", v, tc.rule, tc.unsure, rules.FactsJSON(cmds, o))
 			}
 			// No rule is passed by what bash really ran: if a rule's
 			// predicate holds for it, that rule or one before it decides.
@@ -322,29 +254,6 @@ func TestShellCorpus(t *testing.T) {
 			}
 		})
 	}
-}
-
-func readLog(t *testing.T, path string) []invocation {
-	t.Helper()
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []invocation
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var argv []string
-		if err := json.Unmarshal(sc.Bytes(), &argv); err != nil {
-			t.Fatalf("log line %q: %v", sc.Text(), err)
-		}
-		out = append(out, invocation{name: argv[0], args: argv[1:]})
-	}
-	return out
 }
 
 func derefs(ps []*string) []string {

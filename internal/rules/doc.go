@@ -51,6 +51,16 @@
 // elements), so `'git' in cmd.programs` is unknown, never false, for such a
 // command. cmd.unknowable is then true and cmd.unknowns says what and why.
 //
+// Facts are sound: a program or argument given as known is what bash
+// runs whenever that command runs (bashguard joins the paths a command may
+// take, and Input.Programs names a program by the file it resolves to: a
+// copy of curl is curl, a file an agent may write is unknown). Arguments
+// of unknown number (a glob) leave the places of the later ones unknown.
+// Shell functions are not programs: their bodies' commands are. A list of
+// cmd compared with == or != must be on the left (CEL's own lists would
+// answer false where cmd's answer unknown); such a rule does not compile
+// otherwise.
+//
 // A rule whose condition is unknown may match: a deny or confirm rule then
 // applies (the reason says what toolhost could not know), an allow rule
 // does not (allowing needs certainty). So no rule over cmd.programs can be

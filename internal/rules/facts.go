@@ -27,15 +27,42 @@ func unknown() ref.Val { return types.NewUnknown(0, nil) }
 type factList struct {
 	elems []ref.Val
 	open  bool
+	// fixed is how many elements stand at known places, when fewer than
+	// all: after an argument that may be several words or none, the
+	// places (and the size) are not known, the values still are.
+	fixed int
+	// floats is set when fixed applies.
+	floats bool
 }
 
+// settled reports whether index i of l is known to hold elems[i].
+func (l *factList) settled(i int) bool { return !l.floats || i < l.fixed }
+
+// factList is also a traits.Mapper, for CEL's index operator alone: that
+// operator asks a Mapper to Find an element, while it takes a Lister's
+// size as an int, which an open list does not have (a comprehension still
+// ranges over its elements: it asks for Foldable first).
 var (
 	_ traits.Lister   = (*factList)(nil)
 	_ traits.Foldable = (*factList)(nil)
+	_ traits.Mapper   = (*factList)(nil)
 )
 
+// Find is Get for the index operator: an element that may exist is
+// found (unknown when it is not known).
+func (l *factList) Find(index ref.Val) (ref.Val, bool) {
+	v := l.Get(index)
+	if types.IsError(v) {
+		if _, isInt := index.(types.Int); isInt {
+			return nil, false
+		}
+		return v, true
+	}
+	return v, true
+}
+
 func (l *factList) hasUnknown() bool {
-	if l.open {
+	if l.open || l.floats {
 		return true
 	}
 	for _, e := range l.elems {
@@ -64,7 +91,7 @@ func (l *factList) Iterator() traits.Iterator {
 }
 
 func (l *factList) Size() ref.Val {
-	if l.open {
+	if l.open || l.floats {
 		return unknown()
 	}
 	return types.Int(len(l.elems))
@@ -76,9 +103,9 @@ func (l *factList) Get(index ref.Val) ref.Val {
 		return types.ValOrErr(index, "list index must be an int, not %s", index.Type().TypeName())
 	}
 	switch {
-	case i >= 0 && int(i) < len(l.elems):
+	case i >= 0 && int(i) < len(l.elems) && l.settled(int(i)):
 		return l.elems[i]
-	case i >= 0 && l.open:
+	case i >= 0 && (l.open || l.floats):
 		return unknown()
 	}
 	return types.NewErr("index %d out of range in a list of size %d", i, len(l.elems))
@@ -105,50 +132,58 @@ func (l *factList) Contains(v ref.Val) ref.Val {
 }
 
 func (l *factList) Add(other ref.Val) ref.Val {
-	out := &factList{elems: append([]ref.Val(nil), l.elems...), open: l.open}
-	switch o := other.(type) {
-	case *factList:
-		if l.open {
-			return out
-		}
-		out.elems = append(out.elems, o.elems...)
-		out.open = o.open
-		return out
-	case traits.Lister:
-		if l.open {
-			return out
-		}
-		it := o.Iterator()
-		for it.HasNext() == types.True {
-			out.elems = append(out.elems, it.Next())
-		}
+	out := &factList{elems: append([]ref.Val(nil), l.elems...), open: l.open, fixed: l.fixed, floats: l.floats}
+	if l.open {
 		return out
 	}
-	return types.MaybeNoSuchOverloadErr(other)
+	var oe []ref.Val
+	switch o := other.(type) {
+	case *factList:
+		if !out.floats && o.floats {
+			out.fixed, out.floats = len(out.elems)+o.fixed, true
+		}
+		oe, out.open = o.elems, o.open
+	case traits.Lister:
+		it := o.Iterator()
+		for it.HasNext() == types.True {
+			oe = append(oe, it.Next())
+		}
+	default:
+		return types.MaybeNoSuchOverloadErr(other)
+	}
+	out.elems = append(out.elems, oe...)
+	return out
 }
 
 // Equal is false when a known element differs or (for closed lists) the
 // sizes do, unknown when the rest depends on what is not known.
 func (l *factList) Equal(other ref.Val) ref.Val {
-	o, ok := other.(traits.Lister)
-	if !ok {
-		return types.False
-	}
 	var oe []ref.Val
-	oOpen := false
-	if f, ok := o.(*factList); ok {
-		oe, oOpen = f.elems, f.open
-	} else {
+	oOpen, oFloats := false, false
+	of, isFacts := other.(*factList)
+	switch o := other.(type) {
+	case *factList:
+		oe, oOpen, oFloats = o.elems, o.open, o.floats
+	case traits.Lister:
 		it := o.Iterator()
 		for it.HasNext() == types.True {
 			oe = append(oe, it.Next())
 		}
-	}
-	if !l.open && !oOpen && len(l.elems) != len(oe) {
+	default:
 		return types.False
 	}
-	maybe := l.open || oOpen
+	if !isFacts {
+		of = nil
+	}
+	if !l.open && !oOpen && !l.floats && !oFloats && len(l.elems) != len(oe) {
+		return types.False
+	}
+	maybe := l.open || oOpen || l.floats || oFloats
 	for i := 0; i < min(len(l.elems), len(oe)); i++ {
+		if !l.settled(i) || of != nil && !of.settled(i) {
+			maybe = true
+			break
+		}
 		if types.IsUnknown(l.elems[i]) || types.IsUnknown(oe[i]) {
 			maybe = true
 			continue

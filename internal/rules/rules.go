@@ -16,6 +16,7 @@ import (
 	"cel.dev/cel-go/interpreter"
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/toolhost/toolhost/internal/bashguard"
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/tool"
@@ -356,6 +357,10 @@ func Compile(rs []Rule, o Options) (*Set, error) {
 				Msg: fmt.Sprintf("tool %s runs no command, so it has no cmd", r.Tool)})
 			continue
 		}
+		if p, ok := reversedListEquality(ast); ok {
+			problems = append(problems, Problem{Index: i, ID: r.ID, Line: p.line, Col: p.col, Msg: p.msg})
+			continue
+		}
 		if p, ok := badGlobPattern(ast); ok {
 			problems = append(problems, Problem{Index: i, ID: r.ID, Line: p.line, Col: p.col, Msg: p.msg})
 			continue
@@ -411,6 +416,9 @@ type Input struct {
 	// called only when a rule that reads cmd is evaluated. nil for a tool
 	// that runs none.
 	Commands func() []tool.Command
+	// Programs finds the files the commands' words run (progid), so that
+	// cmd names programs by what they are; nil names them as written.
+	Programs bashguard.Programs
 }
 
 // Verdict is what the rules decided for a call.
@@ -545,7 +553,7 @@ func (a *activation) ResolveName(name string) (any, bool) {
 			if a.in.Commands != nil {
 				cmds = a.in.Commands()
 			}
-			a.cmd = commandFacts(cmds)
+			a.cmd = commandFacts(cmds, bashguard.Options{Programs: a.in.Programs})
 		}
 		return a.cmd, true
 	case "tool":
@@ -634,6 +642,50 @@ func firstRef(a *cel.Ast, name string) int64 {
 type located struct {
 	line, col int
 	msg       string
+}
+
+// reversedListEquality finds a == or != whose right side is a list of
+// cmd and whose left side is not: CEL compares a list on the left by its
+// own rules, which take a fact toolhost does not know for a difference
+// (false), while cmd's lists answer unknown. The fact must come first.
+func reversedListEquality(a *cel.Ast) (located, bool) {
+	native := a.NativeRep()
+	// Comprehension variables ranging over cmd (c in cmd.commands) are
+	// cmd too.
+	fromCmd := map[string]bool{"cmd": true}
+	mentions := func(e celast.Expr) bool {
+		found := false
+		celast.PreOrderVisit(e, celast.NewExprVisitor(func(x celast.Expr) {
+			if x.Kind() == celast.IdentKind && fromCmd[x.AsIdent()] {
+				found = true
+			}
+		}))
+		return found
+	}
+	celast.PreOrderVisit(native.Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		if e.Kind() == celast.ComprehensionKind && mentions(e.AsComprehension().IterRange()) {
+			fromCmd[e.AsComprehension().IterVar()] = true
+		}
+	}))
+	var found located
+	ok := false
+	celast.PreOrderVisit(native.Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		if ok || e.Kind() != celast.CallKind {
+			return
+		}
+		call := e.AsCall()
+		if (call.FunctionName() != "_==_" && call.FunctionName() != "_!=_") || len(call.Args()) != 2 {
+			return
+		}
+		l, r := call.Args()[0], call.Args()[1]
+		if t := native.GetType(r.ID()); t == nil || t.Kind() != types.ListKind || !mentions(r) || mentions(l) {
+			return
+		}
+		loc := native.SourceInfo().GetStartLocation(e.ID())
+		found, ok = located{loc.Line(), loc.Column() + 1, "write the fact of cmd on the left of " + strings.Trim(call.FunctionName(), "_") +
+			": a list of cmd may hold what toolhost does not know, and only on the left does the comparison say so (unknown) instead of false"}, true
+	}))
+	return found, ok
 }
 
 // badGlobPattern finds a glob() call whose pattern is a constant that is

@@ -128,6 +128,21 @@ func compile(allow []string) ([]rule, error) {
 
 func hasMeta(seg string) bool { return strings.ContainsAny(seg, `*?[]{}\`) }
 
+// PatternBases are the base directories of an allow-list's patterns
+// (project-relative, "." for the project dir itself): every write the
+// list permits lands beneath one of them.
+func PatternBases(allow []string) ([]string, error) {
+	rules, err := compile(allow)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(rules))
+	for i, r := range rules {
+		out[i] = r.base
+	}
+	return out, nil
+}
+
 // With returns a sandbox on the same project for another agent and allow-list.
 func (s *Sandbox) With(agent string, allow []string) (*Sandbox, error) {
 	return New(s.dir, agent, allow)

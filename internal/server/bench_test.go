@@ -11,7 +11,7 @@ import (
 // tools/call — decode the params and _meta, decide the revision, check the
 // call's own fields, encode the result — for a 2025 request and for a
 // 2026-07-28 one with its per-request _meta: the whole extra cost of the
-// modern path, without the pipeline.
+// 2026-07-28 path, without the pipeline.
 func BenchmarkProtocolPart(b *testing.B) {
 	const args = `"name":"parse_placeholder","arguments":{"text":"ping {{var:x}}","vars":{"x":1}}`
 	s := &Server{Name: "toolhost", Version: "1.0.0"}
@@ -39,7 +39,7 @@ func BenchmarkProtocolPart(b *testing.B) {
 					b.Fatal(err)
 				}
 				_ = capsElicitForm(ri.caps)
-				_ = s.successResult(structured, ri.modern)
+				_ = s.successResult(structured, ri.perRequest)
 			}
 		})
 	}

@@ -57,7 +57,7 @@ func (s *Server) callTool(ctx context.Context, peer rpc.Peer, params json.RawMes
 		req.Progress = progressSender(ctx, peer, tok)
 	}
 	switch {
-	case ri.modern:
+	case ri.perRequest:
 		if p.RequestState != nil || p.InputResponses != nil || capsElicitForm(ri.caps) {
 			req.RoundTrip = &engine.RoundTrip{
 				CanAsk:    capsElicitForm(ri.caps),
@@ -73,13 +73,13 @@ func (s *Server) callTool(ctx context.Context, peer rpc.Peer, params json.RawMes
 	}
 	out := s.Engine.Call(ctx, req)
 	level := s.logLevel.Load()
-	if ri.modern {
+	if ri.perRequest {
 		level = ri.logLevel
 	}
-	return s.result(ctx, peer, out, ri.modern, level)
+	return s.result(ctx, peer, out, ri.perRequest, level)
 }
 
-// elicitor asks the client's human through elicitation/create (a legacy
+// elicitor asks the client's human through elicitation/create (a 2025
 // client: a request of ours on the connection).
 func elicitor(peer rpc.Peer) engine.ElicitFunc {
 	return func(ctx context.Context, message string, schema any) (engine.Elicitation, error) {
@@ -106,7 +106,7 @@ func progressSender(ctx context.Context, peer rpc.Peer, token json.RawMessage) f
 
 // result maps an outcome to the wire: the one place that decides between a
 // protocol error, an isError result and an input-required result.
-func (s *Server) result(ctx context.Context, peer rpc.Peer, out *engine.Outcome, modern bool, logLevel int32) (any, error) {
+func (s *Server) result(ctx context.Context, peer rpc.Peer, out *engine.Outcome, perRequest bool, logLevel int32) (any, error) {
 	if out.Kind == fault.UnknownTool {
 		return nil, rpc.NewError(rpc.CodeInvalidParams, out.Message)
 	}
@@ -119,13 +119,13 @@ func (s *Server) result(ctx context.Context, peer rpc.Peer, out *engine.Outcome,
 			"content": []any{map[string]any{"type": "text", "text": out.Message}},
 			"isError": true,
 		}
-		if modern {
-			s.modernize(r)
+		if perRequest {
+			s.addPerRequestFields(r)
 		}
 		return r, nil
 	}
 	if raw := out.Result.Raw; len(raw) > 0 {
-		if !modern {
+		if !perRequest {
 			return raw, nil
 		}
 		var r map[string]any
@@ -140,23 +140,23 @@ func (s *Server) result(ctx context.Context, peer rpc.Peer, out *engine.Outcome,
 		r["resultType"], r["_meta"] = "complete", meta
 		return r, nil
 	}
-	return s.successResult(out.Result.Structured, modern), nil
+	return s.successResult(out.Result.Structured, perRequest), nil
 }
 
 // successResult encodes {content:[{type:text,text:S}], structuredContent:S,
-// isError:false} for the structured JSON S directly (and, for a modern
+// isError:false} for the structured JSON S directly (and, for a 2026-07-28
 // request, resultType and the serverInfo _meta): this runs on every call,
 // and S is already valid compact JSON.
-func (s *Server) successResult(structured json.RawMessage, modern bool) json.RawMessage {
+func (s *Server) successResult(structured json.RawMessage, perRequest bool) json.RawMessage {
 	text, _ := json.Marshal(string(structured))
-	b := make([]byte, 0, 2*len(structured)+80+len(s.modernTail))
+	b := make([]byte, 0, 2*len(structured)+80+len(s.perRequestTail))
 	b = append(b, `{"content":[{"type":"text","text":`...)
 	b = append(b, text...)
 	b = append(b, `}],"structuredContent":`...)
 	b = append(b, structured...)
 	b = append(b, `,"isError":false`...)
-	if modern {
-		return append(b, s.modernTail...)
+	if perRequest {
+		return append(b, s.perRequestTail...)
 	}
 	return append(b, '}')
 }
@@ -183,7 +183,7 @@ func (s *Server) inputRequired(ir *engine.InputRequired) any {
 }
 
 // clientLog sends a notifications/message about a failed call when the
-// client asked for logs at that level (legacy: logging/setLevel; modern:
+// client asked for logs at that level (2025: logging/setLevel; 2026-07-28:
 // the request's own _meta level).
 func (s *Server) clientLog(ctx context.Context, peer rpc.Peer, out *engine.Outcome, set int32) {
 	if set == 0 {

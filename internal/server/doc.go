@@ -5,6 +5,11 @@
 // ping, logging/setLevel, empty resources/prompts lists — for both
 // transports, which only frame messages into it.
 //
+// The methods are one table (methods.go: name, revisions served, handler)
+// that Handle dispatches on and the HTTP transport reads; an error says
+// what kind of refusal it is (rpc.Kind) and the transport picks its HTTP
+// status from that.
+//
 // It reads the revision and capabilities a request speaks, checks the
 // protocol fields toolhost relies on (_meta call_id, unit_id) at the
 // boundary, and translates between MCP shapes and the engine's Request and

@@ -14,19 +14,19 @@ import (
 	"github.com/toolhost/toolhost/internal/wirejson"
 )
 
-// Protocol revisions. A modern request names its revision in its own
-// _meta; a legacy client negotiates one in initialize.
+// Protocol revisions. A 2026-07-28 request names its revision in its own
+// _meta; a 2025 client negotiates one in initialize.
 const (
-	// Modern is the revision that carries version, capabilities and client
+	// PerRequestVersion is the revision that carries version, capabilities and client
 	// identity in every request's _meta (no initialize, no sessions).
-	Modern = "2026-07-28"
+	PerRequestVersion = "2026-07-28"
 )
 
 // SupportedVersions are the MCP protocol revisions served, newest first.
-var SupportedVersions = []string{Modern, "2025-11-25", "2025-06-18", "2025-03-26"}
+var SupportedVersions = []string{PerRequestVersion, "2025-11-25", "2025-06-18", "2025-03-26"}
 
-// legacyVersions are the revisions negotiated with initialize.
-var legacyVersions = SupportedVersions[1:]
+// negotiatedVersions are the revisions negotiated with initialize.
+var negotiatedVersions = SupportedVersions[1:]
 
 // The error codes the 2026-07-28 revision defines (-32020…-32022).
 const (
@@ -44,7 +44,7 @@ const (
 	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
 )
 
-// wireMeta is a request's _meta as far as toolhost reads it: the modern
+// wireMeta is a request's _meta as far as toolhost reads it: the 2026-07-28
 // protocol fields, the trace context and toolhost's own call fields. The
 // client's self-reported identity (clientInfo) is not read: the spec says
 // not to act on it, and skipping it saves an allocation per call.
@@ -64,31 +64,31 @@ type wireMeta struct {
 
 // reqInfo is what a request says about the revision it speaks.
 type reqInfo struct {
-	// modern is set for a request that carries the 2026-07-28 fields.
-	modern bool
-	caps   json.RawMessage
+	// perRequest is set for a request that carries the 2026-07-28 fields.
+	perRequest bool
+	caps       json.RawMessage
 	// logLevel is the level of notifications/message the request asked for
 	// (index into logLevels, plus one); zero sends none.
 	logLevel int32
 }
 
-// era decides how a request is served: a request naming a modern revision
+// era decides how a request is served: a request naming a 2026-07-28 revision
 // in _meta is served statelessly by that revision (and must carry the
-// required fields), one without it (or naming a legacy revision) by the
-// legacy rules. An unknown revision is UnsupportedProtocolVersion.
+// required fields), one without it (or naming a 2025 revision) by the
+// 2025 rules. An unknown revision is UnsupportedProtocolVersion.
 func era(m *wireMeta) (reqInfo, error) {
 	v := m.ProtocolVersion
 	switch {
-	case v == "" || slices.Contains(legacyVersions, v):
+	case v == "" || slices.Contains(negotiatedVersions, v):
 		return reqInfo{}, nil
-	case v != Modern:
+	case v != PerRequestVersion:
 		return reqInfo{}, unsupportedVersion(v)
 	}
 	caps := bytes.TrimSpace(m.ClientCapabilities)
 	if len(caps) == 0 || caps[0] != '{' {
 		return reqInfo{}, missingMeta(fmt.Sprintf("_meta %q must be an object (the client's capabilities for this request; {} for none)", MetaClientCapabilities))
 	}
-	ri := reqInfo{modern: true, caps: caps}
+	ri := reqInfo{perRequest: true, caps: caps}
 	if m.LogLevel != nil {
 		i := slices.Index(logLevels, *m.LogLevel)
 		if i < 0 {
@@ -104,14 +104,14 @@ func era(m *wireMeta) (reqInfo, error) {
 func unsupportedVersion(requested string) *rpc.Error {
 	data, _ := json.Marshal(map[string]any{"supported": SupportedVersions, "requested": requested})
 	raw := json.RawMessage(data)
-	return &rpc.Error{Code: CodeUnsupportedProtocolVersion, Status: 400, Data: &raw,
+	return &rpc.Error{Code: CodeUnsupportedProtocolVersion, Kind: rpc.KindBadRequest, Data: &raw,
 		Message: fmt.Sprintf("Unsupported protocol version %q: this server speaks %s", requested, strings.Join(SupportedVersions, ", "))}
 }
 
-// missingMeta is a modern request without a required _meta field: invalid
-// params, 400 on HTTP.
+// missingMeta is a 2026-07-28 request without a required _meta field: invalid
+// params, a bad request.
 func missingMeta(detail string) *rpc.Error {
-	return &rpc.Error{Code: rpc.CodeInvalidParams, Status: 400, Message: "invalid params: " + detail}
+	return &rpc.Error{Code: rpc.CodeInvalidParams, Kind: rpc.KindBadRequest, Message: "invalid params: " + detail}
 }
 
 // metaOnly decodes the _meta of params that carry nothing else toolhost reads.
@@ -138,8 +138,8 @@ func ProtocolVersionOf(params json.RawMessage) string {
 	return m.ProtocolVersion
 }
 
-// IsModern reports whether v is a revision served per request.
-func IsModern(v string) bool { return v == Modern }
+// IsPerRequest reports whether v is a revision served per request.
+func IsPerRequest(v string) bool { return v == PerRequestVersion }
 
 // callIDPattern is the rule a client-given call id follows: the MCP rule
 // for tool names. The id lands in audit rows, events and the timeline, so
@@ -199,7 +199,7 @@ func formElicitation(elicitation json.RawMessage) bool {
 	return len(modes) == 0 || form
 }
 
-// capsElicitForm reports whether a modern request's clientCapabilities
+// capsElicitForm reports whether a 2026-07-28 request's clientCapabilities
 // declare form elicitation.
 func capsElicitForm(caps json.RawMessage) bool {
 	if !bytes.Contains(caps, []byte(`"elicitation"`)) {

@@ -58,21 +58,21 @@ type Server struct {
 
 	listMu    sync.Mutex
 	listCache atomic.Pointer[listing]
-	// logLevel is the level legacy logging/setLevel chose (index into
+	// logLevel is the level 2025 logging/setLevel chose (index into
 	// logLevels, plus one; zero sends no log notifications).
 	logLevel atomic.Int32
-	// formElicit is set by a legacy initialize when the client can answer
+	// formElicit is set by a 2025 initialize when the client can answer
 	// form-mode elicitation/create; tools/call reads it on every call.
 	formElicit atomic.Bool
-	// legacyVersion is the revision the last initialize negotiated (for
-	// the spans of legacy requests, which do not name it).
-	legacyVersion atomic.Pointer[string]
+	// negotiatedVersion is the revision the last initialize negotiated (for
+	// the spans of 2025 requests, which do not name it).
+	negotiatedVersion atomic.Pointer[string]
 
 	once sync.Once
-	// serverInfo is the Implementation object, encoded once; modernTail
+	// serverInfo is the Implementation object, encoded once; perRequestTail
 	// closes a 2026-07-28 result: resultType and the serverInfo _meta.
-	serverInfo json.RawMessage
-	modernTail []byte
+	serverInfo     json.RawMessage
+	perRequestTail []byte
 
 	subs subscriptions
 }
@@ -80,7 +80,7 @@ type Server struct {
 func (s *Server) init() {
 	s.once.Do(func() {
 		s.serverInfo, _ = json.Marshal(map[string]string{"name": s.Name, "version": s.Version})
-		s.modernTail = fmt.Appendf(nil, `,"resultType":"complete","_meta":{%q:%s}}`, MetaServerInfo, s.serverInfo)
+		s.perRequestTail = fmt.Appendf(nil, `,"resultType":"complete","_meta":{%q:%s}}`, MetaServerInfo, s.serverInfo)
 		s.subs.init()
 	})
 }
@@ -94,7 +94,7 @@ type listing struct {
 
 // ToolsChanged recomputes the visible tools after the registry or the
 // policy changed and, when the list differs from the one served before,
-// sends notifications/tools/list_changed to the legacy clients that know
+// sends notifications/tools/list_changed to the 2025 clients that know
 // the list and to every subscriptions/listen stream that asked for it.
 // Before any list was served there is nothing to compare with and no one
 // to tell: the first tools/list builds it (start-up does not pay for it).
@@ -179,13 +179,9 @@ func (s *Server) Handle(ctx context.Context, peer rpc.Peer, req rpc.Request) (re
 		ctx, r = s.Trace.Request(ctx, req.Method, req.ID)
 		defer func() { endRequest(r, err) }()
 	}
-	switch req.Method {
-	case "tools/call":
-		// The hot path decodes its params and _meta in one pass.
-		return s.callTool(ctx, peer, req.Params)
-	case "initialize":
-		// initialize selects the legacy rules, whatever its _meta says.
-		return s.initialize(ctx, req.Params)
+	m, known := Lookup(req.Method)
+	if known && m.ownMeta {
+		return m.serve(s, ctx, peer, req, reqInfo{})
 	}
 	meta, err := metaOnly(req.Params)
 	if err != nil {
@@ -198,50 +194,26 @@ func (s *Server) Handle(ctx context.Context, peer rpc.Peer, req rpc.Request) (re
 	if s.Trace != nil {
 		ctx = trace.Begin(ctx, trace.Parent{Traceparent: meta.Traceparent, Tracestate: meta.Tracestate}, s.version(ri), "")
 	}
-	switch req.Method {
-	case "server/discover":
-		if !ri.modern {
-			return nil, missingMeta(fmt.Sprintf("server/discover is a %s request: send _meta %q (e.g. %q) and %q", Modern, MetaProtocolVersion, Modern, MetaClientCapabilities))
-		}
-		return s.discover(), nil
-	case "tools/list":
-		if !ri.modern {
-			// A legacy client that skips initialize still gets list_changed
-			// once it has seen a list.
-			s.subs.addLegacy(peer.Session())
-		}
-		return s.listTools(ctx, ri, req.Params)
-	case "resources/list":
-		return s.emptyList(ri, "resources"), nil
-	case "prompts/list":
-		return s.emptyList(ri, "prompts"), nil
-	case "subscriptions/listen":
-		if ri.modern {
-			return s.listen(ctx, peer, req.ID, req.Params)
-		}
-	case "ping":
-		if !ri.modern {
-			return struct{}{}, nil
-		}
-	case "logging/setLevel":
-		if !ri.modern {
-			return s.setLevel(req.Params)
-		}
+	switch {
+	case known && m.servedIn(ri):
+		return m.serve(s, ctx, peer, req, ri)
+	case known && m.outside != nil:
+		return nil, m.outside(req.Method)
 	}
-	return nil, notFound(req.Method, ri.modern)
+	return nil, notFound(req.Method, ri.perRequest)
 }
 
-// notFound is -32601; a modern request gets it with HTTP 404, as the
+// notFound is -32601; a 2026-07-28 request gets it with HTTP 404, as the
 // Streamable HTTP binding says.
-func notFound(method string, modern bool) error {
+func notFound(method string, perRequest bool) error {
 	e := rpc.NewError(rpc.CodeMethodNotFound, fmt.Sprintf("method %q not found", method))
-	if modern {
-		e.Status = 404
+	if perRequest {
+		e.Kind = rpc.KindUnknownMethod
 		switch method {
 		case "ping":
-			e.Message += fmt.Sprintf(" in protocol revision %s (removed there: every request stands alone, no connection to keep alive)", Modern)
+			e.Message += fmt.Sprintf(" in protocol revision %s (removed there: every request stands alone, no connection to keep alive)", PerRequestVersion)
 		case "logging/setLevel":
-			e.Message += fmt.Sprintf(" in protocol revision %s (removed there: a log level goes in each request's _meta %q)", Modern, MetaLogLevel)
+			e.Message += fmt.Sprintf(" in protocol revision %s (removed there: a log level goes in each request's _meta %q)", PerRequestVersion, MetaLogLevel)
 		}
 	}
 	return e
@@ -251,14 +223,14 @@ func notFound(method string, modern bool) error {
 func (s *Server) Notification(_ context.Context, peer rpc.Peer, method string, _ json.RawMessage) {
 	if method == "notifications/initialized" {
 		s.init()
-		s.subs.addLegacy(peer.Session())
+		s.subs.addNegotiated(peer.Session())
 	}
 }
 
-// Forget drops a legacy session's peer (its HTTP session ended).
+// Forget drops a 2025 session's peer (its HTTP session ended).
 func (s *Server) Forget(p rpc.Peer) {
 	s.init()
-	s.subs.removeLegacy(p)
+	s.subs.removeNegotiated(p)
 }
 
 // Draining implements rpc.Drainer: open subscriptions end gracefully when
@@ -278,10 +250,10 @@ func (s *Server) capabilities() map[string]any {
 // version is the revision a request speaks, for its span: its own, or
 // the one the last initialize negotiated.
 func (s *Server) version(ri reqInfo) string {
-	if ri.modern {
-		return Modern
+	if ri.perRequest {
+		return PerRequestVersion
 	}
-	if v := s.legacyVersion.Load(); v != nil {
+	if v := s.negotiatedVersion.Load(); v != nil {
 		return *v
 	}
 	return ""
@@ -316,12 +288,12 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (any, e
 	if err := json.Unmarshal(orEmpty(params), &p); err != nil {
 		return nil, rpc.NewError(rpc.CodeInvalidParams, "initialize: "+err.Error())
 	}
-	version := legacyVersions[0]
-	if slices.Contains(legacyVersions, p.ProtocolVersion) {
+	version := negotiatedVersions[0]
+	if slices.Contains(negotiatedVersions, p.ProtocolVersion) {
 		version = p.ProtocolVersion
 	}
 	s.formElicit.Store(formElicitation(p.Capabilities.Elicitation))
-	s.legacyVersion.Store(&version)
+	s.negotiatedVersion.Store(&version)
 	if s.Trace != nil {
 		trace.Begin(ctx, trace.Parent{Traceparent: p.Meta.Traceparent, Tracestate: p.Meta.Tracestate}, version, "")
 	}
@@ -358,21 +330,21 @@ func orEmpty(p json.RawMessage) json.RawMessage {
 
 func (s *Server) emptyList(ri reqInfo, key string) any {
 	r := map[string]any{key: []any{}}
-	if ri.modern {
-		s.modernize(r)
+	if ri.perRequest {
+		s.addPerRequestFields(r)
 		r["ttlMs"], r["cacheScope"] = listTTLMS, listCacheScope
 	}
 	return r
 }
 
-// modernize adds what every 2026-07-28 result carries.
-func (s *Server) modernize(r map[string]any) {
+// addPerRequestFields adds what every 2026-07-28 result carries.
+func (s *Server) addPerRequestFields(r map[string]any) {
 	r["resultType"] = "complete"
 	r["_meta"] = map[string]any{MetaServerInfo: s.serverInfo}
 }
 
 // listPage is one tools/list page; the 2026-07-28 fields are left out of
-// a legacy answer.
+// a 2025 answer.
 type listPage struct {
 	Tools      []json.RawMessage `json:"tools"`
 	NextCursor string            `json:"nextCursor,omitempty"`
@@ -413,7 +385,7 @@ func (s *Server) listTools(ctx context.Context, ri reqInfo, params json.RawMessa
 	if end < len(l.entries) {
 		res.NextCursor = encodeCursor(end, l.gen)
 	}
-	if ri.modern {
+	if ri.perRequest {
 		ttl := listTTLMS
 		res.ResultType, res.TTLMS, res.CacheScope = "complete", &ttl, listCacheScope
 		res.Meta = map[string]any{MetaServerInfo: s.serverInfo}

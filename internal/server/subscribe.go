@@ -11,14 +11,14 @@ import (
 	"github.com/toolhost/toolhost/internal/rpc"
 )
 
-// subscriptions are the clients told when the tool list changes: legacy
+// subscriptions are the clients told when the tool list changes: 2025
 // sessions (stdio, or an HTTP session's GET stream) once they initialized
 // or listed tools, and the 2026-07-28 subscriptions/listen streams that
 // asked for toolsListChanged.
 type subscriptions struct {
-	mu     sync.Mutex
-	legacy map[rpc.Peer]struct{}
-	listen map[*listener]struct{}
+	mu         sync.Mutex
+	negotiated map[rpc.Peer]struct{}
+	listen     map[*listener]struct{}
 	// closing is closed when shutdown starts: every listen stream ends
 	// with its graceful result.
 	closing   chan struct{}
@@ -32,20 +32,20 @@ type listener struct {
 }
 
 func (s *subscriptions) init() {
-	s.legacy = map[rpc.Peer]struct{}{}
+	s.negotiated = map[rpc.Peer]struct{}{}
 	s.listen = map[*listener]struct{}{}
 	s.closing = make(chan struct{})
 }
 
-func (s *subscriptions) addLegacy(p rpc.Peer) {
+func (s *subscriptions) addNegotiated(p rpc.Peer) {
 	s.mu.Lock()
-	s.legacy[p] = struct{}{}
+	s.negotiated[p] = struct{}{}
 	s.mu.Unlock()
 }
 
-func (s *subscriptions) removeLegacy(p rpc.Peer) {
+func (s *subscriptions) removeNegotiated(p rpc.Peer) {
 	s.mu.Lock()
-	delete(s.legacy, p)
+	delete(s.negotiated, p)
 	s.mu.Unlock()
 }
 
@@ -53,9 +53,9 @@ func (s *subscriptions) close() { s.closeOnce.Do(func() { close(s.closing) }) }
 
 func (s *subscriptions) toolsChanged(log zerolog.Logger) {
 	s.mu.Lock()
-	legacy := make([]rpc.Peer, 0, len(s.legacy))
-	for p := range s.legacy {
-		legacy = append(legacy, p)
+	negotiated := make([]rpc.Peer, 0, len(s.negotiated))
+	for p := range s.negotiated {
+		negotiated = append(negotiated, p)
 	}
 	listen := make([]*listener, 0, len(s.listen))
 	for l := range s.listen {
@@ -64,7 +64,7 @@ func (s *subscriptions) toolsChanged(log zerolog.Logger) {
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for _, p := range legacy {
+	for _, p := range negotiated {
 		if err := p.Notify(ctx, "notifications/tools/list_changed", nil); err != nil {
 			log.Debug().Err(err).Msg("tools/list_changed not delivered")
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/procs"
+	"github.com/toolhost/toolhost/internal/progid"
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/rules"
 	"github.com/toolhost/toolhost/internal/sandbox"
@@ -181,8 +182,12 @@ func Open(o Options) (*Session, error) {
 		Identity: id, Services: svc, Settings: settings, Log: o.Log,
 		Confirm: st.Confirmations(),
 		States:  &confirm.States{Store: st.RequestStates(), Clock: svc.Clock},
-		Guard:   guardCommand,
 	}
+	// One view of the machine for the guard and the rules: every agent's
+	// write roots make the files there unknown programs.
+	progs := progid.ForProject(set, abs, settings.Cwd, "")
+	eng.Programs = progs
+	eng.Guard = func(c tool.Command) error { return guardCommand(c, progs) }
 	ts := o.Trace.Session(trace.Identity{SessionID: id.SessionID, Agent: id.Agent, ProjectID: id.ProjectID, Unit: id.UnitID})
 	eng.Trace = ts
 	eng.Init()
@@ -361,9 +366,10 @@ func (s *Session) Close() error {
 }
 
 // guardCommand runs the Bash guard on a command a tool would start.
-func guardCommand(c tool.Command) error {
+func guardCommand(c tool.Command, progs bashguard.Programs) error {
+	o := bashguard.Options{Programs: progs, Dir: c.Dir}
 	if c.Argv != nil {
-		return bashguard.CheckArgv(c.Argv, c.Env)
+		return bashguard.CheckArgvWith(c.Argv, c.Env, o)
 	}
-	return bashguard.Check(c.Script)
+	return bashguard.CheckWith(c.Script, o)
 }

@@ -102,6 +102,9 @@ type Command struct {
 	Argv   []string
 	// Env is the environment an Argv command is given.
 	Env map[string]string
+	// Dir is where the command starts, relative to the project dir; ""
+	// for the agent's working directory.
+	Dir string
 	// Where names the input that holds it ("units[1].argv"), for the
 	// message of a refusal.
 	Where string

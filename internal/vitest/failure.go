@@ -1,6 +1,7 @@
 package vitest
 
 import (
+	"fmt"
 	"path"
 	"regexp"
 	"strconv"
@@ -64,8 +65,34 @@ type Failure struct {
 // its message is replaced later, but the reporter prints the stack string.
 const StackTraceMarker = "STACK_TRACE_ERROR"
 
-func testFailure(file string, t Test, a Assertion, declared bool) *Failure {
-	f := &Failure{File: file, Test: t.Name, Level: LevelTest, Text: t.Message, Message: FirstMeaningfulLine(t.Message)}
+// testFailures turns each error of a failed test into a failure; errors at
+// the same line of the test file (a retried assertion) are one.
+func testFailures(file string, t Test, a Assertion, declared bool) []*Failure {
+	var out []*Failure
+	seen := map[string]bool{}
+	for _, msg := range a.FailureMessages {
+		text := StripANSI(msg)
+		f := testFailure(file, t, text, a, declared)
+		// Where in the test file the error shows tells one assertion
+		// from another; without a stack (Vitest 1) the message does.
+		key := f.Message
+		if line := frameLineIn(Frames(text), file); line > 0 {
+			key = fmt.Sprint(line)
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, f)
+	}
+	if len(out) == 0 {
+		out = append(out, testFailure(file, t, "", a, declared))
+	}
+	return out
+}
+
+func testFailure(file string, t Test, text string, a Assertion, declared bool) *Failure {
+	f := &Failure{File: file, Test: t.Name, Level: LevelTest, Text: text, Message: FirstMeaningfulLine(text)}
 	f.Kind = Classify(f.Message)
 	if f.Kind == KindTimeout && strings.Contains(f.Message, StackTraceMarker) {
 		f.Message = "Test timed out (Vitest's JSON report shows a timeout as " + StackTraceMarker + ")"
@@ -73,7 +100,7 @@ func testFailure(file string, t Test, a Assertion, declared bool) *Failure {
 	if f.Message == "" {
 		f.Message = "the test failed without a message"
 	}
-	frames := Frames(t.Message)
+	frames := Frames(text)
 	f.Line = frameLineIn(frames, file)
 	f.Thrown = thrownAt(frames, file)
 	switch {

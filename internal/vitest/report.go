@@ -14,6 +14,7 @@ import (
 type Report struct {
 	NumTotalTests *int          `json:"numTotalTests"`
 	StartTime     float64       `json:"startTime"`
+	Success       *bool         `json:"success"`
 	TestResults   *[]FileResult `json:"testResults"`
 }
 
@@ -80,7 +81,12 @@ type Test struct {
 	Message string
 	// DeclaredAt is the line of the test's declaration (0 when unknown).
 	DeclaredAt int
-	// Failure is set for a failed test.
+	// Failures are a failed test's errors, one per error it raised: more
+	// than one when expect.soft assertions failed (each at its own line).
+	// A retried test raises the same assertion again on each try; that is
+	// one failure (the first try's).
+	Failures []*Failure
+	// Failure is the first of Failures (nil for a test that did not fail).
 	Failure *Failure
 }
 
@@ -110,6 +116,16 @@ func Parse(data []byte) (*Run, error) {
 	if r.TestResults == nil {
 		return nil, fmt.Errorf("%w: no testResults array (expected the output of vitest run --reporter=json)", ErrNotReport)
 	}
+	if len(*r.TestResults) == 0 {
+		// Vitest writes its counts and verdict in every report; a report
+		// of no test file is a run that found none, never 0 tests passed.
+		switch {
+		case r.Success == nil || r.NumTotalTests == nil:
+			return nil, fmt.Errorf("%w: testResults is empty and numTotalTests, success and startTime, which Vitest writes in every report, are missing: an empty or hand-made object, not a run; rerun vitest run --reporter=json --outputFile=<path>", ErrNotReport)
+		case !*r.Success:
+			return nil, errors.New("the run found no test file: Vitest ran none and failed the run: no file matched its include patterns (it printed \"No test files found\"); check the test file names and vitest.config's include, or the directory it ran in")
+		}
+	}
 	run := &Run{Report: r}
 	var end, sumDur float64
 	for i, f := range *r.TestResults {
@@ -137,7 +153,8 @@ func Parse(data []byte) (*Run, error) {
 			case StatusFailed:
 				run.Failed++
 				ran++
-				t.Failure = testFailure(file.Name, t, a, declared)
+				t.Failures = testFailures(file.Name, t, a, declared)
+				t.Failure = t.Failures[0]
 			case StatusSkipped, StatusPending, "disabled":
 				run.Skipped++
 			case StatusTodo:
@@ -209,9 +226,7 @@ func (r *Run) Failures() []*Failure {
 			out = append(out, f.Error)
 		}
 		for j := range f.Tests {
-			if t := f.Tests[j].Failure; t != nil {
-				out = append(out, t)
-			}
+			out = append(out, f.Tests[j].Failures...)
 		}
 	}
 	return out

@@ -4,7 +4,9 @@
 // that did not load, a hook that failed outside any test, a run Vitest
 // marked failed with nothing failing — into one Failure with its kind, its
 // message, the line in the test file and the frame where the error was
-// thrown. The Tester's parse_vitest and hint_builder and the Bug Triager's
+// thrown; a test that raised several errors (expect.soft) is a failure per
+// error. A report of no test file is never a run of 0 tests. The Tester's
+// parse_vitest and hint_builder and the Bug Triager's
 // evidence and classifier all read reports through it, so they never
 // disagree on what a report says.
 //

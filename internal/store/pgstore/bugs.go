@@ -100,6 +100,9 @@ func (b *bugStore) create(ctx context.Context, tx pgx.Tx, nb bugs.NewBug, n int,
 		b.s.pid, n, bug.Fingerprint, bug.Status, bugs.SeverityRank(bug.Severity), bug.UnitID, key, doc); err != nil {
 		return err
 	}
+	if err := countBug(ctx, tx, b.s.pid, bug, 1); err != nil {
+		return err
+	}
 	*out = bugs.Opened{Bug: bug, EvidenceAdded: true}
 	return notify(ctx, tx, b.s.pid, "bugs", "")
 }
@@ -126,8 +129,30 @@ func deref(s *string) string {
 	return *s
 }
 
-// save writes a changed bug back (its row is locked by the caller).
+// countBug moves the count of bug's (status, severity, unit) by d.
+func countBug(ctx context.Context, tx pgx.Tx, pid string, bug *bugs.Bug, d int) error {
+	_, err := tx.Exec(ctx, `INSERT INTO bug_counts (pid, status, sev_rank, unit_id, n) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (pid, status, sev_rank, unit_id) DO UPDATE SET n = bug_counts.n + excluded.n`,
+		pid, bug.Status, bugs.SeverityRank(bug.Severity), bug.UnitID, d)
+	return err
+}
+
+// save writes a changed bug back (its row is locked by the caller) and
+// moves it between the counts when its status changed.
 func (b *bugStore) save(ctx context.Context, tx pgx.Tx, bug *bugs.Bug, key string) error {
+	var was bugs.Bug
+	if err := tx.QueryRow(ctx, `SELECT status, unit_id FROM bugs WHERE pid = $1 AND num = $2`, b.s.pid, bugs.IDNumber(bug.ID)).Scan(&was.Status, &was.UnitID); err != nil {
+		return err
+	}
+	was.Severity = bug.Severity
+	if was.Status != bug.Status || was.UnitID != bug.UnitID {
+		if err := countBug(ctx, tx, b.s.pid, &was, -1); err != nil {
+			return err
+		}
+		if err := countBug(ctx, tx, b.s.pid, bug, 1); err != nil {
+			return err
+		}
+	}
 	doc, err := bugDoc(bug)
 	if err != nil {
 		return err
@@ -196,7 +221,7 @@ func (b *bugStore) List(ctx context.Context, q bugs.Query) (bugs.Listing, error)
 		where += fmt.Sprintf(" AND sev_rank = $%d", len(args))
 	}
 	out := bugs.Listing{Bugs: []bugs.Summary{}}
-	if err := b.s.pool.QueryRow(ctx, `SELECT count(*) FROM bugs WHERE `+where, args...).Scan(&out.Total); err != nil {
+	if err := b.s.pool.QueryRow(ctx, `SELECT coalesce(sum(n), 0) FROM bug_counts WHERE `+where, args...).Scan(&out.Total); err != nil {
 		return out, b.s.classify(err)
 	}
 	args = append(args, max(q.Limit, 0))

@@ -142,9 +142,6 @@ func (c *confirmations) Decide(ctx context.Context, id string, approve bool) (*c
 	return out, err
 }
 
-// keepClosed is how long closed entries stay listed, as in the file store.
-const keepClosed = 24 * time.Hour
-
 // List returns the project's entries; entries closed and older than a day
 // are dropped first, as the file store prunes them.
 func (c *confirmations) List(ctx context.Context) ([]*confirm.Entry, error) {

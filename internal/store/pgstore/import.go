@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -132,12 +131,18 @@ func (im *Import) Done(ctx context.Context) error {
 	if err := saveHead(ctx, im.tx, im.s.pid, im.head); err != nil {
 		return err
 	}
+	if _, err := im.tx.Exec(ctx, `INSERT INTO bug_counts (pid, status, sev_rank, unit_id, n)
+		SELECT pid, status, sev_rank, unit_id, count(*) FROM bugs WHERE pid = $1 GROUP BY pid, status, sev_rank, unit_id`, im.s.pid); err != nil {
+		return err
+	}
 	if err := notify(ctx, im.tx, im.s.pid, resync, ""); err != nil {
 		return err
 	}
-	err := im.tx.Commit(ctx)
-	if errors.Is(err, pgx.ErrTxClosed) {
-		return nil
+	if err := im.tx.Commit(ctx); err != nil {
+		return im.s.classify(err)
 	}
+	// The planner's statistics, now rather than whenever autovacuum comes
+	// by: bug_list on thousands of imported bugs must use its index.
+	_, err := im.s.pool.Exec(ctx, `ANALYZE bugs, audit, timeline`)
 	return im.s.classify(err)
 }

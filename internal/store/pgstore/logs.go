@@ -1,14 +1,17 @@
 package pgstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/toolhost/toolhost/internal/ndjson"
 	"github.com/toolhost/toolhost/internal/redact"
@@ -208,12 +211,56 @@ func (t *timelineLog) Append(ctx context.Context, e store.TimelineEntry) (int64,
 		fmt.Fprintf(h, "%s\x00%d\x00%s\x00%s\x00%s\x00%s\x00%s", e.CallID, e.Nth, e.SessionID, e.Agent, e.Kind, e.Message, data)
 		key = "call:" + hex.EncodeToString(h.Sum(nil))
 	}
-	return t.log().appendLine(ctx, key, func(n int64) ([]byte, error) {
-		e.Seq = n
-		// What an agent or a tool writes to the timeline keeps no
-		// credential (as in the file store).
-		return redact.Marshal(e)
+	// What an agent or a tool writes to the timeline keeps no credential
+	// (as in the file store). The line is encoded with seq 0, and the
+	// database puts the number it takes in its place.
+	e.Seq = 0
+	line, err := redact.Marshal(e)
+	if err != nil {
+		return 0, err
+	}
+	if !bytes.HasPrefix(line, []byte(seqZero)) {
+		return 0, fmt.Errorf("timeline entry encodes as %.20q…, not %s…", line, seqZero)
+	}
+	return t.append(ctx, key, string(line[len(seqZero):]))
+}
+
+// seqZero is how an entry's line begins before it has its seq.
+const seqZero = `{"seq":0`
+
+// appendSQL appends an entry in one statement (one round trip, no
+// explicit transaction): the entry of this key if there is one, else the
+// head's next number, taken under the head row's lock for the statement's
+// transaction, and the line with it; and the notification.
+const appendSQL = `WITH dup AS (SELECT seq FROM timeline WHERE pid = $1 AND idem = $2),
+h AS (UPDATE heads SET n = n + 1 WHERE pid = $1 AND log = 'timeline' AND NOT EXISTS (SELECT 1 FROM dup) RETURNING n),
+ins AS (INSERT INTO timeline (pid, seq, idem, line) SELECT $1, n, $2, '{"seq":' || n || $3 FROM h RETURNING seq),
+nt AS (SELECT pg_notify('toolhost', $4) FROM ins)
+SELECT coalesce((SELECT seq FROM ins), (SELECT seq FROM dup), 0), (SELECT count(*) FROM nt)`
+
+func (t *timelineLog) append(ctx context.Context, key, rest string) (int64, error) {
+	var seq int64
+	err := t.s.retry(ctx, func() error {
+		for {
+			var notified int64
+			err := t.s.pool.QueryRow(ctx, appendSQL, t.s.pid, key, rest, t.s.pid+"\x1ftimeline\x1f").Scan(&seq, &notified)
+			var pe *pgconn.PgError
+			switch {
+			case errors.As(err, &pe) && pe.Code == "23505":
+				continue // the same key raced itself: the next try finds it
+			case err != nil:
+				return err
+			case seq == 0:
+				// No head yet: the project's first entry.
+				if _, err := t.s.pool.Exec(ctx, `INSERT INTO heads (pid, log) VALUES ($1, 'timeline') ON CONFLICT DO NOTHING`, t.s.pid); err != nil {
+					return err
+				}
+				continue
+			}
+			return nil
+		}
 	})
+	return seq, err
 }
 
 func (t *timelineLog) Each(ctx context.Context, fn func(store.TimelineEntry) error) (ndjson.BadLines, error) {

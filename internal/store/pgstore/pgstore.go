@@ -230,10 +230,16 @@ func (s *Store) classify(err error) error {
 // must find its own earlier write by its key: a try whose commit's answer
 // was lost may have committed.
 func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return s.retry(ctx, func() error { return pgx.BeginFunc(ctx, s.pool, fn) })
+}
+
+// retry runs fn again with backoff while the database cannot be reached
+// (for up to RetryFor); fn must find its own earlier write by its key.
+func (s *Store) retry(ctx context.Context, fn func() error) error {
 	deadline := time.Now().Add(s.o.RetryFor)
 	wait := 20 * time.Millisecond
 	for {
-		err := pgx.BeginFunc(ctx, s.pool, fn)
+		err := fn()
 		if err == nil || !unreachable(err) || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
 			return s.classify(err)
 		}
@@ -251,17 +257,4 @@ func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 func notify(ctx context.Context, tx pgx.Tx, pid, what, agent string) error {
 	_, err := tx.Exec(ctx, `SELECT pg_notify('toolhost', $1)`, pid+"\x1f"+what+"\x1f"+agent)
 	return err
-}
-
-// nextNumber locks the project's head of log and returns the next number
-// (the head is created on first use).
-func nextNumber(ctx context.Context, tx pgx.Tx, pid, log string) (int64, error) {
-	if _, err := tx.Exec(ctx, `INSERT INTO heads (pid, log) VALUES ($1, $2) ON CONFLICT DO NOTHING`, pid, log); err != nil {
-		return 0, err
-	}
-	var n int64
-	if err := tx.QueryRow(ctx, `UPDATE heads SET n = n + 1 WHERE pid = $1 AND log = $2 RETURNING n`, pid, log).Scan(&n); err != nil {
-		return 0, err
-	}
-	return n, nil
 }

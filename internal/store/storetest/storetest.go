@@ -455,7 +455,7 @@ func bugsList(t *testing.T, p Project) {
 	if bad, err := s.Bugs().Each(ctx, func(b *bugs.Bug) error {
 		n++
 		if b.ID != bugs.FormatID(n) {
-			return fmt.Errorf("Each gave %s as bug %d", b.ID, n)
+			return fmt.Errorf("bug %d of Each is %s", n, b.ID)
 		}
 		return nil
 	}); err != nil || len(bad) != 0 || n != 9 {

@@ -63,15 +63,11 @@ func contractBridge(_ context.Context, c *callctx.Ctx, in ContractBridgeInput) (
 	if err != nil {
 		return ContractBridgeOutput{}, tool.Fail(err, "contract %s cannot be read", in.Contract)
 	}
-	ct, err := contract.Parse(raw, in.Contract)
+	ct, err := contract.Load(c.Files.ReadFile, src, raw, in.Contract)
 	if err != nil {
 		return ContractBridgeOutput{}, tool.Fail(fault.Content(err), "%s", src)
 	}
-	sum, err := contract.Hash(raw)
-	if err != nil {
-		return ContractBridgeOutput{}, tool.Fail(fault.Content(err), "%s", src)
-	}
-	m, err := buildModel(ct, sum, src, in.Lang == "go")
+	m, err := buildModel(ct, ct.SHA256, src, in.Lang == "go")
 	if err != nil {
 		return ContractBridgeOutput{}, tool.Fail(fault.Content(err), "%s", src)
 	}

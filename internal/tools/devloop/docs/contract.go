@@ -33,9 +33,10 @@ type HashContractInput struct {
 // HashContractOutput is the result of hash_contract.
 type HashContractOutput struct {
 	tool.Status
-	SHA256   string `json:"sha256,omitempty" jsonschema_description:"hex sha256 of the contract's canonical JSON (sorted keys, no insignificant white space, numbers as written; a YAML contract as the JSON it stands for)"`
-	Changed  bool   `json:"changed" jsonschema_description:"true when a hash was recorded before and differs from this one"`
-	Previous string `json:"previous,omitempty" jsonschema_description:"the hash recorded before, if any"`
+	SHA256   string   `json:"sha256,omitempty" jsonschema_description:"hex sha256 of the contract's canonical JSON (sorted keys, no insignificant white space, numbers as written; a YAML contract as the JSON it stands for) and of every file its $refs reach"`
+	Files    []string `json:"files,omitempty" jsonschema_description:"the other files the contract refers to ($refs), which the hash covers"`
+	Changed  bool     `json:"changed" jsonschema_description:"true when a hash was recorded before and differs from this one"`
+	Previous string   `json:"previous,omitempty" jsonschema_description:"the hash recorded before, if any"`
 }
 
 // HashContract is the hash_contract tool.
@@ -43,7 +44,7 @@ func HashContract() tool.Tool {
 	return tool.New(tool.Spec{
 		Name:  "hash_contract",
 		Title: "Hash API contract",
-		Description: "Compute the sha256 of a contract's canonical JSON (the toolhost format or OpenAPI 3.0/3.1, JSON or YAML; reformatting does not change it, changing any field does) and record it in contracts/hashes.json. " +
+		Description: "Compute the sha256 of a contract's canonical JSON (the toolhost format or OpenAPI 3.0/3.1, JSON or YAML; reformatting does not change it, changing any field does, in the contract or in a file its $refs reach) and record it in contracts/hashes.json. " +
 			"Returns the hash, the previously recorded one and whether it changed; validate_sdd_consistency reports contracts whose hash changed since it was recorded.",
 		Effect:     tool.Destructive,
 		Idempotent: true,
@@ -61,14 +62,12 @@ func hashContract(_ context.Context, c *callctx.Ctx, in HashContractInput) (Hash
 	if err != nil {
 		return HashContractOutput{}, err
 	}
-	if _, err := contract.Parse(data, contract.NameOf(in.Path)); err != nil {
+	ct, err := contract.Load(c.Files.ReadFile, in.Path, data, contract.NameOf(in.Path))
+	if err != nil {
 		return HashContractOutput{}, tool.Fail(fault.Content(err), "%s is not a contract toolhost reads; fix it ({name, version, endpoints:[{id, method, path, request?, response, status}]}, or an OpenAPI 3.0/3.1 document with paths and components.schemas)", in.Path)
 	}
-	sum, err := contract.Hash(data)
-	if err != nil {
-		return HashContractOutput{}, tool.Fail(fault.Content(err), "%s", in.Path)
-	}
-	out := HashContractOutput{Status: tool.Status{OK: true}, SHA256: sum}
+	sum := ct.SHA256
+	out := HashContractOutput{Status: tool.Status{OK: true}, SHA256: sum, Files: ct.Files}
 	err = sandbox.UpdateJSON(c.Files, HashesPath, func(h *Hashes, _ bool) error {
 		if *h == nil {
 			*h = Hashes{}

@@ -447,17 +447,15 @@ func (k *checker) checkContracts(sddPages []string) {
 		if err != nil {
 			continue
 		}
-		if _, err := contract.Parse(data, name); err != nil {
+		ct, err := contract.Load(k.files.ReadFile, rel, data, name)
+		if err != nil {
 			k.rep.err(rel, "contract_invalid", "%s", tool.Explain(k.c, fault.Content(err)))
 			continue
 		}
 		if !referenced[name] {
 			k.rep.err(rel, "contract_unreferenced", "no SDD page references contract %s; add data-contract=%q to the section that specifies it", name, name)
 		}
-		sum, err := contract.Hash(data)
-		if err != nil {
-			continue
-		}
+		sum := ct.SHA256
 		rec, ok := hashes[rel]
 		switch {
 		case !ok:

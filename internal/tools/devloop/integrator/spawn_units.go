@@ -103,7 +103,11 @@ func unitCommands(args json.RawMessage) []tool.Command {
 	var out []tool.Command
 	for i, u := range in.Units {
 		if len(u.Argv) > 0 {
-			out = append(out, tool.Command{Argv: u.Argv, Env: u.Env, Where: fmt.Sprintf("units[%d].argv", i)})
+			dir := u.Cwd
+			if dir == "" {
+				dir = "units/" + u.ID
+			}
+			out = append(out, tool.Command{Argv: u.Argv, Env: u.Env, Dir: dir, Where: fmt.Sprintf("units[%d].argv", i)})
 		}
 	}
 	return out

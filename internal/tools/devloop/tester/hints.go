@@ -112,10 +112,17 @@ func BuildHints(failures []Failure) []Hint {
 			}
 		}
 		// Errors thrown at different places in the code under test are
-		// different causes; each snapshot is its own stored value.
-		key := [4]string{f.File, level, kind, f.Thrown}
-		if kind == KindSnapshot {
-			key[3] = f.Name
+		// different causes; an error raised in the test itself (an
+		// assertion, the test's own code) is told apart by what it says,
+		// so two different assertions of one file are two hints; each
+		// snapshot is its own stored value.
+		msg := strings.TrimSpace(vitest.StripANSI(f.Message))
+		key := [4]string{f.File, level, kind, "at " + f.Thrown}
+		switch {
+		case kind == KindSnapshot:
+			key[3] = "test " + f.Name
+		case f.Thrown == "" && level == vitest.LevelTest:
+			key[3] = "says " + msg
 		}
 		g := index[key]
 		if g == nil {
@@ -126,7 +133,7 @@ func BuildHints(failures []Failure) []Hint {
 		if f.Name != "" && !slices.Contains(g.tests, f.Name) {
 			g.tests = append(g.tests, f.Name)
 		}
-		if msg := strings.TrimSpace(vitest.StripANSI(f.Message)); msg != "" && !slices.Contains(g.messages, msg) {
+		if msg != "" && !slices.Contains(g.messages, msg) {
 			g.messages = append(g.messages, msg)
 		}
 		if f.Line > 0 && (g.line == 0 || f.Line < g.line) {

@@ -246,3 +246,126 @@ func TestParseVitestLargeReportIsBounded(t *testing.T) {
 	}
 	t.Logf("5,000 failures: the whole result is %d bytes, page 1 %d bytes, %d pages", len(b), len(r.Structured), tr.Pages)
 }
+
+// softSuite has a test whose two expect.soft assertions fail (and a third
+// passes), and two tests of the same file failing different assertions; the
+// config retries every test twice, so each error is raised on three tries.
+var softSuite = map[string]string{
+	"package.json":      `{ "name": "orders", "private": true, "type": "module" }` + "\n",
+	"vitest.config.mjs": "export default { test: { include: ['src/**/*.test.ts'], retry: 2 } };\n",
+	"src/order.test.ts": `import { it, expect } from 'vitest';
+
+const order = { status: 'open', total: 3, items: ['a'] };
+
+it('checks the order', () => {
+  expect.soft(order.status).toBe('paid');
+  expect.soft(order.total).toBe(5);
+  expect.soft(order.items).toHaveLength(1);
+});
+
+it('names the customer', () => {
+  expect('ann').toBe('bob');
+});
+
+it('counts the items', () => {
+  expect(order.items).toHaveLength(2);
+});
+`,
+}
+
+// TestSoftAssertionsOnRealVitest: every expect.soft failure of a test is a
+// failure of its own, at its own line; a retried assertion is one failure;
+// two different assertions of one file are two hints, each naming its test.
+func TestSoftAssertionsOnRealVitest(t *testing.T) {
+	t.Parallel()
+	for _, major := range vitesttest.Versions {
+		t.Run(fmt.Sprintf("vitest%d", major), func(t *testing.T) {
+			t.Parallel()
+			c := newCtx(t, "tester", "orders")
+			res := vitesttest.Run(t, major, c.ProjectDir+"/units/orders", softSuite)
+			writeProjectFile(t, c, "reports/soft.json", res.Report)
+			got, _, err := call[ParseVitestOutput](t, c, ParseVitest(), map[string]any{"report_path": "reports/soft.json"})
+			if err != nil || !got.OK {
+				t.Fatalf("parse_vitest: %v %+v", err, got)
+			}
+			var lines []string
+			for _, f := range got.Failures {
+				lines = append(lines, fmt.Sprintf("%s|%s|%d", f.Name, f.Message, f.Line))
+			}
+			want := []string{
+				"checks the order|AssertionError: expected 'open' to be 'paid' // Object.is equality|" + fmt.Sprint(vitesttest.LineOf(t, softSuite, "src/order.test.ts", "order.status")),
+				"checks the order|AssertionError: expected 3 to be 5 // Object.is equality|" + fmt.Sprint(vitesttest.LineOf(t, softSuite, "src/order.test.ts", "order.total")),
+				"names the customer|AssertionError: expected 'ann' to be 'bob' // Object.is equality|" + fmt.Sprint(vitesttest.LineOf(t, softSuite, "src/order.test.ts", "'ann'")),
+				"counts the items|AssertionError: expected [ 'a' ] to have a length of 2 but got 1|" + fmt.Sprint(vitesttest.LineOf(t, softSuite, "src/order.test.ts", "toHaveLength(2)")),
+			}
+			if major == 1 {
+				// Vitest 1 keeps neither the class nor the stack: the
+				// message alone, at the test's location.
+				for i, w := range want {
+					w = strings.Replace(w, "AssertionError: ", "", 1)
+					want[i] = w[:strings.LastIndex(w, "|")]
+				}
+				for i, l := range lines {
+					lines[i] = l[:strings.LastIndex(l, "|")]
+				}
+			}
+			if got.Failed != 3 || strings.Join(lines, "\n") != strings.Join(want, "\n") {
+				t.Errorf("failed %d, failures:\n%s\nwant 3 failed tests and:\n%s", got.Failed, strings.Join(lines, "\n"), strings.Join(want, "\n"))
+			}
+			hints, _, err := call[HintBuilderOutput](t, c, HintBuilder(), map[string]any{"report_path": "reports/soft.json"})
+			if err != nil || !hints.OK {
+				t.Fatalf("hint_builder: %v %+v", err, hints)
+			}
+			says := map[string]string{"expects 'paid'": "checks the order", "expects 5": "checks the order", "expects 'bob'": "names the customer", "a length of 2": "counts the items"}
+			if len(hints.Hints) != len(says) {
+				t.Errorf("%d hints, want one per assertion: %+v", len(hints.Hints), hints.Hints)
+			}
+			for _, h := range hints.Hints {
+				found := false
+				for words, test := range says {
+					if strings.Contains(h.Hint, words) {
+						found = true
+						if len(h.Tests) != 1 || h.Tests[0] != test {
+							t.Errorf("hint %q names %q; the assertion is in %q", h.Hint, h.Tests, test)
+						}
+					}
+				}
+				if !found {
+					t.Errorf("hint %q says none of the assertions", h.Hint)
+				}
+			}
+		})
+	}
+}
+
+// TestParseVitestEmptyReports: a report of no test file is never a run of
+// 0 tests: an object with only testResults is not a report Vitest wrote,
+// and a real run that matched no file failed; with passWithNoTests Vitest
+// says the empty run passed, and so does parse_vitest.
+func TestParseVitestEmptyReports(t *testing.T) {
+	t.Parallel()
+	c := newCtx(t, "tester", "")
+	_, res, err := call[ParseVitestOutput](t, c, ParseVitest(), map[string]any{"report": map[string]any{"testResults": []any{}}})
+	if err != nil || !strings.Contains(string(res.Structured), "not a run") {
+		t.Errorf(`{"testResults":[]}: %v %s; want ok:false saying it is not a run`, err, res.Structured)
+	}
+	for _, tc := range []struct {
+		config string
+		says   string // in the reason; "" for ok with 0 tests
+	}{
+		{"export default { test: { include: ['spec/**/*.test.ts'] } };\n", "found no test file"},
+		{"export default { test: { include: ['spec/**/*.test.ts'], passWithNoTests: true } };\n", ""},
+	} {
+		res := vitesttest.Run(t, 3, t.TempDir(), map[string]string{"package.json": `{"type":"module"}`, "vitest.config.mjs": tc.config, "src/a.test.ts": "it('x', () => {});\n"})
+		writeProjectFile(t, c, "reports/empty.json", res.Report)
+		got, r, err := call[ParseVitestOutput](t, c, ParseVitest(), map[string]any{"report_path": "reports/empty.json"})
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case tc.says == "" && (!got.OK || got.Total != 0):
+			t.Errorf("passWithNoTests: %s; want ok with 0 tests", r.Structured)
+		case tc.says != "" && (got.OK || !strings.Contains(string(r.Structured), tc.says)):
+			t.Errorf("no test file: %s; want ok:false saying %q", r.Structured, tc.says)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +133,83 @@ func TestTriageOnRealVitest(t *testing.T) {
 	}
 }
 
+// statusSuite is a Vitest suite whose test posts a todo to a real HTTP
+// server that answers 200 where the contract says POST /todos → 201, and
+// whose other test gets a status no contract declares.
+var statusSuite = map[string]string{
+	"package.json": `{ "name": "todo-be", "private": true, "type": "module" }` + "\n",
+	"src/status.test.ts": `import { beforeAll, afterAll, it, expect } from 'vitest';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+let server: http.Server;
+let base = '';
+
+beforeAll(async () => {
+  server = http.createServer((req, res) => { res.statusCode = 200; res.end('{}'); });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = 'http://127.0.0.1:' + (server.address() as AddressInfo).port;
+});
+afterAll(() => { server.close(); });
+
+it('POST /todos answers 201', async () => {
+  const res = await fetch(base + '/todos', { method: 'POST', body: '{"title":"a"}' });
+  expect(res.status).toBe(201);
+});
+
+it('brews coffee', async () => {
+  const res = await fetch(base + '/coffee');
+  expect(res.status).toBe(418);
+});
+`,
+}
+
+// TestClassifyStatusAgainstTheContract: a status assertion failed by a real
+// server, in each Vitest's report, is a contract mismatch when the contract
+// declares the expected status for that route, and stays a logic error
+// when no contract declares it.
+func TestClassifyStatusAgainstTheContract(t *testing.T) {
+	t.Parallel()
+	contract := `openapi: 3.1.0
+info: { title: todos, version: '1' }
+paths:
+  /todos:
+    get:
+      responses: { '200': { description: the todos } }
+    post:
+      responses: { '201': { description: created } }
+`
+	for _, major := range vitesttest.Versions {
+		t.Run(fmt.Sprintf("vitest%d", major), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			writeTree(t, dir, map[string]string{"contracts/todos.yaml": contract})
+			res := vitesttest.Run(t, major, filepath.Join(dir, "units", "todo-be"), statusSuite)
+			writeTree(t, dir, map[string]string{"reports/status.json": string(res.Report)})
+			for _, tc := range []struct{ test, category, rule string }{
+				{"POST /todos answers 201", CatContractMismatch, "contract_status_declared"},
+				{"brews coffee", CatLogicError, "assertion_expected_received"},
+			} {
+				id := openBug(t, dir, "status of "+tc.test, bugs.Evidence{Test: tc.test, Report: "reports/status.json"})
+				out, err := classify(context.Background(), newCtx(t, dir), ClassifyInput{BugID: id})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var rules []string
+				for _, s := range out.Signals {
+					rules = append(rules, s.Rule)
+				}
+				if out.Category != tc.category || !slices.Contains(rules, tc.rule) {
+					t.Errorf("%q: %s by %v (%+v); want %s by %s", tc.test, out.Category, rules, out.Signals, tc.category, tc.rule)
+				}
+				if tc.category == CatLogicError && slices.Contains(rules, "contract_status_declared") {
+					t.Errorf("%q: a status no contract declares voted contract_mismatch: %+v", tc.test, out.Signals)
+				}
+			}
+		})
+	}
+}
+
 // TestClassifyRealStderr: the text of real failures outside a Vitest report
 // — crashed processes, tsc's errors, what Vitest printed for an unhandled
 // rejection — classified as text.
@@ -146,6 +224,10 @@ func TestClassifyRealStderr(t *testing.T) {
 		{"tsc TS2322", tsc, CatLogicError, "typescript_error"},
 		{"vitest unhandled rejection", vitestOut, CatLogicError, "unhandled_rejection"},
 		{"node unhandled rejection", crash.NodeUnhandledRejection(t), CatLogicError, "unhandled_rejection"},
+		{"go panic in a goroutine", crash.GoPanic(t), CatLogicError, "runtime_panic"},
+		{"go concurrent map writes", crash.GoConcurrentMapWrites(t), CatLogicError, "runtime_panic"},
+		{"go net/http handler panic", crash.GoHTTPHandlerPanic(t, 1), CatLogicError, "runtime_panic"},
+		{"rust panic", crash.RustPanic(t, false), CatLogicError, "runtime_panic"},
 	}
 	dir := t.TempDir()
 	for _, tc := range cases {

@@ -90,6 +90,7 @@ var rules = sync.OnceValue(func() []rule {
 				`|\b(?:field|property|key) \S+ (?:is missing|differs|mismatch(?:es)?|has type \w+)` +
 				`|\bjson_subset\b|\bdoes not match (?:the )?contract\b|\bcontract mismatch\b|\bnot in (?:the )?contract\b`)},
 		{ID: "contract_route_404", Category: CatContractMismatch, Weight: 0.9, Check: checkContract404},
+		{ID: "contract_status_declared", Category: CatContractMismatch, Weight: 0.9, Check: checkDeclaredStatus},
 		{ID: "assertion_expected_received", Category: CatLogicError, Weight: 0.7, Near: []string{"expected", "received", "assert"}, Pattern: regexp.MustCompile(
 			`AssertionError\b|(?i)\bexpected .{1,200}? to (?:be|equal|deep(?:ly)? equal|strictly equal|have|contain|match|throw)\b` +
 				`|(?m)^\s*Expected:?\s+.+\n\s*Received:?\s+`)},
@@ -113,6 +114,10 @@ var rules = sync.OnceValue(func() []rule {
 			`Cannot find module ['"]?\.\.?/[^\s'"]*|Failed to (?:load|resolve) (?:url|import) \.\.?/\S+|Can't resolve '\.\.?/`)},
 		{ID: "timeout", Category: CatFlaky, Weight: 0.5, Near: []string{"timeout", "slow", "deadline", "hang"}, Pattern: regexp.MustCompile(
 			`(?i)\b(?:test|hook) timed out\b|\btimed out in \d+ ?ms\b|` + vitest.StackTraceMarker + `|\bexceeded timeout of \d+`)},
+		// A crash of a compiled runtime: the program hit a bug (index out
+		// of range, nil dereference, concurrent map writes, unwrap on None).
+		{ID: "runtime_panic", Category: CatLogicError, Weight: 0.8, Near: []string{"panic", "goroutine", "runtime error", "panicked", "traceback"}, Pattern: regexp.MustCompile(
+			`(?m)^panic: .{1,200}|^fatal error: .{1,200}|\bhttp: panic serving \S+: .{1,200}|\bgoroutine \d+ \[running\]:|\bthread '[^']*'(?: \(\d+\))? panicked at \S+`)},
 		{ID: "snapshot_mismatch", Category: CatLogicError, Weight: 0.6, Near: []string{"snapshot"}, Pattern: regexp.MustCompile(
 			"Snapshot `[^`]*` mismatched|\bSnapshot .{1,200}? mismatched\b|\bto ?match ?(?:inline ?)?snapshot\b|(?i)obsolete snapshot")},
 		{ID: "runtime_type_error", Category: CatLogicError, Weight: 0.6, Near: []string{"undefined", "null", "function", "type"}, Pattern: regexp.MustCompile(
@@ -441,6 +446,57 @@ func checkContract404(f *facts) []Signal {
 						Excerpt: fmt.Sprintf("404 on %s %s, declared in %s as %s %s", m[1], m[2], r.File, r.Method, r.Path)})
 					break
 				}
+			}
+		}
+	}
+	return out
+}
+
+// statusAssertion is an assertion on an HTTP status: chai's "expected 200
+// to be 201" (received first) and Jest/Vitest's "Expected: 201 / Received:
+// 200".
+var statusAssertion = lazyre.New(`\bexpected ([1-5]\d\d) to (?:be|equal|deep(?:ly)? equal|strictly equal) ([1-5]\d\d)\b|(?m)^\s*Expected:?\s+([1-5]\d\d)\s*\n\s*Received:?\s+([1-5]\d\d)\s*$`)
+
+// checkDeclaredStatus votes contract_mismatch when a test expected a
+// status the contract declares and got another one that is not a server
+// error (a 5xx is the server failing, not answering otherwise): the
+// implementation answers differently from the contract. When the texts
+// name a request the contract declares, that endpoint must be the one
+// with the expected status.
+func checkDeclaredStatus(f *facts) []Signal {
+	var named []contractRoute
+	for _, s := range f.Sources {
+		for _, m := range requestLine().FindAllStringSubmatch(s.Text, -1) {
+			norm := normalizePath(m[2])
+			for _, r := range f.Routes {
+				if r.Method == m[1] && pathMatches(r.Norm, norm) {
+					named = append(named, r)
+				}
+			}
+		}
+	}
+	candidates := f.Routes
+	if len(named) > 0 {
+		candidates = named
+	}
+	var out []Signal
+	for _, s := range f.Sources {
+		m := statusAssertion().FindStringSubmatch(s.Text)
+		if m == nil {
+			continue
+		}
+		got, want := m[1], m[2]
+		if got == "" {
+			got, want = m[4], m[3]
+		}
+		if got == want || got[0] == '5' {
+			continue
+		}
+		for _, r := range candidates {
+			if strconv.Itoa(r.Status) == want {
+				out = append(out, Signal{Where: s.Where, Excerpt: clip(fmt.Sprintf("%s: got %s where %s declares %s %s → %d",
+					strings.TrimSpace(m[0]), got, r.File, r.Method, r.Path, r.Status), 300)})
+				break
 			}
 		}
 	}

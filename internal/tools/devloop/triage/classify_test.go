@@ -17,6 +17,11 @@ var ruleCases = []struct {
 }{
 	{rule: "contract_status", text: "step \"create todo\": status: expected 201, got 200\nbody: {\"id\":1}"},
 	{rule: "contract_status", text: "Error: expected 201 \"Created\", got 200 \"OK\"\n    at Test._assertStatus (node_modules/supertest/lib/test.js:252:14)"},
+	{rule: "contract_status_declared", text: "AssertionError: expected 200 to be 201 // Object.is equality\n    at /app/src/todos.test.ts:21:28"},
+	{rule: "contract_status_declared", text: "POST /todos\nexpect(received).toBe(expected)\n\nExpected: 201\nReceived: 200"},
+	{rule: "runtime_panic", text: "panic: runtime error: index out of range [5] with length 2\n\ngoroutine 1 [running]:\nmain.pick(...)\n\t/app/main.go:9"},
+	{rule: "runtime_panic", text: "2026/12/01 20:55:25 http: panic serving 127.0.0.1:44424: runtime error: invalid memory address or nil pointer dereference\ngoroutine 24 [running]:"},
+	{rule: "runtime_panic", text: "thread 'main' (19238) panicked at src/main.rs:4:21:\nindex out of bounds: the len is 3 but the index is 10"},
 	{rule: "contract_field", text: "json_subset: $.todo.done: missing required field done (contract todos, endpoint get-todo)"},
 	{rule: "contract_route_404", text: "GET /todos/17 -> 404 Not Found", where: "text"},
 	{rule: "assertion_expected_received", text: "AssertionError: expected 3 to be 4 // Object.is equality\n    at /repo/src/sum.js:3:10"},

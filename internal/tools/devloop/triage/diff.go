@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -34,6 +35,8 @@ type contractRoute struct {
 	ID, Method, Path, Norm string
 	File                   string
 	Line                   int
+	// Status is the success status the contract declares (0 when none).
+	Status int
 }
 
 // normalizePath rewrites every path parameter (:id, :id?, :id(\d+), {id},
@@ -72,13 +75,13 @@ func loadContract(c *callctx.Ctx, name string) (*contract.Contract, []contractRo
 	if err != nil {
 		return nil, nil, err
 	}
-	ct, err := contract.Parse(data, name)
+	ct, err := contract.Load(func(rel string) ([]byte, error) { return readRel(c, rel) }, p, data, name)
 	if err != nil {
 		return nil, nil, fault.Content(fmt.Errorf("%s: %w", p, err))
 	}
 	var rs []contractRoute
 	for _, e := range ct.Endpoints {
-		rs = append(rs, contractRoute{ID: e.ID, Method: e.Method, Path: e.Path, Norm: normalizePath(e.Path), File: p, Line: e.Line})
+		rs = append(rs, contractRoute{ID: e.ID, Method: e.Method, Path: e.Path, Norm: normalizePath(e.Path), File: e.File, Line: e.Line, Status: e.Status})
 	}
 	return ct, rs, nil
 }
@@ -126,6 +129,7 @@ type RouteRef struct {
 	EndpointID string `json:"endpoint_id,omitempty" jsonschema_description:"the contract endpoint's id"`
 	File       string `json:"file" jsonschema_description:"project-relative file"`
 	Line       int    `json:"line" jsonschema_description:"1-based line"`
+	Hedge      string `json:"hedge,omitempty" jsonschema_description:"for a missing route: the unresolved routes (only their method known) that may serve it after all"`
 }
 
 // MethodMismatch is a contract path the unit serves with another method.
@@ -180,11 +184,13 @@ func DiffContractVsImpl() tool.Tool {
 		Name:  "diff_contract_vs_impl",
 		Title: "Diff contract vs implementation",
 		Description: "Compare a contract's endpoints with the routes a unit implements, read from the syntax trees of its JS/TS source " +
-			"(Express apps and routers mounted with use() across files through require/import, route() chains, Fastify register with prefix, " +
-			"Hono route(), Koa and koa-router with prefix) and Go source (net/http ServeMux with Go 1.22 \"GET /path/{id}\" patterns and " +
-			"StripPrefix, chi Route/Group/Mount, gin and echo groups, gorilla subrouters). Path parameters (:id, {id}, <id>) are normalised first. " +
+			"(Express apps and routers mounted with use() across files through require/import, route() chains and chained calls, Fastify register with prefix, nested and inline, " +
+			"Hono route() of chained sub-apps, Koa and @koa/router with prefix) and Go source (net/http ServeMux with Go 1.22 \"GET /path/{id}\" patterns and " +
+			"StripPrefix, chi Route/Group/Mount, gin, echo and fiber groups, gorilla subrouters, methods of handler types handed a group), against the contract's " +
+			"routes under its servers' base path. Path parameters (:id, {id}, <id>) are normalised first. " +
 			"Returns missing, extra and method_mismatch routes with file and line; a route whose path is computed at run time is unresolved " +
-			"(with file and line), never missing or extra.",
+			"(with file and line), never missing or extra, and the contract routes it may serve are undecided or hedged. A unit whose routes the tool cannot read " +
+			"(NestJS decorators, no known framework) is ok:false \"routes not readable\".",
 		Effect: tool.ReadOnly, Timeout: 30 * time.Second,
 	}, diffContractVsImpl)
 }
@@ -223,10 +229,20 @@ func diffContractVsImpl(_ context.Context, c *callctx.Ctx, in DiffInput) (DiffOu
 		return DiffOutput{}, tool.Fail(err, "contract %s cannot be read", in.Contract)
 	}
 	unitDir := "units/" + in.UnitID
-	files, err := walkFiles(c, unitDir, isSource)
+	files, err := walkFiles(c, unitDir, func(rel string) bool { return isSource(rel) || path.Base(rel) == tsconfigName })
 	if err != nil {
 		return DiffOutput{}, err
 	}
+	configs := map[string][]byte{}
+	files = slices.DeleteFunc(files, func(rel string) bool {
+		if path.Base(rel) != tsconfigName {
+			return false
+		}
+		if data, err := readRel(c, rel); err == nil {
+			configs[rel] = data
+		}
+		return true
+	})
 	if len(files) == 0 {
 		if _, statErr := readRel(c, unitDir); errors.Is(statErr, fs.ErrNotExist) {
 			return DiffOutput{}, tool.Fail(nil, "no unit %s: %s/ does not exist", in.UnitID, unitDir)
@@ -254,10 +270,18 @@ func diffContractVsImpl(_ context.Context, c *callctx.Ctx, in DiffInput) (DiffOu
 			jsFiles[f] = data
 		}
 	}
-	rs, un, bad := jsAnalyze(jsFiles)
-	impl, out.Unresolved, out.Unparsed = append(impl, rs...), append(out.Unresolved, un...), append(out.Unparsed, bad...)
-	rs, un, bad = goAnalyze(goFiles)
-	impl, out.Unresolved, out.Unparsed = append(impl, rs...), append(out.Unresolved, un...), append(out.Unparsed, bad...)
+	found := jsAnalyze(jsFiles, configs)
+	found.add(goAnalyze(goFiles))
+	impl, out.Unresolved, out.Unparsed = found.routes, found.unresolved, append(out.Unparsed, found.unparsed...)
+	// Routes the tool cannot read are never an app without routes.
+	if len(found.unreadable) > 0 {
+		return DiffOutput{}, tool.Fail(nil, "routes not readable: %s declares its routes with NestJS decorators (%s), which this tool does not read, so it cannot say which contract routes the unit serves; "+
+			"start the unit (spawn_units) and probe the contract's routes (run_case) instead", unitDir, strings.Join(found.unreadable, ", "))
+	}
+	if found.routers == 0 && len(impl) == 0 && len(out.Unresolved) == 0 {
+		return DiffOutput{}, tool.Fail(nil, "routes not readable: %s creates no app or router this tool reads (Express, Fastify, Hono, Koa and koa-router, net/http's ServeMux, chi, gin, echo, gorilla/mux, fiber)%s, so it cannot say which contract routes the unit serves; "+
+			"start the unit (spawn_units) and probe the contract's routes (run_case) instead", unitDir, importsSeen(found.packages))
+	}
 	if out.Unresolved == nil {
 		out.Unresolved = []UnresolvedRoute{}
 	}
@@ -266,6 +290,47 @@ func diffContractVsImpl(_ context.Context, c *callctx.Ctx, in DiffInput) (DiffOu
 	compareRoutes(croutes, impl, &out)
 	undecide(&out)
 	return out, nil
+}
+
+// tsconfigName is the TypeScript config a unit's sources are compiled
+// with: it says whether decorators are TypeScript's experimental ones.
+const tsconfigName = "tsconfig.json"
+
+// analysis is what the route readers found in a unit's sources.
+type analysis struct {
+	routes     []implRoute
+	unresolved []UnresolvedRoute
+	unparsed   []Unparsed
+	// routers counts the apps and routers the sources create.
+	routers int
+	// unreadable are the places that declare routes in a way no reader
+	// reads (NestJS's @Controller), "file:line @Controller('orders')".
+	unreadable []string
+	// packages are the packages the sources import, sorted.
+	packages []string
+}
+
+func (a *analysis) add(b *analysis) {
+	a.routes = append(a.routes, b.routes...)
+	a.unresolved = append(a.unresolved, b.unresolved...)
+	a.unparsed = append(a.unparsed, b.unparsed...)
+	a.routers += b.routers
+	a.unreadable = append(a.unreadable, b.unreadable...)
+	a.packages = append(a.packages, b.packages...)
+}
+
+// importsSeen names the packages a unit imports, for a reason that says
+// what the unit is built with.
+func importsSeen(pkgs []string) string {
+	if len(pkgs) == 0 {
+		return " (it imports no package)"
+	}
+	sort.Strings(pkgs)
+	pkgs = slices.Compact(pkgs)
+	if len(pkgs) > 12 {
+		pkgs = append(pkgs[:12], "…")
+	}
+	return " (it imports " + strings.Join(pkgs, ", ") + ")"
 }
 
 // compareRoutes pairs contract endpoints with implemented routes by
@@ -366,40 +431,61 @@ func sortUnresolved(us []UnresolvedRoute) {
 }
 
 // undecide moves the missing endpoints an unresolved route may serve (same
-// method or ALL, the path under its known prefix) to Undecided.
+// method or ALL, the path matching what is known of it, * standing for
+// any segments: /api/*, /*/stats) to Undecided. A route of which nothing
+// but the method is known (/*) could be any: it does not hide a missing
+// route, which stays missing with a hedge naming it.
 func undecide(out *DiffOutput) {
-	var missing []RouteRef
+	missing := []RouteRef{}
 	for _, m := range out.Missing {
 		maybe := false
+		var anywhere []string
 		for _, u := range out.Unresolved {
 			if u.Method != m.Method && u.Method != "ALL" {
 				continue
 			}
-			known, _, _ := strings.Cut(u.Path, "*")
-			known = normalizePath(strings.TrimSuffix(known, "/"))
-			// A route of which nothing but the method is known could be
-			// any: it is listed as unresolved, but does not hide a missing
-			// route.
-			if known != "/" && pathHasPrefix(normalizePath(m.Path), known) {
+			pattern := normalizePath(u.Path)
+			if strings.Trim(pattern, "/*") == "" {
+				anywhere = append(anywhere, fmt.Sprintf("%s %s at %s:%d", u.Method, u.Path, u.File, u.Line))
+				continue
+			}
+			if globMatch(strings.Split(strings.Trim(pattern, "/"), "/"), strings.Split(strings.Trim(normalizePath(m.Path), "/"), "/")) {
 				maybe = true
 				break
 			}
 		}
-		if maybe {
+		switch {
+		case maybe:
 			out.Undecided = append(out.Undecided, m)
-		} else {
+		case len(anywhere) > 0:
+			m.Hedge = "not found among the routes read, but " + strings.Join(anywhere, ", ") + " is computed at run time and may serve it"
+			missing = append(missing, m)
+		default:
 			missing = append(missing, m)
 		}
-	}
-	if missing == nil {
-		missing = []RouteRef{}
 	}
 	out.Missing = missing
 }
 
-// pathHasPrefix reports whether normalised path p lies under prefix.
-func pathHasPrefix(p, prefix string) bool {
-	return p == prefix || strings.HasPrefix(p, prefix+"/")
+// globMatch matches path segments against a pattern's, where "*" stands
+// for any segments (a prefix computed at run time may be empty) and "{}"
+// for one.
+func globMatch(pattern, segs []string) bool {
+	if len(pattern) == 0 {
+		return len(segs) == 0
+	}
+	switch pattern[0] {
+	case "*":
+		for i := 0; i <= len(segs); i++ {
+			if globMatch(pattern[1:], segs[i:]) {
+				return true
+			}
+		}
+		return false
+	case "{}":
+		return len(segs) > 0 && globMatch(pattern[1:], segs[1:])
+	}
+	return len(segs) > 0 && segs[0] == pattern[0] && globMatch(pattern[1:], segs[1:])
 }
 
 func toRef(r implRoute) RouteRef {

@@ -21,8 +21,7 @@ func routeStrings(rs []implRoute) []string {
 
 // jsRoutes analyses one JS/TS file as a unit of its own.
 func jsRoutes(file, src string) []implRoute {
-	rs, _, _ := jsAnalyze(map[string][]byte{file: []byte(src)})
-	return rs
+	return jsAnalyze(map[string][]byte{file: []byte(src)}, nil).routes
 }
 
 func TestJSRoutes(t *testing.T) {
@@ -83,7 +82,8 @@ func routes(mux *http.ServeMux, r Router) {
 	mux.HandleFunc("GET /exact/{$}", h)
 }
 `
-	rs, un, _ := goAnalyze(map[string][]byte{"main.go": []byte(src)})
+	a := goAnalyze(map[string][]byte{"main.go": []byte(src)})
+	rs, un := a.routes, a.unresolved
 	want := []string{"GET /items/{id} @6", "POST /items @7", "ALL /health @8", "PUT /g/{id} @10", "PATCH /g/{id} @10",
 		"GET /chi/{id} @11", "GET /gin/:id @12", "GET /exact/{$} @15"}
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Line < rs[j].Line })
@@ -93,7 +93,7 @@ func routes(mux *http.ServeMux, r Router) {
 	if len(un) != 1 || un[0].Line != 14 || !strings.Contains(un[0].Reason, "computed at run time") {
 		t.Errorf("unresolved = %+v, want the pattern built at run time at line 14", un)
 	}
-	if _, _, bad := goAnalyze(map[string][]byte{"bad.go": []byte("package main\nfunc {")}); len(bad) != 1 {
+	if bad := goAnalyze(map[string][]byte{"bad.go": []byte("package main\nfunc {")}).unparsed; len(bad) != 1 {
 		t.Error("a Go syntax error was not reported")
 	}
 }
@@ -268,7 +268,8 @@ func TestMountedRouters(t *testing.T) {
 			for k, v := range tc.files {
 				files[k] = []byte(v)
 			}
-			rs, un, bad := jsAnalyze(files)
+			a := jsAnalyze(files, nil)
+			rs, un, bad := a.routes, a.unresolved, a.unparsed
 			if len(bad) > 0 {
 				t.Fatalf("unparsed %+v", bad)
 			}
@@ -326,7 +327,8 @@ func adminRouter() chi.Router {
 }
 `),
 	}
-	rs, un, bad := goAnalyze(files)
+	a := goAnalyze(files)
+	rs, un, bad := a.routes, a.unresolved, a.unparsed
 	var got []string
 	for _, r := range rs {
 		got = append(got, fmt.Sprintf("%s %s %s:%d", r.Method, r.Path, r.File, r.Line))
@@ -335,5 +337,146 @@ func adminRouter() chi.Router {
 	want := []string{"DELETE /v2/admin/cache cmd/api/admin.go:7", "GET /health cmd/api/main.go:10", "GET /v1/users/:id cmd/api/main.go:20", "POST /v2/orders cmd/api/main.go:13"}
 	if !reflect.DeepEqual(got, want) || len(un) != 0 || len(bad) != 0 {
 		t.Errorf("routes %q unresolved %+v unparsed %+v\nwant %q", got, un, bad, want)
+	}
+}
+
+// TestRouterFamiliesInIsolation: each way of mounting routes the probe
+// tests exercise, alone in a unit of its own against a contract of its
+// own: what the diff says of each contract route, and that a route it
+// cannot decide is hedged (undecided, or missing with a hedge), never
+// missing without one.
+func TestRouterFamiliesInIsolation(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, file, src string
+		routes          []string // contract routes "METHOD path"
+		want            []string // per contract route: matched, missing, mismatch, undecided, or missing+hedge
+		unresolved      int
+	}{
+		{name: "koa-router chained routes", file: "src/app.js",
+			src:    "const Koa = require('koa');\nconst Router = require('@koa/router');\nconst app = new Koa();\nconst router = new Router();\nrouter.get('/a', h).post('/a', h).del('/b', h);\napp.use(router.routes()).use(router.allowedMethods());\n",
+			routes: []string{"GET /a", "POST /a", "DELETE /b"}, want: []string{"matched", "matched", "matched"}},
+		{name: "hono statement form chained", file: "src/app.ts",
+			src:    "import { Hono } from 'hono';\nconst app = new Hono();\napp.get('/a', (c) => c.text('a')).put('/a', (c) => c.text('a'));\nexport default app;\n",
+			routes: []string{"GET /a", "PUT /a", "PATCH /a"}, want: []string{"matched", "matched", "missing"}},
+		{name: "hono chained sub-app mounted with route", file: "src/app.ts",
+			src:    "import { Hono } from 'hono';\nconst sub = new Hono().get('/', (c) => c.json([])).post('/', (c) => c.json({}, 201));\nconst app = new Hono().basePath('/api');\napp.route('/orders', sub);\nexport default app;\n",
+			routes: []string{"GET /api/orders", "POST /api/orders"}, want: []string{"matched", "matched"}},
+		{name: "fastify plugin in a plugin, one inline without prefix", file: "src/app.js",
+			src:    "import Fastify from 'fastify';\nconst app = Fastify();\nasync function inner(i) { i.get('/x', h); }\napp.register(async (a) => {\n  a.register(inner, { prefix: '/in' });\n  a.register(async (b) => { b.get('/y', h); });\n}, { prefix: '/out' });\n",
+			routes: []string{"GET /out/in/x", "GET /out/y"}, want: []string{"matched", "matched"}},
+		{name: "a mount at a computed prefix hedges what lies under its known part", file: "src/app.js",
+			src:    "const express = require('express');\nconst app = express();\nconst admin = express.Router();\nadmin.get('/stats', h);\napp.use(process.env.ADMIN_BASE, admin);\n",
+			routes: []string{"GET /admin/stats", "GET /admin/users"}, want: []string{"undecided", "missing"}, unresolved: 1},
+		{name: "a router built at run time at the root hedges every missing route", file: "src/app.js",
+			src:    "const express = require('express');\nconst app = express();\napp.get('/health', h);\napp.use(makeRouter());\n",
+			routes: []string{"GET /health", "GET /orders"}, want: []string{"matched", "missing+hedge"}, unresolved: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			var eps []string
+			for i, r := range tc.routes {
+				m, p, _ := strings.Cut(r, " ")
+				eps = append(eps, fmt.Sprintf(`{"id":"e%d","method":%q,"path":%q,"status":200,"response":{}}`, i, m, p))
+			}
+			writeTree(t, dir, map[string]string{
+				"contracts/c.json":   `{"name":"c","version":"1","endpoints":[` + strings.Join(eps, ",") + `]}`,
+				"units/u/" + tc.file: tc.src,
+			})
+			out, err := diffContractVsImpl(context.Background(), newCtx(t, dir), DiffInput{Contract: "c", UnitID: "u"})
+			if err != nil || !out.OK {
+				t.Fatalf("diff: %v %+v", err, out)
+			}
+			verdict := map[string]string{}
+			for _, r := range out.Matched {
+				verdict[r.Method+" "+r.Path] = "matched"
+			}
+			for _, r := range out.Missing {
+				verdict[r.Method+" "+r.Path] = "missing"
+				if r.Hedge != "" {
+					verdict[r.Method+" "+r.Path] = "missing+hedge"
+				}
+			}
+			for _, r := range out.Undecided {
+				verdict[r.Method+" "+r.Path] = "undecided"
+			}
+			for _, m := range out.MethodMismatch {
+				verdict[m.ContractMethod+" "+m.Path] = "mismatch"
+			}
+			for i, r := range tc.routes {
+				if verdict[r] != tc.want[i] {
+					t.Errorf("%s: %q, want %q (out %+v)", r, verdict[r], tc.want[i], out)
+				}
+			}
+			if len(out.Unresolved) != tc.unresolved {
+				t.Errorf("unresolved %+v, want %d", out.Unresolved, tc.unresolved)
+			}
+		})
+	}
+}
+
+// TestGoRoutesOfHandlerMethods: routes registered by methods of the unit's
+// types handed a group are read under that group — the method found by the
+// receiver's type (a literal, a constructor of the unit, another package's
+// constructor) — and when the type cannot be known among several with that
+// method, the group's routes are unresolved, not read as served elsewhere.
+func TestGoRoutesOfHandlerMethods(t *testing.T) {
+	t.Parallel()
+	files := map[string][]byte{
+		"units/u/main.go": []byte(`package main
+
+import (
+	"github.com/labstack/echo/v4"
+
+	"example.com/u/billing"
+)
+
+type orders struct{}
+type users struct{}
+
+func newUsers() *users { return &users{} }
+
+func (o *orders) register(g *echo.Group) { g.GET("/:id", nil) }
+func (s *users) register(g *echo.Group)  { g.POST("", nil) }
+
+func main() {
+	e := echo.New()
+	api := e.Group("/api")
+	o := &orders{}
+	o.register(api.Group("/orders"))
+	newUsers().register(api.Group("/users"))
+	billing.New().Register(api.Group("/invoices"))
+	mount(e, o)
+}
+
+func mount(e *echo.Echo, h interface{ register(*echo.Group) }) {
+	h.register(e.Group("/v2"))
+}
+`),
+		"units/u/billing/billing.go": []byte(`package billing
+
+import "github.com/labstack/echo/v4"
+
+type Handler struct{}
+
+func New() *Handler { return &Handler{} }
+
+func (h *Handler) Register(g *echo.Group) { g.GET("/:id", nil) }
+`),
+	}
+	a := goAnalyze(files)
+	var got []string
+	for _, r := range a.routes {
+		got = append(got, r.Method+" "+r.Path)
+	}
+	sort.Strings(got)
+	want := []string{"GET /api/invoices/:id", "GET /api/orders/:id", "POST /api/users"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("routes %v, want %v", got, want)
+	}
+	if len(a.unresolved) != 1 || a.unresolved[0].Path != "/v2/*" || !strings.Contains(a.unresolved[0].Reason, "orders, users") {
+		t.Errorf("unresolved %+v; want the /v2 group's routes unresolved, naming both types", a.unresolved)
 	}
 }

@@ -48,6 +48,10 @@ type goPkg struct {
 	// fields are routers kept in struct fields (s.router = chi.NewRouter()),
 	// by field name: a method reads what the constructor stored.
 	fields map[string]*goObj
+	// varTypes are the types of the package's variables that hold a value
+	// of a type of the unit (h := &orderHandler{}), by name, so a method
+	// call on one finds its method.
+	varTypes map[string]string
 }
 
 type goUnit struct {
@@ -57,12 +61,16 @@ type goUnit struct {
 	// seen keeps a function from being walked twice with the same
 	// router (recursion, several callers).
 	seen map[string]bool
+	// reached are the methods walked with the routers a call handed them
+	// (or left unread because the call's receiver type is not known): they
+	// are not walked again as entries with routers of their own.
+	reached map[*ast.FuncDecl]bool
 }
 
 // goAnalyze reads the routes of a unit's Go files (project-relative path →
 // content).
-func goAnalyze(files map[string][]byte) ([]implRoute, []UnresolvedRoute, []Unparsed) {
-	u := &goUnit{pkgs: map[string]*goPkg{}, roots: map[*goObj]bool{}, seen: map[string]bool{}}
+func goAnalyze(files map[string][]byte) *analysis {
+	u := &goUnit{pkgs: map[string]*goPkg{}, roots: map[*goObj]bool{}, seen: map[string]bool{}, reached: map[*ast.FuncDecl]bool{}}
 	var unparsed []Unparsed
 	var rels []string
 	for rel := range files {
@@ -73,7 +81,7 @@ func goAnalyze(files map[string][]byte) ([]implRoute, []UnresolvedRoute, []Unpar
 		dir := path.Dir(rel)
 		p := u.pkgs[dir]
 		if p == nil {
-			p = &goPkg{dir: dir, fset: token.NewFileSet(), files: map[string]*ast.File{}, funcs: map[string]*ast.FuncDecl{}, consts: map[string]string{}, fields: map[string]*goObj{}}
+			p = &goPkg{dir: dir, fset: token.NewFileSet(), files: map[string]*ast.File{}, funcs: map[string]*ast.FuncDecl{}, consts: map[string]string{}, fields: map[string]*goObj{}, varTypes: map[string]string{}}
 			u.pkgs[dir] = p
 		}
 		f, err := parser.ParseFile(p.fset, rel, files[rel], parser.SkipObjectResolution)
@@ -133,15 +141,31 @@ func goAnalyze(files map[string][]byte) ([]implRoute, []UnresolvedRoute, []Unpar
 			u.walkFunc(p, p.funcs[n], u.routerParams(p.funcs[n]), p.dir+"."+n)
 		}
 	}
-	for _, d := range dirs {
-		p := u.pkgs[d]
-		for _, m := range p.methods {
-			u.walkFunc(p, m, u.routerParams(m), "")
+	// Methods handed no router first: they may hand theirs to the others
+	// (s.routes() calling h.register(s.router.Group("/x"))).
+	for _, handed := range []bool{false, true} {
+		for _, d := range dirs {
+			p := u.pkgs[d]
+			for _, m := range p.methods {
+				if !u.reached[m] && hasRouterParams(m) == handed {
+					u.walkFunc(p, m, u.routerParams(m), "")
+				}
+			}
 		}
 	}
 	un := u.unresolved()
 	sortUnresolved(un)
-	return u.resolve(), un, unparsed
+	a := &analysis{routes: u.resolve(), unresolved: un, unparsed: unparsed, routers: len(u.objs)}
+	for _, p := range u.pkgs {
+		for _, f := range p.files {
+			for _, imp := range f.Imports {
+				if ip, err := strconv.Unquote(imp.Path.Value); err == nil && strings.Contains(strings.Split(ip, "/")[0], ".") {
+					a.packages = append(a.packages, ip)
+				}
+			}
+		}
+	}
+	return a
 }
 
 // goRouterTypes are the type names of routers a function may be handed.
@@ -156,18 +180,7 @@ func (u *goUnit) routerParams(fn *ast.FuncDecl) map[string]*goObj {
 		return env
 	}
 	for _, f := range fn.Type.Params.List {
-		t := f.Type
-		if st, ok := t.(*ast.StarExpr); ok {
-			t = st.X
-		}
-		name := ""
-		switch t := t.(type) {
-		case *ast.Ident:
-			name = t.Name
-		case *ast.SelectorExpr:
-			name = t.Sel.Name
-		}
-		if !goRouterTypes[name] {
+		if !goRouterTypes[typeName(f.Type)] {
 			continue
 		}
 		for _, n := range f.Names {
@@ -175,6 +188,16 @@ func (u *goUnit) routerParams(fn *ast.FuncDecl) map[string]*goObj {
 		}
 	}
 	return env
+}
+
+// hasRouterParams reports whether a function takes a router.
+func hasRouterParams(fn *ast.FuncDecl) bool {
+	for _, f := range fn.Type.Params.List {
+		if goRouterTypes[typeName(f.Type)] {
+			return true
+		}
+	}
+	return false
 }
 
 // newObj records a router.
@@ -229,6 +252,13 @@ func (u *goUnit) walkBlock(p *goPkg, body *ast.BlockStmt, env map[string]*goObj)
 					env[lhs.Name] = o
 				case *ast.SelectorExpr:
 					p.fields[lhs.Sel.Name] = o
+				}
+			}
+			for i, rhs := range n.Rhs {
+				if id, ok := n.Lhs[min(i, len(n.Lhs)-1)].(*ast.Ident); ok && len(n.Lhs) == len(n.Rhs) {
+					if typ := u.typeOf(p, rhs); typ != "" {
+						p.varTypes[id.Name] = typ
+					}
 				}
 			}
 		case *ast.ValueSpec:
@@ -339,8 +369,16 @@ func (u *goUnit) call(p *goPkg, call *ast.CallExpr, env map[string]*goObj) *goOb
 	}
 	o := u.eval(p, recvExpr, env)
 	if o == nil {
-		for _, a := range call.Args {
-			u.eval(p, a, env)
+		args := make([]*goObj, len(call.Args))
+		handed := false
+		for i, a := range call.Args {
+			args[i] = u.eval(p, a, env)
+			handed = handed || args[i] != nil
+		}
+		if handed {
+			// h.register(api.Group("/orders")): a method of a type of the
+			// unit handed routers declares its routes on them.
+			return u.callMethod(p, recvExpr, name, call, args)
 		}
 		return nil
 	}
@@ -521,6 +559,135 @@ func (u *goUnit) callFunc(p *goPkg, fn *ast.FuncDecl, call *ast.CallExpr, env ma
 		return nil
 	}
 	return u.walkFunc(p, fn, inner, key)
+}
+
+// callMethod walks the method name of the receiver's type with the
+// routers the call hands it (args, by position). The method is found by
+// the receiver's type when the unit shows it (h := &orderHandler{},
+// h := newOrderHandler(), a parameter or field of that type) or by its
+// name when one type of the unit has it; when several do and the type is
+// not known, the routers the call hands get an unresolved mount each,
+// and none of those methods is read as if it served elsewhere.
+func (u *goUnit) callMethod(p *goPkg, recv ast.Expr, name string, call *ast.CallExpr, args []*goObj) *goObj {
+	typ := u.typeOf(p, recv)
+	var cands []*ast.FuncDecl
+	var cpkg *goPkg
+	for _, q := range u.pkgList(p) {
+		for _, m := range q.methods {
+			if m.Name.Name != name || typ != "" && recvTypeName(m) != typ {
+				continue
+			}
+			if cpkg == nil || cpkg == q {
+				cands, cpkg = append(cands, m), q
+			}
+		}
+	}
+	pos := p.fset.Position(call.Pos())
+	if len(cands) != 1 {
+		if len(cands) > 1 {
+			var types []string
+			for _, m := range cands {
+				u.reached[m] = true
+				types = append(types, recvTypeName(m))
+			}
+			for _, o := range args {
+				if o != nil {
+					o.mounts = append(o.mounts, goMount{prefix: "/", file: pos.Filename, line: pos.Line,
+						unknown: "routes of method " + name + " of one of " + strings.Join(types, ", ") + " (the receiver's type is not known)"})
+				}
+			}
+		}
+		return nil
+	}
+	m := cands[0]
+	u.reached[m] = true
+	inner := map[string]*goObj{}
+	key := cpkg.dir + "." + recvTypeName(m) + "." + name
+	i := 0
+	for _, field := range m.Type.Params.List {
+		for _, n := range field.Names {
+			if i < len(args) && args[i] != nil {
+				inner[n.Name] = args[i]
+				key += "/" + strconv.Itoa(indexOf(u.objs, args[i]))
+			}
+			i++
+		}
+	}
+	return u.walkFunc(cpkg, m, inner, key)
+}
+
+// pkgList is p first, then the unit's other packages in directory order.
+func (u *goUnit) pkgList(p *goPkg) []*goPkg {
+	out := []*goPkg{p}
+	var dirs []string
+	for d := range u.pkgs {
+		if d != p.dir {
+			dirs = append(dirs, d)
+		}
+	}
+	sort.Strings(dirs)
+	for _, d := range dirs {
+		out = append(out, u.pkgs[d])
+	}
+	return out
+}
+
+// recvTypeName is the name of a method's receiver type (orderHandler for
+// func (h *orderHandler) …).
+func recvTypeName(m *ast.FuncDecl) string {
+	if m.Recv == nil || len(m.Recv.List) == 0 {
+		return ""
+	}
+	return typeName(m.Recv.List[0].Type)
+}
+
+// typeName is the name of a type expression: T, *T, pkg.T, T[X].
+func typeName(e ast.Expr) string {
+	switch t := e.(type) {
+	case *ast.Ident:
+		return t.Name
+	case *ast.StarExpr:
+		return typeName(t.X)
+	case *ast.SelectorExpr:
+		return t.Sel.Name
+	case *ast.IndexExpr:
+		return typeName(t.X)
+	case *ast.IndexListExpr:
+		return typeName(t.X)
+	}
+	return ""
+}
+
+// typeOf is the type of the unit's an expression holds, when the source
+// shows it: a composite literal (&T{}), a variable assigned one, a call of
+// a function of the unit that returns one (newT(), pkg.NewT()).
+func (u *goUnit) typeOf(p *goPkg, e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.UnaryExpr:
+		return u.typeOf(p, e.X)
+	case *ast.ParenExpr:
+		return u.typeOf(p, e.X)
+	case *ast.CompositeLit:
+		return typeName(e.Type)
+	case *ast.Ident:
+		return p.varTypes[e.Name]
+	case *ast.CallExpr:
+		var fn *ast.FuncDecl
+		switch f := e.Fun.(type) {
+		case *ast.Ident:
+			fn = p.funcs[f.Name]
+		case *ast.SelectorExpr:
+			if id, ok := f.X.(*ast.Ident); ok {
+				if q := u.pkgNamed(p, id.Name); q != nil {
+					fn = q.funcs[f.Sel.Name]
+				}
+			}
+		}
+		if fn != nil && fn.Type.Results != nil && len(fn.Type.Results.List) > 0 {
+			return typeName(fn.Type.Results.List[0].Type)
+		}
+	}
+	return ""
 }
 
 func indexOf(objs []*goObj, o *goObj) int {

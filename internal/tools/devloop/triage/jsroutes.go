@@ -1,9 +1,12 @@
 package triage
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -84,16 +87,36 @@ type jsUnit struct {
 	// implied are objects of receivers the analysis did not see created:
 	// function parameters (bound to what callers pass), globals.
 	implied map[*js.Var]*jsObj
+	// unreadable are the NestJS controllers found: routes declared by
+	// decorators, which are not read.
+	unreadable []string
+	nestRoute  string
+	// created is the object each creating expression made (new Hono(),
+	// express(), a chain on one), so the declarations and the walk over
+	// the calls see the same object.
+	created map[js.IExpr]*jsObj
 }
 
 // jsParse turns one source file into a module; TypeScript and JSX go
-// through esbuild first.
-func jsParse(rel string, src []byte) (*jsModule, error) {
+// through esbuild first, with the decorators the unit's tsconfig enables
+// (experimentalDecorators: TypeScript's, else the standard ones), lowered
+// to the calls they stand for.
+func jsParse(rel string, src []byte, experimentalDecorators bool) (*jsModule, error) {
 	code := src
-	var lineMap func(int) int
+	var lineMap func(line, col int) int
 	loader := map[string]api.Loader{".ts": api.LoaderTS, ".mts": api.LoaderTS, ".cts": api.LoaderTS, ".tsx": api.LoaderTSX, ".jsx": api.LoaderJSX}[path.Ext(rel)]
+	if loader == api.LoaderNone && bytes.Contains(src, []byte("@")) {
+		// JavaScript with decorators: the JS parser reads no decorator,
+		// so they are lowered first, like TypeScript's.
+		loader = api.LoaderJS
+	}
 	if loader != api.LoaderNone {
-		res := api.Transform(string(src), api.TransformOptions{Loader: loader, Sourcefile: rel, Sourcemap: api.SourceMapExternal, Target: api.ESNext})
+		opts := api.TransformOptions{Loader: loader, Sourcefile: rel, Sourcemap: api.SourceMapExternal, Target: api.ESNext,
+			Supported: map[string]bool{"decorators": false}}
+		if experimentalDecorators {
+			opts.TsconfigRaw = `{"compilerOptions":{"experimentalDecorators":true}}`
+		}
+		res := api.Transform(string(src), opts)
 		if len(res.Errors) > 0 {
 			e := res.Errors[0]
 			if e.Location != nil {
@@ -119,7 +142,7 @@ func jsParse(rel string, src []byte) (*jsModule, error) {
 		if pe, ok := err.(*parse.Error); ok {
 			line := pe.Line
 			if lineMap != nil {
-				line = lineMap(line)
+				line = lineMap(line, pe.Column-1)
 			}
 			msg = fmt.Sprintf("line %d: %s", line, pe.Message)
 		}
@@ -140,7 +163,7 @@ func jsParse(rel string, src []byte) (*jsModule, error) {
 		}
 		line := sort.Search(len(starts), func(i int) bool { return starts[i] > off })
 		if lineMap != nil {
-			return lineMap(line)
+			return lineMap(line, off-starts[line-1])
 		}
 		return line
 	}
@@ -172,9 +195,11 @@ func resolveVar(v *js.Var) *js.Var {
 }
 
 // jsAnalyze reads the routes of a unit's sources (project-relative path →
-// content). Files that do not parse are returned as unparsed.
-func jsAnalyze(files map[string][]byte) ([]implRoute, []UnresolvedRoute, []Unparsed) {
-	u := &jsUnit{mods: map[string]*jsModule{}, implied: map[*js.Var]*jsObj{}}
+// content), each compiled with the nearest of the unit's tsconfig.json
+// files (path → content) above it. Files that do not parse are returned
+// as unparsed.
+func jsAnalyze(files, configs map[string][]byte) *analysis {
+	u := &jsUnit{mods: map[string]*jsModule{}, implied: map[*js.Var]*jsObj{}, created: map[js.IExpr]*jsObj{}}
 	var unparsed []Unparsed
 	for rel := range files {
 		u.order = append(u.order, rel)
@@ -182,7 +207,7 @@ func jsAnalyze(files map[string][]byte) ([]implRoute, []UnresolvedRoute, []Unpar
 	sort.Strings(u.order)
 	var kept []string
 	for _, rel := range u.order {
-		m, err := jsParse(rel, files[rel])
+		m, err := jsParse(rel, files[rel], experimentalDecorators(configs, rel))
 		if err != nil {
 			unparsed = append(unparsed, Unparsed{File: rel, Reason: err.Error()})
 			continue
@@ -200,7 +225,111 @@ func jsAnalyze(files map[string][]byte) ([]implRoute, []UnresolvedRoute, []Unpar
 	}
 	routes, unresolved := u.resolve()
 	sortUnresolved(unresolved)
-	return routes, unresolved, unparsed
+	a := &analysis{routes: routes, unresolved: unresolved, unparsed: unparsed, unreadable: u.unreadable}
+	if len(a.unreadable) == 0 && u.nestRoute != "" {
+		a.unreadable = []string{u.nestRoute}
+	}
+	for _, o := range u.created {
+		if o != nil {
+			a.routers++
+		}
+	}
+	for _, rel := range u.order {
+		for _, imp := range u.mods[rel].imports {
+			if !strings.HasPrefix(imp.module, ".") {
+				a.packages = append(a.packages, imp.module)
+			}
+		}
+	}
+	return a
+}
+
+// experimentalDecorators reports whether the tsconfig.json nearest above
+// rel (or one it extends, within the unit) turns TypeScript's experimental
+// decorators on.
+func experimentalDecorators(configs map[string][]byte, rel string) bool {
+	for dir := path.Dir(rel); ; dir = path.Dir(dir) {
+		if cfg, ok := configs[path.Join(dir, tsconfigName)]; ok {
+			return tsconfigEnables(configs, path.Join(dir, tsconfigName), cfg, 0)
+		}
+		if dir == "." || dir == "/" || strings.Count(dir, "/") < 2 {
+			return false // units/<unit> is the highest a unit's config sits
+		}
+	}
+}
+
+// tsconfigEnables reads compilerOptions.experimentalDecorators of a
+// tsconfig (JSON with comments and trailing commas, as tsc reads it),
+// following a relative extends.
+func tsconfigEnables(configs map[string][]byte, rel string, data []byte, depth int) bool {
+	var cfg struct {
+		Extends         string `json:"extends"`
+		CompilerOptions struct {
+			ExperimentalDecorators *bool `json:"experimentalDecorators"`
+		} `json:"compilerOptions"`
+	}
+	if json.Unmarshal(jsonc(data), &cfg) != nil {
+		return false
+	}
+	if v := cfg.CompilerOptions.ExperimentalDecorators; v != nil {
+		return *v
+	}
+	if strings.HasPrefix(cfg.Extends, ".") && depth < 5 {
+		base := path.Join(path.Dir(rel), cfg.Extends)
+		if path.Ext(base) != ".json" {
+			base += ".json"
+		}
+		if b, ok := configs[base]; ok {
+			return tsconfigEnables(configs, base, b, depth+1)
+		}
+	}
+	return false
+}
+
+// jsonc strips the comments and trailing commas tsconfig files may hold,
+// outside strings.
+func jsonc(data []byte) []byte {
+	var out []byte
+	inStr := false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case inStr:
+			out = append(out, c)
+			if c == '\\' && i+1 < len(data) {
+				i++
+				out = append(out, data[i])
+			} else if c == '"' {
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+			out = append(out, c)
+		case c == '/' && i+1 < len(data) && data[i+1] == '/':
+			for i < len(data) && data[i] != '\n' {
+				i++
+			}
+			out = append(out, '\n')
+		case c == '/' && i+1 < len(data) && data[i+1] == '*':
+			i += 2
+			for i+1 < len(data) && !(data[i] == '*' && data[i+1] == '/') {
+				i++
+			}
+			i++
+		case c == ',':
+			j := i + 1
+			for j < len(data) && strings.ContainsRune(" \t\r\n", rune(data[j])) {
+				j++
+			}
+			if j < len(data) && (data[j] == '}' || data[j] == ']') {
+				continue
+			}
+			out = append(out, c)
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // declare records a module's objects, functions, string constants, imports
@@ -522,10 +651,51 @@ func templatePart(b []byte) []byte {
 	return []byte(strings.TrimSuffix(string(b), "${"))
 }
 
-// create returns the app or router object an expression creates, or nil.
+// create returns the app or router object an expression creates, or nil:
+// a creation (express(), new Hono(), new Router({prefix})), or a chain of
+// calls on one (new Hono().get(…).post(…)), which is the object itself.
+// Each expression creates its object once, however often it is asked.
 func (u *jsUnit) create(m *jsModule, e js.IExpr) *jsObj {
+	switch e.(type) {
+	case *js.CallExpr, *js.NewExpr:
+	default:
+		return nil
+	}
+	if o, ok := u.created[e]; ok {
+		return o
+	}
+	o := u.creation(m, e)
+	u.created[e] = o
+	return o
+}
+
+// chainsOn are the router methods that return their receiver, so a call
+// of one is the router again: route methods (with a path and a handler),
+// use, Hono's on and route(path, sub), Fastify's register and hooks,
+// koa-router's prefix.
+func chainsOn(call *js.CallExpr) bool {
+	dot, ok := call.X.(*js.DotExpr)
+	if !ok {
+		return false
+	}
+	n := len(call.Args.List)
+	switch name := propName(dot); {
+	case httpMethods[name] != "":
+		return n >= 2
+	case name == "route":
+		return n == 2
+	case name == "use", name == "on", name == "register", name == "prefix", name == "addHook", name == "decorate", name == "param":
+		return n >= 1
+	}
+	return false
+}
+
+func (u *jsUnit) creation(m *jsModule, e js.IExpr) *jsObj {
 	switch e := e.(type) {
 	case *js.CallExpr:
+		if chainsOn(e) {
+			return u.create(m, e.X.(*js.DotExpr).X)
+		}
 		switch callee := e.X.(type) {
 		case *js.Var:
 			switch string(callee.Data) {
@@ -714,6 +884,7 @@ func (v *jsVisitor) call(call *js.CallExpr) {
 	args := call.Args.List
 	dot, ok := call.X.(*js.DotExpr)
 	if !ok {
+		v.decorator(call)
 		v.passObjects(call)
 		return
 	}
@@ -729,14 +900,10 @@ func (v *jsVisitor) call(call *js.CallExpr) {
 			return
 		}
 	}
-	recv, ok := dot.X.(*js.Var)
-	if !ok {
+	o := u.recvObj(m, dot.X)
+	if o == nil {
 		// request(app).get('/x'), this.api.get(…): not a router the
 		// unit declares.
-		return
-	}
-	o, _ := u.objOf(m, recv, true)
-	if o == nil {
 		return
 	}
 	switch {
@@ -790,7 +957,7 @@ func (v *jsVisitor) call(call *js.CallExpr) {
 			prefix, rest = args[0].Value, args[1:]
 		}
 		for _, a := range rest {
-			if sub, _ := u.objOf(m, a.Value, false); sub != nil || isRouterLike(a.Value) {
+			if sub, _ := u.objOf(m, a.Value, false); sub != nil || isRouterLike(a.Value) && !u.routerMiddleware(m, a.Value) {
 				v.addMount(o, prefix, a.Value, line)
 			}
 		}
@@ -815,6 +982,51 @@ func (v *jsVisitor) call(call *js.CallExpr) {
 	default:
 		v.passObjects(call)
 	}
+}
+
+// recvObj resolves the receiver of a router call: a binding (or a
+// receiver never seen created, which gets an object of its own), a
+// creation, or a chain of calls that return their receiver
+// (router.get(…).post(…), app.use(a.routes()).use(a.allowedMethods())).
+func (u *jsUnit) recvObj(m *jsModule, e js.IExpr) *jsObj {
+	switch e := e.(type) {
+	case *js.Var:
+		o, _ := u.objOf(m, e, true)
+		return o
+	case *js.GroupExpr:
+		return u.recvObj(m, e.X)
+	case *js.NewExpr:
+		return u.create(m, e)
+	case *js.CallExpr:
+		if chainsOn(e) {
+			return u.recvObj(m, e.X.(*js.DotExpr).X)
+		}
+		return u.create(m, e)
+	}
+	return nil
+}
+
+// routerMiddleware reports a call of a method of a router the unit
+// declares that is not its routes (koa-router's allowedMethods()): a
+// middleware it makes, not a router to mount.
+func (u *jsUnit) routerMiddleware(m *jsModule, e js.IExpr) bool {
+	call, ok := e.(*js.CallExpr)
+	if !ok {
+		return false
+	}
+	dot, ok := call.X.(*js.DotExpr)
+	if !ok {
+		return false
+	}
+	switch propName(dot) {
+	case "routes", "middleware":
+		return false
+	}
+	if v, ok := dot.X.(*js.Var); ok {
+		o, _ := u.objOf(m, v, false)
+		return o != nil
+	}
+	return u.recvObj(m, dot.X) != nil
 }
 
 // routeCallOf finds x.route('/p') under a chain of .get(h).post(h) calls.
@@ -899,6 +1111,37 @@ func isRouterLike(e js.IExpr) bool {
 	return true
 }
 
+// nestRouteDecorators are NestJS's decorators that declare routes.
+var nestRouteDecorators = map[string]bool{"Controller": true, "Get": true, "Post": true, "Put": true, "Patch": true, "Delete": true, "All": true}
+
+// decorator records a NestJS route decorator (lowered to a call of the
+// decorator imported from @nestjs/common): routes no reader here reads.
+func (v *jsVisitor) decorator(call *js.CallExpr) {
+	fn, ok := call.X.(*js.Var)
+	if !ok {
+		return
+	}
+	imp, ok := v.m.imports[resolveVar(fn)]
+	if !ok || imp.module != "@nestjs/common" || !nestRouteDecorators[imp.name] {
+		return
+	}
+	if imp.name != "Controller" {
+		// A route decorator outside a controller still declares a
+		// route; inside one, the controller names the place.
+		if v.u.nestRoute == "" {
+			v.u.nestRoute = fmt.Sprintf("%s:%d @%s", v.m.rel, v.m.lineOfBytes(fn.Data), imp.name)
+		}
+		return
+	}
+	arg := ""
+	if len(call.Args.List) > 0 {
+		if s, ok := stringValue(v.m, call.Args.List[0].Value); ok {
+			arg = strconv.Quote(s)
+		}
+	}
+	v.u.unreadable = append(v.u.unreadable, fmt.Sprintf("%s:%d @%s(%s)", v.m.rel, v.m.lineOfBytes(fn.Data), imp.name, arg))
+}
+
 // passObjects handles f(app) where f is a function of the unit: its
 // parameters receive the objects passed, so the routes it declares on them
 // land on those objects.
@@ -976,6 +1219,10 @@ func (v *jsVisitor) addMount(o *jsObj, prefix, target js.IExpr, line int) {
 		}
 	}
 	sub, f := u.objOf(m, target, false)
+	if sub == nil && f == nil {
+		// An inline plugin: register(async (app) => { … }, opts).
+		f = funcExpr(target)
+	}
 	if sub == nil && f != nil && len(f.params) > 0 && f.params[0] != nil {
 		// A Fastify plugin (or any function handed the router): its first
 		// parameter is the router it declares routes on.
@@ -1051,7 +1298,7 @@ func (u *jsUnit) resolve() ([]implRoute, []UnresolvedRoute) {
 				next = joinRoute(prefix, "*")
 			}
 			if mt.target == nil {
-				unresolved = append(unresolved, UnresolvedRoute{Method: "ALL", Path: next + "/*", File: mt.file, Line: mt.line,
+				unresolved = append(unresolved, UnresolvedRoute{Method: "ALL", Path: joinRoute(next, "*"), File: mt.file, Line: mt.line,
 					Reason: "mounts " + mt.unknown + ": its routes cannot be read statically"})
 				continue
 			}

@@ -351,3 +351,98 @@ export const all = [order, path, created, bad, CREATE_ORDER_PATH, routes.deleteO
 		t.Fatalf("diff = missing %+v, extra %+v, matched %d; want DELETE /v2/orders/{id} missing and GET /v2/orders/:id/items extra", diff.Missing, diff.Extra, len(diff.Matched))
 	}
 }
+
+// TestSplitContractOverStdio: an OpenAPI contract split over files, through
+// the real toolhost serve of each agent: hash_contract covers every part
+// (a change in one is a changed hash), contract_bridge writes every route —
+// the path items in files and in components.pathItems among them — under
+// the servers' base path, with types the real tsc --strict and go vet
+// accept, and the hash hash_contract recorded.
+func TestSplitContractOverStdio(t *testing.T) {
+	t.Parallel()
+	tsc := testutil.NeedTool(t, "tsc", "TOOLHOST_TSC", "make deps (or bash scripts/deps/10-typescript.sh)")
+	goBin := testutil.NeedTool(t, "go", "", "install Go")
+	for _, tc := range []struct{ name, root, doc string }{
+		{"3.0 YAML", "contracts/shop.yaml", contracttest.Shop30YAML},
+		{"3.1 JSON", "contracts/shop.json", contracttest.Shop31JSON},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			writeTree(t, dir, contracttest.ShopParts)
+			writeTree(t, dir, map[string]string{tc.root: tc.doc, "units/shop/package.json": "{}\n"})
+			architect := testutil.Serve(t, "--project-dir", dir, "--agent", "architect")
+			coder := testutil.Serve(t, "--project-dir", dir, "--agent", "coder", "--unit", "shop")
+			var hashed struct {
+				SHA256  string   `json:"sha256"`
+				Changed bool     `json:"changed"`
+				Files   []string `json:"files"`
+			}
+			testutil.ResultOK(t, "hash_contract", testutil.CallTool(t, architect, "hash_contract", map[string]any{"path": tc.root}), &hashed)
+			if len(hashed.Files) != len(contracttest.ShopParts) {
+				t.Errorf("hash_contract files %v; want the %d parts", hashed.Files, len(contracttest.ShopParts))
+			}
+			var bridged struct {
+				SHA256 string `json:"sha256"`
+				Routes int    `json:"routes"`
+				Types  int    `json:"types"`
+			}
+			for _, lang := range []string{"ts", "go"} {
+				testutil.ResultOK(t, "contract_bridge", testutil.CallTool(t, coder, "contract_bridge", map[string]any{"contract": "shop", "lang": lang}), &bridged)
+				if bridged.SHA256 != hashed.SHA256 || bridged.Routes != len(contracttest.ShopRoutes) || bridged.Types < 6 {
+					t.Fatalf("contract_bridge %s = %+v; want the recorded hash %s and all %d routes", lang, bridged, hashed.SHA256, len(contracttest.ShopRoutes))
+				}
+			}
+			src := filepath.Join(dir, "units", "shop", "src")
+			gen, err := os.ReadFile(filepath.Join(src, "shop.gen.ts"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{`"/api/v1/orders/{id}/attachments"`, `"/health"`, "export interface Order ", "export interface Attachment "} {
+				if !strings.Contains(string(gen), want) {
+					t.Errorf("shop.gen.ts lacks %s", want)
+				}
+			}
+			use := `import type { Order, CreateOrderRequest } from './shop.gen';
+import { LIST_ATTACHMENTS_PATH, listAttachmentsPath, SET_ORDER_STATUS_METHOD } from './shop.gen';
+
+const draft: CreateOrderRequest = { items: [{ sku: 'a', quantity: 1 }] };
+const order: Order = { id: '1', status: 'paid', items: draft.items };
+const method: 'PATCH' = SET_ORDER_STATUS_METHOD;
+// @ts-expect-error an order's status is one of the enum's
+const bad: Order = { id: '1', status: 'lost', items: [] };
+export const all = [order, method, bad, LIST_ATTACHMENTS_PATH, listAttachmentsPath({ id: '7' })];
+`
+			if err := os.WriteFile(filepath.Join(src, "use.ts"), []byte(use), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tscCmd := exec.Command(tsc, "--noEmit", "--strict", "--target", "es2020", "--module", "esnext", "--moduleResolution", "bundler", "use.ts", "shop.gen.ts")
+			tscCmd.Dir = src
+			if out, err := tscCmd.CombinedOutput(); err != nil {
+				t.Fatalf("tsc --strict on the generated TypeScript: %v\n%s", err, out)
+			}
+			goDir := t.TempDir()
+			goGen, err := os.ReadFile(filepath.Join(src, "shop_gen.go"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeTree(t, goDir, map[string]string{"go.mod": "module example.com/shop\n\ngo 1.22\n", "shop_gen.go": string(goGen)})
+			vet := exec.Command(goBin, "vet", "./...")
+			vet.Dir = goDir
+			vet.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=", "GOPROXY=off")
+			if out, err := vet.CombinedOutput(); err != nil {
+				t.Fatalf("go vet on the generated Go: %v\n%s", err, out)
+			}
+			// A part changes: the contract's hash changes.
+			item := filepath.Join(dir, "contracts", "shop", "schemas", "item.yaml")
+			if err := os.WriteFile(item, []byte(strings.Replace(contracttest.ShopParts["contracts/shop/schemas/item.yaml"], "minimum: 1", "minimum: 2", 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			prev := hashed.SHA256
+			testutil.ResultOK(t, "hash_contract", testutil.CallTool(t, architect, "hash_contract", map[string]any{"path": tc.root}), &hashed)
+			if !hashed.Changed || hashed.SHA256 == prev {
+				t.Errorf("after %s changed, hash_contract = %+v; want changed", item, hashed)
+			}
+		})
+	}
+}

@@ -6,11 +6,16 @@ import (
 	"strings"
 )
 
-// sourceMap maps lines of esbuild's output back to the TypeScript source:
-// for each generated line, the source line of its first mapping.
+// sourceMap maps positions of esbuild's output back to the TypeScript
+// source: for each generated line, its mapped segments in column order.
+// A line holds code of several source lines where esbuild moved code
+// (decorators lowered into a call after the class), so the column decides.
 type sourceMap struct {
-	lines []int // generated line (0-based) → source line (1-based), 0 if none
+	lines [][]segment // generated line (0-based) → its segments
 }
+
+// segment maps a generated column to a source line (1-based).
+type segment struct{ col, srcLine int }
 
 const b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
@@ -29,7 +34,8 @@ func decodeSourceMap(raw []byte) (*sourceMap, error) {
 	m := &sourceMap{}
 	srcLine := 0
 	for _, line := range strings.Split(sm.Mappings, ";") {
-		first := 0
+		var segs []segment
+		col := 0
 		for _, seg := range strings.Split(line, ",") {
 			if seg == "" {
 				continue
@@ -38,14 +44,13 @@ func decodeSourceMap(raw []byte) (*sourceMap, error) {
 			if err != nil {
 				return nil, err
 			}
+			col += fields[0]
 			if len(fields) >= 4 {
 				srcLine += fields[2]
-				if first == 0 {
-					first = srcLine + 1
-				}
+				segs = append(segs, segment{col, srcLine + 1})
 			}
 		}
-		m.lines = append(m.lines, first)
+		m.lines = append(m.lines, segs)
 	}
 	return m, nil
 }
@@ -74,13 +79,26 @@ func vlq(seg string) ([]int, error) {
 	return out, nil
 }
 
-// originalLine is the source line of 1-based generated line n: its own
-// mapping, else the nearest mapped line above.
-func (m *sourceMap) originalLine(n int) int {
+// originalLine is the source line of 1-based generated line n and 0-based
+// column col: the last segment at or before the column (else the line's
+// first), else the nearest mapped line above.
+func (m *sourceMap) originalLine(n, col int) int {
 	for i := min(n-1, len(m.lines)-1); i >= 0; i-- {
-		if m.lines[i] > 0 {
-			return m.lines[i]
+		segs := m.lines[i]
+		if len(segs) == 0 {
+			continue
 		}
+		if i < n-1 {
+			return segs[len(segs)-1].srcLine
+		}
+		line := segs[0].srcLine
+		for _, sg := range segs {
+			if sg.col > col {
+				break
+			}
+			line = sg.srcLine
+		}
+		return line
 	}
 	return n
 }
