@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -224,7 +225,7 @@ func TestRealClaudeDevloop(t *testing.T) {
 	var left []string
 	res := claudecli.Run(t, m, claudecli.RunOptions{Dir: project, Trust: []string{project}, PermissionMode: "bypassPermissions",
 		Prompt: "Run the devloop for the todo service.", Timeout: 8 * time.Minute,
-		AfterExit: func() { left = leftovers(t, project, &mu, &unit) }})
+		AfterExit: func(running func() []string) { left = leftovers(t, project, &mu, &unit, running) }})
 	if res.ExitCode != 0 {
 		t.Fatalf("claude: %s", res)
 	}
@@ -333,8 +334,12 @@ func allResults(r claudecli.Request) []claudecli.ToolResult {
 
 // leftovers waits (a bounded while: the CLI's servers end on their own once
 // their stdin closes) for every toolhost server the project's events
-// announced and for the unit to be gone, and names those still running.
-func leftovers(t *testing.T, project string, mu *sync.Mutex, unit *procs.Process) []string {
+// announced and for the unit to be gone (by pid and start time), and for
+// every other process of the run — one that still carries the CLI's
+// environment (running), or that works in the project or names it on its
+// command line (a hook, a confined command, a unit whose environment was
+// filtered) — and names those still running.
+func leftovers(t *testing.T, project string, mu *sync.Mutex, unit *procs.Process, running func() []string) []string {
 	b, err := os.ReadFile(filepath.Join(project, ".toolhost/events.ndjson"))
 	if err != nil {
 		return []string{"no events: " + err.Error()}
@@ -370,10 +375,35 @@ func leftovers(t *testing.T, project string, mu *sync.Mutex, unit *procs.Process
 				left = append(left, name)
 			}
 		}
+		left = append(left, running()...)
+		left = append(left, inProject(project)...)
 		if len(left) == 0 || time.Now().After(deadline) {
 			slices.Sort(left)
-			return left
+			return slices.Compact(left)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// inProject names the processes (other than this one) whose working
+// directory is project or inside it, or whose command line names it, as
+// "pid N: command line". A zombie has neither: it is not listed.
+func inProject(project string) []string {
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || len(cmdline) == 0 {
+			continue
+		}
+		cwd, _ := os.Readlink("/proc/" + e.Name() + "/cwd")
+		if cwd == project || strings.HasPrefix(cwd, project+"/") || bytes.Contains(cmdline, []byte(project)) {
+			out = append(out, fmt.Sprintf("pid %d: %s", pid, bytes.TrimSpace(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))))
+		}
+	}
+	return out
 }

@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -112,8 +114,34 @@ func TestRealClaudeLargeVitestReport(t *testing.T) {
 	if len(causes) != 3 || full == "" {
 		t.Fatalf("page 1: %d causes, full_result %q", len(causes), full)
 	}
-	if _, err := os.Stat(filepath.Join(project, full)); err != nil {
-		t.Errorf("the whole result is not in %s: %v", full, err)
+	// The whole result is in the Tester's own area, and the two pages are
+	// its first failures, in order, none repeated.
+	if !strings.HasPrefix(full, "agent-state/tester-") {
+		t.Errorf("full_result %s is not in the Tester's agent-state/tester-*", full)
+	}
+	var whole struct {
+		Failures []json.RawMessage `json:"failures"`
+	}
+	if b, err := os.ReadFile(filepath.Join(project, full)); err != nil || json.Unmarshal(b, &whole) != nil || len(whole.Failures) != 5000 {
+		t.Fatalf("the whole result %s: %d failures, %v", full, len(whole.Failures), err)
+	}
+	var shown []json.RawMessage
+	for _, id := range []string{"toolu_page1", "toolu_page2"} {
+		var page struct {
+			Failures []json.RawMessage `json:"failures"`
+		}
+		if err := json.Unmarshal([]byte(m.ToolResult(t, id).Text), &page); err != nil || len(page.Failures) == 0 {
+			t.Fatalf("%s: %d failures, %v", id, len(page.Failures), err)
+		}
+		shown = append(shown, page.Failures...)
+	}
+	for i, f := range shown {
+		var a, b any
+		_ = json.Unmarshal(f, &a)
+		_ = json.Unmarshal(whole.Failures[i], &b)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("failure %d of pages 1-2 is not the whole result's failure %d:\n%s\n%s", i, i, f, whole.Failures[i])
+		}
 	}
 	t.Logf("the CLI handed the model %d and %d characters for the 5,000-failure report", len(first.Text), len(m.ToolResult(t, "toolu_page2").Text))
 }
@@ -255,6 +283,46 @@ func TestInitIsIdempotentAndKeepsUserKeys(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(tester); string(b) != edited {
 		t.Error("init replaced a hand-edited definition")
+	}
+}
+
+// TestInitTwiceOnAFreshProject: on a project with no .claude/ yet, init
+// writes the six agents and the settings; run again it writes nothing (each
+// file "unchanged", the same bytes, not even rewritten in place: the same
+// inode and modification time) and --check agrees.
+func TestInitTwiceOnAFreshProject(t *testing.T) {
+	t.Parallel()
+	bin := testutil.Toolhost(t)
+	project := initProject(t, bin, "--lead", "architect")
+	type stamp struct {
+		sum   string
+		ino   uint64
+		mtime int64
+	}
+	stamps := func() map[string]stamp {
+		out := map[string]stamp{}
+		for p, sum := range treeHashes(t, project) {
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[p] = stamp{sum, fi.Sys().(*syscall.Stat_t).Ino, fi.ModTime().UnixNano()}
+		}
+		return out
+	}
+	before := stamps()
+	if len(before) != 7 {
+		t.Fatalf("init wrote %d files, want the six agents and the settings: %v", len(before), before)
+	}
+	out, code := runToolhost(t, bin, nil, "init", "--project-dir", project, "--lead", "architect")
+	if code != 0 || strings.Count(out, "unchanged  ") != 7 || strings.Contains(out, "wrote") || strings.Contains(out, "updated") {
+		t.Fatalf("second init: exit %d\n%s", code, out)
+	}
+	if after := stamps(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("the second init changed or rewrote files:\n%v\n%v", before, after)
+	}
+	if out, code := runToolhost(t, bin, nil, "init", "--check", "--project-dir", project, "--lead", "architect"); code != 0 || !strings.Contains(out, "every file is what toolhost init would write (7 files)") {
+		t.Errorf("--check after init: exit %d\n%s", code, out)
 	}
 }
 
