@@ -22,7 +22,7 @@ import (
 func newServeCmd(g *globals) *cobra.Command {
 	var sf sessionFlags
 	var framing string
-	var pageSize, maxMessage int
+	var pageSize, maxMessage, maxInFlight int
 	var grace time.Duration
 	var cpuProfile string
 	var httpAddr, authToken string
@@ -97,7 +97,7 @@ func newServeCmd(g *globals) *cobra.Command {
 					return err
 				}
 				h := httpserve.New(s.Server, httpserve.Options{AuthToken: authToken, AllowedOrigins: allowOrigins,
-					BodyTimeout: bodyTimeout, MaxMessage: maxMessage, Log: log, Grace: grace})
+					BodyTimeout: bodyTimeout, MaxMessage: maxMessage, MaxInFlight: maxInFlight, Log: log, Grace: grace})
 				log.Info().Str("event", "http_listening").Str("url", httpserve.URL(ln.Addr())).
 					Bool("auth", authToken != "").Msg("serving MCP over Streamable HTTP")
 				err = h.Serve(ctx, ln)
@@ -107,7 +107,7 @@ func newServeCmd(g *globals) *cobra.Command {
 			in, out, restore := pollableStdio(cmd.InOrStdin(), cmd.OutOrStdout())
 			defer restore()
 			err = rpc.Serve(ctx, &endNotifier{r: in, end: shutdown}, out, s.Server, rpc.Options{
-				LSP: framing == "lsp", MaxMessage: maxMessage, Grace: grace, Log: log,
+				LSP: framing == "lsp", MaxMessage: maxMessage, MaxInFlight: maxInFlight, Grace: grace, Log: log,
 				Values: trace.WithTransport(context.Background(), trace.Transport{Network: "pipe"}),
 			})
 			log.Info().Str("event", "exit").Int64("audit_write_failures", s.Engine.AuditFailures()).Msg("session ended")
@@ -118,6 +118,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&framing, "framing", "ndjson", "message framing: ndjson (MCP stdio) or lsp (Content-Length headers)")
 	cmd.Flags().IntVar(&pageSize, "page-size", 0, "tools per tools/list page (default 100)")
 	cmd.Flags().IntVar(&maxMessage, "max-message-bytes", rpc.DefaultMaxMessage, "largest accepted message")
+	cmd.Flags().IntVar(&maxInFlight, "max-in-flight", rpc.DefaultMaxInFlight, "requests served at once: past it stdio stops reading until one is answered, and HTTP (for the whole server) answers 503 with Retry-After")
 	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "how long in-flight calls may finish after EOF or SIGTERM")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the session to this file (for performance work)")
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve MCP Streamable HTTP on HOST:PORT (path /mcp) instead of stdio")

@@ -50,7 +50,10 @@ type Options struct {
 	// (DefaultBodyTimeout if zero).
 	BodyTimeout time.Duration
 	// MaxMessage caps one message (rpc.DefaultMaxMessage if zero).
-	MaxMessage  int
+	MaxMessage int
+	// MaxInFlight bounds the requests in flight across every connection
+	// of the server, stateless and sessions alike (rpc.DefaultMaxInFlight
+	// if zero); a request past it is answered 503 with Retry-After.
 	MaxInFlight int
 	Log         zerolog.Logger
 	// Grace bounds how long in-flight requests may finish at shutdown.
@@ -77,6 +80,8 @@ type Server struct {
 	stateless *rpc.Conn
 	// anon serves 2025 requests that arrive without a session.
 	anon *rpc.Conn
+	// limit bounds the requests in flight of all the connections.
+	limit *rpc.Limit
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -110,7 +115,7 @@ func New(h Handler, o Options) *Server {
 	if o.MaxMessage <= 0 {
 		o.MaxMessage = rpc.DefaultMaxMessage
 	}
-	s := &Server{h: h, opts: o, log: o.Log, sessions: map[string]*session{}, guard: webguard.New(o.AllowedOrigins)}
+	s := &Server{h: h, opts: o, log: o.Log, sessions: map[string]*session{}, guard: webguard.New(o.AllowedOrigins), limit: rpc.NewLimit(o.MaxInFlight)}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.stateless = rpc.NewConn(h, s.connOptions(nil, ""))
 	s.anon = rpc.NewConn(h, s.connOptions(nil, ""))
@@ -121,7 +126,7 @@ func New(h Handler, o Options) *Server {
 // by its Mcp-Session-Id) or, with id "", the stateless requests'.
 func (s *Server) connOptions(session rpc.Sink, id string) rpc.ConnOptions {
 	t := trace.WithTransport(context.Background(), httpTransport(id))
-	return rpc.ConnOptions{MaxInFlight: s.opts.MaxInFlight, Grace: s.opts.Grace, Log: s.log, Session: session, Values: t}
+	return rpc.ConnOptions{Limit: s.limit, Grace: s.opts.Grace, Log: s.log, Session: session, Values: t}
 }
 
 // httpTransport is what the spans of this transport's requests say about

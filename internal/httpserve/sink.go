@@ -118,6 +118,11 @@ func (s *postSink) Reply(msg []byte, e *rpc.Error) error {
 	case s.sse:
 		return s.event(msg)
 	}
+	if e != nil && e.Kind == rpc.KindOverloaded {
+		// The server's bound on requests in flight: a slot frees as
+		// soon as one is answered.
+		s.w.Header().Set("Retry-After", "1")
+	}
 	writeJSON(s.w, statusOf(e), msg)
 	return nil
 }
@@ -138,11 +143,14 @@ func (s *postSink) abandon() {
 // statusOf is the HTTP status of an answer, chosen by the kind of its
 // error as the Streamable HTTP binding says: 404 for a method the request's
 // revision does not define, 400 for a request that cannot be served as
-// sent, 200 for everything else (the error is in the body).
+// sent, 503 past the server's bound on requests in flight (with
+// Retry-After), 200 for everything else (the error is in the body).
 func statusOf(e *rpc.Error) int {
 	switch {
 	case e == nil:
 		return http.StatusOK
+	case e.Kind == rpc.KindOverloaded:
+		return http.StatusServiceUnavailable
 	case e.Kind == rpc.KindUnknownMethod:
 		return http.StatusNotFound
 	case e.Kind == rpc.KindBadRequest:

@@ -95,9 +95,14 @@ type Timeline struct {
 	MaxBytes int64
 }
 
-// tailWindow is how much of the end of the timeline is read to find the
-// last seq; one entry is far smaller.
-const tailWindow = 256 << 10
+// Windows of the end of the timeline read to find the last seq: a small
+// one first (an entry is nearly always far smaller: reading 256 KiB per
+// append cost a timeline_append most of its CPU in copying and garbage),
+// then tailWindow, then the whole file (an entry larger than that).
+const (
+	firstWindow = 4 << 10
+	tailWindow  = 256 << 10
+)
 
 // Append appends one entry. Under the timeline lock it reads the
 // last entry's seq from the end of the timeline and appends the next one in
@@ -158,11 +163,12 @@ const (
 	noEntries           // missing or blank file
 )
 
-// lastSeqOf reads the end of one timeline file, and the whole file only
-// when its last entries are larger than that window. A file that has
-// content but no readable entry is an error: its seq cannot be continued.
+// lastSeqOf reads the end of one timeline file, in growing windows, and
+// the whole file only when its last entries are larger than tailWindow. A
+// file that has content but no readable entry is an error: its seq cannot
+// be continued.
 func (t Timeline) lastSeqOf(rel string) (int64, tailState, error) {
-	for _, window := range []int64{tailWindow, math.MaxInt64} {
+	for _, window := range []int64{firstWindow, tailWindow, math.MaxInt64} {
 		b, err := t.Door.ReadTail(rel, window)
 		if errors.Is(err, fs.ErrNotExist) {
 			return 0, noEntries, nil

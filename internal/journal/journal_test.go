@@ -40,6 +40,7 @@ func TestTimelineSeq(t *testing.T) {
 		{"new timeline", "", 1},
 		{"continues from the last entry", `{"seq":41,"kind":"a"}` + "\n" + `{"seq":42,"kind":"b"}` + "\n", 43},
 		{"skips a torn last line", `{"seq":7,"kind":"a"}` + "\n" + `{"seq":8,"ki`, 8},
+		{"entry larger than the first window", `{"seq":4,"kind":"a"}` + "\n" + `{"seq":5,"kind":"big","message":"` + strings.Repeat("x", firstWindow+10) + `"}` + "\n", 6},
 		{"entry larger than the tail window", `{"seq":5,"kind":"big","message":"` + strings.Repeat("x", tailWindow+10) + `"}` + "\n", 6},
 	}
 	for _, tc := range cases {

@@ -60,12 +60,38 @@ type Sink interface {
 // grace period ends.
 var ErrShutdown = errors.New("toolhost was shutting down and the call did not finish within the grace period (--grace)")
 
+// Limit bounds the requests in flight (running or writing their answer)
+// of the connections that share it: one stdio session's, or every
+// connection of one HTTP server. Each request in flight may hold an OS
+// thread in a blocking file or lock call, so the bound is also the bound
+// on such threads.
+type Limit struct{ slots chan struct{} }
+
+// NewLimit returns a bound of n requests in flight (DefaultMaxInFlight if
+// n <= 0).
+func NewLimit(n int) *Limit {
+	if n <= 0 {
+		n = DefaultMaxInFlight
+	}
+	return &Limit{slots: make(chan struct{}, n)}
+}
+
+// Max is the bound.
+func (l *Limit) Max() int { return cap(l.slots) }
+
+func (l *Limit) release() { <-l.slots }
+
 // ConnOptions configure a Conn.
 type ConnOptions struct {
-	// MaxInFlight caps the requests running or waiting to write their
-	// response (DefaultMaxInFlight if zero); one more is refused with
-	// CodeOverloaded.
-	MaxInFlight int
+	// Limit bounds the requests in flight (NewLimit(0) if nil); several
+	// connections may share one.
+	Limit *Limit
+	// Wait makes a request past the bound wait for a slot, holding up the
+	// caller of Dispatch — the stdio reader, which then stops reading, so
+	// the client's writes block (backpressure). Without it the request is
+	// refused at once with CodeOverloaded (HTTP answers 503 with
+	// Retry-After).
+	Wait bool
 	// Grace bounds how long in-flight calls may run after shutdown starts
 	// (default 10 s).
 	Grace time.Duration
@@ -97,8 +123,10 @@ type Conn struct {
 	// it at once, so its id may be used again.
 	cancels  map[string]*context.CancelFunc
 	inflight sync.WaitGroup
-	running  int
 	draining bool
+	// drained is closed when draining starts: a request waiting for a
+	// slot is refused then.
+	drained chan struct{}
 
 	// session is the peer of Conn-wide messages; a request whose sink is
 	// the session sink uses it as its own peer (no allocation per call).
@@ -122,8 +150,8 @@ func NewConn(h Handler, opts ConnOptions) *Conn {
 	if opts.Grace <= 0 {
 		opts.Grace = 10 * time.Second
 	}
-	if opts.MaxInFlight <= 0 {
-		opts.MaxInFlight = DefaultMaxInFlight
+	if opts.Limit == nil {
+		opts.Limit = NewLimit(0)
 	}
 	parent := context.Background()
 	if opts.Values != nil {
@@ -131,7 +159,7 @@ func NewConn(h Handler, opts ConnOptions) *Conn {
 	}
 	base, cancel := context.WithCancelCause(parent)
 	c := &Conn{h: h, opts: opts, log: opts.Log, base: base, cancel: cancel,
-		cancels: map[string]*context.CancelFunc{}, pending: map[string]chan response{},
+		cancels: map[string]*context.CancelFunc{}, pending: map[string]chan response{}, drained: make(chan struct{}),
 		workers: gopool.New(10 * time.Second)}
 	c.session = &peer{c: c, sink: opts.Session}
 	return c
@@ -178,21 +206,34 @@ func (c *Conn) notification(method string, params json.RawMessage, sink Sink) {
 	c.h.Notification(c.base, c.peerFor(sink), method, params)
 }
 
-// admit registers a request (under key in the cancel map when key is
-// set), or returns the error to refuse it with.
+// admit takes a slot of the limit (waiting for one with Wait) and
+// registers the request (under key in the cancel map when key is set), or
+// returns the error to refuse it with.
 func (c *Conn) admit(key string, entry *context.CancelFunc) *Error {
+	l := c.opts.Limit
+	select {
+	case l.slots <- struct{}{}:
+	default:
+		if !c.opts.Wait {
+			return &Error{Code: CodeOverloaded, Kind: KindOverloaded,
+				Message: fmt.Sprintf("server overloaded: %d requests already in flight; retry when some have been answered", l.Max())}
+		}
+		select {
+		case l.slots <- struct{}{}:
+		case <-c.drained:
+			return NewError(CodeShuttingDown, "server is shutting down")
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.draining {
+		l.release()
 		return NewError(CodeShuttingDown, "server is shutting down")
 	}
 	if _, dup := c.cancels[key]; entry != nil && dup {
+		l.release()
 		return NewError(CodeInvalidRequest, "invalid request: a call with this id is still in flight; use a new id for each request")
 	}
-	if c.running >= c.opts.MaxInFlight {
-		return NewError(CodeOverloaded, fmt.Sprintf("server overloaded: %d requests already in flight; retry when some have been answered", c.opts.MaxInFlight))
-	}
-	c.running++
 	c.inflight.Add(1)
 	if entry != nil {
 		c.cancels[key] = entry
@@ -242,13 +283,9 @@ func (c *Conn) Serve(ctx context.Context, m *Message, sink Sink) {
 // handler returned.
 func (c *Conn) run(ctx context.Context, p *peer, req Request, sink Sink, unregister func()) {
 	defer c.inflight.Done()
-	// A request counts as running until its answer is written, so a client
-	// that sends without reading stalls at the cap.
-	defer func() {
-		c.mu.Lock()
-		c.running--
-		c.mu.Unlock()
-	}()
+	// A request holds its slot until its answer is written, so a client
+	// that sends without reading stalls at the bound.
+	defer c.opts.Limit.release()
 	result, err := c.h.Handle(ctx, p, req)
 	if unregister != nil {
 		c.mu.Lock()
@@ -393,21 +430,29 @@ func (c *Conn) Close() {
 // Abort cancels every call at once (nobody can receive an answer any
 // more) and waits, bounded, for them to end.
 func (c *Conn) Abort(cause error) {
-	c.mu.Lock()
-	c.draining = true
-	c.mu.Unlock()
+	c.startDraining()
 	c.cancel(cause)
 	c.Drain()
+}
+
+// startDraining refuses new requests from now on (also those waiting for
+// a slot); it reports whether draining started just now.
+func (c *Conn) startDraining() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.draining {
+		return false
+	}
+	c.draining = true
+	close(c.drained)
+	return true
 }
 
 // Drain stops new requests and waits (bounded by the grace period) for the
 // ones in flight; those still running then are cancelled with ErrShutdown
 // as the cause, and answered.
 func (c *Conn) Drain() {
-	c.mu.Lock()
-	first := !c.draining
-	c.draining = true
-	c.mu.Unlock()
+	first := c.startDraining()
 	if d, ok := c.h.(Drainer); ok && first {
 		d.Draining()
 	}

@@ -590,36 +590,128 @@ func itoa(i int) string {
 	return string(b)
 }
 
-// TestMaxInFlight: a request beyond the cap is refused with -32001 while the
-// others run; once they are answered new requests are served again.
-func TestMaxInFlight(t *testing.T) {
-	t.Parallel()
-	h := newHandler()
-	s := startSession(t, h, Options{MaxInFlight: 2})
-	s.send(`{"jsonrpc":"2.0","id":1,"method":"block"}`)
-	s.send(`{"jsonrpc":"2.0","id":2,"method":"block"}`)
-	<-h.started
-	<-h.started
-	s.send(`{"jsonrpc":"2.0","id":3,"method":"echo"}`)
-	if m := s.next(); string(m.ID) != "3" || m.Error == nil || m.Error.Code != CodeOverloaded {
-		t.Fatalf("want id 3 refused with %d, got %+v", CodeOverloaded, m)
+// gate is a handler whose "hold" requests each wait for a token, and
+// that records how many ran at once.
+type gate struct {
+	mu      sync.Mutex
+	running int
+	most    int
+	started chan struct{}
+	tokens  chan struct{}
+}
+
+func (g *gate) Handle(ctx context.Context, _ Peer, req Request) (any, error) {
+	if req.Method != "hold" {
+		return nil, NewError(CodeMethodNotFound, "no "+req.Method)
 	}
-	close(h.release)
-	s.next()
-	s.next()
-	// The slots free just after the answers are written: retry until served.
-	for i := 4; ; i++ {
-		s.send(`{"jsonrpc":"2.0","id":` + itoa(i) + `,"method":"echo","params":"again"}`)
+	g.mu.Lock()
+	g.running++
+	g.most = max(g.most, g.running)
+	g.mu.Unlock()
+	g.started <- struct{}{}
+	select {
+	case <-g.tokens:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	g.mu.Lock()
+	g.running--
+	g.mu.Unlock()
+	return "held", nil
+}
+
+func (g *gate) Notification(context.Context, Peer, string, json.RawMessage) {}
+
+// TestStdioBackpressure: past MaxInFlight the reader stops reading and
+// waits for a slot instead of refusing: of 40 requests sent at once with a
+// bound of 3, never more than 3 run, and every one is answered with its
+// result.
+func TestStdioBackpressure(t *testing.T) {
+	t.Parallel()
+	const n, bound = 40, 3
+	g := &gate{started: make(chan struct{}, n), tokens: make(chan struct{})}
+	s := startSession(t, g, Options{MaxInFlight: bound})
+	go func() {
+		for i := 1; i <= n; i++ {
+			s.send(`{"jsonrpc":"2.0","id":` + itoa(i) + `,"method":"hold"}`)
+		}
+	}()
+	seen := map[string]bool{}
+	for range n {
+		<-g.started
+		g.tokens <- struct{}{}
 		m := s.next()
-		if m.Error != nil && m.Error.Code == CodeOverloaded {
-			continue
+		if m.Error != nil || string(m.Result) != `"held"` {
+			t.Fatalf("want every request served, got %+v", m)
 		}
-		if string(m.Result) != `"again"` {
-			t.Fatalf("not served again after the others ended: %+v", m)
-		}
-		break
+		seen[string(m.ID)] = true
+	}
+	if len(seen) != n {
+		t.Fatalf("%d distinct answers, want %d", len(seen), n)
+	}
+	g.mu.Lock()
+	most := g.most
+	g.mu.Unlock()
+	if most > bound {
+		t.Fatalf("%d requests ran at once, bound %d", most, bound)
 	}
 	if rest := s.finish(); len(rest) != 0 {
 		t.Fatalf("unexpected answers: %+v", rest)
+	}
+}
+
+// collect is a Sink that keeps the errors it is answered with.
+type collect struct {
+	mu   sync.Mutex
+	errs []*Error
+}
+
+func (c *collect) Send([]byte) error { return nil }
+func (c *collect) Reply(_ []byte, e *Error) error {
+	c.mu.Lock()
+	c.errs = append(c.errs, e)
+	c.mu.Unlock()
+	return nil
+}
+
+// TestSharedLimitRefuses: connections sharing a Limit without Wait (the
+// HTTP server's) refuse a request past the bound with CodeOverloaded at
+// once, whichever connection it came on, and serve again once a slot is
+// free.
+func TestSharedLimitRefuses(t *testing.T) {
+	t.Parallel()
+	g := &gate{started: make(chan struct{}, 4), tokens: make(chan struct{})}
+	l := NewLimit(2)
+	a, b := NewConn(g, ConnOptions{Limit: l}), NewConn(g, ConnOptions{Limit: l})
+	defer a.Close()
+	defer b.Close()
+	hold := func(id string) *Message {
+		m := "hold"
+		return &Message{ID: json.RawMessage(id), Method: &m}
+	}
+	held := &collect{}
+	a.Dispatch(hold("1"), held)
+	b.Dispatch(hold("2"), held)
+	<-g.started
+	<-g.started
+	refused := &collect{}
+	a.Dispatch(hold("3"), refused)
+	b.Dispatch(hold("4"), refused)
+	if len(refused.errs) != 2 || refused.errs[0] == nil || refused.errs[0].Code != CodeOverloaded || refused.errs[1] == nil || refused.errs[1].Code != CodeOverloaded {
+		t.Fatalf("past the shared bound: want two -32001 refusals at once, got %+v", refused.errs)
+	}
+	g.tokens <- struct{}{}
+	g.tokens <- struct{}{}
+	a.Drain()
+	b.Drain()
+	again := &collect{}
+	c := NewConn(g, ConnOptions{Limit: l})
+	defer c.Close()
+	c.Dispatch(hold("5"), again)
+	<-g.started
+	g.tokens <- struct{}{}
+	c.Drain()
+	if len(again.errs) != 1 || again.errs[0] != nil {
+		t.Fatalf("a freed slot serves again: %+v", again.errs)
 	}
 }

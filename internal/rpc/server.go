@@ -16,11 +16,11 @@ type Options struct {
 	// MaxMessage caps one incoming message, line ending not counted
 	// (DefaultMaxMessage if zero).
 	MaxMessage int
-	// MaxInFlight caps the requests running or waiting to write their
-	// response (DefaultMaxInFlight if zero); one more is refused with
-	// CodeOverloaded, written from the reading goroutine, so a client that
-	// sends without reading stalls the reader instead of growing one
-	// blocked goroutine per request without bound.
+	// MaxInFlight bounds the requests running or writing their answer
+	// (DefaultMaxInFlight if zero). Past it the reader stops reading until
+	// one is answered (backpressure: the client's writes block), so a
+	// client that pipelines without bound costs a bounded number of
+	// goroutines and threads, and every request is served in turn.
 	MaxInFlight int
 	// Grace bounds how long in-flight calls may run after input ends or
 	// shutdown starts (default 10 s).
@@ -40,7 +40,7 @@ var errOutputClosed = errors.New("the client closed toolhost's output, so no ans
 func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler, opts Options) error {
 	var c *Conn
 	st := newStream(r, w, opts.LSP, opts.MaxMessage, func() { c.Drain() })
-	c = NewConn(h, ConnOptions{MaxInFlight: opts.MaxInFlight, Grace: opts.Grace, Log: opts.Log, Session: st, Values: opts.Values})
+	c = NewConn(h, ConnOptions{Limit: NewLimit(opts.MaxInFlight), Wait: true, Grace: opts.Grace, Log: opts.Log, Session: st, Values: opts.Values})
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)

@@ -12,8 +12,13 @@ import (
 	"sync"
 )
 
-// DefaultMaxInFlight is the default cap on requests running at once.
-const DefaultMaxInFlight = 10000
+// DefaultMaxInFlight is the default bound on requests in flight (of a
+// stdio session; of all the connections of an HTTP server). An agent's
+// client has a few in flight; the bound is what keeps a client that sends
+// without waiting from starting one goroutine, and in a blocking file
+// call one OS thread, per request (a burst of 60,000 once passed Go's
+// 10,000-thread limit and killed the process).
+const DefaultMaxInFlight = 256
 
 // DefaultMaxMessage is the largest message accepted (4 MiB).
 const DefaultMaxMessage = 4 << 20

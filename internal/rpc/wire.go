@@ -46,6 +46,10 @@ const (
 	// revision the server does not speak, a required per-request field
 	// missing, transport headers that disagree with the body.
 	KindBadRequest
+	// KindOverloaded is a request past the server's bound on requests in
+	// flight (CodeOverloaded): the same request is served once one of
+	// them is answered.
+	KindOverloaded
 )
 
 func (e *Error) Error() string { return fmt.Sprintf("jsonrpc error %d: %s", e.Code, e.Message) }

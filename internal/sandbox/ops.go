@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -408,14 +409,25 @@ func renameAcross(from *os.Root, oldLeaf string, to *os.Root, newLeaf string) er
 func (s *Sandbox) Lock(name string) (func(), error) { return s.lock(name, unix.LOCK_EX) }
 
 // lock takes the named lock in mode LOCK_EX or LOCK_SH (blocking), or with
-// LOCK_NB added fails at once with unix.EWOULDBLOCK when it is held.
+// LOCK_NB added fails at once with unix.EWOULDBLOCK when it is held. The
+// goroutines of this process that take the same lock pass its gate first,
+// so at most one of them (one per reader for LOCK_SH) waits in flock(2),
+// which holds an OS thread while it waits: a burst of calls on one lock
+// (every timeline_append takes "timeline") waits on a Go lock instead,
+// holding none.
 func (s *Sandbox) lock(name string, mode int) (func(), error) {
+	pass, err := s.gates.enter(name, mode)
+	if err != nil {
+		return nil, err
+	}
 	f, err := s.openLockFile(name)
 	if err != nil {
+		pass()
 		return nil, err
 	}
 	if err := flock(f, mode); err != nil {
 		f.Close()
+		pass()
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			return nil, err
 		}
@@ -424,6 +436,64 @@ func (s *Sandbox) lock(name string, mode int) (func(), error) {
 	return func() {
 		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
 		_ = f.Close()
+		pass()
+	}, nil
+}
+
+// lockGates are the in-process gates of the named locks, each kept while
+// a goroutine holds or waits for it.
+type lockGates struct {
+	mu sync.Mutex
+	m  map[string]*lockGate
+}
+
+type lockGate struct {
+	rw   sync.RWMutex
+	refs int
+}
+
+// enter passes the gate of name in mode (shared for LOCK_SH, at once or
+// EWOULDBLOCK with LOCK_NB) and returns the function that leaves it.
+func (g *lockGates) enter(name string, mode int) (func(), error) {
+	g.mu.Lock()
+	gt := g.m[name]
+	if gt == nil {
+		gt = &lockGate{}
+		g.m[name] = gt
+	}
+	gt.refs++
+	g.mu.Unlock()
+	drop := func() {
+		g.mu.Lock()
+		if gt.refs--; gt.refs == 0 {
+			delete(g.m, name)
+		}
+		g.mu.Unlock()
+	}
+	shared := mode&^unix.LOCK_NB == unix.LOCK_SH
+	switch {
+	case mode&unix.LOCK_NB != 0 && shared:
+		if !gt.rw.TryRLock() {
+			drop()
+			return nil, unix.EWOULDBLOCK
+		}
+	case mode&unix.LOCK_NB != 0:
+		if !gt.rw.TryLock() {
+			drop()
+			return nil, unix.EWOULDBLOCK
+		}
+	case shared:
+		gt.rw.RLock()
+	default:
+		gt.rw.Lock()
+	}
+	return func() {
+		if shared {
+			gt.rw.RUnlock()
+		} else {
+			gt.rw.Unlock()
+		}
+		drop()
 	}, nil
 }
 

@@ -79,6 +79,8 @@ type Sandbox struct {
 	rules []rule
 	// owner names this process in temp file names (tempOwner).
 	owner string
+	// gates serialise this process's takers of each named lock (lock).
+	gates *lockGates
 }
 
 // New opens the project dir (creating it if missing) for an agent.
@@ -98,7 +100,7 @@ func New(projectDir, agent string, allow []string) (*Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("project dir %s: %w", abs, err)
 	}
-	return &Sandbox{dir: abs, root: root, agent: agent, allow: append([]string(nil), allow...), rules: rules, owner: tempOwner()}, nil
+	return &Sandbox{dir: abs, root: root, agent: agent, allow: append([]string(nil), allow...), rules: rules, owner: tempOwner(), gates: &lockGates{m: map[string]*lockGate{}}}, nil
 }
 
 func compile(allow []string) ([]rule, error) {

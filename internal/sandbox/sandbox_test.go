@@ -6,8 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -556,4 +559,80 @@ func TestReadFileCap(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(dir, "prd", "big.html")); err != nil || fi.Size() != 100<<30 {
 		t.Errorf("the refused file changed: %v, %v", fi, err)
 	}
+}
+
+// TestLockWaitersHoldNoThreads: while another holder (a separate
+// descriptor, as another process has) keeps a named lock, 64 goroutines of
+// one sandbox asking for it wait with one of them in flock(2) and the rest
+// on the in-process gate, so the process does not run a thread per waiter
+// (a burst of timeline_append once ran 263 threads); once the holder lets
+// go every one of them gets the lock.
+func TestLockWaitersHoldNoThreads(t *testing.T) {
+	fx := newFixture(t)
+	other, s := fx.sandbox(t), fx.sandbox(t)
+	unlock, err := other.Lock("timeline")
+	must(t, err)
+	before := threads(t)
+	const waiters = 64
+	var wg sync.WaitGroup
+	var got atomic.Int64
+	for range waiters {
+		wg.Go(func() {
+			u, err := s.Lock("timeline")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got.Add(1)
+			u()
+		})
+	}
+	// Wait until every waiter is either in flock or at the gate.
+	var inFlock, atGate int
+	for inFlock+atGate < waiters {
+		runtime.Gosched()
+		inFlock, atGate = lockWaiters()
+	}
+	if inFlock != 1 {
+		t.Errorf("%d goroutines wait in flock(2) for one lock, want 1 (the rest at the gate)", inFlock)
+	}
+	if n := threads(t); n-before > waiters/4 {
+		t.Errorf("the process runs %d threads with %d goroutines waiting for one lock (%d before)", n, waiters, before)
+	}
+	unlock()
+	wg.Wait()
+	if got.Load() != waiters {
+		t.Fatalf("%d of %d waiters got the lock", got.Load(), waiters)
+	}
+}
+
+// lockWaiters counts the goroutines of this process waiting for a named
+// lock in flock(2) and at the lock's in-process gate.
+func lockWaiters() (inFlock, atGate int) {
+	buf := make([]byte, 8<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		switch {
+		case strings.Contains(g, "sandbox.flock("):
+			inFlock++
+		case strings.Contains(g, "sandbox.(*lockGates).enter("):
+			atGate++
+		}
+	}
+	return inFlock, atGate
+}
+
+// threads is the Threads figure of /proc/self/status.
+func threads(t *testing.T) int {
+	b, err := os.ReadFile("/proc/self/status")
+	must(t, err)
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			must(t, err)
+			return n
+		}
+	}
+	t.Fatal("no Threads line in /proc/self/status")
+	return 0
 }
