@@ -61,21 +61,43 @@ func (c *checker) defineAliases(args []string) {
 
 // hash applies hash -p PATH NAME (NAME then runs PATH), -d and -r.
 func (c *checker) hash(args []string) {
+	path, del := "", false
+	var names []string
 	for i := 0; i < len(args); i++ {
-		switch args[i] {
-		case "-r":
-			clear(c.sc.hashed)
-		case "-p":
-			if i+2 < len(args) {
-				c.sc.hashed[args[i+2]] = args[i+1]
-				delete(c.sc.unsure, args[i+2])
-				i += 2
+		a := args[i]
+		if a == "--" {
+			names = append(names, args[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || len(a) < 2 {
+			names = append(names, a)
+			continue
+		}
+		for j := 1; j < len(a); j++ {
+			switch a[j] {
+			case 'r':
+				clear(c.sc.hashed)
+			case 'd':
+				del = true
+			case 'p':
+				// -p PATH or -pPATH: every name given runs PATH.
+				if path = a[j+1:]; path == "" && i+1 < len(args) {
+					i++
+					path = args[i]
+				}
+				j = len(a)
 			}
-		case "-d":
-			if i+1 < len(args) {
-				delete(c.sc.hashed, args[i+1])
-				i++
-			}
+		}
+	}
+	for _, n := range names {
+		switch {
+		case hasMarks(n) && (path != "" || del):
+			c.sc.lost = true // which name now runs what is not known
+		case path != "":
+			c.sc.hashed[n] = path
+			delete(c.sc.unsure, n)
+		case del:
+			delete(c.sc.hashed, n)
 		}
 	}
 }
@@ -105,8 +127,78 @@ func (c *checker) trap(args []string, idx int) {
 		c.code(code, "trap", []string{"trap " + strings.Join(args[1:], " ")}, idx)
 	})
 	for _, sig := range args[1:] {
-		c.sc.traps = append(c.sc.traps, trap{code: code, on: strings.TrimPrefix(strings.ToUpper(sig), "SIG")})
+		on := strings.TrimPrefix(strings.ToUpper(sig), "SIG")
+		c.sc.traps = append(c.sc.traps, trap{code: code, on: on})
+		if c.sc.trapped == nil {
+			c.sc.trapped = &trapStates{}
+		}
+		if on == "EXIT" || on == "0" {
+			continue
+		}
+		// Any other trap may fire before any later statement (DEBUG
+		// before each, RETURN after a function or source, ERR after a
+		// failure, a signal the command sends itself with kill $$).
+		state, files := c.trapEffects(code)
+		c.sc.volatile = c.sc.volatile || state
+		c.sc.filesVolatile = c.sc.filesVolatile || files
 	}
+}
+
+// stateBuiltins are the builtins that change the shell's state: what a
+// later command finds (variables, functions, aliases, options, the
+// directory, the positional parameters, the traps).
+var stateBuiltins = map[string]bool{}
+
+func init() {
+	for _, n := range strings.Fields(`alias unalias bind builtin caller cd pushd popd command compgen complete compopt declare
+		typeset local export readonly unset eval source . exec read mapfile readarray hash enable getopts let set shopt
+		shift trap umask ulimit history fc jobs disown wait suspend`) {
+		stateBuiltins[n] = true
+	}
+}
+
+// trapEffects says whether trap code, run at a moment the analysis does
+// not know, may change the shell's state (an assignment, a function, cd,
+// a builtin that sets something, a function it calls) or files (a
+// redirection to a file, a program that may write).
+func (c *checker) trapEffects(code string) (state, files bool) {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(code), "")
+	if err != nil {
+		return true, true
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.Assign, *syntax.FuncDecl, *syntax.DeclClause, *syntax.LetClause, *syntax.ArithmCmd, *syntax.ArithmExp:
+			state = true
+		case *syntax.ParamExp:
+			if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) || x.Index != nil {
+				state = true
+			}
+		case *syntax.Redirect:
+			switch x.Op {
+			case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.AppAll, syntax.RdrAllClob, syntax.AppAllClob, syntax.RdrInOut:
+				if x.Word.Lit() != "/dev/null" {
+					files = true
+				}
+			}
+		case *syntax.CallExpr:
+			if len(x.Args) == 0 {
+				break
+			}
+			name := x.Args[0].Lit()
+			_, isFunc := c.sc.funcs[name]
+			switch {
+			case name == "" || isFunc || c.sc.unsure[name] || stateBuiltins[name] || c.sc.lost:
+				state, files = true, true
+			case name == "printf" && len(x.Args) > 1 && strings.HasPrefix(x.Args[1].Lit(), "-v"):
+				state = true
+			case !bashBuiltins[name] && !pure[name]:
+				files = true
+			}
+		}
+		return !(state && files)
+	})
+	return state, files
 }
 
 // shellOptions are the set -o names whose single-letter forms set takes.
@@ -229,13 +321,15 @@ func (c *checker) enable(args []string) {
 // unset applies unset [-fvn] NAME…: a variable, else a function of that
 // name.
 func (c *checker) unsetVars(args []string) {
-	funcs, vars := false, false
+	funcs, vars, nref := false, false, false
 	for _, a := range args {
 		switch {
 		case a == "-f":
 			funcs = true
-		case a == "-v" || a == "-n":
+		case a == "-v":
 			vars = true
+		case a == "-n":
+			vars, nref = true, true
 		case strings.HasPrefix(a, "-"):
 		case hasMarks(a):
 			// Which one is not known: anything may be gone.
@@ -263,8 +357,13 @@ func (c *checker) unsetVars(args []string) {
 						c.sc.unsure[name] = true
 					}
 				}
-				if t, ok := c.sc.refs[name]; ok && a != "-n" {
-					name = t
+				if t, ok := c.sc.refs[name]; ok {
+					if nref {
+						// unset -n r removes the reference itself.
+						delete(c.sc.refs, name)
+					} else if t != "" {
+						name = t
+					}
 				}
 				delete(c.sc.vars, name)
 				delete(c.sc.arrays, name)
@@ -287,14 +386,29 @@ func (c *checker) cd(args []string) {
 		dir, have = a, true
 		break
 	}
+	next := ""
 	switch {
 	case !have || dir == "-" || hasMarks(dir):
 		c.sc.cwdLost = true
+		return
 	case strings.HasPrefix(dir, "/"):
-		c.sc.cwd, c.sc.cwdLost = cleanPath(dir), false
+		next = cleanPath(dir)
 	case (dir == "." || dir == ".." || strings.HasPrefix(dir, "./") || strings.HasPrefix(dir, "../")) && !c.sc.cwdLost:
-		c.sc.cwd = cleanPath(joinPath(c.sc.cwd, dir))
+		next = cleanPath(joinPath(c.sc.cwd, dir))
 	default:
+		c.sc.cwdLost = true
+		return
+	}
+	physical := slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-") && strings.Contains(a, "P") })
+	if physical && slices.Contains(strings.Split(dir, "/"), "..") {
+		// cd -P resolves the links before .., which the text does not
+		// show.
+		c.sc.cwdLost = true
+		return
+	}
+	if next != c.sc.cwd || c.sc.cwdLost {
+		// cd fails when the directory is not there, and the shell
+		// stays where it was: either directory is where it may be.
 		c.sc.cwdLost = true
 	}
 }
@@ -545,6 +659,11 @@ func (c *checker) declFields(variant string, args []string) {
 	flags := ""
 	for _, a := range args {
 		switch {
+		case hasMarks(strings.SplitN(a, "=", 2)[0]):
+			// An option or a name only known when the command runs:
+			// any variable may be declared, with any attribute.
+			c.sc.havoc()
+			return
 		case strings.HasPrefix(a, "-"):
 			flags += a[1:]
 		case strings.HasPrefix(a, "+"):
@@ -568,17 +687,25 @@ func (c *checker) declFields(variant string, args []string) {
 				c.sc.exportedFuncs[base] = on
 			}
 			continue
-		case !ok:
-			continue
 		case strings.Contains(flags, "n"):
-			c.sc.refs[base] = v
+			if v == "" && !ok {
+				if _, ok := c.sc.refs[base]; !ok {
+					c.sc.refs[base] = ""
+				}
+			} else if v != base {
+				c.sc.refs[base] = v
+			}
 			continue
 		case strings.HasPrefix(v, "("):
 			// NAME=(…) as a word: bash parses it as an array.
 			c.array(base, strings.Contains(flags, "A")).forget()
 			continue
+		case !ok:
+			c.readonlyAfter(variant, flags, base)
+			continue
 		}
 		c.setVar(base, v)
+		c.readonlyAfter(variant, flags, base)
 	}
 }
 
@@ -601,6 +728,7 @@ func (c *checker) arithText(s, what string) {
 		return
 	}
 	c.runSubsts(e, what)
+	c.arithSeen = nil
 	c.arithVars(e, 1)
 	c.arithAssigns(e)
 }

@@ -107,11 +107,19 @@ func (c *checker) call(x *syntax.CallExpr, in *reader) stream {
 		default:
 			temp.restore()
 		}
+		if _, ok := temp.saved["PATH"]; ok {
+			// PATH=… before a command empties bash's table of hashed
+			// paths when it is set and again when it is put back.
+			clear(c.sc.hashed)
+		}
 	}()
 	if len(fields) == 1 && fields[0] == "exec" {
 		// exec without a command: its redirections stay for the rest of
 		// the shell (exec < <(…), exec 3<<<…).
 		c.execGen++
+		for _, p := range c.stmtWrites {
+			c.hold(p)
+		}
 		c.record(Command{Name: "exec", Args: fields, Fixed: 1})
 		return nil
 	}
@@ -166,9 +174,39 @@ func (c *checker) alias(x *syntax.CallExpr, in *reader) (stream, bool) {
 	if in != nil {
 		c.in = in
 	}
-	out := c.script(pre+val+c.src[start:end], []string{"alias " + name})
+	rest := c.src[start:end]
+	expanded := map[string]bool{name: true}
+	for k := 0; k < 16 && (strings.HasSuffix(val, " ") || strings.HasSuffix(val, "\t")); k++ {
+		// An alias whose value ends in a blank has the next word
+		// checked for an alias too.
+		next, after, ok := nextAliasWord(rest)
+		nval, isAlias := c.view.aliases[next]
+		if !ok || !isAlias || expanded[next] {
+			break
+		}
+		expanded[next] = true
+		pre += val
+		val, rest = nval, after
+	}
+	out := c.script(pre+val+rest, []string{"alias " + name})
 	delete(c.inAlias, name)
 	return out, true
+}
+
+// nextAliasWord splits off the word at the start of s (after blanks)
+// when it is a plain word bash could expand as an alias: letters, digits
+// and the characters alias names may hold, ended by a blank, an operator
+// or the end.
+func nextAliasWord(s string) (word, rest string, ok bool) {
+	t := strings.TrimLeft(s, " \t")
+	i := 0
+	for i < len(t) && !strings.ContainsRune(" \t\n;&|<>()'\"\\$`=", rune(t[i])) {
+		i++
+	}
+	if i == 0 {
+		return "", s, false
+	}
+	return t[:i], t[i:], true
 }
 
 // mayBeAlias says why name may be an alias bash expands on this line,
@@ -205,16 +243,18 @@ func (c *checker) identify(prog string, o runOpts) identity {
 			return identity{name: prog, unsure: why}
 		}
 	}
-	if !o.noFunc && !slash {
+	// A function's name may hold a slash (/usr/bin/git(){ …; }): bash
+	// looks functions up first either way.
+	if !o.noFunc {
 		if _, ok := c.sc.funcs[prog]; ok {
 			return identity{name: prog, function: true}
 		}
 	}
-	if !o.external && !slash && c.sc.lost {
-		return identity{name: canonical(prog), builtin: c.builtinRuns(prog) == on,
+	if !o.external && c.sc.lost {
+		return identity{name: canonical(program(prog)), builtin: !slash && c.builtinRuns(prog) == on,
 			unsure: "code toolhost cannot read ran before it in the same shell and may have defined " + prog + " as a function or alias, or changed PATH"}
 	}
-	if !o.noFunc && !slash && c.sc.unsure[prog] {
+	if !o.noFunc && c.sc.unsure[prog] {
 		return identity{name: canonical(prog), builtin: c.builtinRuns(prog) == on,
 			unsure: prog + " may be a function, an alias, a hashed path or a loadable builtin defined on a path that may not have run"}
 	}
@@ -227,7 +267,9 @@ func (c *checker) identify(prog string, o runOpts) identity {
 		}
 	}
 	word := prog
-	if p, ok := c.sc.hashed[prog]; ok && !slash {
+	if p, ok := c.sc.hashed[prog]; ok && !slash && !o.external {
+		// bash's table of hashed paths (a program that execs the word,
+		// env or xargs, searches PATH itself).
 		word = p
 	}
 	if isProcExe(word) {
@@ -290,6 +332,9 @@ func (c *checker) run(fields []string, o runOpts) stream {
 		}
 	}
 	if w, ok := wrappers[name]; ok {
+		if name == "prlimit" {
+			c.sc.filesLimited = true // --fsize
+		}
 		out := c.wrapper(name, w, fields, idx, o)
 		if name == "exec" {
 			c.leaves |= leaveShell
@@ -308,6 +353,7 @@ func (c *checker) run(fields []string, o runOpts) stream {
 		// A program may change any file the command wrote before.
 		c.programMayWrite()
 	}
+	c.optionPrograms(name, fields)
 	if httpClients[name] || name == "gh" && len(fields) > 1 && fields[1] == "api" || rawClients[name] {
 		return c.client(name, fields, idx, o)
 	}
@@ -408,16 +454,42 @@ func (c *checker) builtin(name string, fields []string, idx int, o runOpts) (str
 			}
 		}
 	case "printf":
-		if len(args) > 1 && args[0] == "-v" {
-			c.nameSubscript(args[1])
-			text, exact := c.printf(args[2:])
+		// printf -v NAME or -vNAME (bash's only option) assigns.
+		target, rest, ok := "", args, false
+		switch {
+		case len(args) > 1 && args[0] == "-v":
+			target, rest, ok = args[1], args[2:], true
+		case len(args) > 0 && strings.HasPrefix(args[0], "-v") && len(args[0]) > 2:
+			target, rest, ok = args[0][2:], args[1:], true
+		}
+		if ok {
+			c.nameSubscript(target)
+			text, exact := c.printf(rest)
 			if !exact {
 				text = joinValue(text, string(markExternal))
 			}
-			c.setVar(strings.SplitN(args[1], "[", 2)[0], text)
+			c.setVar(strings.SplitN(target, "[", 2)[0], text)
 			return nil, true
 		}
 		return nil, false
+	case "fc":
+		// fc -s re-runs a command of the shell's history (history -s
+		// adds any text to it), fc -e runs an editor then the result: code
+		// the guard cannot read, run in this shell. fc -l only lists.
+		if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-") && strings.Contains(a, "l") }) {
+			c.unknownCode("fc "+strings.Join(shownAll(args), " "), "fc runs commands from the shell's history, which the command may have filled with anything (history -s)",
+				"run the commands directly")
+			c.sc.havoc()
+		}
+	case "ulimit":
+		// ulimit N and ulimit -f N limit the size of the files written
+		// from now on (the others do not change what is written; a
+		// query changes nothing).
+		for _, a := range args {
+			if !strings.HasPrefix(a, "-") && a != "" || strings.HasPrefix(a, "-") && strings.ContainsAny(a, "fa") {
+				c.sc.filesLimited = true
+			}
+		}
 	case "return":
 		c.leaves |= leaveReturn
 	case "break", "continue":
@@ -508,12 +580,49 @@ func (c *checker) programOutput(name string, fields []string) stream {
 var pure = map[string]bool{}
 
 func init() {
-	for _, n := range strings.Fields(`echo printf cat tac head tail sort uniq cut tr fold nl pv grep egrep fgrep rg jq gojq jaq
-		base64 basenc xxd rev sha1sum sha224sum sha256sum sha384sum sha512sum md5sum b2sum cksum sum shasum wc which whereis
-		type readlink realpath basename dirname true false : test [ sleep ls pwd id whoami date printenv stat file du df
-		uname hostname env seq expr yes nproc tty locale getconf diff cmp comm column numfmt od hexdump strings less more
-		awk gawk mawk nawk sed cd kill`) {
+	// Not sort (-o), uniq and xxd (an output operand), sed (-i, w), awk
+	// (print > file), less (-o), file (-C): they write files.
+	for _, n := range strings.Fields(`echo printf cat tac head tail cut tr fold nl pv grep egrep fgrep rg jq gojq jaq
+		base64 basenc rev sha1sum sha224sum sha256sum sha384sum sha512sum md5sum b2sum cksum sum shasum wc which whereis
+		type readlink realpath basename dirname true false : test [ sleep ls pwd id whoami date printenv stat du df
+		uname hostname env seq expr yes nproc tty locale getconf diff cmp comm column numfmt od hexdump strings more
+		cd kill`) {
 		pure[n] = true
+	}
+}
+
+// optionPrograms records the programs a program the analysis models runs
+// because of an option or a variable: sort --compress-program=PROG runs
+// PROG (and PROG -d) for its temporary files; less runs LESSOPEN and
+// LESSCLOSE as shell commands.
+func (c *checker) optionPrograms(name string, fields []string) {
+	switch name {
+	case "sort":
+		for i := 1; i < len(fields); i++ {
+			opt, val, has := strings.Cut(fields[i], "=")
+			// GNU options may be shortened to a prefix that is still
+			// unique: --co is --compress-program.
+			if len(opt) < 4 || !strings.HasPrefix("--compress-program", opt) {
+				continue
+			}
+			if !has && i+1 < len(fields) {
+				i++
+				val = fields[i]
+			}
+			c.withVia([]string{"sort --compress-program"}, func() {
+				c.maybe(func() stream {
+					c.run([]string{val}, runOpts{noFunc: true, external: true})
+					return c.run([]string{val, "-d"}, runOpts{noFunc: true, external: true})
+				})
+			})
+		}
+	case "less":
+		for _, v := range []string{"LESSOPEN", "LESSCLOSE"} {
+			if val, ok := c.sc.vars[v]; ok && val != "" {
+				c.unknownCode(v+"="+shown(val), "less runs $"+v+" as a shell command for each file it shows",
+					"run the preprocessing command directly")
+			}
+		}
 	}
 }
 

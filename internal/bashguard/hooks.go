@@ -14,6 +14,9 @@ func (c *checker) hook(name, val string) {
 			c.sc.havoc()
 			c.prompt(val, "$"+name)
 		})
+	case "BASH_ARGV0":
+		// Assigning BASH_ARGV0 sets $0.
+		c.sc.arg0 = val
 	case "PROMPT_COMMAND":
 		c.deferredRun(func() {
 			c.sc.havoc()

@@ -360,9 +360,18 @@ func echoEscapes(t string, newline bool) (string, bool) {
 	}
 	var b strings.Builder
 	for i := 0; i < len(t); i++ {
-		if t[i] == '\\' && i+1 < len(t) && t[i+1] == '0' {
+		switch {
+		case t[i] == '\\' && i+1 < len(t) && t[i+1] == '0':
 			b.WriteByte('\\')
 			i++ // \0nnn is \nnn
+			continue
+		case t[i] == '\\' && i+1 < len(t) && t[i+1] >= '1' && t[i+1] <= '7':
+			// echo's octal needs the 0: \162 stays as written.
+			b.WriteString(`\\`)
+			continue
+		case t[i] == '\\' && i+1 < len(t) && t[i+1] == '\\':
+			b.WriteString(`\\`)
+			i++
 			continue
 		}
 		b.WriteByte(t[i])

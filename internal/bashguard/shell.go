@@ -44,11 +44,16 @@ func (s *scope) child(shell string) *scope {
 			n.unsure[name] = true
 		}
 	}
-	n.arg0 = shell
+	n.arg0, n.shell = shell, shell
+	if shell == "rbash" {
+		n.shell = "bash"
+	}
+	n.inheritOptions(s)
 	if shell == "sh" || shell == "dash" || shell == "ash" {
 		n.echoEsc = on
 	}
 	n.cwd, n.cwdLost = s.cwd, s.cwdLost
+	n.filesLimited = s.filesLimited
 	// Code the analysis could not read may have exported anything.
 	n.lost = s.lost
 	return n
@@ -70,6 +75,18 @@ type checker struct {
 	// wroteUnknown is set once the command wrote a file whose name is
 	// only known when it runs: a script whose path is not known may be it.
 	wroteUnknown bool
+	// held are files a descriptor stays open on for writing (exec 3>f),
+	// or that a job running beside the shell wrote: what they hold is
+	// never sure. heldUnknown is set when such a file's name is not
+	// known.
+	held        map[string]bool
+	heldUnknown bool
+	// concurrent > 0 while analysing what runs beside the shell: a
+	// background job, a pipeline's stage, a process substitution.
+	concurrent int
+	// stmtWrites are the files the redirections of the statement being
+	// run open for writing.
+	stmtWrites []string
 	// fds are what a path such as /dev/fd/3 or a process substitution's
 	// /dev/fd/63 reads: exec 3<<<'…', <(…).
 	fds map[string]stream
@@ -116,11 +133,14 @@ type checker struct {
 	// globbed is set by the expander when it tried to match a file name
 	// pattern in the field it is expanding.
 	globbed bool
+	// arithSeen are the variables whose values the arithmetic expression
+	// being checked has read already.
+	arithSeen map[string]bool
 }
 
 func newChecker(o Options) *checker {
 	c := &checker{a: &Analysis{}, b: newBudget(), sc: newScope(), progs: o.Programs, in: &reader{segs: stream{{kind: segProgram, via: inheritedStdin}}}, files: map[string]file{},
-		fds: map[string]stream{}, outProcs: map[string]*syntax.ProcSubst{}, nextFD: 63, inAlias: map[string]bool{}}
+		fds: map[string]stream{}, outProcs: map[string]*syntax.ProcSubst{}, nextFD: 63, inAlias: map[string]bool{}, held: map[string]bool{}}
 	c.view = aliasView{expand: off}
 	c.sc.cwd = cleanPath(o.Dir)
 	return c
@@ -209,7 +229,7 @@ func (c *checker) lines(list []*syntax.Stmt) stream {
 // currentView is the alias expansion bash would use for a line it reads
 // now.
 func (c *checker) currentView() aliasView {
-	return aliasView{expand: c.sc.opt("expand_aliases"), aliases: maps.Clone(c.sc.aliases), unsure: maps.Clone(c.sc.unsure)}
+	return aliasView{expand: c.sc.expandsAliases(), aliases: maps.Clone(c.sc.aliases), unsure: maps.Clone(c.sc.unsure)}
 }
 
 // stmts runs a statement list.
@@ -253,6 +273,9 @@ type outTarget struct {
 	path    string // a file, /dev/tcp/…, or a >(…) path
 	none    bool   // to stderr or closed: nothing reaches the pipe
 	appends bool   // >>: the file keeps what it held
+	// mayFail is set when the redirection may not write the file (>
+	// under set -o noclobber refuses a file that is there).
+	mayFail bool
 	in      *reader
 }
 
@@ -262,24 +285,27 @@ func (c *checker) stmt(st *syntax.Stmt) stream {
 	if !c.b.step() {
 		return nil
 	}
+	c.beforeStatement()
 	if st.Background {
 		// A background job is a subshell running beside what follows:
 		// nothing it changes reaches the shell, and what it prints comes
 		// in no known order.
+		c.concurrent++
+		defer func() { c.concurrent-- }()
 		return inexact(c.isolated(func() stream { return c.statement(st) }))
 	}
 	return c.statement(st)
 }
 
 func (c *checker) statement(st *syntax.Stmt) stream {
-	savedIn, savedRedirs, gen := c.in, c.redirs, c.execGen
+	savedIn, savedRedirs, savedWrites, gen := c.in, c.redirs, c.stmtWrites, c.execGen
 	defer func() {
 		if c.execGen != gen {
 			savedIn = c.in // exec < …: the shell's input from now on
 		}
-		c.in, c.redirs = savedIn, savedRedirs
+		c.in, c.redirs, c.stmtWrites = savedIn, savedRedirs, savedWrites
 	}()
-	c.redirs = nil
+	c.redirs, c.stmtWrites = nil, nil
 	var target outTarget
 	for _, r := range st.Redirs {
 		c.redirect(r, &target)
@@ -320,7 +346,7 @@ func (c *checker) deliver(out stream, target outTarget) stream {
 		return nil
 	}
 	text, exact := out.text()
-	c.wrote(target.path, text, exact && !target.appends)
+	c.wrote(target.path, text, exact && !target.appends && !target.mayFail)
 	return nil
 }
 
@@ -328,12 +354,63 @@ func (c *checker) deliver(out stream, target outTarget) stream {
 // what the file holds afterwards is not exactly text (a program that may
 // add to it, a write that may not happen).
 func (c *checker) wrote(path, text string, sure bool) {
+	if unaliased(path) {
+		return
+	}
+	key, ok := c.filePath(path)
+	if !ok {
+		// Any file may be the one written.
+		c.wroteUnknown = true
+		c.programMayWrite()
+		return
+	}
+	// Another name of a file the command wrote before (a link the agent
+	// made earlier) would be written too.
+	for p, f := range c.files {
+		if p != key && f.sure {
+			f.sure = false
+			c.files[p] = f
+		}
+	}
+	switch {
+	case c.sc.filesLimited:
+		sure = false
+	case c.concurrent > 0:
+		// A background job, a pipeline's stage, a process substitution:
+		// its writes come in no known order with the shell's.
+		c.held[key] = true
+		sure = false
+	case c.held[key]:
+		sure = false
+	}
+	c.files[key] = file{text: text, sure: sure}
+}
+
+// hold notes that path stays open for writing for the rest of the shell
+// (exec 3>path): what it holds is never sure again.
+func (c *checker) hold(path string) {
+	if unaliased(path) {
+		return
+	}
 	key, ok := c.filePath(path)
 	if !ok {
 		c.wroteUnknown = true
+		c.programMayWrite()
+		c.heldUnknown = true
 		return
 	}
-	c.files[key] = file{text: text, sure: sure}
+	c.held[key] = true
+	c.wrote(path, "", false)
+}
+
+// unaliased reports whether writing p cannot change a file: a device
+// that discards or is the terminal, or the shell's own standard streams.
+func unaliased(p string) bool {
+	switch p {
+	case "/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2":
+		return true
+	}
+	return isNetworkPath(p)
 }
 
 // filePath is the key of path in files: relative to where the command
@@ -341,6 +418,12 @@ func (c *checker) wrote(path, text string, sure bool) {
 // a relative path after cd to a directory the analysis does not know).
 func (c *checker) filePath(path string) (string, bool) {
 	if hasMarks(path) || path == "" {
+		return "", false
+	}
+	if strings.HasPrefix(path, "/proc/") || strings.HasPrefix(path, "/dev/") || slices.Contains(strings.Split(path, "/"), "..") {
+		// /proc/self/cwd/f, /dev/fd/3 name files by a process's state;
+		// a/../f is f only if a is not a link: which file it is shows
+		// only when the command runs.
 		return "", false
 	}
 	if strings.HasPrefix(path, "/") {
@@ -366,6 +449,11 @@ func (c *checker) written(path string) (file, bool) {
 // runs: it may change any file, so what the command wrote before is no
 // longer sure.
 func (c *checker) programMayWrite() {
+	if c.heldUnknown {
+		for p := range c.files {
+			c.held[p] = true
+		}
+	}
 	for p, f := range c.files {
 		if f.sure {
 			f.sure = false
@@ -402,6 +490,16 @@ func (c *checker) redirect(r *syntax.Redirect, target *outTarget) {
 	case syntax.RdrIn, syntax.RdrInOut:
 		path := c.word(r.Word)
 		rec.Target = shown(path)
+		if r.Op == syntax.RdrInOut {
+			// <> opens for writing too, without truncating: what is
+			// written through it lands inside what was there.
+			c.stmtWrites = append(c.stmtWrites, path)
+			if strings.HasPrefix(fd, "{") {
+				c.hold(path)
+			} else {
+				c.wrote(path, "", false)
+			}
+		}
 		if isStdinPath(path) && target.in != nil {
 			c.input(target, fd, target.in.rest()) // <<< x < /dev/stdin
 		} else {
@@ -418,10 +516,21 @@ func (c *checker) redirect(r *syntax.Redirect, target *outTarget) {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.AppAll, syntax.RdrAllClob, syntax.AppAllClob:
 		path := c.word(r.Word)
 		rec.Target = shown(path)
-		if fd == "" || fd == "1" || r.Op == syntax.RdrAll || r.Op == syntax.AppAll || r.Op == syntax.RdrAllClob || r.Op == syntax.AppAllClob {
+		c.stmtWrites = append(c.stmtWrites, path)
+		if strings.HasPrefix(fd, "{") {
+			// {var}>file keeps the descriptor open after the command.
+			c.hold(path)
+		}
+		switch {
+		case (fd == "" || fd == "1") && (path == "/dev/stdout" || path == "/dev/fd/1" || path == "/proc/self/fd/1"):
+			// The standard output itself (a pipe, when there is one).
+		case (fd == "" || fd == "1") && (path == "/dev/stderr" || path == "/dev/fd/2" || path == "/proc/self/fd/2"):
+			target.path, target.none = "", true
+		case fd == "" || fd == "1" || r.Op == syntax.RdrAll || r.Op == syntax.AppAll || r.Op == syntax.RdrAllClob || r.Op == syntax.AppAllClob:
 			target.path, target.none = path, false
 			target.appends = r.Op == syntax.AppOut || r.Op == syntax.AppAll || r.Op == syntax.AppClob || r.Op == syntax.AppAllClob
-		} else {
+			target.mayFail = (r.Op == syntax.RdrOut || r.Op == syntax.RdrAll) && c.sc.opt("noclobber") != off
+		default:
 			// Another descriptor (2> file): the file gets what the guard
 			// does not follow.
 			c.wrote(path, "", false)
@@ -559,6 +668,8 @@ func (c *checker) command(n syntax.Command) stream {
 		}
 	case *syntax.CoprocClause:
 		if x.Stmt != nil {
+			c.concurrent++
+			defer func() { c.concurrent-- }()
 			return inexact(c.isolated(func() stream { return c.stmt(x.Stmt) }))
 		}
 	}
@@ -623,6 +734,9 @@ func (c *checker) pipeline(b *syntax.BinaryCmd) stream {
 	flatten(b.Y)
 	saved := c.in
 	defer func() { c.in = saved }()
+	// The stages run at the same time.
+	c.concurrent++
+	defer func() { c.concurrent-- }()
 	var out stream
 	for i, st := range stages {
 		if i > 0 {
@@ -935,11 +1049,39 @@ func (c *checker) local(name string) {
 func (c *checker) decl(d *syntax.DeclClause) {
 	variant := d.Variant.Value
 	flags := declFlags(d)
+	// A quoted or computed operand (declare 'x=1', declare "$v", declare
+	// $o): bash reads its expansion as NAME=VALUE, a name or an option.
+	dynamic := map[int][]string{}
+	for i, a := range d.Args {
+		if a.Name != nil || !a.Naked || a.Value == nil || isFlagWord(a.Value) {
+			continue
+		}
+		fs := c.fields(a.Value)
+		for _, f := range fs {
+			switch {
+			case hasMarks(strings.SplitN(f, "=", 2)[0]):
+				// Which variable, or which option, is only known when
+				// the command runs.
+				c.sc.havoc()
+				return
+			case strings.HasPrefix(f, "-"):
+				flags += f[1:]
+			case strings.HasPrefix(f, "+"):
+				flags += "+" + f[1:]
+			}
+		}
+		dynamic[i] = fs
+	}
 	if !c.declares(variant, flags) {
 		return
 	}
-	for _, a := range d.Args {
+	for i, a := range d.Args {
 		if a.Name == nil {
+			for _, f := range dynamic[i] {
+				if !strings.HasPrefix(f, "-") && !strings.HasPrefix(f, "+") {
+					c.declFields(variant, append(flagFields(flags), f))
+				}
+			}
 			continue
 		}
 		name := a.Name.Value
@@ -951,9 +1093,16 @@ func (c *checker) decl(d *syntax.DeclClause) {
 			}
 			continue
 		case strings.Contains(flags, "n"):
-			if !a.Naked && a.Value != nil {
+			switch {
+			case !a.Naked && a.Value != nil:
 				if target := c.literal(a.Value); target != "" && target != name {
 					c.sc.refs[name] = target
+				}
+			case a.Naked:
+				if _, ok := c.sc.refs[name]; !ok {
+					// A reference to nothing yet: its first
+					// assignment names its target.
+					c.sc.refs[name] = ""
 				}
 			}
 			continue
@@ -962,10 +1111,19 @@ func (c *checker) decl(d *syntax.DeclClause) {
 		case strings.Contains(flags, "a"):
 			c.array(name, false)
 		}
-		if a.Naked {
-			continue
+		if !a.Naked {
+			c.assign1(a)
 		}
-		c.assign1(a)
+		c.readonlyAfter(variant, flags, name)
+	}
+}
+
+// readonlyAfter makes name readonly once its declaration assigned it
+// (readonly x=1, declare -r x=1).
+func (c *checker) readonlyAfter(variant, flags, name string) {
+	name, _, _ = strings.Cut(name, "[")
+	if (variant == "readonly" || strings.Contains(strings.SplitN(flags, "+", 2)[0], "r")) && !strings.ContainsRune(c.sc.attrs[name], 'r') {
+		c.sc.attrs[name] += "r"
 	}
 }
 
@@ -995,17 +1153,35 @@ func (c *checker) declName(variant, flags, name string) {
 		c.sc.exported[name] = off
 	}
 	attrs := c.sc.attrs[name]
-	for _, ch := range "lucir" {
+	for _, ch := range "luci" {
 		if strings.ContainsRune(flags, ch) && !strings.ContainsRune(attrs, ch) {
 			attrs += string(ch)
 		}
 	}
-	if variant == "readonly" && !strings.ContainsRune(attrs, 'r') {
-		attrs += "r"
-	}
 	if attrs != "" {
 		c.sc.attrs[name] = attrs
 	}
+}
+
+// isFlagWord reports whether w is an option of declare as written: a
+// literal word starting with - or +.
+func isFlagWord(w *syntax.Word) bool {
+	f := w.Lit()
+	return f != "" && (strings.HasPrefix(f, "-") || strings.HasPrefix(f, "+"))
+}
+
+// flagFields gives declare's option letters (declFlags) back as option
+// words: "n+x" is -n +x.
+func flagFields(flags string) []string {
+	minus, plus, hasPlus := strings.Cut(flags, "+")
+	var out []string
+	if minus != "" {
+		out = append(out, "-"+minus)
+	}
+	if hasPlus {
+		out = append(out, "+"+plus)
+	}
+	return out
 }
 
 // declFlags returns the option letters of a declare/local/typeset (-n, -A
@@ -1085,7 +1261,26 @@ func (c *checker) setVar(name, val string) {
 		return
 	}
 	if t, ok := c.sc.refs[name]; ok {
+		if t == "" {
+			// declare -n r without a target: the first assignment to r
+			// names the variable r refers to.
+			c.sc.refs[name] = val
+			return
+		}
 		name = t
+		if base, _, indexed := strings.Cut(t, "["); indexed {
+			// A reference to an element (declare -n r='a[…]'): bash
+			// evaluates the subscript on each assignment through it.
+			c.nameSubscript(t)
+			c.array(base, false).forget()
+			return
+		}
+	}
+	if hasMarks(name) {
+		// A name only known when the command runs: any variable may be
+		// the one assigned.
+		c.sc.havoc()
+		return
 	}
 	if strings.ContainsRune(c.sc.attrs[name], 'r') {
 		return // bash refuses to assign a readonly variable
@@ -1102,6 +1297,14 @@ func (c *checker) setVar(name, val string) {
 	}
 	c.sc.vars[name] = val
 	delete(c.sc.cleared, name)
+	switch name {
+	case "PATH":
+		// Assigning PATH empties bash's table of hashed paths (hash -p
+		// included).
+		clear(c.sc.hashed)
+	case "POSIXLY_CORRECT":
+		c.sc.opts["posix"] = on
+	}
 	c.hook(name, val)
 }
 
@@ -1206,15 +1409,22 @@ func (c *checker) record(cmd Command) int {
 	return len(c.a.Commands) - 1
 }
 
-// finishTraps analyses the traps of the shell that ends now: an EXIT trap
-// runs with the state the shell ends in, any other when its signal comes,
-// with any state the shell passes through.
+// finishTraps analyses the traps of the shell that ends now: each runs
+// with any state the shell passed through after it was set (an EXIT trap
+// when the shell ends, which may be before any statement; any other when
+// its event comes).
 func (c *checker) finishTraps() {
 	traps := c.sc.traps
 	c.sc.traps = nil
+	c.mayEnd()
+	states := c.sc.trapped
 	for _, t := range traps {
 		c.deferredRun(func() {
-			if t.on != "EXIT" && t.on != "0" {
+			if states != nil && states.w != nil {
+				// Any state the shell passed through since the trap
+				// was set.
+				c.restore(*states.w)
+			} else {
 				c.sc.havoc()
 			}
 			c.code(t.code, "trap", []string{"trap " + t.on}, -1)

@@ -84,6 +84,14 @@ func (c *checker) merge(ws ...world) {
 	if len(ws) == 0 {
 		return
 	}
+	j := c.joinWorlds(ws...)
+	c.sc, c.files, c.fds, c.in, c.leaves = j.sc, j.files, j.fds, j.in, j.leaves
+	c.in.seek(j.inPos)
+}
+
+// joinWorlds is the join of ws (at least one), leaving the current world
+// as it is.
+func (c *checker) joinWorlds(ws ...world) world {
 	j := ws[0]
 	j.sc = j.sc.clone()
 	j.files, j.fds = maps.Clone(j.files), maps.Clone(j.fds)
@@ -122,8 +130,42 @@ func (c *checker) merge(ws ...world) {
 		}
 		j.leaves |= w.leaves
 	}
-	c.sc, c.files, c.fds, c.in, c.leaves = j.sc, j.files, j.fds, j.in, j.leaves
-	c.in.seek(j.inPos)
+	return j
+}
+
+// trapStates are the states in which a trap of the shell may run: bash
+// runs an EXIT trap when the shell exits, which it may do before any
+// statement (exit, set -e, set -u, ${x:?}, a failed exec, a signal the
+// command sends itself), not only at the end; any other trap when its
+// event comes, also before any statement.
+type trapStates struct{ w *world }
+
+// mayEnd notes that the shell may end, or a trap fire, here.
+func (c *checker) mayEnd() {
+	e := c.sc.trapped
+	if e == nil {
+		return
+	}
+	cur := c.save()
+	if e.w == nil {
+		e.w = &cur
+		return
+	}
+	j := c.joinWorlds(*e.w, cur)
+	e.w = &j
+}
+
+// beforeStatement is what may happen in the shell before any statement
+// runs: it may end or a trap fire (which then runs with this state), and a
+// trap with effects may change its state or files.
+func (c *checker) beforeStatement() {
+	c.mayEnd()
+	if c.sc.volatile {
+		c.sc.havoc()
+	}
+	if c.sc.volatile || c.sc.filesVolatile {
+		c.programMayWrite()
+	}
 }
 
 func sameStream(a, b stream) bool {
@@ -165,7 +207,7 @@ func (c *checker) maybe(fn func() stream) stream {
 func (c *checker) isolated(fn func() stream) stream {
 	saved, leaves := c.sc, c.leaves
 	c.sc = c.sc.clone()
-	c.sc.traps = nil
+	c.sc.traps, c.sc.trapped = nil, nil
 	c.leaves = 0
 	out := fn()
 	c.finishTraps()
@@ -246,6 +288,8 @@ type scope struct {
 	unsure map[string]bool
 	pos    []string // $1 …
 	arg0   string   // $0
+	// shell is the shell running this scope (bash, sh, zsh …).
+	shell string
 	// echoEsc is on for sh/dash, whose echo decodes backslash escapes,
 	// and under shopt -s xpg_echo.
 	echoEsc tri
@@ -268,6 +312,17 @@ type scope struct {
 	// traps are the trap actions set in this shell, analysed again when
 	// the shell ends (they run then, or at any time for a signal).
 	traps []trap
+	// trapped gathers the states its traps may run in, once it has one.
+	trapped *trapStates
+	// volatile is set once a trap that changes the shell's state (x=…,
+	// a function, cd …) may fire, at any statement (DEBUG, RETURN, ERR, a
+	// signal the command may send itself); filesVolatile once one that
+	// may write files may.
+	volatile, filesVolatile bool
+	// filesLimited is set once ulimit (or prlimit) may have limited the
+	// size of the files the shell writes: a write may stop short, and
+	// what is left is not what the command printed.
+	filesLimited bool
 }
 
 // binding is a variable as a local one hid it.
@@ -302,7 +357,7 @@ type aliasView struct {
 func newScope() *scope {
 	return &scope{vars: map[string]string{}, cleared: map[string]bool{}, arrays: map[string]*array{}, refs: map[string]string{},
 		exported: map[string]tri{}, attrs: map[string]string{}, funcs: map[string]*function{}, exportedFuncs: map[string]tri{},
-		aliases: map[string]string{}, hashed: map[string]string{}, unsure: map[string]bool{}, opts: map[string]tri{}, disabled: map[string]tri{}, arg0: "bash"}
+		aliases: map[string]string{}, hashed: map[string]string{}, unsure: map[string]bool{}, opts: map[string]tri{}, disabled: map[string]tri{}, arg0: "bash", shell: "bash"}
 }
 
 // clone copies s deeply enough that changes to the copy do not reach s.
@@ -422,6 +477,12 @@ func (s *scope) join(o *scope) {
 		s.cwdLost = true
 	}
 	s.lost = s.lost || o.lost
+	s.volatile = s.volatile || o.volatile
+	s.filesVolatile = s.filesVolatile || o.filesVolatile
+	s.filesLimited = s.filesLimited || o.filesLimited
+	if s.trapped == nil {
+		s.trapped = o.trapped
+	}
 	for i := range min(len(s.frames), len(o.frames)) {
 		for name, b := range o.frames[i] {
 			if _, ok := s.frames[i][name]; !ok {
@@ -485,3 +546,67 @@ func (s *scope) havoc() {
 
 // opt reports a shell option's setting.
 func (s *scope) opt(name string) tri { return s.opts[name] }
+
+// expandsAliases says whether the shell expands aliases: under shopt -s
+// expand_aliases, and always in POSIX mode (set -o posix, POSIXLY_CORRECT,
+// bash --posix) and in other shells (sh, zsh, ksh read aliases in
+// scripts too).
+func (s *scope) expandsAliases() tri {
+	e, p := s.opts["expand_aliases"], s.opts["posix"]
+	switch {
+	case e == on || p == on || s.shell != "bash" && s.shell != "rbash":
+		return on
+	case e == unsure || p == unsure:
+		return unsure
+	}
+	return off
+}
+
+// setOptions are the options set -o names (SHELLOPTS lists them); the
+// others are shopt's (BASHOPTS).
+var setOptions = map[string]bool{"allexport": true, "braceexpand": true, "emacs": true, "errexit": true, "errtrace": true,
+	"functrace": true, "hashall": true, "histexpand": true, "history": true, "ignoreeof": true, "interactive-comments": true,
+	"keyword": true, "monitor": true, "noclobber": true, "noexec": true, "noglob": true, "nolog": true, "notify": true,
+	"nounset": true, "onecmd": true, "physical": true, "pipefail": true, "posix": true, "privileged": true, "verbose": true,
+	"vi": true, "xtrace": true}
+
+// inheritOptions gives a child bash the options its environment passes:
+// SHELLOPTS (set -o) and BASHOPTS (shopt) when exported, POSIXLY_CORRECT
+// (POSIX mode). An exported SHELLOPTS or BASHOPTS without a value the
+// command gave is the parent's own options.
+func (s *scope) inheritOptions(parent *scope) {
+	for _, v := range []string{"SHELLOPTS", "BASHOPTS"} {
+		sets := v == "SHELLOPTS"
+		val, given := s.vars[v]
+		switch {
+		case given && !hasMarks(val):
+			for _, o := range strings.Split(val, ":") {
+				if o != "" && setOptions[o] == sets {
+					s.opts[o] = on
+				}
+			}
+		case given:
+			for o := range parent.opts {
+				if setOptions[o] == sets {
+					s.opts[o] = unsure
+				}
+			}
+			s.opts["posix"], s.opts["expand_aliases"] = unsure, unsure
+		case parent.exported[v] == on:
+			for o, t := range parent.opts {
+				if setOptions[o] == sets {
+					s.opts[o] = t
+				}
+			}
+		case parent.exported[v] == unsure:
+			for o, t := range parent.opts {
+				if setOptions[o] == sets && t != off {
+					s.opts[o] = unsure
+				}
+			}
+		}
+	}
+	if _, ok := s.vars["POSIXLY_CORRECT"]; ok {
+		s.opts["posix"] = on
+	}
+}

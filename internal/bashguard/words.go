@@ -30,11 +30,20 @@ func (e env) Get(name string) expand.Variable {
 	case "@", "*":
 		return expand.Variable{Set: true, Kind: expand.Indexed, List: slices.Clone(sc.pos)}
 	case "IFS":
-		// bash does not take IFS from the environment.
+		// bash does not take IFS from the environment: it starts as
+		// space, tab, newline.
 		if v, ok := sc.vars[name]; ok {
+			if !isASCII(v) {
+				// bash splits at each byte of a character outside ASCII
+				// (in the C locale) or at the character: not known.
+				return str(string(markExternal))
+			}
 			return str(v)
 		}
-		return expand.Variable{}
+		if sc.cleared[name] {
+			return expand.Variable{}
+		}
+		return str(" \t\n")
 	case "?", "$", "!", "RANDOM", "SECONDS", "LINENO", "BASHPID", "EPOCHSECONDS", "EPOCHREALTIME", "SRANDOM":
 		// Set by the shell as it runs.
 		return str(string(markExternal))
@@ -173,6 +182,8 @@ func (c *checker) procSubst(ps *syntax.ProcSubst) (string, error) {
 	var out stream
 	saved := c.in
 	c.in = &reader{segs: saved.rest()}
+	c.concurrent++
+	defer func() { c.concurrent-- }()
 	c.withVia([]string{"<(…)"}, func() {
 		out = c.isolated(func() stream { return c.stmts(ps.Stmts) })
 	})
@@ -190,6 +201,8 @@ func (c *checker) procSubst(ps *syntax.ProcSubst) (string, error) {
 func (c *checker) feedProc(ps *syntax.ProcSubst, s stream) {
 	saved := c.in
 	c.in = &reader{segs: s}
+	c.concurrent++
+	defer func() { c.concurrent-- }()
 	c.withVia([]string{">(…)"}, func() {
 		c.isolated(func() stream { return c.stmts(ps.Stmts) })
 	})
@@ -490,6 +503,9 @@ func (c *checker) arithVars(e syntax.ArithmExpr, depth int) {
 	if e == nil {
 		return
 	}
+	if depth == 0 {
+		c.arithSeen = nil
+	}
 	syntax.Walk(e, func(n syntax.Node) bool {
 		switch x := n.(type) {
 		case *syntax.CmdSubst:
@@ -508,6 +524,23 @@ func (c *checker) arithVars(e syntax.ArithmExpr, depth int) {
 }
 
 func (c *checker) arithName(name string, depth int) {
+	// Each variable's value is read once per expression: x+x+x where x
+	// is y+y+y needs no more than one look at y.
+	if c.arithSeen[name] {
+		return
+	}
+	if c.arithSeen == nil {
+		c.arithSeen = map[string]bool{}
+	}
+	c.arithSeen[name] = true
+	if a, ok := c.sc.arrays[name]; ok {
+		// $((a)) is a[0], $((a[i])) any element: each may be an
+		// expression of its own.
+		for _, k := range slices.Sorted(maps.Keys(a.elems)) {
+			c.arithValue(a.elems[k], "arithmetic on ${"+name+"[…]}", depth)
+		}
+		return
+	}
 	v, ok := c.sc.vars[name]
 	if !ok {
 		v, ok = c.posVar(name)
@@ -517,9 +550,18 @@ func (c *checker) arithName(name string, depth int) {
 	}
 }
 
-// arithValue checks a value bash evaluates as arithmetic.
+// maxArithDepth bounds how many variables deep the analysis follows a
+// value that names another variable (x=y; y='a[$(cmd)]'; $((x))); bash
+// follows them much deeper, so a chain longer than this is code the
+// guard cannot read.
+const maxArithDepth = 16
+
+// arithValue checks a value bash evaluates as arithmetic: a value that
+// is itself an expression is evaluated in turn, so a variable name in it
+// is read (and its value evaluated) and a subscript in it runs its
+// command substitutions.
 func (c *checker) arithValue(v, what string, depth int) {
-	if depth > 4 || c.b.err != nil {
+	if c.b.err != nil {
 		return
 	}
 	if strings.ContainsRune(v, markDerived) {
@@ -527,14 +569,25 @@ func (c *checker) arithValue(v, what string, depth int) {
 			"compute the number in a separate step and use only digits in arithmetic")
 		return
 	}
-	if !strings.ContainsAny(v, "$`") {
+	if depth == 0 {
+		c.arithSeen = nil
+	}
+	v = strings.TrimSpace(v)
+	if v == "" || hasMarks(v) && !strings.ContainsAny(v, "$`") || isNumber(v) {
+		return
+	}
+	if depth > maxArithDepth {
+		c.unknownCode(v, what+" names variables more than "+strconv.Itoa(maxArithDepth)+" levels deep, each evaluated as arithmetic",
+			"compute the number in a separate step and use only digits in arithmetic")
 		return
 	}
 	e, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Arithmetic(strings.NewReader(v))
 	if err != nil {
 		return // bash refuses it as an arithmetic syntax error
 	}
-	c.runSubsts(e, what)
+	if strings.ContainsAny(v, "$`") {
+		c.runSubsts(e, what)
+	}
 	c.arithVars(e, depth+1)
 }
 

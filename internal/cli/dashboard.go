@@ -16,6 +16,7 @@ import (
 	"github.com/toolhost/toolhost/internal/dashboard"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/store/filestore"
+	"github.com/toolhost/toolhost/internal/store/pgstore"
 	"github.com/toolhost/toolhost/internal/webguard"
 )
 
@@ -92,6 +93,9 @@ func startDashboard(ctx context.Context, f dashboardFlags, out io.Writer, log ze
 	if err != nil {
 		return nil, err
 	}
+	if pg, ok := st.(*pgstore.Store); ok {
+		sayWhoHoldsDecisionsOnly(ctx, pg, log)
+	}
 	d, err := dashboard.New(dashboard.Options{ProjectDir: f.projectDir, AgentsFile: f.agentsFile, PolicyFile: f.policyFile,
 		AuthToken: f.authToken, Log: log, Store: st})
 	if err != nil {
@@ -134,5 +138,20 @@ func openBrowser(url string, out io.Writer, log zerolog.Logger) {
 	if _, err := procs.Spawn(procs.Spec{Name: "browser", Argv: []string{path, url}, Env: os.Environ(), Detached: true}); err != nil {
 		log.Warn().Err(err).Str("browser", path).Msg("cannot start the browser")
 		fmt.Fprintln(out, "the browser did not start: open the URL above in one")
+	}
+}
+
+// sayWhoHoldsDecisionsOnly logs whether the database holds the dashboard
+// to writing decisions only (its role was made with `toolhost store
+// grant-decisions`), or toolhost's code alone does.
+func sayWhoHoldsDecisionsOnly(ctx context.Context, pg *pgstore.Store, log zerolog.Logger) {
+	only, err := pg.WritesOnlyDecisions(ctx)
+	switch {
+	case err != nil:
+		log.Warn().Err(err).Msg("cannot tell what the dashboard's database role may write")
+	case only:
+		log.Info().Str("event", "dashboard_role").Msg("the database lets the dashboard write the confirmations alone")
+	default:
+		log.Warn().Str("event", "dashboard_role").Msg("the dashboard's database role may write more than the confirmations, so only toolhost's code keeps it to decisions; toolhost store grant-decisions ROLE makes a role the database keeps to them (then give the dashboard a --store that connects as ROLE)")
 	}
 }

@@ -16,7 +16,7 @@ import (
 func newStoreCmd() *cobra.Command {
 	var sf stateFlags
 	cmd := &cobra.Command{
-		Use:   "store status|migrate|export --to DIR|import --from DIR",
+		Use:   "store status|migrate|export --to DIR|import --from DIR|grant-decisions ROLE",
 		Short: "Show, migrate, export or import a project's shared state (files or PostgreSQL)",
 		Long: "The project's shared state (timeline, events, audit trail, bugs, agent states, confirmations) lives in\n" +
 			"the project dir's files by default, or in a PostgreSQL database shared by several machines (--store\n" +
@@ -168,5 +168,33 @@ func newStoreCmd() *cobra.Command {
 	}
 	imp.Flags().StringVar(&from, "from", "", "project dir (or export) whose files to take in")
 	cmd.AddCommand(imp)
+	cmd.AddCommand(&cobra.Command{
+		Use:   "grant-decisions ROLE",
+		Short: "Make ROLE a decisions-only role of the PostgreSQL store: it reads what the dashboard shows and writes the confirmations alone",
+		Long: "grant-decisions revokes every privilege ROLE has on toolhost's tables and grants it what the dashboard and\n" +
+			"`toolhost approve` need: reading the project's state and writing the confirmations. Give those commands a\n" +
+			"--store that connects as ROLE and \"writes only decisions\" is the database's rule, whatever runs them.\n" +
+			"Run it with the store's owner (the role that migrated it); ROLE must exist (CREATE ROLE name LOGIN\n" +
+			"PASSWORD '…'). Run it again after upgrading toolhost: a newer schema's tables need the grant too.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := sf.resolve(true); err != nil {
+				return err
+			}
+			if kind, _ := storeopen.KindOf(storeopen.SpecFrom(sf.store, os.Getenv)); kind != storeopen.KindPostgres {
+				return usageErr(errors.New("grant-decisions is for a PostgreSQL store (--store postgres://…); the file store's dashboard writes only decisions by its door"))
+			}
+			st, err := sf.open(filestore.ReadWrite)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if err := st.(*pgstore.Store).GrantDecisions(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s may now read the project state and write only the confirmations of %s\n", args[0], st.Describe())
+			return nil
+		},
+	})
 	return cmd
 }

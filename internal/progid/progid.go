@@ -123,7 +123,7 @@ func (f *Finder) find(word, path, dir string, dirKnown bool) bashguard.Program {
 			if !ok {
 				return bashguard.Program{Name: name, Unsure: "the program " + word + " is a path relative to a working directory that is only known when the command runs"}
 			}
-			p = filepath.Join(base, p)
+			p = join(base, p)
 		}
 		return f.identify(p, word)
 	}
@@ -139,12 +139,12 @@ func (f *Finder) find(word, path, dir string, dirKnown bool) bashguard.Program {
 			if !ok {
 				return bashguard.Program{Name: name, Unsure: "PATH holds the relative directory " + d + ", and the working directory is only known when the command runs"}
 			}
-			d = filepath.Join(base, d)
+			d = join(base, d)
 		}
 		if why := f.dirWritable(d); why != "" {
 			return bashguard.Program{Name: name, Unsure: "PATH searches " + d + " for " + word + ", a directory " + why + ": a program put there would run"}
 		}
-		cand := filepath.Join(d, word)
+		cand := join(d, word)
 		fi, err := os.Stat(cand)
 		if err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
 			continue
@@ -176,8 +176,10 @@ func (f *Finder) identify(p, word string) bashguard.Program {
 	if err != nil {
 		// No such file now; one the command makes before it runs the
 		// word would run, if it can be made there.
-		if why := f.dirWritable(p); why != "" {
-			return bashguard.Program{Name: name, Unsure: "the program " + word + " would be " + p + ", a path " + why + ", so it may be any program by the time it runs"}
+		for _, v := range visited {
+			if why := f.writable(v); why != "" {
+				return bashguard.Program{Name: name, Unsure: "the program " + word + " would be " + p + ", a path " + why + ", so it may be any program by the time it runs"}
+			}
 		}
 		return bashguard.Program{Name: name}
 	}
@@ -236,36 +238,30 @@ func (f *Finder) writable(p string) string {
 }
 
 // dirWritable says why an agent may put a file into directory d, or
-// create d ("" when it cannot): d, or the nearest directory above it that
-// exists, lies where an agent writes, or is reached through a link there.
+// create d ("" when it cannot): d, or the directory a missing part of it
+// would be made in, or a directory or link on the way, lies where an
+// agent writes.
 func (f *Finder) dirWritable(d string) string {
-	for q := filepath.Clean(d); ; q = filepath.Dir(q) {
-		real, visited, err := resolve(q)
-		if err == nil {
-			for _, v := range visited {
-				if why := f.writable(v); why != "" {
-					return why
-				}
-			}
-			_ = real
-			return ""
-		}
-		if why := f.writable(q); why != "" {
+	_, visited, _ := resolve(d)
+	for _, v := range visited {
+		if why := f.writable(v); why != "" {
 			return why
 		}
-		if q == "/" || q == "." {
-			return ""
-		}
 	}
+	return ""
 }
 
-// resolve follows the symbolic links of p to the file it names; visited
-// are the paths it went through (each link, the directories they sit in,
-// and the file).
+// resolve follows the symbolic links of p to the file it names, as the
+// kernel does: a .. goes up from where the path has got to, after the
+// links before it are followed (so a/../b is not b when a is a link).
+// visited are the paths it went through: each link, each directory it
+// passed (a directory an agent may write could be replaced by a link
+// before the command runs), and the file. When a part is missing, err is
+// set and visited ends with the directory it is missing from.
 func resolve(p string) (string, []string, error) {
 	var visited []string
 	links := 0
-	todo := strings.Split(strings.TrimPrefix(filepath.Clean(p), "/"), "/")
+	todo := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	cur := "/"
 	for len(todo) > 0 {
 		part := todo[0]
@@ -280,26 +276,34 @@ func resolve(p string) (string, []string, error) {
 		next := filepath.Join(cur, part)
 		fi, err := os.Lstat(next)
 		if err != nil {
-			return "", nil, err
+			return "", append(visited, cur), err
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
 			cur = next
+			if len(todo) > 0 {
+				visited = append(visited, cur)
+			}
 			continue
 		}
 		visited = append(visited, next)
 		if links++; links > maxLinks {
-			return "", nil, errors.New("too many links")
+			return "", append(visited, cur), errors.New("too many links")
 		}
 		target, err := os.Readlink(next)
 		if err != nil {
-			return "", nil, err
+			return "", append(visited, cur), err
 		}
 		if filepath.IsAbs(target) {
 			cur = "/"
 		}
-		todo = append(strings.Split(strings.TrimPrefix(filepath.Clean(target), "/"), "/"), todo...)
+		todo = append(strings.Split(strings.TrimPrefix(target, "/"), "/"), todo...)
 	}
 	return cur, append(visited, cur), nil
+}
+
+// join is dir/p as the kernel reads it: no .. is taken away first.
+func join(dir, p string) string {
+	return strings.TrimSuffix(dir, "/") + "/" + p
 }
 
 func baseName(w string) string {

@@ -123,6 +123,44 @@ func TestFind(t *testing.T) {
 	}
 }
 
+// A .. comes after the links before it, as the kernel reads a path: a
+// path that goes into a writable root and climbs out again is the agent's
+// to point anywhere, whether the directory it climbs out of is a link, a
+// real directory (which the agent may replace by a link) or not there
+// yet.
+func TestDotDotIsPhysical(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, false)
+	sys, root := fx.sys, fx.root
+	deep := filepath.Join(root, "a", "b", "c", "d", "e", "f", "g", "h")
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(deep, filepath.Join(root, "l")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ups := strings.Repeat("/..", strings.Count(root, "/")+8)
+	for _, tc := range []struct{ name, word, path string }{
+		{"through a link", "." + "/l" + ups + sys + "/git", sys},
+		{"through a directory", "./real" + ups + sys + "/git", sys},
+		{"through a link not there yet", "./later" + ups + sys + "/git", sys},
+		{"an absolute path", root + "/l" + ups + sys + "/git", sys},
+		{"a PATH directory through a link", "git", root + "/l" + ups + sys},
+		{"a relative PATH directory", "git", "l" + ups + sys},
+	} {
+		if p := fx.f.Find(tc.word, tc.path, "", true); p.Unsure == "" {
+			t.Errorf("%s: Find(%q, %q) = %+v, want unsure", tc.name, tc.word, tc.path, p)
+		}
+	}
+	// Outside the roots .. is what it says.
+	if p := fx.f.Find(sys+"/../"+filepath.Base(sys)+"/git", sys, "", true); p.Unsure != "" || p.Name != "git" {
+		t.Errorf("a .. outside the roots: %+v", p)
+	}
+}
+
 // Where commands may run unconfined, whatever this user can write is the
 // agent's too.
 func TestAnyWritable(t *testing.T) {

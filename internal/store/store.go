@@ -175,7 +175,11 @@ type Bugs interface {
 // AgentState keeps each agent's todolist and runtime state. Updates are
 // read-modify-write: fn gets the current record (zero, existed false, when
 // there is none) and changes it in place; an error from fn writes nothing
-// and is returned as is. Two updates never lose one another.
+// and is returned as is. Two updates never lose one another. fn may run
+// more than once (a compare-and-set lost to another writer); when the
+// answer to an update's commit was lost, its retry hands fn the record as
+// that update wrote it and writes nothing, so fn's outputs must follow
+// from the record it gets (the updates are setters).
 type AgentState interface {
 	Todolist(ctx context.Context, agent string) (*Todolist, error)
 	UpdateTodolist(ctx context.Context, agent string, fn func(tl *Todolist, existed bool) error) error

@@ -15,7 +15,9 @@ import (
 // runtime), its document and a version. An update reads the row, runs fn
 // and writes the result only if the version is still the one read
 // (compare-and-set), else reads again: two machines never lose one
-// another's update, and no lock is held while fn runs.
+// another's update, and no lock is held while fn runs. The update's key
+// goes into done_writes with the document written, so a retry after a
+// lost answer writes nothing again.
 type agentState struct{ s *Store }
 
 const (
@@ -66,16 +68,26 @@ func update[T any](ctx context.Context, a *agentState, agent, kind string, fn fu
 	key := newKey()
 	for {
 		err := a.s.tx(ctx, func(tx pgx.Tx) error {
-			var doc, lastKey string
+			// A try whose answer was lost wrote it: fn sees the document it
+			// wrote (so the caller's outputs are filled in), and nothing is
+			// written again — not even over a later writer's change.
+			var wrote json.RawMessage
+			if done, err := doneWrite(ctx, tx, a.s.pid, key, &wrote); err != nil || done {
+				if err == nil {
+					var v T
+					if err := json.Unmarshal(wrote, &v); err == nil {
+						_ = fn(&v, true)
+					}
+				}
+				return err
+			}
+			var doc string
 			var version int64
-			err := tx.QueryRow(ctx, `SELECT doc, version, last_key FROM agent_state WHERE pid = $1 AND agent = $2 AND kind = $3`,
-				a.s.pid, agent, kind).Scan(&doc, &version, &lastKey)
+			err := tx.QueryRow(ctx, `SELECT doc, version FROM agent_state WHERE pid = $1 AND agent = $2 AND kind = $3`,
+				a.s.pid, agent, kind).Scan(&doc, &version)
 			existed := err == nil
 			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 				return err
-			}
-			if existed && lastKey == key {
-				return nil // a try whose answer was lost wrote it
 			}
 			var v T
 			if existed {
@@ -92,17 +104,20 @@ func update[T any](ctx context.Context, a *agentState, agent, kind string, fn fu
 			}
 			var tag interface{ RowsAffected() int64 }
 			if existed {
-				tag, err = tx.Exec(ctx, `UPDATE agent_state SET doc = $4, version = version + 1, last_key = $5 WHERE pid = $1 AND agent = $2 AND kind = $3 AND version = $6`,
-					a.s.pid, agent, kind, string(next), key, version)
+				tag, err = tx.Exec(ctx, `UPDATE agent_state SET doc = $4, version = version + 1 WHERE pid = $1 AND agent = $2 AND kind = $3 AND version = $5`,
+					a.s.pid, agent, kind, string(next), version)
 			} else {
-				tag, err = tx.Exec(ctx, `INSERT INTO agent_state (pid, agent, kind, version, last_key, doc) VALUES ($1, $2, $3, 1, $5, $4) ON CONFLICT DO NOTHING`,
-					a.s.pid, agent, kind, string(next), key)
+				tag, err = tx.Exec(ctx, `INSERT INTO agent_state (pid, agent, kind, version, doc) VALUES ($1, $2, $3, 1, $4) ON CONFLICT DO NOTHING`,
+					a.s.pid, agent, kind, string(next))
 			}
 			if err != nil {
 				return err
 			}
 			if tag.RowsAffected() != 1 {
 				return errConflict
+			}
+			if err := markDone(ctx, tx, a.s.pid, key, json.RawMessage(next)); err != nil {
+				return err
 			}
 			return notify(ctx, tx, a.s.pid, store.ChangedAgent, agent)
 		})

@@ -25,8 +25,16 @@ import (
 type auditTrail struct {
 	s *Store
 
+	// wmu is held while a row goes to the database, so this process's
+	// rows are stored in the order they were written.
+	wmu sync.Mutex
+	// mu guards pending and away, never held across a call to the
+	// database.
 	mu      sync.Mutex
 	pending []pendingRow // rows the database did not take yet, oldest first
+	// away: the last try found the database away. Rows then join the
+	// queue at once; only the flush (every second) waits for it.
+	away    bool
 	stop    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
@@ -57,35 +65,91 @@ func (a *auditTrail) Write(r *audit.Row) error {
 	row.Seq, row.Prev = 0, ""
 	b := row.AppendJSON(nil)
 	p := pendingRow{body: b[:len(b)-1], row: row, key: newKey()}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	err := a.flushLocked()
-	if err == nil {
-		err = a.appendRow(context.Background(), p)
-	}
-	if err == nil {
-		return nil
-	}
-	if !store.IsUnavailable(err) {
+	if err := a.queueIfAway(p); err != errNotQueued {
 		return err
 	}
-	if len(a.pending) >= a.s.o.AuditBacklog {
-		return fmt.Errorf("%w; not kept for later either: %d rows already wait in memory", err, len(a.pending))
+	a.wmu.Lock()
+	defer a.wmu.Unlock()
+	// The database may have gone away while this row waited its turn.
+	if err := a.queueIfAway(p); err != errNotQueued {
+		return err
 	}
-	a.pending = append(a.pending, p)
-	return &audit.DeferredError{Err: err, Pending: len(a.pending)}
+	if err := a.flushLocked(); err != nil {
+		return a.queue(p, err)
+	}
+	err := a.appendRow(context.Background(), p)
+	if err == nil || !store.IsUnavailable(err) {
+		return err
+	}
+	return a.queue(p, err)
 }
 
+// errNotQueued: the database is not known to be away, so the row goes to
+// it now.
+var errNotQueued = errors.New("not queued")
+
+// queueIfAway puts p behind the rows that wait if the database was away
+// at the last try.
+func (a *auditTrail) queueIfAway(p pendingRow) error {
+	a.mu.Lock()
+	away := a.away && len(a.pending) > 0
+	a.mu.Unlock()
+	if !away {
+		return errNotQueued
+	}
+	return a.queue(p, a.s.away(errRowsWaiting, false))
+}
+
+// errRowsWaiting is why a row is queued behind others.
+var errRowsWaiting = errors.New("the database was away at this process's last try; its rows wait for it")
+
+// queue puts p behind the rows that wait, because of cause (the database
+// is away), within the bound.
+func (a *auditTrail) queue(p pendingRow, cause error) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.away = true
+	if len(a.pending) >= a.s.o.AuditBacklog {
+		return fmt.Errorf("%w; not kept for later either: %d rows already wait in memory", cause, len(a.pending))
+	}
+	a.pending = append(a.pending, p)
+	return &audit.DeferredError{Err: cause, Pending: len(a.pending)}
+}
+
+// flush writes the rows that wait, oldest first, and stops at the first
+// the database does not take.
+func (a *auditTrail) flush() error {
+	a.wmu.Lock()
+	defer a.wmu.Unlock()
+	return a.flushLocked()
+}
+
+// flushLocked is flush with wmu held; the database is not away once every
+// row is written.
 func (a *auditTrail) flushLocked() error {
-	for len(a.pending) > 0 {
-		if err := a.appendRow(context.Background(), a.pending[0]); err != nil {
+	for {
+		a.mu.Lock()
+		if len(a.pending) == 0 {
+			a.pending, a.away = nil, false
+			a.mu.Unlock()
+			return nil
+		}
+		p := a.pending[0]
+		a.mu.Unlock()
+		if err := a.appendRow(context.Background(), p); err != nil {
 			return err
 		}
+		a.mu.Lock()
 		a.pending[0] = pendingRow{}
 		a.pending = a.pending[1:]
+		a.mu.Unlock()
 	}
-	a.pending = nil
-	return nil
+}
+
+func (a *auditTrail) waiting() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.pending)
 }
 
 func (a *auditTrail) flushLoop() {
@@ -97,9 +161,9 @@ func (a *auditTrail) flushLoop() {
 		case <-a.stop:
 			return
 		case <-t.C:
-			a.mu.Lock()
-			_ = a.flushLocked()
-			a.mu.Unlock()
+			if a.waiting() > 0 {
+				_ = a.flush()
+			}
 		}
 	}
 }
@@ -109,10 +173,8 @@ func (a *auditTrail) flushLoop() {
 func (a *auditTrail) close() error {
 	a.once.Do(func() { close(a.stop) })
 	<-a.stopped
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := a.flushLocked(); err != nil {
-		return fmt.Errorf("%d audit rows could not be written (they are in the log as audit_write_failed): %w", len(a.pending), err)
+	if err := a.flush(); err != nil {
+		return fmt.Errorf("%d audit rows could not be written (they are in the log as audit_write_failed): %w", a.waiting(), err)
 	}
 	return nil
 }

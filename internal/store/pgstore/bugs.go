@@ -38,17 +38,24 @@ func decodeBug(doc string) (*bugs.Bug, error) {
 	return &b, nil
 }
 
+// opened is what done_writes keeps of a bug_open that wrote.
+type opened struct {
+	Duplicate     bool `json:"duplicate"`
+	EvidenceAdded bool `json:"evidence_added"`
+}
+
 // Open finds the fingerprint's bug under its row lock, or creates the bug
 // under the head's lock, which serialises creations: two machines never
 // create two bugs for one fingerprint (the unique constraint holds it
-// anyway).
+// anyway). Under those locks a retry after a lost answer finds its key in
+// done_writes and answers as the first try did.
 func (b *bugStore) Open(ctx context.Context, nb bugs.NewBug) (bugs.Opened, error) {
 	fp := nb.Fingerprint()
 	key := newKey()
 	var out bugs.Opened
 	err := b.s.tx(ctx, func(tx pgx.Tx) error {
 		out = bugs.Opened{}
-		bug, openKey, lastKey, err := b.byFingerprint(ctx, tx, fp)
+		bug, err := b.byFingerprint(ctx, tx, fp)
 		if err != nil {
 			return err
 		}
@@ -61,28 +68,27 @@ func (b *bugStore) Open(ctx context.Context, nb bugs.NewBug) (bugs.Opened, error
 				return err
 			}
 			// Another machine may have created it while this one waited.
-			if bug, openKey, lastKey, err = b.byFingerprint(ctx, tx, fp); err != nil {
+			if bug, err = b.byFingerprint(ctx, tx, fp); err != nil {
 				return err
 			}
 			if bug == nil {
 				return b.create(ctx, tx, nb, int(n)+1, key, &out)
 			}
 		}
-		if openKey == key {
-			// A try whose answer was lost created it.
-			out = bugs.Opened{Bug: bug, EvidenceAdded: true}
-			return nil
+		var was opened
+		if done, err := doneWrite(ctx, tx, b.s.pid, key, &was); err != nil || done {
+			out = bugs.Opened{Bug: bug, Duplicate: was.Duplicate, EvidenceAdded: was.EvidenceAdded}
+			return err
 		}
 		out.Duplicate = true
 		out.Bug = bug
-		if lastKey == key {
-			out.EvidenceAdded = true
-			return nil
-		}
 		if out.EvidenceAdded = bug.Cite(nb); !out.EvidenceAdded {
 			return nil
 		}
-		return b.save(ctx, tx, bug, key)
+		if err := b.save(ctx, tx, bug); err != nil {
+			return err
+		}
+		return markDone(ctx, tx, b.s.pid, key, opened{Duplicate: true, EvidenceAdded: true})
 	})
 	return out, err
 }
@@ -96,11 +102,14 @@ func (b *bugStore) create(ctx context.Context, tx pgx.Tx, nb bugs.NewBug, n int,
 	if _, err := tx.Exec(ctx, `UPDATE heads SET n = $2 WHERE pid = $1 AND log = 'bugs'`, b.s.pid, n); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO bugs (pid, num, fingerprint, status, sev_rank, unit_id, open_key, last_key, doc) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8)`,
-		b.s.pid, n, bug.Fingerprint, bug.Status, bugs.SeverityRank(bug.Severity), bug.UnitID, key, doc); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO bugs (pid, num, fingerprint, status, sev_rank, unit_id, doc) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		b.s.pid, n, bug.Fingerprint, bug.Status, bugs.SeverityRank(bug.Severity), bug.UnitID, doc); err != nil {
 		return err
 	}
 	if err := countBug(ctx, tx, b.s.pid, bug, 1); err != nil {
+		return err
+	}
+	if err := markDone(ctx, tx, b.s.pid, key, opened{EvidenceAdded: true}); err != nil {
 		return err
 	}
 	*out = bugs.Opened{Bug: bug, EvidenceAdded: true}
@@ -108,25 +117,16 @@ func (b *bugStore) create(ctx context.Context, tx pgx.Tx, nb bugs.NewBug, n int,
 }
 
 // byFingerprint reads the fingerprint's bug under its row lock (nil: none).
-func (b *bugStore) byFingerprint(ctx context.Context, tx pgx.Tx, fp string) (*bugs.Bug, string, string, error) {
+func (b *bugStore) byFingerprint(ctx context.Context, tx pgx.Tx, fp string) (*bugs.Bug, error) {
 	var doc string
-	var openKey, lastKey *string
-	err := tx.QueryRow(ctx, `SELECT doc, open_key, last_key FROM bugs WHERE pid = $1 AND fingerprint = $2 FOR UPDATE`, b.s.pid, fp).Scan(&doc, &openKey, &lastKey)
+	err := tx.QueryRow(ctx, `SELECT doc FROM bugs WHERE pid = $1 AND fingerprint = $2 FOR UPDATE`, b.s.pid, fp).Scan(&doc)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, "", "", nil
+		return nil, nil
 	}
 	if err != nil {
-		return nil, "", "", err
+		return nil, err
 	}
-	bug, err := decodeBug(doc)
-	return bug, deref(openKey), deref(lastKey), err
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
+	return decodeBug(doc)
 }
 
 // countBug moves the count of bug's (status, severity, unit) by d.
@@ -139,7 +139,7 @@ func countBug(ctx context.Context, tx pgx.Tx, pid string, bug *bugs.Bug, d int) 
 
 // save writes a changed bug back (its row is locked by the caller) and
 // moves it between the counts when its status changed.
-func (b *bugStore) save(ctx context.Context, tx pgx.Tx, bug *bugs.Bug, key string) error {
+func (b *bugStore) save(ctx context.Context, tx pgx.Tx, bug *bugs.Bug) error {
 	var was bugs.Bug
 	if err := tx.QueryRow(ctx, `SELECT status, unit_id FROM bugs WHERE pid = $1 AND num = $2`, b.s.pid, bugs.IDNumber(bug.ID)).Scan(&was.Status, &was.UnitID); err != nil {
 		return err
@@ -157,8 +157,8 @@ func (b *bugStore) save(ctx context.Context, tx pgx.Tx, bug *bugs.Bug, key strin
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, `UPDATE bugs SET status = $3, sev_rank = $4, unit_id = $5, last_key = $6, doc = $7 WHERE pid = $1 AND num = $2`,
-		b.s.pid, bugs.IDNumber(bug.ID), bug.Status, bugs.SeverityRank(bug.Severity), bug.UnitID, key, doc); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE bugs SET status = $3, sev_rank = $4, unit_id = $5, doc = $6 WHERE pid = $1 AND num = $2`,
+		b.s.pid, bugs.IDNumber(bug.ID), bug.Status, bugs.SeverityRank(bug.Severity), bug.UnitID, doc); err != nil {
 		return err
 	}
 	return notify(ctx, tx, b.s.pid, "bugs", "")
@@ -166,7 +166,9 @@ func (b *bugStore) save(ctx context.Context, tx pgx.Tx, bug *bugs.Bug, key strin
 
 // Transition moves the bug under its row lock: compare-and-set on its
 // status, held by the lock (a second mover reads the status the first
-// wrote).
+// wrote). A retry after a lost answer finds its key in done_writes and
+// answers with the transition it made, though others may have moved the
+// bug since.
 func (b *bugStore) Transition(ctx context.Context, id, to, by, note string, at time.Time) (*bugs.Bug, bugs.Transition, error) {
 	n := bugs.IDNumber(id)
 	if n == 0 {
@@ -176,29 +178,29 @@ func (b *bugStore) Transition(ctx context.Context, id, to, by, note string, at t
 	var out *bugs.Bug
 	var tr bugs.Transition
 	err := b.s.tx(ctx, func(tx pgx.Tx) error {
-		var doc, lastKey string
-		var lk *string
-		err := tx.QueryRow(ctx, `SELECT doc, last_key FROM bugs WHERE pid = $1 AND num = $2 FOR UPDATE`, b.s.pid, n).Scan(&doc, &lk)
+		var doc string
+		err := tx.QueryRow(ctx, `SELECT doc FROM bugs WHERE pid = $1 AND num = $2 FOR UPDATE`, b.s.pid, n).Scan(&doc)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: %s", bugs.ErrNotFound, id)
 		}
 		if err != nil {
 			return err
 		}
-		lastKey = deref(lk)
 		bug, err := decodeBug(doc)
 		if err != nil {
 			return err
 		}
 		out = bug
-		if lastKey == key && len(bug.History) > 0 {
-			tr = bug.History[len(bug.History)-1] // a try whose answer was lost moved it
-			return nil
+		if done, err := doneWrite(ctx, tx, b.s.pid, key, &tr); err != nil || done {
+			return err
 		}
 		if tr, err = bug.Move(to, by, note, at); err != nil {
 			return err
 		}
-		return b.save(ctx, tx, bug, key)
+		if err := b.save(ctx, tx, bug); err != nil {
+			return err
+		}
+		return markDone(ctx, tx, b.s.pid, key, tr)
 	})
 	return out, tr, err
 }

@@ -93,7 +93,7 @@ func (im *Import) state(ctx context.Context, agent, kind string, v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = im.tx.Exec(ctx, `INSERT INTO agent_state (pid, agent, kind, version, last_key, doc) VALUES ($1, $2, $3, 1, 'import', $4)`, im.s.pid, agent, kind, string(doc))
+	_, err = im.tx.Exec(ctx, `INSERT INTO agent_state (pid, agent, kind, version, doc) VALUES ($1, $2, $3, 1, $4)`, im.s.pid, agent, kind, string(doc))
 	return err
 }
 

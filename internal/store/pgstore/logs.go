@@ -240,7 +240,7 @@ SELECT coalesce((SELECT seq FROM ins), (SELECT seq FROM dup), 0), (SELECT count(
 
 func (t *timelineLog) append(ctx context.Context, key, rest string) (int64, error) {
 	var seq int64
-	err := t.s.retry(ctx, func() error {
+	err := t.s.retry(ctx, func() (bool, error) {
 		for {
 			var notified int64
 			err := t.s.pool.QueryRow(ctx, appendSQL, t.s.pid, key, rest, t.s.pid+"\x1ftimeline\x1f").Scan(&seq, &notified)
@@ -249,15 +249,17 @@ func (t *timelineLog) append(ctx context.Context, key, rest string) (int64, erro
 			case errors.As(err, &pe) && pe.Code == "23505":
 				continue // the same key raced itself: the next try finds it
 			case err != nil:
-				return err
+				// The statement commits by itself: unless it never went
+				// out, it may have.
+				return !sentNothing(err), err
 			case seq == 0:
 				// No head yet: the project's first entry.
 				if _, err := t.s.pool.Exec(ctx, `INSERT INTO heads (pid, log) VALUES ($1, 'timeline') ON CONFLICT DO NOTHING`, t.s.pid); err != nil {
-					return err
+					return false, err
 				}
 				continue
 			}
-			return nil
+			return false, nil
 		}
 	})
 	return seq, err

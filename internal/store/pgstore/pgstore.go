@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -147,6 +148,9 @@ func Open(ctx context.Context, spec string, o Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{pool: pool, pid: o.ProjectID, o: o, addr: addr}
+	// The keys of writes long done: a store that cannot prune now prunes
+	// at its next start.
+	_, _ = pool.Exec(ctx, `DELETE FROM done_writes WHERE pid = $1 AND at < $2`, o.ProjectID, time.Now().Add(-doneWritesKept))
 	s.listen = newListener(s)
 	s.timeline = &timelineLog{s: s}
 	s.events = &eventsLog{s: s}
@@ -216,41 +220,125 @@ func unreachable(err error) bool {
 		pgconn.SafeToRetry(err) || strings.Contains(err.Error(), "conn closed") || strings.Contains(err.Error(), "connection reset")
 }
 
+// sentNothing reports whether err came before the statement reached the
+// database (a connection that could not be made, a write that sent no
+// byte): such a try certainly stored nothing.
+func sentNothing(err error) bool {
+	var ce *pgconn.ConnectError
+	return errors.As(err, &ce) || pgconn.SafeToRetry(err)
+}
+
 // classify makes an unreachable database's error a store.UnavailableError.
-func (s *Store) classify(err error) error {
+func (s *Store) classify(err error) error { return s.unavailable(err, false) }
+
+// unavailable is classify for a write: maybe says that a try's commit may
+// have gone through unanswered.
+func (s *Store) unavailable(err error, maybe bool) error {
 	if err == nil || !unreachable(err) || store.IsUnavailable(err) {
 		return err
 	}
-	return &store.UnavailableError{Store: "PostgreSQL at " + s.addr, Err: err}
+	return s.away(err, maybe)
+}
+
+// away is the error of a write the database was not there for.
+func (s *Store) away(err error, maybe bool) error {
+	return &store.UnavailableError{Store: "PostgreSQL at " + s.addr, MaybeStored: maybe, Err: err}
 }
 
 // tx runs fn in a transaction, again with backoff while the database
 // cannot be reached (for up to RetryFor), and returns what the last try
 // returned (a store.UnavailableError when the database stayed away). fn
 // must find its own earlier write by its key: a try whose commit's answer
-// was lost may have committed.
+// was lost may have committed. A write that raced an earlier try of
+// itself (the unique key of done_writes) is tried again, and finds it.
 func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return s.retry(ctx, func() error { return pgx.BeginFunc(ctx, s.pool, fn) })
+	return s.retry(ctx, func() (bool, error) {
+		for {
+			committing, err := s.tryTx(ctx, fn)
+			if raced(err) {
+				continue
+			}
+			return committing && !sentNothing(err), err
+		}
+	})
 }
 
-// retry runs fn again with backoff while the database cannot be reached
-// (for up to RetryFor); fn must find its own earlier write by its key.
-func (s *Store) retry(ctx context.Context, fn func() error) error {
+// tryTx runs fn in one transaction; committing says that the error came
+// from the commit (before it, nothing was stored).
+func (s *Store) tryTx(ctx context.Context, fn func(tx pgx.Tx) error) (committing bool, err error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback(ctx)
+	if err := fn(tx); err != nil {
+		return false, err
+	}
+	return true, tx.Commit(ctx)
+}
+
+// retry runs try again with backoff while the database cannot be reached
+// (for up to RetryFor); try must find its own earlier write by its key,
+// and says whether its error may have come after its commit went out. A
+// write that stays unanswered is a store.UnavailableError, MaybeStored
+// when a try may have committed and no later one was answered.
+func (s *Store) retry(ctx context.Context, try func() (maybeStored bool, err error)) error {
 	deadline := time.Now().Add(s.o.RetryFor)
 	wait := 20 * time.Millisecond
+	maybe := false
 	for {
-		err := fn()
+		m, err := try()
+		if err != nil && unreachable(err) {
+			maybe = maybe || m
+		}
 		if err == nil || !unreachable(err) || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
-			return s.classify(err)
+			return s.unavailable(err, maybe)
 		}
 		select {
 		case <-ctx.Done():
-			return s.classify(err)
+			return s.unavailable(err, maybe)
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, time.Second)
 	}
 }
+
+// raced reports a unique violation on done_writes: two tries of one write
+// ran at once (the first still running when the second began); the next
+// try finds the first's.
+func raced(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "done_writes_pkey"
+}
+
+// doneWrite reads what the write of key answered when it committed, into
+// result: found false when no try of it did.
+func doneWrite(ctx context.Context, tx pgx.Tx, pid, key string, result any) (bool, error) {
+	var doc string
+	err := tx.QueryRow(ctx, `SELECT result FROM done_writes WHERE pid = $1 AND key = $2`, pid, key).Scan(&doc)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, json.Unmarshal([]byte(doc), result)
+}
+
+// markDone records, in the write's transaction, that the write of key is
+// done and what it answered.
+func markDone(ctx context.Context, tx pgx.Tx, pid, key string, result any) error {
+	doc, err := json.Marshal(result)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO done_writes (pid, key, result) VALUES ($1, $2, $3)`, pid, key, string(doc))
+	return err
+}
+
+// doneWritesKept is how long a write's key is kept: far longer than a
+// write is retried (RetryFor).
+const doneWritesKept = 24 * time.Hour
 
 // notify tells the project's listeners (on every machine) what changed,
 // delivered when the transaction commits.

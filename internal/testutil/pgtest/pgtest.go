@@ -22,7 +22,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/toolhost/toolhost/internal/testutil"
 )
@@ -157,17 +156,31 @@ func (c *Cluster) Start() error {
 	return nil
 }
 
-// Stop stops the server at once (immediate mode: as a crash would,
-// dropping every connection), as a database restart under load needs.
-func (c *Cluster) Stop() error {
+// How pg_ctl stop ends the server (StopMode).
+const (
+	// Fast ends every session (what is open is rolled back, each client is
+	// told the server is shutting down) and stops cleanly.
+	Fast = "fast"
+	// Immediate stops at once, as a crash would: every connection drops
+	// unanswered, and the next start recovers from the log.
+	Immediate = "immediate"
+)
+
+// Stop stops the server at once (Immediate), as a database crash under
+// load does.
+func (c *Cluster) Stop() error { return c.StopMode(Immediate) }
+
+// StopMode stops the server with pg_ctl stop -m mode (Fast or Immediate);
+// Start starts it again on the same port.
+func (c *Cluster) StopMode(mode string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
 		return nil
 	}
-	out, err := c.run("pg_ctl", "-D", c.data(), "-m", "immediate", "-w", "-t", "60", "stop")
+	out, err := c.run("pg_ctl", "-D", c.data(), "-m", mode, "-w", "-t", "60", "stop")
 	if err != nil {
-		return fmt.Errorf("pg_ctl stop: %v\n%s", err, out)
+		return fmt.Errorf("pg_ctl stop -m %s: %v\n%s", mode, err, out)
 	}
 	c.stopped = true
 	return nil
@@ -256,21 +269,5 @@ func Shared(t testing.TB) (*Cluster, string) {
 func StopShared() {
 	if shared.c != nil {
 		shared.c.Remove()
-	}
-}
-
-// WaitReady waits until the server accepts connections again (after
-// Start), up to d.
-func (c *Cluster) WaitReady(d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for {
-		out, err := c.run("pg_isready", "-h", c.sock(), "-p", strconv.Itoa(c.port))
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not ready after %s: %s", d, out)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -1,9 +1,13 @@
 package shellcorpus
 
+import "slices"
+
 // Cases are the corpus: each technique that made cmd report a wrong
-// program as known (issue 28), with variants, and everyday commands that
-// must stay known.
-var Cases = []Case{
+// program as known (issue 28), with variants, the red team's of the third
+// wave (wave3), and everyday commands that must stay known.
+var Cases = slices.Concat(firstWave, wave3, wave3Traps, wave3Files, wave3Shell)
+
+var firstWave = []Case{
 	// A file name pattern in the program's name or its arguments: bash
 	// matches it against the disk.
 	{Class: "glob", Name: "question mark", Cmd: "{{stubs}}/cur? -s http://127.0.0.1:9/x"},

@@ -91,7 +91,7 @@ var (
 	Safe      = []string{"git", "npm", "npx", "go", "gofmt", "make", "jq", "awk", "grep", "find", "ls", "cat", "head", "tail", "wc",
 		"sort", "uniq", "cut", "echo", "printf", "mkdir", "touch", "test", "true", "false", "cd", "sed", "tee", "xargs", "env",
 		"docker", "date", "basename", "dirname", "tr", "pytest", "tsc", "vitest", "eslint", "[", "export", "set", "read", "pwd",
-		"exit", "cp", "mv", "ln", "chmod", "mapfile", "gofmt", "shopt", "wait", ":"}
+		"exit", "cp", "mv", "ln", "chmod", "mapfile", "gofmt", "shopt", "wait", ":", "trap"}
 )
 
 func celList(names []string) string {

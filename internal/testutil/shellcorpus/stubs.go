@@ -24,7 +24,8 @@ import (
 // pagers, system()) the corpus attacks.
 var Pass = []string{"sh", "bash", "dash", "env", "timeout", "nice", "nohup", "xargs", "find", "cat", "head", "tail", "tr", "rev",
 	"base64", "sed", "sort", "uniq", "basename", "dirname", "printf", "echo", "true", "false", "which", "tee", "cut", "grep", "dd",
-	"awk", "mkdir", "touch", "cp", "ln", "chmod", "mv", "ls", "wc", "jq", "git", "readlink", "realpath", "test", "stdbuf", "fold"}
+	"awk", "mkdir", "touch", "cp", "ln", "chmod", "mv", "ls", "wc", "jq", "git", "readlink", "realpath", "test", "stdbuf", "fold",
+	"mkfifo", "seq"}
 
 // Record are the programs a stub only records (the ones that must not
 // really run: curl, rm …, and the everyday tools the corpus only names).
