@@ -9,15 +9,28 @@ import (
 
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/claudecode"
 	"github.com/toolhost/toolhost/internal/journal"
 	"github.com/toolhost/toolhost/internal/redact"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	storeopen "github.com/toolhost/toolhost/internal/store/open"
 )
 
-// hookAuditTimeout bounds the hook's audit write: the decision is already
-// on stdout, and the CLI waits for the hook to exit.
-const hookAuditTimeout = time.Second
+// hookAuditMargin is what the audit write leaves of the CLI's wait for the
+// hook (claudecode.HookTimeout in every hook entry toolhost writes) for the
+// hook to exit: the decision is already on stdout, but a hook the CLI cuts
+// off loses it, and the CLI then lets the call through.
+const hookAuditMargin = time.Second
+
+// hookAuditBudget is how long the audit write of a decision reached after
+// took may take: the rest of the CLI's wait, less the margin. The decision
+// is bounded by --timeout (5 s by default, under the CLI's 10 s), so on a
+// loaded machine the write still has seconds (a fixed second lost rows at
+// load 30, the call's tool_use_id already claimed so the other hook wrote
+// none either).
+func hookAuditBudget(took time.Duration) time.Duration {
+	return max(claudecode.HookTimeout*time.Second-hookAuditMargin-took, 0)
+}
 
 // auditHook stores the hook's decision as a row of the project's audit
 // trail (source "hook"), with the CLI's own ids for the call, so a hook's
@@ -75,10 +88,11 @@ func auditHook(c hookCall, v hookVerdict, f hookFlags, took time.Duration, log z
 		done <- err
 	}()
 	var err error
+	budget := hookAuditBudget(took)
 	select {
 	case err = <-done:
-	case <-time.After(hookAuditTimeout):
-		err = errHookAuditSlow
+	case <-time.After(budget):
+		err = errorf("the audit trail did not answer within %v (what is left of the CLI's %d s wait for the hook)", budget.Round(time.Millisecond), claudecode.HookTimeout)
 	}
 	if err != nil {
 		b, _ := row.MarshalJSON()
@@ -86,8 +100,6 @@ func auditHook(c hookCall, v hookVerdict, f hookFlags, took time.Duration, log z
 			Msg("the hook's decision stands; its audit row is only in this log")
 	}
 }
-
-var errHookAuditSlow = errorf("the audit trail did not answer within %v", hookAuditTimeout)
 
 // hookCallsPath keeps the tool_use ids of the calls the hooks audited
 // last, newest last.
