@@ -70,7 +70,8 @@ bench: build
 	$(GO) test -run '^$$' -bench 'SharedProject' -benchtime 1x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'ColdStart' -benchtime 200x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'RSSGrowth|SixSessions' -benchtime 1x ./internal/e2e
-	$(GO) test -run '^$$' -bench 'BashConfinement|ConfineReexec' -benchtime 300x ./internal/e2e
+	$(GO) test -run '^$$' -bench 'BashConfinement$$|ConfineReexec$$' -benchtime 300x ./internal/e2e
+	$(GO) test -run '^$$' -bench 'ServerRunning' -benchtime 50x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'AuditStats1GB' -benchtime 1x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'StdioTracing' -benchtime 20000x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'StdioRules50' -benchtime 20000x ./internal/e2e

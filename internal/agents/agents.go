@@ -49,6 +49,11 @@ type Sandbox struct {
 	// Network limits the TCP ports the agent's commands may connect to and
 	// bind; unset rules mean any port.
 	Network Network `json:"network,omitzero"`
+	// Env are the variables (names, or patterns such as NODE_*) the
+	// agent's commands receive from toolhost's environment besides the
+	// few every command gets (PATH, HOME, the locale …). A pattern never
+	// passes a name that looks like a credential; name one exactly.
+	Env []string `json:"env,omitempty"`
 }
 
 // The values of Sandbox.Commands.
@@ -71,6 +76,10 @@ type Network struct {
 	// UnitBind is what a unit started by spawn_units may listen on: "own"
 	// (the default: only the port it was given), "any" or a list.
 	UnitBind Ports `json:"unitBind,omitzero"`
+	// ReachToolhost lets the commands connect to toolhost's own servers (a
+	// loopback serve --http, toolhost dashboard), whose ports they are
+	// otherwise refused.
+	ReachToolhost bool `json:"reachToolhost,omitempty"`
 }
 
 // Ports is a TCP port rule: "any", "own" (UnitBind only) or a list of ports
@@ -249,6 +258,11 @@ func (s *Sandbox) check() error {
 			return fmt.Errorf("readAllowList pattern %q is not a valid glob", p)
 		}
 	}
+	for _, p := range s.Env {
+		if err := ValidEnvPattern(p); err != nil {
+			return fmt.Errorf("sandbox.%w", err)
+		}
+	}
 	switch s.Commands {
 	case "":
 		s.Commands = CommandsRequire
@@ -260,6 +274,18 @@ func (s *Sandbox) check() error {
 		return fmt.Errorf(`sandbox.network: "own" is only for unitBind (a unit's own port); connect and bind take "any" or a list of ports`)
 	}
 	s.Network = s.Network.WithDefaults()
+	return nil
+}
+
+// ValidEnvPattern checks one entry of a sandbox's env list: a variable name or a
+// glob over names.
+func ValidEnvPattern(p string) error {
+	if p == "" || strings.ContainsAny(p, "=\x00") {
+		return fmt.Errorf("env %q: want a variable name or a pattern such as NODE_*", p)
+	}
+	if _, err := path.Match(p, ""); err != nil {
+		return fmt.Errorf("env %q: %v", p, err)
+	}
 	return nil
 }
 

@@ -27,6 +27,10 @@ func TestSandboxSettings(t *testing.T) {
 		{name: "not a port", sandbox: `{"cwd":".","writeAllowList":[],"network":{"connect":[70000]}}`, err: "70000 is not a TCP port"},
 		{name: "not a rule", sandbox: `{"cwd":".","writeAllowList":[],"network":{"connect":"some"}}`, err: `port rule "some"`},
 		{name: "bad read pattern", sandbox: `{"cwd":".","writeAllowList":[],"readAllowList":["[x"]}`, err: "readAllowList pattern"},
+		{name: "env names and patterns", sandbox: `{"cwd":".","writeAllowList":[],"env":["NODE_*","GITHUB_TOKEN"],"network":{"reachToolhost":true}}`,
+			commands: "require", connect: "any", bind: "any", unitBy: "own"},
+		{name: "env with a value", sandbox: `{"cwd":".","writeAllowList":[],"env":["A=B"]}`, err: `sandbox.env "A=B"`},
+		{name: "env bad pattern", sandbox: `{"cwd":".","writeAllowList":[],"env":["[x"]}`, err: `sandbox.env "[x"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

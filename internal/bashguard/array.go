@@ -119,14 +119,22 @@ func (a *array) set(c *checker, index syntax.ArithmExpr, val string) {
 		if w, ok := index.(*syntax.Word); ok {
 			key = strings.Join(c.fields(w), " ")
 		}
+		if hasMarks(key) {
+			// A key only known when the command runs: any element
+			// may be the one assigned.
+			a.forget()
+		}
 		a.put(key, val)
 		return
 	}
 	cfg := c.cfg()
 	i, err := expand.Arithm(cfg, index)
 	c.release(cfg)
-	if err != nil {
-		i = a.next
+	if err != nil || c.arithUnknown(index) {
+		// An index only known when the command runs.
+		a.forget()
+		a.put(string(markExternal), joinValue(val, string(markExternal)))
+		return
 	}
 	if i < 0 || i > maxArrayIndex {
 		c.b.over(fmt.Sprintf("an array index of %d (the guard follows indexes up to %d)", i, maxArrayIndex))
@@ -170,4 +178,27 @@ func (a *array) variable() expand.Variable {
 		list = append(list, unknownFields)
 	}
 	return expand.Variable{Set: true, Kind: expand.Indexed, List: list}
+}
+
+// arithUnknown reports whether an index reads a value the analysis does
+// not know (a variable from the environment or one it lost, a command's
+// output): the element it names is then not known either.
+func (c *checker) arithUnknown(index syntax.ArithmExpr) bool {
+	unknown := false
+	syntax.Walk(index, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.CmdSubst:
+			unknown = true
+		case *syntax.ParamExp:
+			if x.Param != nil && hasMarks(env{c}.Get(x.Param.Value).String()) {
+				unknown = true
+			}
+		case *syntax.Lit:
+			if isName(x.Value) && hasMarks(env{c}.Get(x.Value).String()) {
+				unknown = true
+			}
+		}
+		return !unknown
+	})
+	return unknown
 }

@@ -61,7 +61,7 @@ func (c *checker) defineAliases(args []string) {
 
 // hash applies hash -p PATH NAME (NAME then runs PATH), -d and -r.
 func (c *checker) hash(args []string) {
-	path, del := "", false
+	path, del, show := "", false, false
 	var names []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -79,6 +79,10 @@ func (c *checker) hash(args []string) {
 				clear(c.sc.hashed)
 			case 'd':
 				del = true
+			case 't':
+				// hash -t prints where each name is hashed and changes
+				// nothing, whatever else is given (-l still assigns).
+				show = true
 			case 'p':
 				// -p PATH or -pPATH: every name given runs PATH.
 				if path = a[j+1:]; path == "" && i+1 < len(args) {
@@ -88,6 +92,9 @@ func (c *checker) hash(args []string) {
 				j = len(a)
 			}
 		}
+	}
+	if show {
+		return
 	}
 	for _, n := range names {
 		switch {
@@ -140,6 +147,7 @@ func (c *checker) trap(args []string, idx int) {
 		// failure, a signal the command sends itself with kill $$).
 		state, files := c.trapEffects(code)
 		c.sc.volatile = c.sc.volatile || state
+		c.sc.trapJSON = c.sc.trapJSON || state && mayHoldJSON(code)
 		c.sc.filesVolatile = c.sc.filesVolatile || files
 	}
 }
@@ -338,6 +346,8 @@ func (c *checker) unsetVars(args []string) {
 			c.nameSubscript(a)
 			name, _, indexed := strings.Cut(a, "[")
 			switch {
+			case !funcs && strings.ContainsRune(c.sc.attrs[name], 'r'):
+				// bash refuses to unset a readonly variable.
 			case funcs:
 				delete(c.sc.funcs, name)
 				delete(c.sc.unsure, name)
@@ -859,5 +869,60 @@ func (c *checker) arithTarget(e syntax.ArithmExpr) {
 	}
 	if isName(name) {
 		c.setVar(name, string(markExternal))
+	}
+}
+
+// compgen runs what it completes with: -C CMD runs CMD in a subshell with
+// the command's name, the word and the word before it as arguments, -F
+// FUNC calls FUNC in the shell with the same.
+func (c *checker) compgen(args []string, idx int) {
+	var command, function []string
+	word := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			if i+1 < len(args) {
+				word = args[i+1]
+			}
+			break
+		}
+		if !strings.HasPrefix(a, "-") || len(a) < 2 {
+			word = a
+			continue
+		}
+		for j := 1; j < len(a); j++ {
+			if !strings.ContainsRune("oAGWFCXPS", rune(a[j])) {
+				continue
+			}
+			val := a[j+1:]
+			if val == "" && i+1 < len(args) {
+				i++
+				val = args[i]
+			}
+			switch a[j] {
+			case 'C':
+				command = append(command, val)
+			case 'F':
+				function = append(function, val)
+			}
+			break
+		}
+	}
+	call := " compgen " + shellQuote(word) + " ''"
+	for _, cmd := range command {
+		c.isolated(func() stream {
+			return c.code(cmd+call, "compgen -C", []string{"compgen -C"}, idx)
+		})
+	}
+	for _, f := range function {
+		switch {
+		case hasMarks(f):
+			c.unreadable("compgen -F", "compgen -F calls a function whose name is only known when the command runs")
+			c.sc.havoc()
+		case c.sc.funcs[f] != nil:
+			c.maybe(func() stream { return c.callFunc(f, []string{"compgen", word, ""}) })
+		default:
+			c.unreadable("compgen -F "+f, "compgen -F calls "+f+", which may be a function the analysis does not know")
+		}
 	}
 }

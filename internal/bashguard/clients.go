@@ -534,6 +534,7 @@ func (c *checker) wget(f *finding, args []string, use *HTTPUse) bool {
 		switch {
 		case strings.HasPrefix(a, "--"):
 			n, v, has := strings.Cut(a, "=")
+			n = wgetLongName(n)
 			name = n
 			if has {
 				val, attached = v, true
@@ -665,6 +666,28 @@ func init() {
 		include-directories exclude-directories`) {
 		wgetLongArg["--"+o] = true
 	}
+}
+
+// wgetLongName is the option a long option abbreviates: wget takes any
+// prefix of one of its options that takes a value (--post-d=… is
+// --post-data=…); one that is no such prefix is left as it is.
+func wgetLongName(opt string) string {
+	if wgetLongArg[opt] || len(opt) < 4 {
+		return opt
+	}
+	match := ""
+	for o := range wgetLongArg {
+		if strings.HasPrefix(o, opt) {
+			if match != "" {
+				return opt // ambiguous: wget refuses it
+			}
+			match = o
+		}
+	}
+	if match == "" {
+		return opt
+	}
+	return match
 }
 
 // httpie options (http, https, xh) that take a value.

@@ -364,12 +364,28 @@ func (c *checker) run(fields []string, o runOpts) stream {
 		return c.runner(name, fields, idx, o)
 	}
 	if out, ok := c.codeOptions(name, fields, idx); ok {
-		return out
+		return fromArguments(out, fields)
 	}
 	if out, ok := c.output(name, fields); ok {
-		return out
+		return fromArguments(out, fields)
 	}
 	return c.unknownProgram(name, fields, o)
+}
+
+// fromArguments makes what a modelled program prints without the guard
+// redoing it derived from the command's text when an argument could hold
+// JSON: git config prints a value given with -c, realpath -m a path
+// given, so the text may come back out.
+func fromArguments(out stream, fields []string) stream {
+	if !slices.ContainsFunc(fields[1:], mayHoldJSON) {
+		return out
+	}
+	for i, g := range out {
+		if g.kind == segProgram {
+			out[i] = seg{kind: segDerived, via: g.via}
+		}
+	}
+	return out
 }
 
 // builtin runs the builtins that change the shell or run code; ok is
@@ -429,6 +445,8 @@ func (c *checker) builtin(name string, fields []string, idx int, o runOpts) (str
 		c.read(args)
 	case "mapfile", "readarray":
 		c.mapfile(args)
+	case "compgen":
+		c.compgen(args, idx)
 	case "getopts":
 		if len(args) > 1 {
 			c.setVar(args[1], string(markExternal))
@@ -567,11 +585,49 @@ func (c *checker) programOutput(name string, fields []string) stream {
 	derived := in.mayHoldJSON()
 	for _, f := range fields[1:] {
 		derived = derived || mayHoldJSON(f)
+		// A file operand the command fed (<(…)) or wrote: the program
+		// may print what it reads there.
+		if s, ok := c.fds[fdPath(f)]; ok {
+			derived = derived || s.mayHoldJSON()
+		} else if w, ok := c.written(f); ok {
+			derived = derived || mayHoldJSON(w.text)
+		}
 	}
+	derived = derived || buildsJSON(name, fields[1:], in)
 	if derived {
 		return stream{{kind: segDerived, via: "the output of " + name}}
 	}
 	return stream{{kind: segProgram, via: "the output of " + name}}
+}
+
+// codePrograms are the programs whose output is made by code in their
+// arguments (sed, awk, interpreters).
+var codePrograms = map[string]bool{"sed": true, "gsed": true, "awk": true, "gawk": true, "mawk": true, "nawk": true,
+	"perl": true, "python": true, "python2": true, "python3": true, "ruby": true, "node": true, "php": true, "lua": true}
+
+// charFromNumber are the ways code spells a character by its number
+// (printf "%c", 123; chr(123); "\x7b").
+var charFromNumber = []string{"%c", "chr(", "fromCharCode", "pack(", `\x7b`, `\x7B`, `\173`, `\u007b`, `\u007B`}
+
+// buildsJSON reports whether a program that runs code from its
+// arguments may assemble JSON from the command's text: a bracket in the
+// code's strings (awk's printf "{" …, sed's s/.*/{&}/ around text that
+// has quotes), or a character made from its number.
+func buildsJSON(name string, args []string, in stream) bool {
+	if !codePrograms[name] {
+		return false
+	}
+	code := strings.Join(args, "\n")
+	for _, s := range charFromNumber {
+		if strings.Contains(code, s) {
+			return true
+		}
+	}
+	if name == "sed" || name == "gsed" {
+		text, _ := in.text()
+		return strings.ContainsAny(code, "{}[]") && strings.ContainsAny(text+code, `"`)
+	}
+	return slices.ContainsFunc(quotedStrings(code), func(s string) bool { return strings.ContainsAny(s, "{}[]") })
 }
 
 // pure are programs known not to run a command named in their arguments

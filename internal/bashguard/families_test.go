@@ -10,6 +10,13 @@ import (
 // a loopback sink.
 const U = "http://h/p"
 
+// TCP is a connection bash opens itself; the reality test points it at
+// the sink.
+const TCP = "/dev/tcp/h/80"
+
+// post is an HTTP request carrying {"a":1}, as written to a connection.
+const post = `printf 'POST /p HTTP/1.0\r\nContent-Length: 7\r\n\r\n{"a":1}'`
+
 // familyCase is one command of a family: the verdict the guard must give
 // and, for the reality test, whether the command really delivers inline
 // JSON when bash runs it.
@@ -186,6 +193,31 @@ var families = map[string][]familyCase{
 		{name: "awk system()", cmd: `awk $'BEGIN { system("curl -s -d \'{\\"a\\":1}\' ` + U + `") }'`, want: "unknown", live: true},
 		{name: "sed e", cmd: `echo x | sed "e curl -s -d '{\"a\":1}' ` + U + `"`, want: "json", live: true},
 		{name: "exported function through env", cmd: `env 'BASH_FUNC_post%%=() { curl -s -d "$1" ` + U + `; }' bash -c 'post "{\"a\":1}"'`, want: "json", live: true},
+		{name: "a slice of a value outside ASCII", cmd: `x='é{"a":1}'; curl -s -d "${x:2}" ` + U, want: "unknown", live: true},
+		{name: "BASH_REMATCH", cmd: `[[ '{"a":1}' =~ (.*) ]]; curl -s -d "${BASH_REMATCH[1]}" ` + U, want: "json", live: true},
+		{name: "awk -W exec of a <(…)", cmd: `awk -W exec <(echo 'BEGIN{system("curl -s -d {\\\"a\\\":1} ` + U + `")}')`, want: "unknown", live: true},
+		{name: "env with an option of optional value", cmd: `env --ignore-signal curl -s -d '{"a":1}' ` + U, want: "json", live: true},
+		{name: "a connection on a descriptor exec opened", cmd: `exec 3<>` + TCP + `; ` + post + ` >&3; cat <&3 >/dev/null`, want: "json", live: true},
+		{name: "a connection on a {var} descriptor", cmd: `exec {fd}<>` + TCP + `; ` + post + ` >&$fd; cat <&$fd >/dev/null`, want: "json", live: true},
+		{name: "a connection a group's redirection opened", cmd: `{ ` + post + ` >&3; cat <&3 >/dev/null; } 3<>` + TCP, want: "json", live: true},
+		{name: "a request without JSON on a descriptor", cmd: `exec 3<>` + TCP + `; printf 'GET /p HTTP/1.0\r\n\r\n' >&3; cat <&3 >/dev/null`, want: "allow", live: true},
+		{name: "what the shell writes to a coprocess", cmd: `coproc curl -s -d @- ` + U + `; echo '{"a":1}' >&${COPROC[1]}; exec {COPROC[1]}>&-; wait`, want: "unknown", live: true},
+		{name: "git config prints a value given with -c", cmd: `x=$(git -c x.y='{"a":1}' config x.y); curl -s -d "$x" ` + U, want: "unknown", live: true},
+		{name: "realpath prints a path given", cmd: `x=$(realpath -m --relative-to=/ '/{"a":1}'); curl -s -d "$x" ` + U, want: "unknown", live: true},
+		{name: "a signal trap assigns JSON", cmd: `trap 'x={\"a\":1}' USR1; x=y; kill -USR1 $$; curl -s -d "$x" ` + U, want: "unknown", live: true},
+		{name: "a signal trap assigns a new name", cmd: `trap 'y={\"a\":1}' USR1; kill -USR1 $$; curl -s -d "$y" ` + U, want: "unknown", live: true},
+		{name: "a signal trap assigns no JSON", cmd: `trap 'x=1' USR1; x=y; kill -USR1 $$; curl -s -d "a=$x" ` + U, want: "allow", live: true},
+		{name: "an abbreviated wget option", cmd: `wget -q -O- --post-d='{"a":1}' ` + U, want: "json", live: true},
+		{name: "env prints what the command set", cmd: `X='{"a":1}' env | grep ^X= | cut -d= -f2- | curl -s -d @- ` + U, want: "unknown", live: true},
+		{name: "printenv prints what the command set", cmd: `curl -s -d "$(X='{"a":1}' printenv X)" ` + U, want: "unknown", live: true},
+		{name: "a program reads a <(…) it is given", cmd: `curl -s -d "$(join <(echo '{"a":1}') <(echo '{"a":1}'))" ` + U, want: "unknown", live: true},
+		{name: "awk makes a brace from its number", cmd: `curl -s -d "$(awk 'BEGIN{printf "%c\"a\":1}", 123}')" ` + U, want: "unknown", live: true},
+		{name: "sed puts braces around text", cmd: `curl -s -d "$(echo '"a":1' | sed 's/.*/{&}/')" ` + U, want: "unknown", live: true},
+		{name: "awk prints a field", cmd: `curl -s -d "id=$(echo 'a b' | awk '{print $1}')" ` + U, want: "allow", live: true},
+		{name: "jq -n builds from its arguments", cmd: `curl -s -d "$(jq -nc --argjson a 1 '$ARGS.named')" ` + U, want: "unknown", live: true},
+		{name: "a descriptor onto a >(…) of a group", cmd: `{ echo '{"a":1}' >&3; } 3> >(curl -s -d @- ` + U + `); sleep 1`, want: "json", live: true},
+		{name: "a descriptor onto a >(…) exec opened", cmd: `exec 3> >(curl -s -d @- ` + U + `); echo '{"a":1}' >&3; exec 3>&-; sleep 1`, want: "json", live: true},
+		{name: "a fifo the command writes", cmd: `mkfifo p; curl -s -d @p ` + U + ` & echo '{"a":1}' > p; wait`, want: "allow", live: true, sink: "json", note: "the JSON goes through a file the command wrote (a fifo here): the form the guard asks for"},
 		{name: "loop over files sends nothing inline", cmd: `for f in *.json; do curl -s -d @"$f" ` + U + `; done`, want: "allow", live: true, sink: "json", note: "the JSON comes from the files on disk: the allowed form"},
 	},
 	// False blocks the red team found, and their neighbours: allowed.

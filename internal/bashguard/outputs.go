@@ -30,6 +30,8 @@ func (c *checker) output(name string, fields []string) (stream, bool) {
 		return s
 	}
 	switch name {
+	case "printenv":
+		return c.environment("printenv"), true
 	case "echo":
 		t, exact := c.echo(args)
 		return maybeText(t, "a pipe from echo", exact), true
@@ -141,8 +143,9 @@ func (c *checker) output(name string, fields []string) (stream, bool) {
 				return stream{{kind: segProgram, via: "the output of " + name}}, true
 			}
 			p = "/usr/bin/bash"
-		} else if c.progs != nil {
-			// Where links lead is on disk.
+		} else if c.progs != nil || slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-") }) {
+			// Where links lead is on disk; options (-m, --relative-to)
+			// change what is printed.
 			return stream{{kind: segProgram, via: "the output of " + name}}, true
 		}
 		return text(p+"\n", "the output of "+name), true
@@ -391,7 +394,7 @@ func (c *checker) jq(fields []string) stream {
 	null, raw := false, false
 	filter, haveFilter := "", false
 	var files []string
-	argJSON := false
+	argJSON, args := false, false
 	for i := 1; i < len(fields); i++ {
 		a := fields[i]
 		switch {
@@ -399,6 +402,7 @@ func (c *checker) jq(fields []string) stream {
 			if i+2 < len(fields) && a == "--argjson" && isJSONValue(fields[i+2]) {
 				argJSON = true
 			}
+			args = true
 			i += 2
 		case a == "-f" || a == "--from-file":
 			i++
@@ -407,6 +411,7 @@ func (c *checker) jq(fields []string) stream {
 		case a == "--indent" || a == "-L":
 			i++
 		case a == "--args" || a == "--jsonargs":
+			args = true
 			i = len(fields)
 		case a == "--null-input":
 			null = true
@@ -433,6 +438,12 @@ func (c *checker) jq(fields []string) stream {
 		case raw && json.Unmarshal([]byte(f), &str) == nil:
 			// jq -rn '"…"' prints the string.
 			return stream{{text: str + "\n", via: "a pipe from jq", producer: fields}}
+		}
+		if jqBuilds(f) {
+			// Without input, what jq prints is made from its filter and
+			// arguments ($ARGS.named, (…|{a:1}), "…"|fromjson, env):
+			// text of the command that may be JSON.
+			return stream{{kind: segDerived, via: "the output of jq -n"}}
 		}
 		return stream{{kind: segProgram, via: "the output of jq -n"}}
 	}
@@ -466,10 +477,27 @@ func (c *checker) jq(fields []string) stream {
 			return jsonOut
 		}
 	}
-	if in.mayHoldJSON() && !known(in) {
+	if in.mayHoldJSON() || args && strings.Contains(f, "$") {
+		// JSON of the command's text, or its arguments ($ARGS, $x), in
+		// a form the analysis does not redo.
 		return stream{{kind: segDerived, via: "the output of jq"}}
 	}
 	return stream{{kind: segProgram, via: "the output of jq"}}
+}
+
+// jqBuilds reports whether a jq filter may build an object or array:
+// brackets anywhere in it, $ARGS, a parse of a string (fromjson), the
+// environment or input read by the filter itself.
+func jqBuilds(filter string) bool {
+	if strings.ContainsAny(filter, "{[") {
+		return true
+	}
+	for _, w := range []string{"ARGS", "json", "env", "input", "splits", "getpath", "$__prog"} {
+		if strings.Contains(filter, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // jqPath evaluates a filter made of simple paths (.a, .a.b, .["k"], .[0],
@@ -724,4 +752,16 @@ func (c *checker) xxd(fields []string) stream {
 	}
 	// xxd -p wraps its lines.
 	return inexact(stream{{text: hex.EncodeToString([]byte(t)) + "\n", via: "a pipe from xxd"}})
+}
+
+// environment is what env or printenv prints: the variables the command
+// set (NAME=value before it included) come back out, so text of the
+// command that could be JSON may be in it.
+func (c *checker) environment(name string) stream {
+	for _, v := range c.sc.vars {
+		if mayHoldJSON(v) {
+			return stream{{kind: segDerived, via: "the output of " + name}}
+		}
+	}
+	return stream{{kind: segProgram, via: "the output of " + name}}
 }

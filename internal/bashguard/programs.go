@@ -182,25 +182,74 @@ func (c *checker) makefileFromCommand(name string, fields []string, idx int) {
 // as shell code, the guard would refuse is refused.
 func (c *checker) awk(name string, fields []string, idx int) {
 	program, fromFile := "", false
+	var files []string // program files (-f, -E, -i, -W exec)
 	for i := 1; i < len(fields); i++ {
 		f := fields[i]
+		// value is an option's argument: the rest of f, else the next
+		// field.
+		value := func(rest string) string {
+			if rest != "" {
+				return rest
+			}
+			if i+1 < len(fields) {
+				i++
+				return fields[i]
+			}
+			return ""
+		}
 		switch {
 		case f == "--":
 			if i+1 < len(fields) && program == "" && !fromFile {
 				program = fields[i+1]
 			}
 			i = len(fields)
-		case f == "-f" || f == "--file" || f == "-E" || f == "--exec" || f == "-i" || f == "--include":
-			fromFile = true
-			i++
-		case f == "-e" || f == "--source":
-			if i+1 < len(fields) {
-				program += "\n" + fields[i+1]
+		case strings.HasPrefix(f, "--"):
+			// getopt_long takes any unambiguous abbreviation (--fi=x is
+			// --file=x).
+			opt, val, hasVal := strings.Cut(f[2:], "=")
+			switch {
+			case opt == "":
+			case isPrefixOfAny(opt, "file", "exec", "include"):
+				fromFile = true
+				if !hasVal {
+					val = value("")
+				}
+				files = append(files, val)
+			case isPrefixOfAny(opt, "source"):
+				if !hasVal {
+					val = value("")
+				}
+				program += "\n" + val
+			case isPrefixOfAny(opt, "assign", "field-separator", "load") && !hasVal:
+				i++
 			}
-			i++
-		case f == "-F" || f == "-v" || f == "--assign" || f == "--field-separator" || f == "-l" || f == "--load":
-			i++
 		case strings.HasPrefix(f, "-") && len(f) > 1:
+			// A cluster of short options: -bf prog, -fprog, -We, -W exec.
+			for j := 1; j < len(f); j++ {
+				switch f[j] {
+				case 'f', 'E', 'i':
+					files = append(files, value(f[j+1:]))
+					fromFile = true
+				case 'e':
+					program += "\n" + value(f[j+1:])
+				case 'W':
+					// gawk's and mawk's -W options (-W exec FILE, -W
+					// source=…, abbreviated): only the ones that read
+					// nothing are known.
+					if w := value(f[j+1:]); !slices.Contains([]string{"version", "v", "lint", "posix", "traditional", "sandbox", "usage", "help"}, w) {
+						fromFile = true
+						if isPrefixOfAny(w, "exec", "file", "include") && i+1 < len(fields) {
+							i++
+							files = append(files, fields[i])
+						}
+					}
+				case 'F', 'v', 'l':
+					value(f[j+1:])
+				default:
+					continue
+				}
+				break
+			}
 		default:
 			if program == "" && !fromFile {
 				program = f
@@ -210,6 +259,19 @@ func (c *checker) awk(name string, fields []string, idx int) {
 	}
 	if fromFile {
 		c.unreadable(name+" -f", name+" runs a program from a file, which may run shell commands")
+		// A file the command itself wrote or fed (<(…)): its strings
+		// are checked as shell code like an inline program's.
+		var seen string
+		for _, f := range files {
+			text, _ := c.open(f).text()
+			seen += "\n" + text
+		}
+		if seen != "" && c.stringsAsCode(seen, name, idx) {
+			c.unknown(Unknown{Kind: UnknownCode, What: shown(name + " " + seen),
+				Reason:       name + "'s program file may run shell commands (system(), print | \"…\", \"…\" | getline), which are not followed",
+				Instead:      "run the commands directly in the shell instead of through " + name,
+				ReachesShell: true})
+		}
 		return
 	}
 	if !strings.Contains(program, "system") && !strings.Contains(program, "|") {
@@ -219,6 +281,17 @@ func (c *checker) awk(name string, fields []string, idx int) {
 		Reason:       name + "'s program may run shell commands (system(), print | \"…\", \"…\" | getline), which are not followed",
 		Instead:      "run the commands directly in the shell instead of through " + name,
 		ReachesShell: c.stringsAsCode(program, name, idx)})
+}
+
+// isPrefixOfAny reports whether opt abbreviates one of the long option
+// names.
+func isPrefixOfAny(opt string, names ...string) bool {
+	for _, n := range names {
+		if strings.HasPrefix(n, opt) {
+			return true
+		}
+	}
+	return false
 }
 
 // stringsAsCode reports whether a double-quoted string of another

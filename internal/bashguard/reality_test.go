@@ -120,6 +120,7 @@ func TestReality(t *testing.T) {
 	}
 	s := newSink(t)
 	base := s.srv.URL + "/p"
+	port := strings.TrimPrefix(s.srv.URL, "http://127.0.0.1:")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "body.json"), []byte(`{"from":"file"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -134,7 +135,7 @@ func TestReality(t *testing.T) {
 			}
 			// Sequential: every case shares the sink.
 			t.Run(family+"/"+tc.name, func(t *testing.T) {
-				cmd := strings.ReplaceAll(strings.ReplaceAll(tc.cmd, U, base), FileHint, hint)
+				cmd := strings.NewReplacer(U, base, FileHint, hint, TCP, "/dev/tcp/127.0.0.1/"+port).Replace(tc.cmd)
 				err := Check(cmd)
 				verdict := "allow"
 				switch {

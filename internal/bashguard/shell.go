@@ -93,7 +93,14 @@ type checker struct {
 	// outProcs are the >(…) process substitutions of the statement being
 	// run, by path, not yet fed.
 	outProcs map[string]*syntax.ProcSubst
-	nextFD   int
+	// netFDs are the descriptors opened on a connection (exec
+	// 3<>/dev/tcp/h/p): what is written to them goes out; netAny is such a
+	// connection opened on a descriptor only known at run time ({fd}<>…).
+	netFDs map[string]string
+	netAny string
+	// procFDs are the descriptors opened on a >(…) (3> >(curl -d @- …)).
+	procFDs map[string]string
+	nextFD  int
 	// depth counts nested scripts (bash -c, eval …), substDepth command
 	// substitutions, callDepth function calls.
 	depth, substDepth, callDepth, calls int
@@ -127,6 +134,11 @@ type checker struct {
 	// unset are the variables the word being expanded uses with a default
 	// (${X:-…}) that the guard reads as unset.
 	unset map[string]bool
+	// inexact is set while a word being expanded reads what the analysis
+	// cannot compute exactly: an element of an array whose elements are
+	// not all known, or an operation on a value outside ASCII whose
+	// result depends on the locale.
+	inexact bool
 	// leaves says which boundaries the current path may have crossed
 	// (return, break, exit): the rest of a list runs only on some paths.
 	leaves leave
@@ -140,7 +152,7 @@ type checker struct {
 
 func newChecker(o Options) *checker {
 	c := &checker{a: &Analysis{}, b: newBudget(), sc: newScope(), progs: o.Programs, in: &reader{segs: stream{{kind: segProgram, via: inheritedStdin}}}, files: map[string]file{},
-		fds: map[string]stream{}, outProcs: map[string]*syntax.ProcSubst{}, nextFD: 63, inAlias: map[string]bool{}, held: map[string]bool{}}
+		fds: map[string]stream{}, outProcs: map[string]*syntax.ProcSubst{}, netFDs: map[string]string{}, procFDs: map[string]string{}, nextFD: 63, inAlias: map[string]bool{}, held: map[string]bool{}}
 	c.view = aliasView{expand: off}
 	c.sc.cwd = cleanPath(o.Dir)
 	return c
@@ -490,6 +502,7 @@ func (c *checker) redirect(r *syntax.Redirect, target *outTarget) {
 	case syntax.RdrIn, syntax.RdrInOut:
 		path := c.word(r.Word)
 		rec.Target = shown(path)
+		c.netOpen(fd, path)
 		if r.Op == syntax.RdrInOut {
 			// <> opens for writing too, without truncating: what is
 			// written through it lands inside what was there.
@@ -516,6 +529,14 @@ func (c *checker) redirect(r *syntax.Redirect, target *outTarget) {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.AppAll, syntax.RdrAllClob, syntax.AppAllClob:
 		path := c.word(r.Word)
 		rec.Target = shown(path)
+		if fd != "" && fd != "1" {
+			c.netOpen(fd, path)
+			if _, ok := c.outProcs[path]; ok && !strings.HasPrefix(fd, "{") {
+				// 3> >(…): what is written to 3 is what the
+				// substitution reads.
+				c.procFDs[fd] = path
+			}
+		}
 		c.stmtWrites = append(c.stmtWrites, path)
 		if strings.HasPrefix(fd, "{") {
 			// {var}>file keeps the descriptor open after the command.
@@ -539,16 +560,60 @@ func (c *checker) redirect(r *syntax.Redirect, target *outTarget) {
 		w := c.word(r.Word)
 		rec.Target = shown(w)
 		if fd == "" || fd == "1" {
-			switch w {
-			case "1":
-			case "-":
+			switch net, ok := c.netFD(w); {
+			case w == "1":
+			case w == "-":
 				target.none = true
+			case ok:
+				// >&3 onto a connection: the output goes out.
+				target.path, target.none = net, false
+			case c.procFDs[w] != "" && c.outProcs[c.procFDs[w]] != nil:
+				// >&3 onto a >(…): the substitution reads it.
+				target.path, target.none = c.procFDs[w], false
 			default:
 				target.path, target.none = "", true
 			}
 		}
 	}
 	c.redirs = append(c.redirs, rec)
+}
+
+// netOpen notes a connection bash opens on descriptor fd (reading from
+// one counts: the request is made), so that writes through the
+// descriptor later are seen as going out.
+func (c *checker) netOpen(fd, path string) {
+	if !isNetworkPath(path) {
+		return
+	}
+	if fd == "" || fd == "0" {
+		c.network(path, nil)
+		return
+	}
+	if strings.HasPrefix(fd, "{") {
+		c.netAny = path
+	} else {
+		c.netFDs[fd] = path
+	}
+	c.network(path, nil)
+}
+
+// netFD is the connection a >&w writes to, if it may be one: a
+// descriptor opened on one, or one only known at run time once some
+// connection is open.
+func (c *checker) netFD(w string) (string, bool) {
+	if p, ok := c.netFDs[w]; ok {
+		return p, true
+	}
+	if isNumber(w) {
+		return "", false
+	}
+	if c.netAny != "" {
+		return c.netAny, true
+	}
+	if fds := slices.Sorted(maps.Keys(c.netFDs)); len(fds) > 0 {
+		return c.netFDs[fds[0]], true
+	}
+	return "", false
 }
 
 // input sets what descriptor fd ("" or "0": standard input) reads.
@@ -670,6 +735,15 @@ func (c *checker) command(n syntax.Command) stream {
 		if x.Stmt != nil {
 			c.concurrent++
 			defer func() { c.concurrent-- }()
+			// The coprocess reads what the shell writes to it later
+			// (>&${COPROC[1]}), in no order the analysis follows: any text
+			// of the command may reach it.
+			saved := c.in
+			defer func() { c.in = saved }()
+			c.in = &reader{segs: stream{{kind: segProgram, via: "the coprocess's input"}}}
+			if containsJSON(c.src) || strings.ContainsAny(c.src, "\\$`") {
+				c.in = &reader{segs: stream{{kind: segDerived, via: "what the shell writes to the coprocess"}}}
+			}
 			return inexact(c.isolated(func() stream { return c.stmt(x.Stmt) }))
 		}
 	}
@@ -1252,7 +1326,18 @@ func (c *checker) assign1(a *syntax.Assign) {
 
 // value is what $name expands to, as the analysis knows it.
 func (c *checker) value(name string) string {
-	return env{c}.Get(name).String()
+	v := env{c}.Get(name)
+	for range 16 {
+		if v.Kind != expand.NameRef {
+			break
+		}
+		// A reference's value is its target's (r+=x appends to it).
+		v = env{c}.Get(v.Str)
+	}
+	if v.Kind == expand.NameRef {
+		return string(markExternal)
+	}
+	return v.String()
 }
 
 // setVar sets a scalar, as bash would with the variable's attributes.

@@ -317,8 +317,9 @@ type scope struct {
 	// volatile is set once a trap that changes the shell's state (x=…,
 	// a function, cd …) may fire, at any statement (DEBUG, RETURN, ERR, a
 	// signal the command may send itself); filesVolatile once one that
-	// may write files may.
-	volatile, filesVolatile bool
+	// may write files may; trapJSON once such a trap's code holds text
+	// that could be JSON (what it assigns is then derived from it).
+	volatile, filesVolatile, trapJSON bool
 	// filesLimited is set once ulimit (or prlimit) may have limited the
 	// size of the files the shell writes: a write may stop short, and
 	// what is left is not what the command printed.
@@ -354,9 +355,11 @@ type aliasView struct {
 	unsure  map[string]bool
 }
 
+// newScope is a shell's scope when it starts: SHELLOPTS and BASHOPTS are
+// readonly (bash refuses NAME=value for them, also before a command).
 func newScope() *scope {
 	return &scope{vars: map[string]string{}, cleared: map[string]bool{}, arrays: map[string]*array{}, refs: map[string]string{},
-		exported: map[string]tri{}, attrs: map[string]string{}, funcs: map[string]*function{}, exportedFuncs: map[string]tri{},
+		exported: map[string]tri{}, attrs: map[string]string{"SHELLOPTS": "r", "BASHOPTS": "r"}, funcs: map[string]*function{}, exportedFuncs: map[string]tri{},
 		aliases: map[string]string{}, hashed: map[string]string{}, unsure: map[string]bool{}, opts: map[string]tri{}, disabled: map[string]tri{}, arg0: "bash", shell: "bash"}
 }
 
@@ -478,6 +481,7 @@ func (s *scope) join(o *scope) {
 	}
 	s.lost = s.lost || o.lost
 	s.volatile = s.volatile || o.volatile
+	s.trapJSON = s.trapJSON || o.trapJSON
 	s.filesVolatile = s.filesVolatile || o.filesVolatile
 	s.filesLimited = s.filesLimited || o.filesLimited
 	if s.trapped == nil {
@@ -533,8 +537,14 @@ const unknownFields = string(markExternal) + string(markSplit)
 // every variable may have changed and every command name may now be a
 // function. Values that hold JSON stay so for the guard.
 func (s *scope) havoc() {
+	lost := string(markExternal)
+	if s.trapJSON {
+		// A trap that may have run assigns text of the command that
+		// could be JSON.
+		lost = string(markDerived)
+	}
 	for name, v := range s.vars {
-		s.vars[name] = joinValue(v, string(markExternal))
+		s.vars[name] = joinValue(v, lost)
 	}
 	for _, a := range s.arrays {
 		a.forget()

@@ -52,6 +52,12 @@ func (e env) Get(name string) expand.Variable {
 			return str("/bin/bash")
 		}
 		return str(string(markExternal))
+	case "BASH_REMATCH":
+		// [[ … =~ … ]] fills it with what the pattern matched, which the
+		// analysis does not redo.
+		if _, ok := sc.arrays[name]; !ok {
+			return (&array{elems: map[string]string{}, lost: true}).variable()
+		}
 	case "BASH_COMMAND", "BASH_ARGV", "BASH_EXECUTION_STRING":
 		// These hold text of the command itself.
 		return str(string(markDerived))
@@ -73,6 +79,10 @@ func (e env) Get(name string) expand.Variable {
 	}
 	if name == "PATH" && c.progs != nil {
 		return str(c.progs.Path())
+	}
+	if sc.lost && sc.trapJSON {
+		// A trap that may have fired may have assigned it.
+		return str(string(markDerived))
 	}
 	return str(string(markExternal))
 }
@@ -144,8 +154,8 @@ func (c *checker) cmdSubst(w io.Writer, cs *syntax.CmdSubst) error {
 		return c.b.err
 	}
 	c.substDepth++
-	savedUnset := c.unset
-	defer func() { c.unset = savedUnset }()
+	savedUnset, savedInexact := c.unset, c.inexact
+	defer func() { c.unset, c.inexact = savedUnset, savedInexact }()
 	var out stream
 	if st := cs.Stmts; len(st) == 1 && st[0].Cmd == nil && len(st[0].Redirs) == 1 && st[0].Redirs[0].Op == syntax.RdrIn {
 		// $(<file) prints the file.
@@ -259,7 +269,7 @@ func (c *checker) fields(words ...*syntax.Word) []string {
 			}
 		}
 		got = c.splitting(w, got)
-		c.unset = nil
+		c.unset, c.inexact = nil, false
 		out = append(out, got...)
 	}
 	return out
@@ -270,7 +280,11 @@ func (c *checker) fields(words ...*syntax.Word) []string {
 // not know) may make several words or none, and a default chosen for a
 // variable the environment may hold may not be what bash uses.
 func (c *checker) splitting(w *syntax.Word, got []string) []string {
-	if len(c.unset) > 0 {
+	if len(c.unset) > 0 || c.inexact {
+		if len(got) == 0 {
+			// What the analysis expands to nothing may be words.
+			return []string{unknownFields}
+		}
 		for i, f := range got {
 			got[i] = joinValue(f, string(markExternal)) + string(markSplit)
 		}
@@ -318,10 +332,10 @@ func (c *checker) literal(w *syntax.Word) string {
 	if err != nil {
 		s = c.plain(w.Parts)
 	}
-	if len(c.unset) > 0 {
+	if len(c.unset) > 0 || c.inexact {
 		s = joinValue(s, string(markExternal))
 	}
-	c.unset = nil
+	c.unset, c.inexact = nil, false
 	if !c.b.text(len(s)) {
 		return ""
 	}
@@ -348,9 +362,13 @@ func (c *checker) document(w *syntax.Word) string {
 	cfg := c.cfg()
 	s, err := expand.Document(cfg, w)
 	c.release(cfg)
-	c.unset = nil
+	inexact := c.inexact
+	c.unset, c.inexact = nil, false
 	if err != nil {
 		return c.plain(w.Parts)
+	}
+	if inexact {
+		s = joinValue(s, string(markExternal))
 	}
 	if !c.b.text(len(s)) {
 		return ""
@@ -425,6 +443,19 @@ func (c *checker) paramCode(pe *syntax.ParamExp) {
 	}
 	if pe.Index != nil {
 		c.arithVars(pe.Index, 0)
+		if !isAllIndex(pe.Index) && c.openArray(name) {
+			c.inexact = true
+		}
+	}
+	if (pe.Slice != nil || pe.Length || pe.Repl != nil || pe.Exp != nil && caseOrPattern[pe.Exp.Op]) && !c.asciiValue(name) {
+		// In the C locale bash counts bytes (${x:2} of écurl is curl),
+		// in UTF-8 characters; ? matches either, ${x,,} lowers É or not.
+		c.inexact = true
+	}
+	if pe.Excl && pe.Names == 0 && pe.Index == nil && (pe.Exp != nil || pe.Repl != nil || pe.Slice != nil || pe.Length) {
+		// ${!y/a/b}, ${!y:1}, ${!y#…}: an operation on the variable y
+		// names, which the expander does not redo as bash does.
+		c.inexact = true
 	}
 	if pe.Excl && pe.Exp == nil && pe.Index == nil && pe.Names == 0 {
 		// ${!x}: the value of x names the variable, and a subscript in
@@ -435,6 +466,50 @@ func (c *checker) paramCode(pe *syntax.ParamExp) {
 		c.arithVars(pe.Slice.Offset, 0)
 		c.arithVars(pe.Slice.Length, 0)
 	}
+}
+
+// caseOrPattern are the operations of ${x…} whose result depends on how
+// bash reads characters: patterns removed from either end, case changes.
+var caseOrPattern = map[syntax.ParExpOperator]bool{syntax.RemSmallPrefix: true, syntax.RemLargePrefix: true,
+	syntax.RemSmallSuffix: true, syntax.RemLargeSuffix: true, syntax.UpperFirst: true, syntax.UpperAll: true,
+	syntax.LowerFirst: true, syntax.LowerAll: true}
+
+// isAllIndex reports whether an index is @ or * (every element).
+func isAllIndex(x syntax.ArithmExpr) bool {
+	w, ok := x.(*syntax.Word)
+	return ok && (w.Lit() == "@" || w.Lit() == "*")
+}
+
+// openArray reports whether name may be an array with elements the
+// analysis does not hold: one it lost track of, BASH_REMATCH (which
+// [[ =~ ]] fills), or any name once code it could not read has run.
+func (c *checker) openArray(name string) bool {
+	if a, ok := c.sc.arrays[name]; ok {
+		return a.lost
+	}
+	if name == "BASH_REMATCH" {
+		return true
+	}
+	_, known := c.sc.vars[name]
+	return c.sc.lost && !known && !c.sc.cleared[name]
+}
+
+// asciiValue reports whether every value name holds (an array's
+// elements too) is ASCII; a value from the environment is not known.
+func (c *checker) asciiValue(name string) bool {
+	if a, ok := c.sc.arrays[name]; ok {
+		for _, v := range a.elems {
+			if !isASCII(v) {
+				return false
+			}
+		}
+		return true
+	}
+	v, ok := c.sc.vars[name]
+	if !ok {
+		v, ok = c.posVar(name)
+	}
+	return !ok || isASCII(v)
 }
 
 // promptCode checks ${x@P}: bash expands x's value as a prompt string,
@@ -596,6 +671,12 @@ func (c *checker) arithValue(v, what string, depth int) {
 func (c *checker) test(e syntax.TestExpr) {
 	switch x := e.(type) {
 	case *syntax.BinaryTest:
+		if w, ok := x.X.(*syntax.Word); ok && x.Op == syntax.TsReMatch {
+			lhs := c.word(w)
+			c.test(x.Y)
+			c.rematch(lhs, x.Y)
+			return
+		}
 		c.test(x.X)
 		c.test(x.Y)
 		switch x.Op {
@@ -617,6 +698,22 @@ func (c *checker) test(e syntax.TestExpr) {
 	case *syntax.Word:
 		c.word(x)
 	}
+}
+
+// rematch sets BASH_REMATCH as [[ lhs =~ re ]] does: each element is a
+// part of lhs the analysis does not compute (none when it does not
+// match), one per group of the pattern.
+func (c *checker) rematch(lhs string, re syntax.TestExpr) {
+	groups := 1
+	if w, ok := re.(*syntax.Word); ok {
+		groups += min(strings.Count(c.plain(w.Parts), "("), 16)
+	}
+	a := &array{elems: map[string]string{}, lost: true}
+	for i := range groups {
+		a.put(strconv.Itoa(i), joinValue(lhs, string(markExternal)))
+	}
+	c.sc.arrays["BASH_REMATCH"] = a
+	delete(c.sc.vars, "BASH_REMATCH")
 }
 
 func isName(s string) bool {

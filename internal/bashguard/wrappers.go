@@ -32,6 +32,9 @@ type wrapper struct {
 	// execs the wrapped one, so it is a file found on PATH, never a
 	// builtin or function.
 	noFunc, external bool
+	// optional are long options whose value is only given after =
+	// (env --ignore-signal[=SIG]): the next field is not theirs.
+	optional []string
 	// clears are options with which the wrapped command gets an empty
 	// environment (env -i) or loses a variable (env -u NAME);
 	// defaultPath the ones with which it is looked up on the system's
@@ -41,7 +44,7 @@ type wrapper struct {
 
 var wrappers = map[string]wrapper{
 	"timeout": {short: "sk", long: []string{"signal", "kill-after"}, positional: 1, noFunc: true, external: true},
-	"env": {short: "uCSP", long: []string{"unset", "chdir", "split-string", "block-signal", "default-signal", "ignore-signal", "argv0"}, assigns: true,
+	"env": {short: "uCSPa", long: []string{"unset", "chdir", "split-string", "argv0"}, optional: []string{"block-signal", "default-signal", "ignore-signal"}, assigns: true,
 		script: []string{"-S", "--split-string"}, noFunc: true, external: true, clears: []string{"-i", "--ignore-environment", "-"}, unsets: []string{"-u", "--unset"}},
 	"nice":             {short: "n", long: []string{"adjustment"}, noFunc: true, external: true},
 	"nohup":            {noFunc: true, external: true},
@@ -103,12 +106,13 @@ func (c *checker) wrapper(name string, w wrapper, fields []string, idx int, o ru
 			}
 			continue
 		case strings.HasPrefix(f, "--"):
-			opt, _, hasVal := strings.Cut(f, "=")
+			given, _, hasVal := strings.Cut(f, "=")
+			opt := w.longName(given)
 			if slices.Contains(w.noRun, opt) {
 				return nil
 			}
 			if slices.Contains(w.script, opt) {
-				val, at := f[len(opt)+1:], i
+				val, at := f[min(len(given)+1, len(f)):], i
 				if !hasVal && i+1 < len(args) {
 					val, at = args[i+1], i+1
 				}
@@ -117,12 +121,13 @@ func (c *checker) wrapper(name string, w wrapper, fields []string, idx int, o ru
 				continue
 			}
 			if !hasVal && slices.Contains(w.long, opt[2:]) {
+				// The option's value is the next field.
 				if slices.Contains(w.unsets, opt) && i+1 < len(args) {
 					temp.clear(args[i+1])
 				}
 				i++
 			} else if hasVal && slices.Contains(w.unsets, opt) {
-				temp.clear(f[len(opt)+1:])
+				temp.clear(f[len(given)+1:])
 			}
 			continue
 		case strings.HasPrefix(f, "-") && len(f) > 1 && !(name == "chrt" || name == "taskset") || (name == "chrt" || name == "taskset") && strings.HasPrefix(f, "-") && !isNumber(f[1:]):
@@ -178,7 +183,44 @@ func (c *checker) wrapper(name string, w wrapper, fields []string, idx int, o ru
 		}
 		return c.wrapped(name, args, i, w, o)
 	}
+	if name == "env" {
+		// No command: env prints the environment it would give one.
+		return c.environment("env")
+	}
 	return nil
+}
+
+// longName is the long option opt abbreviates: getopt_long takes any
+// prefix of one option (env --ign is --ignore-signal, --sp=… is
+// --split-string=…). An ambiguous or unknown one is left as it is.
+func (w wrapper) longName(opt string) string {
+	var names []string
+	for _, list := range [][]string{w.noRun, w.script, w.clears, w.unsets, w.defaultPath} {
+		for _, n := range list {
+			if strings.HasPrefix(n, "--") {
+				names = append(names, n)
+			}
+		}
+	}
+	for _, n := range slices.Concat(w.long, w.optional) {
+		names = append(names, "--"+n)
+	}
+	var match string
+	for _, n := range names {
+		switch {
+		case n == opt:
+			return opt
+		case strings.HasPrefix(n, opt) && len(opt) > 2:
+			if match != "" && match != n {
+				return opt
+			}
+			match = n
+		}
+	}
+	if match == "" {
+		return opt
+	}
+	return match
 }
 
 // envAssign reports whether f is a NAME=VALUE a wrapper puts in the
@@ -226,6 +268,13 @@ func splice(args []string, from, to int, repl []string) []string {
 // splitString splits env -S's string into arguments the way env does
 // (quotes, backslashes, ${VAR}), read here as shell words.
 func (c *checker) splitString(s string) []string {
+	if envEscapes(s) {
+		// env's escapes are not the shell's: \_ is a space that
+		// separates arguments, \c ends the string, \t, \n … are
+		// characters, \\ and \' also inside single quotes.
+		c.unknownCode(s, "env -S reads backslash escapes the shell does not (\\_ separates arguments)", "write the command and its arguments directly instead of env -S")
+		return nil
+	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(s), "")
 	if err != nil || len(f.Stmts) != 1 {
 		c.unknownCode(s, "env -S splits a string the guard cannot read into a command", "write the command and its arguments directly instead of env -S")
@@ -241,6 +290,26 @@ func (c *checker) splitString(s string) []string {
 		out = append(out, a.Name.Value+"="+c.literal(a.Value))
 	}
 	return append(out, c.fields(call.Args...)...)
+}
+
+// envEscapes reports whether env -S would read a backslash in s
+// otherwise than the shell: any but \" \\ \$ \# outside single quotes.
+func envEscapes(s string) bool {
+	if !strings.ContainsRune(s, '\\') {
+		return false
+	}
+	if strings.ContainsRune(s, '\'') {
+		return true
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' {
+			if i+1 == len(s) || !strings.ContainsRune(`"\$#`, rune(s[i+1])) {
+				return true
+			}
+			i++
+		}
+	}
+	return false
 }
 
 func isNumber(s string) bool {
@@ -299,7 +368,7 @@ func (t *tempVars) join() {
 
 // xargs runs its command with the items of its input as arguments.
 func (c *checker) xargs(fields []string, o runOpts) stream {
-	var replace, delim string
+	var replace, delim, eof string
 	null, perLine := false, false
 	maxArgs := 0
 	var in stream
@@ -335,6 +404,8 @@ func (c *checker) xargs(fields []string, o runOpts) stream {
 				readFile = val
 			case "--max-lines":
 				perLine = true
+			case "--eof":
+				eof = val
 			case "--max-args":
 				if maxArgs, _ = strconv.Atoi(val); maxArgs <= 0 {
 					perLine = true
@@ -357,6 +428,8 @@ func (c *checker) xargs(fields []string, o runOpts) stream {
 					delim = val
 				case 'I':
 					replace = val
+				case 'E':
+					eof = val
 				case 'L':
 					perLine = true
 				case 'n':
@@ -378,6 +451,10 @@ func (c *checker) xargs(fields []string, o runOpts) stream {
 			case 'l':
 				perLine = true
 				j = len(a)
+			case 'e':
+				// -e[EOF]: input ends at a line holding EOF.
+				eof = a[j+1:]
+				j = len(a)
 			}
 		}
 	}
@@ -390,7 +467,17 @@ func (c *checker) xargs(fields []string, o runOpts) stream {
 	} else {
 		in = c.in.readAll()
 	}
-	items, exact := xargsItems(in, null, delim, replace != "" || perLine)
+	items, exact := xargsItems(in, null, delim, replace != "" || perLine, replace != "")
+	if eof != "" {
+		// xargs stops reading at the item EOF (not under -0 or -d).
+		if at := slices.Index(items, eof); exact && !null && delim == "" {
+			if at >= 0 {
+				items = items[:at]
+			}
+		} else {
+			items = []string{unknownFields}
+		}
+	}
 	saved := c.in
 	c.in = &reader{} // GNU xargs gives the command /dev/null as stdin
 	defer func() { c.in = saved }()
@@ -446,7 +533,7 @@ func (c *checker) xargs(fields []string, o runOpts) stream {
 // (-d), at newlines (-I, -L), else at blanks with quotes and backslashes
 // as xargs reads them. Input the guard does not know is items of unknown
 // number; exact is false then.
-func xargsItems(in stream, null bool, delim string, lines bool) ([]string, bool) {
+func xargsItems(in stream, null bool, delim string, lines, whole bool) ([]string, bool) {
 	var items []string
 	exact := true
 	for _, g := range in {
@@ -473,11 +560,11 @@ func xargsItems(in stream, null bool, delim string, lines bool) ([]string, bool)
 		case lines:
 			for _, l := range strings.Split(t, "\n") {
 				if l = strings.TrimLeft(l, " \t"); l != "" {
-					items = append(items, xargsUnquote(l)...)
+					items = append(items, xargsUnquote(l, !whole)...)
 				}
 			}
 		default:
-			items = append(items, xargsUnquote(t)...)
+			items = append(items, xargsUnquote(t, true)...)
 		}
 	}
 	return items, exact
@@ -488,8 +575,9 @@ func nonEmpty(s []string) []string {
 }
 
 // xargsUnquote splits text at blanks outside quotes, removing quotes and
-// backslashes, as xargs does without -0/-d.
-func xargsUnquote(t string) []string {
+// backslashes, as xargs does without -0/-d; under -I (blanks false)
+// only a newline ends an item.
+func xargsUnquote(t string, blanks bool) []string {
 	var items []string
 	var b strings.Builder
 	inItem := false
@@ -509,7 +597,7 @@ func xargsUnquote(t string) []string {
 			i++
 			b.WriteByte(t[i])
 			inItem = true
-		case ch == ' ' || ch == '\t' || ch == '\n':
+		case (ch == ' ' || ch == '\t') && blanks || ch == '\n':
 			if inItem {
 				items = append(items, b.String())
 				b.Reset()
@@ -536,8 +624,10 @@ func (c *checker) find(fields []string) stream {
 		default:
 			continue
 		}
+		// The command ends at ; or at a + right after {} (a + elsewhere
+		// is an argument).
 		j := i + 1
-		for j < len(fields) && fields[j] != ";" && fields[j] != "+" {
+		for j < len(fields) && fields[j] != ";" && (fields[j] != "+" || j == i+1 || fields[j-1] != "{}") {
 			j++
 		}
 		cmd := make([]string, 0, j-i-1)

@@ -6,8 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -38,9 +36,11 @@ func newConfineCmd(_ *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "confine --agent X --project-dir D [--unit U --port P] -- CMD ARGS…",
 		Short: "Run CMD confined by the kernel (Landlock) to what the agent may write",
-		Long: "confine restricts itself with the Landlock ruleset built from the agent's sandbox settings — the same\n" +
-			"ruleset the bash tool and spawn_units use — and then execs CMD, so stdin, stdout, stderr, the exit status\n" +
-			"and the working directory are CMD's own. CMD may write only the agent's write roots, a private $TMPDIR\n" +
+		Long: "confine starts CMD confined exactly as the bash tool and spawn_units confine theirs (the same ruleset,\n" +
+			"no capabilities, its own session without a controlling terminal, only stdin, stdout and stderr, the\n" +
+			"agent's filtered environment) and waits for it: stdin, stdout, stderr, the exit status (or the signal) and\n" +
+			"the working directory are CMD's own, and the signals confine gets are passed on to CMD's process group.\n" +
+			"CMD may write only the agent's write roots, a private $TMPDIR\n" +
 			"and /dev/null-like devices; reads stay open unless the agent sets sandbox.readAllowList.\n" +
 			"--unit (with --port) confines a unit: it may bind only that port unless the agent's network.unitBind says\n" +
 			"otherwise. --explain prints the ruleset as JSON instead of running CMD. When the kernel cannot confine and\n" +
@@ -72,19 +72,29 @@ func newConfineCmd(_ *globals) *cobra.Command {
 			path, err := exec.LookPath(args[0])
 			if err != nil {
 				plan.RemoveTempDir()
+				plan.Close()
 				return &exitError{code: 127, err: err}
 			}
 			if !plan.Confined() {
 				fmt.Fprintf(cmd.ErrOrStderr(), "toolhost confine: running unconfined: %s\n", plan.Unconfined)
 			}
-			// The exec must come from the thread that was restricted, and
-			// that thread must never run anything else.
-			runtime.LockOSThread()
-			if err := plan.Restrict(); err != nil {
+			code, sig, err := plan.Run(path, args)
+			plan.Close()
+			plan.RemoveTempDir()
+			if err != nil {
 				return &exitError{code: confineRefused, err: err}
 			}
-			err = syscall.Exec(path, args, plan.Env(os.Environ()))
-			return &exitError{code: confineRefused, err: fmt.Errorf("exec %s: %w", path, err)}
+			if sig != 0 {
+				// Die the way the command died, so the caller sees the
+				// signal, not an exit status; a signal whose default is
+				// not to end a process leaves the shell's 128+n.
+				procs.DieBy(sig)
+				return &exitError{code: 128 + int(sig)}
+			}
+			if code != 0 {
+				return &exitError{code: code}
+			}
+			return nil
 		},
 	}
 	fl := cmd.Flags()

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/dashboard"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/store/filestore"
@@ -108,12 +109,21 @@ func startDashboard(ctx context.Context, f dashboardFlags, out io.Writer, log ze
 		st.Close()
 		return nil, err
 	}
+	// Confined commands are refused the port while it is registered.
+	release, err := confine.RegisterServer(ln.Addr())
+	if err != nil {
+		ln.Close()
+		d.Close()
+		st.Close()
+		return nil, err
+	}
 	url := d.URL(ln.Addr())
 	fmt.Fprintf(out, "toolhost dashboard: %s\n", url)
 	if f.open {
 		openBrowser(url, out, log)
 	}
 	return func() error {
+		defer release()
 		defer st.Close()
 		defer d.Close()
 		return d.Serve(ctx, ln)

@@ -655,7 +655,7 @@ func confinedBashInput(f hookFlags, c hookCall) (map[string]json.RawMessage, str
 	}
 	// The same plan `toolhost confine` will build, made here only to refuse
 	// early, with the reason, a command that would not be run.
-	plan, err := confine.Prepare(confine.Request{Agent: c.ag.Name, Sandbox: c.ag.Sandbox, ProjectDir: c.proj})
+	plan, err := confine.Prepare(confine.Request{Agent: c.ag.Name, Sandbox: c.ag.Sandbox, ProjectDir: c.proj, DecideOnly: true})
 	if err != nil {
 		return nil, err.Error()
 	}

@@ -20,13 +20,19 @@ import (
 // Version is set at build time with -ldflags "-X …/cli.Version=…".
 var Version = "0.1.0-dev"
 
-// exitError carries an exit code through cobra.
+// exitError carries an exit code through cobra; without err nothing is
+// printed (the exit status of a command toolhost ran for the caller).
 type exitError struct {
 	code int
 	err  error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
 func (e *exitError) Unwrap() error { return e.err }
 
 // usageErr makes err exit with code 2.
@@ -154,8 +160,11 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(stderr, "toolhost: "+strings.TrimSpace(err.Error()))
 	var ee *exitError
+	if errors.As(err, &ee) && ee.err == nil {
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "toolhost: "+strings.TrimSpace(err.Error()))
 	if errors.As(err, &ee) {
 		return ee.code
 	}

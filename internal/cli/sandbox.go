@@ -45,7 +45,11 @@ func newSandboxCmd(_ *globals) *cobra.Command {
 					if f.Usable {
 						mark = "yes"
 					}
-					fmt.Fprintf(tw, "  %s\tABI %d\t%s\n", mark, f.ABI, f.Name)
+					needs := fmt.Sprintf("ABI %d", f.ABI)
+					if f.ABI == 0 {
+						needs = "seccomp"
+					}
+					fmt.Fprintf(tw, "  %s\t%s\t%s\n", mark, needs, f.Name)
 				}
 				if err := tw.Flush(); err != nil {
 					return err

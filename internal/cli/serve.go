@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/httpserve"
 	"github.com/toolhost/toolhost/internal/rpc"
 	"github.com/toolhost/toolhost/internal/trace"
@@ -68,6 +69,23 @@ func newServeCmd(g *globals) *cobra.Command {
 					return usageErr(errorf("--http %s is not a loopback address; binding it needs --auth-token (or TOOLHOST_AUTH_TOKEN), or use 127.0.0.1", httpAddr))
 				}
 			}
+			var ln net.Listener
+			if httpAddr != "" {
+				// Listening (and registering the port, which confined
+				// commands are then refused) before the session opens, so
+				// that no process it starts, an upstream server included,
+				// can reach it.
+				var err error
+				if ln, err = net.Listen("tcp", httpAddr); err != nil {
+					return err
+				}
+				defer ln.Close()
+				release, err := confine.RegisterServer(ln.Addr())
+				if err != nil {
+					return err
+				}
+				defer release()
+			}
 			o := sf.options(g)
 			o.PageSize = pageSize
 			// Deferred before the session's Close, so it runs after it: the
@@ -91,11 +109,7 @@ func newServeCmd(g *globals) *cobra.Command {
 			log := o.Log
 			log.Info().Str("event", "serve").Str("agent", s.Agent.Name).Str("project_dir", s.Files.ProjectDir()).
 				Str("session", s.Engine.Identity.SessionID).Str("framing", framing).Msg("serving")
-			if httpAddr != "" {
-				ln, err := net.Listen("tcp", httpAddr)
-				if err != nil {
-					return err
-				}
+			if ln != nil {
 				h := httpserve.New(s.Server, httpserve.Options{AuthToken: authToken, AllowedOrigins: allowOrigins,
 					BodyTimeout: bodyTimeout, MaxMessage: maxMessage, MaxInFlight: maxInFlight, Log: log, Grace: grace})
 				log.Info().Str("event", "http_listening").Str("url", httpserve.URL(ln.Addr())).

@@ -87,6 +87,7 @@ func newUpstreamListCmd(g *globals) *cobra.Command {
 				defer door.Close()
 				defer sink.Close()
 				o.Pins = &upstream.Pins{Door: door, ProjectDir: door.ProjectDir()}
+				o.ProjectDir = door.ProjectDir()
 				o.Audit = auditWith(sink, "cli", cmd.ErrOrStderr())
 			}
 			m := upstream.NewManager(o)

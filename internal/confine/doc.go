@@ -1,13 +1,19 @@
-// Package confine turns an agent's sandbox settings into a Landlock ruleset
-// that the kernel enforces on every command the agent starts: the bash
-// tool's commands, the units spawn_units starts and, through
-// `toolhost confine`, Claude CLI's own Bash.
+// Package confine turns an agent's sandbox settings (or an upstream
+// server's) into the confinement the kernel enforces on every process it
+// starts: the bash tool's commands, the units spawn_units starts, stdio
+// upstream MCP servers and, through `toolhost confine`, Claude CLI's own
+// Bash. A confined process holds none of the human's authority: no
+// capability, no controlling terminal (procs), no inherited descriptor
+// (procs), none of toolhost's environment but what its kind and its
+// sandbox.env pass (env.go), no way around its TCP rules (seccomp.go), no
+// access to toolhost's secrets (hide.go) or servers (servers.go).
 //
-// Prepare is the one function that builds the ruleset (a Plan) from the
-// agent, the project dir, the unit and the command's private temp dir. Both
-// ways of applying it use the same Plan: procs forks the child from an OS
-// thread that called Plan.Restrict (in-process, no extra program start), and
-// `toolhost confine` calls Plan.Restrict and then execs the command.
+// Prepare is the one function that builds a Plan from the agent, the
+// project dir, the unit and the command's private temp dir; Plan.Command is
+// the one process spec every start path uses (its environment, and
+// Plan.Restrict: capabilities, no_new_privs, the seccomp filter and the
+// Landlock layers, applied on the OS thread procs forks the child from), and
+// Plan.Run is `toolhost confine`'s: the same spec, supervised.
 //
 // What a Plan grants, and why it never grants more than the allow-list:
 //
@@ -28,22 +34,24 @@
 //   - Linking or renaming into a write root from outside is refused by the
 //     kernel (the refer right is granted only inside write roots).
 //   - Plus the command's private temp dir ($TMPDIR) and /dev/null, /dev/zero,
-//     /dev/full, /dev/tty. Reads and execution stay allowed everywhere unless
-//     the agent sets sandbox.readAllowList.
+//     /dev/full, /dev/tty. Reads and execution stay allowed everywhere but
+//     toolhost's secrets unless the agent sets sandbox.readAllowList.
 //   - TCP connect and bind follow sandbox.network (Landlock ABI ≥ 4; a unit
 //     binds only its own port by default); signals and abstract unix
 //     sockets are scoped to the command's own domain (ABI ≥ 6), so a
 //     command cannot signal toolhost or any process outside it.
 //
-// When the kernel cannot confine (no Landlock, an ABI too old for a rule the
-// agent set), sandbox.commands decides: require refuses with
-// UnavailableError, best-effort runs with what is enforceable and the Plan
-// says what is not, off never confines. TOOLHOST_LANDLOCK_ABI caps the ABI
+// When the kernel cannot confine (no Landlock or seccomp filters, an ABI too
+// old for a right the plan needs — signal scoping, ABI 6, for every plan),
+// sandbox.commands decides: require refuses with UnavailableError,
+// best-effort runs with what is enforceable and the Plan says what is not,
+// off never confines (the environment is still filtered). TOOLHOST_LANDLOCK_ABI caps the ABI
 // used (0: behave as a machine without Landlock), for tests and for
 // reproducing an older kernel.
 //
 // This package must never restrict a thread it was not asked to (it has no
 // all-threads path: applied to toolhost's server process that would confine
-// toolhost itself), never follow a symlink when it opens a root, and never
-// widen a pattern it cannot express.
+// toolhost itself), never follow a symlink when it opens a root, never widen
+// a pattern it cannot express, and never pass a variable of toolhost's
+// environment that the process's kind or sandbox does not name.
 package confine

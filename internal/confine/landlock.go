@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/toolhost/toolhost/internal/agents"
 )
 
 // The three Landlock system calls, called directly. go-landlock's syscall
@@ -175,25 +177,33 @@ func (p *Plan) ruleset() (int, error) {
 	return fd, nil
 }
 
-// Restrict confines the calling OS thread to the plan: no_new_privs, then
-// landlock_restrict_self without TSYNC, so only this thread (and what it
-// forks or execs from now on) is confined. The caller must hold
-// runtime.LockOSThread and never unlock it, so that the Go runtime discards
-// the thread instead of running other goroutines on it. A plan that runs
-// unconfined does nothing.
+// Restrict confines the calling OS thread to the plan: no capabilities,
+// no_new_privs, the seccomp filter, then landlock_restrict_self without
+// TSYNC, so only this thread (and what it forks or execs from now on) is
+// confined. The caller must hold runtime.LockOSThread and never unlock it,
+// so that the Go runtime discards the thread instead of running other
+// goroutines on it. A plan whose mode is off does nothing; one the kernel
+// cannot confine with Landlock (best-effort) still does the rest.
 func (p *Plan) Restrict() error {
-	if p.ruleFD < 0 {
+	if p.Mode == agents.CommandsOff {
 		return nil
 	}
+	if err := dropCapabilities(0); err != nil {
+		return err
+	}
 	// Without no_new_privs only CAP_SYS_ADMIN may restrict itself; set it
-	// always, so root and everyone else get the same behaviour.
+	// always, so root and everyone else get the same behaviour, and
+	// nothing the command execs (setuid, file capabilities) gains a right.
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
-	if p.mptcpArch != 0 {
-		if err := refuseMPTCP(p.mptcpArch); err != nil {
+	if p.filter != nil {
+		if err := installFilter(p.filter); err != nil {
 			return err
 		}
+	}
+	if p.ruleFD < 0 {
+		return nil
 	}
 	var flags uint32
 	if p.ABI >= abiLogs {
@@ -201,11 +211,16 @@ func (p *Plan) Restrict() error {
 		// kernel's audit log, where an administrator can see them.
 		flags |= unix.LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON
 	}
-	if err := restrictSelf(p.ruleFD, flags); err != nil {
-		if errors.Is(err, unix.E2BIG) {
-			return fmt.Errorf("landlock_restrict_self: this process is already inside 16 nested Landlock domains: %w", err)
+	for _, fd := range []int{p.ruleFD, p.exclFD} {
+		if fd < 0 {
+			continue
 		}
-		return fmt.Errorf("landlock_restrict_self: %w", err)
+		if err := restrictSelf(fd, flags); err != nil {
+			if errors.Is(err, unix.E2BIG) {
+				return fmt.Errorf("landlock_restrict_self: this process is already inside 16 nested Landlock domains: %w", err)
+			}
+			return fmt.Errorf("landlock_restrict_self: %w", err)
+		}
 	}
 	return nil
 }

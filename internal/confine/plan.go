@@ -18,6 +18,7 @@ import (
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/ndjson"
 	"github.com/toolhost/toolhost/internal/procs"
+	"github.com/toolhost/toolhost/internal/secrets"
 )
 
 // Stores are toolhost's own files and directories (project-relative), and
@@ -66,6 +67,21 @@ type Request struct {
 	// the hook's rewrite of the CLI's Bash has the command's shell report
 	// the directory it ended in. Nothing trusts what is written there.
 	ReportFile string
+	// Kind selects the variables passed from Environ by default.
+	Kind Kind
+	// Environ is the environment variables are passed from (nil:
+	// toolhost's own).
+	Environ []string
+	// SetEnv are variables (K=V) the process gets with these values: a
+	// unit's own env and PORT, an upstream entry's env.
+	SetEnv []string
+	// DecideOnly stops at the verdict (refused, or how it would run)
+	// without opening the roots or building a ruleset: the hook's early
+	// refusal of a command `toolhost confine` would not run.
+	DecideOnly bool
+	// Hide are absolute directories the process may not read, list or
+	// write beneath, besides toolhost's secrets (secrets.Dir; hide.go).
+	Hide []string
 }
 
 // Plan is the confinement of one command: what the kernel will enforce, in
@@ -85,6 +101,9 @@ type Plan struct {
 	// Read are the read roots when sandbox.readAllowList limits reads;
 	// empty means reads and execution are allowed everywhere.
 	Read []string `json:"read,omitempty"`
+	// Hidden are the directories nothing of the process may read, list or
+	// write beneath (toolhost's secrets).
+	Hidden []string `json:"hidden,omitempty"`
 	// Skipped are allow-list patterns (or parts of them) that grant
 	// commands nothing, each with the reason.
 	Skipped []string `json:"skipped,omitempty"`
@@ -100,14 +119,23 @@ type Plan struct {
 	// TempDir is the command's private temp dir ("" when it has none: it
 	// runs unconfined, or Request.TempFor was not set).
 	TempDir string `json:"temp_dir,omitempty"`
+	// Env are the names of the variables the process receives.
+	Env []string `json:"env"`
 
+	// env is the process's whole environment.
+	env                           []string
 	handledFS, handledNet, scoped uint64
-	// mptcpArch, when set, is the audit arch of the seccomp filter that
-	// keeps MPTCP sockets from passing the TCP rules.
-	mptcpArch uint32
+	// canFilter is true when the kernel and arch take the seccomp filter;
+	// filter is its program (nil: none).
+	canFilter bool
+	filter    []unix.SockFilter
 	rules     []pathRule
 	ports     []portRule
 	ruleFD    int
+	kind      Kind
+	// exclFD is a second ruleset, granting every TCP port but those of
+	// toolhost's servers (-1: none).
+	exclFD int
 }
 
 type pathRule struct {
@@ -127,13 +155,20 @@ type portRule struct {
 type UnavailableError struct {
 	Agent  string
 	Reason string
+	// Upstream is set for an upstream server's process, whose setting is
+	// in the policy file.
+	Upstream bool
 }
 
 func (e *UnavailableError) Error() string {
-	return fmt.Sprintf("%s's commands must run confined by the kernel (sandbox.commands is %q), but %s; "+
-		"run toolhost on Linux 5.13 or later with Landlock enabled (`toolhost sandbox probe` shows what this machine offers), "+
-		"or set sandbox.commands of %s to %q (run with what the kernel can enforce, said in every result and audit row) or %q in the agents file",
-		e.Agent, agents.CommandsRequire, e.Reason, e.Agent, agents.CommandsBestEffort, agents.CommandsOff)
+	what, where := e.Agent+"'s commands", "sandbox.commands of "+e.Agent+" in the agents file"
+	if e.Upstream {
+		what, where = e.Agent+"'s process", "sandbox.commands of its entry in the policy file"
+	}
+	return fmt.Sprintf("%s must run confined by the kernel (sandbox.commands is %q), but %s; "+
+		"run toolhost on a kernel that offers it (Linux 6.12 or later with Landlock enabled; `toolhost sandbox probe` shows what this machine offers), "+
+		"or set %s to %q (run with what the kernel can enforce, said in every result and audit row) or %q",
+		what, agents.CommandsRequire, e.Reason, where, agents.CommandsBestEffort, agents.CommandsOff)
 }
 
 // RejectionKind makes the refusal a fault.Rejection.
@@ -163,29 +198,41 @@ func Prepare(req Request) (*Plan, error) {
 func (p *Plan) RemoveTempDir() { RemoveTempDir(p.TempDir) }
 
 func prepare(req Request, tmp string) (*Plan, error) {
-	p := &Plan{Agent: req.Agent, Mode: req.Sandbox.Commands, ruleFD: -1, Connect: "any", Bind: "any", Write: []string{}}
+	p := &Plan{Agent: req.Agent, Mode: req.Sandbox.Commands, kind: req.Kind, ruleFD: -1, exclFD: -1, Connect: "any", Bind: "any", Write: []string{}}
 	if p.Mode == "" {
 		p.Mode = agents.CommandsRequire
 	}
+	p.setEnv(req)
 	if p.Mode == agents.CommandsOff {
 		p.Unconfined = "sandbox.commands is off for " + req.Agent
 		return p, nil
 	}
+	if err := p.seccompAvailable(); err != nil {
+		return nil, err
+	}
 	k := Detect()
 	if k.ABI < 1 {
+		if err := p.buildFilter(); err != nil {
+			return nil, err
+		}
 		return p.cannot(k.Reason)
 	}
 	p.ABI = k.ABI
-	if err := p.network(req, k); err != nil {
+	p.network(req, k)
+	p.older(k)
+	if p.Mode == agents.CommandsRequire && len(p.NotEnforced) > 0 {
+		p.Close()
+		return nil, &UnavailableError{Agent: p.Agent, Reason: "this kernel cannot enforce all of it: " + strings.Join(p.NotEnforced, "; "), Upstream: p.kind == KindUpstream}
+	}
+	if err := p.buildFilter(); err != nil {
+		p.Close()
 		return nil, err
 	}
-	if p.ABI >= abiScoped {
-		p.scoped = unix.LANDLOCK_SCOPE_SIGNAL | unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
-		p.Scoped = true
-	} else {
-		p.NotEnforced = append(p.NotEnforced, fmt.Sprintf("signals and abstract unix sockets are not scoped (Landlock ABI %d; scoping needs %d)", p.ABI, abiScoped))
+	if req.DecideOnly {
+		return p, nil
 	}
 	p.TempDir = tmp
+	p.setEnv(req)
 	if err := p.files(req); err != nil {
 		p.Close()
 		return nil, err
@@ -199,21 +246,90 @@ func prepare(req Request, tmp string) (*Plan, error) {
 	return p, nil
 }
 
+// setEnv builds the process's environment (again once the temp dir is
+// known).
+func (p *Plan) setEnv(req Request) {
+	environ := req.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	p.env = buildEnv(environ, req.Kind, req.Sandbox.Env, req.SetEnv, p.TempDir)
+	p.Env = envNames(p.env)
+}
+
+// seccompAvailable checks that the kernel and arch take the filter every
+// confined process gets (seccomp.go): without it io_uring and TIOCSTI stay
+// open, so require refuses and best-effort says so.
+func (p *Plan) seccompAvailable() error {
+	arch := nativeArch()
+	if arch != 0 && seccompUsable() {
+		p.canFilter = true
+		return nil
+	}
+	what := "io_uring and TIOCSTI are not refused (this kernel has no seccomp filters)"
+	if arch == 0 {
+		what = fmt.Sprintf("io_uring and TIOCSTI are not refused (no seccomp filter is written for %s)", runtime.GOARCH)
+	}
+	if p.Mode == agents.CommandsRequire {
+		return &UnavailableError{Agent: p.Agent, Reason: what, Upstream: p.kind == KindUpstream}
+	}
+	p.NotEnforced = append(p.NotEnforced, what)
+	return nil
+}
+
+// buildFilter writes the filter, refusing the sockets TCP rules would not
+// see whenever the plan has any.
+func (p *Plan) buildFilter() error {
+	if !p.canFilter {
+		return nil
+	}
+	prog, err := commandFilter(nativeArch(), filterOptions{tcpOnly: p.handledNet != 0 || p.exclFD >= 0})
+	if err != nil {
+		return err
+	}
+	p.filter = prog
+	return nil
+}
+
+// older lists what an older ABI leaves out of every plan (require
+// refuses the command for any of it, best-effort runs without it).
+func (p *Plan) older(k Kernel) {
+	for _, f := range []struct {
+		abi  int
+		what string
+	}{
+		{2, "linking and renaming into a root from outside (refer)"},
+		{3, "truncating files outside the roots"},
+		{5, "ioctl on devices other than /dev/null, /dev/tty …"},
+		{abiScoped, "scoping signals and abstract unix sockets to the command, so it could signal toolhost or any process of this user"},
+	} {
+		if p.ABI < f.abi {
+			p.NotEnforced = append(p.NotEnforced, fmt.Sprintf("%s needs Landlock ABI %d; %s", f.what, f.abi, abiWords(k)))
+		}
+	}
+	if p.ABI >= abiScoped {
+		p.scoped = unix.LANDLOCK_SCOPE_SIGNAL | unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+		p.Scoped = true
+	}
+}
+
 // cannot is a plan the kernel cannot enforce at all.
 func (p *Plan) cannot(reason string) (*Plan, error) {
 	if p.Mode == agents.CommandsRequire {
-		return nil, &UnavailableError{Agent: p.Agent, Reason: reason}
+		return nil, &UnavailableError{Agent: p.Agent, Reason: reason, Upstream: p.kind == KindUpstream}
 	}
 	p.ABI, p.Unconfined = 0, reason
 	return p, nil
 }
 
-// Close releases the ruleset. Safe to call twice.
+// Close releases the rulesets. Safe to call twice.
 func (p *Plan) Close() {
 	p.closeRules()
-	if p.ruleFD >= 0 {
-		unix.Close(p.ruleFD)
-		p.ruleFD = -1
+	for _, fd := range []*int{&p.ruleFD, &p.exclFD} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+		}
 	}
 }
 
@@ -231,8 +347,9 @@ func (p *Plan) Confined() bool { return p.Unconfined == "" }
 func (p *Plan) String() string { return p.Report().String() }
 
 // network sets the TCP rules: the agent's connect rule, and its bind rule
-// for a command or unitBind for a unit.
-func (p *Plan) network(req Request, k Kernel) error {
+// for a command or unitBind for a unit; and keeps toolhost's own servers
+// out of reach (servers.go).
+func (p *Plan) network(req Request, k Kernel) {
 	n := req.Sandbox.Network.WithDefaults()
 	bind := n.Bind
 	if req.Unit != "" {
@@ -244,22 +361,30 @@ func (p *Plan) network(req Request, k Kernel) error {
 			}
 		}
 	}
-	if n.Connect.Any && bind.Any {
-		return nil
+	var servers []int
+	if !n.ReachToolhost {
+		servers = serverPorts()
 	}
-	p.Connect, p.Bind = portWords(n.Connect), portWords(bind)
-	arch := nativeArch()
-	if p.ABI < abiNet || arch == 0 {
+	connect := n.Connect
+	if !connect.Any {
+		connect.List = slices.DeleteFunc(slices.Clone(connect.List), func(port int) bool { return slices.Contains(servers, port) })
+	}
+	exclude := connect.Any && len(servers) > 0
+	if connect.Any && bind.Any && !exclude {
+		return
+	}
+	p.Connect, p.Bind = portWords(connect), portWords(bind)
+	if exclude {
+		p.Connect = "any except toolhost's servers " + agents.Ports{List: servers}.String()
+	}
+	if p.ABI < abiNet || !p.canFilter {
 		what := fmt.Sprintf("TCP rules (connect %s, bind %s) need Landlock ABI %d; %s", p.Connect, p.Bind, abiNet, abiWords(k))
-		if arch == 0 {
-			what = fmt.Sprintf("TCP rules (connect %s, bind %s) cannot be held on %s (MPTCP sockets pass them and no seccomp filter is written for it)", p.Connect, p.Bind, runtime.GOARCH)
-		}
-		if p.Mode == agents.CommandsRequire {
-			return &UnavailableError{Agent: p.Agent, Reason: "its " + what}
+		if !p.canFilter {
+			what = fmt.Sprintf("TCP rules (connect %s, bind %s) cannot be held without a seccomp filter (MPTCP sockets pass them)", p.Connect, p.Bind)
 		}
 		p.NotEnforced = append(p.NotEnforced, what)
 		p.Connect, p.Bind = "any", "any"
-		return nil
+		return
 	}
 	add := func(r agents.Ports, right uint64) {
 		if r.Any {
@@ -270,10 +395,17 @@ func (p *Plan) network(req Request, k Kernel) error {
 			p.ports = append(p.ports, portRule{port: port, access: right})
 		}
 	}
-	add(n.Connect, unix.LANDLOCK_ACCESS_NET_CONNECT_TCP)
+	add(connect, unix.LANDLOCK_ACCESS_NET_CONNECT_TCP)
 	add(bind, unix.LANDLOCK_ACCESS_NET_BIND_TCP)
-	p.mptcpArch = arch
-	return nil
+	if exclude && !req.DecideOnly {
+		fd, err := excludingRuleset(servers)
+		if err != nil {
+			p.NotEnforced = append(p.NotEnforced, "keeping toolhost's servers out of reach: "+err.Error())
+			p.Connect = "any"
+			return
+		}
+		p.exclFD = fd
+	}
 }
 
 func portWords(r agents.Ports) string {
@@ -292,14 +424,24 @@ func abiWords(k Kernel) string {
 
 // files opens every root the plan grants and sets the handled rights.
 func (p *Plan) files(req Request) error {
-	p.handledFS = fsRights(p.ABI) &^ readRights
 	s := req.Sandbox
-	restrictRead := s.ReadAllowList != nil
-	extra := uint64(0)
-	if restrictRead {
-		p.handledFS |= readRights
-		extra = readRights
-		p.Read = []string{}
+	hide := slices.Clone(req.Hide)
+	if dir, err := secrets.Dir(); err == nil {
+		hide = append(hide, dir)
+	} else {
+		// toolhost keeps no secret where it cannot locate a safe
+		// directory (secrets refuses to use it), so there is none to hide.
+		p.Skipped = append(p.Skipped, "toolhost's secrets directory: "+err.Error())
+	}
+	hidden := resolveHidden(hide)
+	// Reads are handled when the agent limits them or something must stay
+	// unreadable; then every root grants reading too.
+	restrictRead := s.ReadAllowList != nil || len(hidden) > 0
+	p.handledFS = fsRights(p.ABI)
+	extra := uint64(readRights)
+	if !restrictRead {
+		p.handledFS &^= readRights
+		extra = 0
 	}
 	proj, err := unix.Open(req.ProjectDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -326,14 +468,21 @@ func (p *Plan) files(req Request) error {
 	for _, d := range []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"} {
 		_ = b.absolute(d, d, devices)
 	}
-	if restrictRead {
+	switch {
+	case s.ReadAllowList != nil:
+		p.Read = []string{}
 		for _, d := range systemReadDirs() {
 			_ = b.absolute(d, "", readRights)
 		}
 		for _, pat := range s.ReadAllowList {
 			b.readPattern(pat)
 		}
+	case restrictRead:
+		// Everything, less what hide carves out below.
+		_ = b.absolute("/", "", readRights)
 	}
+	b.hide(hidden)
+	p.Hidden = hidden
 	return nil
 }
 
@@ -361,6 +510,8 @@ const maxRules = 1024
 type builder struct {
 	plan *Plan
 	proj int
+	// carved counts the rules hide added.
+	carved int
 }
 
 // beneath is how a root inside the project is opened: never through a
@@ -373,6 +524,10 @@ func (b *builder) skip(format string, args ...any) {
 
 // writePattern grants what one writeAllowList pattern can express.
 func (b *builder) writePattern(pat string, dirAccess, fileAccess uint64, mkdir func(string) error) {
+	if filepath.IsAbs(pat) {
+		b.writeAbsolute(pat, dirAccess, fileAccess)
+		return
+	}
 	prefix, tree, ok := splitPattern(pat)
 	switch {
 	case !ok:
@@ -390,6 +545,75 @@ func (b *builder) writePattern(pat string, dirAccess, fileAccess uint64, mkdir f
 	default:
 		b.writeFile(pat, prefix, fileAccess)
 	}
+}
+
+// writeAbsolute grants an absolute write pattern (an upstream server's
+// sandbox.write): a path or path/**, opened as named. Inside the project it
+// is the project-relative pattern, so toolhost's stores stay out; a
+// directory that holds the project grants everything around it, and the
+// project as "**" (its stores carved out).
+func (b *builder) writeAbsolute(pat string, dirAccess, fileAccess uint64) {
+	prefix, tree, ok := splitPattern(pat)
+	if !ok || hasMeta(prefix) {
+		b.skip("%s: an absolute pattern must be a path or path/**", pat)
+		return
+	}
+	proj, err := fdPath(b.proj)
+	if err != nil {
+		b.skip("%s: the project dir cannot be located: %v", pat, err)
+		return
+	}
+	real, err := filepath.EvalSymlinks(prefix)
+	if err != nil {
+		b.skip("%s: %v", pat, err)
+		return
+	}
+	if beneathPath(real, proj) {
+		rel, _ := filepath.Rel(proj, real)
+		if tree {
+			rel = path.Join(filepath.ToSlash(rel), "**")
+		}
+		b.writePattern(rel, dirAccess, fileAccess, nil)
+		return
+	}
+	access := fileAccess
+	if tree {
+		access = dirAccess
+	}
+	n := len(b.plan.rules)
+	if err := b.absolute(real, "", access); err != nil {
+		b.skip("%s: %v", pat, err)
+		return
+	}
+	r := b.plan.rules[n]
+	if !r.dir && (tree || !regularSingleLink(r.fd)) {
+		b.plan.rules = b.plan.rules[:n]
+		unix.Close(r.fd)
+		b.skip("%s: %s is not a directory, or not a regular file with a single link", pat, real)
+		return
+	}
+	if r.dir && !tree {
+		b.plan.rules = b.plan.rules[:n]
+		unix.Close(r.fd)
+		b.skip("%s: %s is a directory; write %s/** to grant it", pat, real, prefix)
+		return
+	}
+	name := real
+	if r.dir {
+		name += "/"
+	}
+	b.plan.Write = append(b.plan.Write, name)
+	if r.dir && beneathPath(proj, real) {
+		b.plan.rules = b.plan.rules[:n]
+		b.around(r, real, []string{proj})
+		unix.Close(r.fd)
+		b.writeDir(pat, ".", dirAccess, fileAccess, nil)
+	}
+}
+
+func regularSingleLink(fd int) bool {
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1
 }
 
 // splitPattern reads a pattern as "prefix/**" (tree) or a single path with
@@ -704,19 +928,19 @@ func quoted(list []string) []string {
 	return out
 }
 
-// Env returns env with the command's private temp dir set under every
-// name programs look for it.
-func (p *Plan) Env(env []string) []string {
-	tempDir := p.TempDir
-	if tempDir == "" {
-		return env
-	}
-	out := slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
-		k, _, _ := strings.Cut(kv, "=")
-		return k == TempDirVar || k == "TMP" || k == "TEMP"
-	})
-	return append(out, TempDirVar+"="+tempDir, "TMP="+tempDir, "TEMP="+tempDir)
+// Command is the spec of a process confined by the plan: its whole
+// environment (Environ) and the restriction of the thread that forks it
+// (Restrict: capabilities, no_new_privs, seccomp, Landlock). Every path
+// that starts a confined process (the bash tool, spawn_units, upstream
+// servers, `toolhost confine`) builds its spec here and starts it through
+// procs, which gives every child its own session and only descriptors 0-2.
+func (p *Plan) Command(name string, argv []string, dir string) procs.Spec {
+	return procs.Spec{Name: name, Argv: argv, Dir: dir, Env: p.Environ(), Confine: p.Restrict}
 }
+
+// Environ is the process's whole environment: what passed from toolhost's
+// (Plan.Env names it), the caller's own values and the private temp dir.
+func (p *Plan) Environ() []string { return slices.Clone(p.env) }
 
 // Report is how a command was confined, as a tool's result shows it.
 type Report struct {
@@ -725,26 +949,28 @@ type Report struct {
 	Unconfined  string   `json:"unconfined,omitempty" jsonschema_description:"why the command ran without confinement (sandbox.commands is best-effort or off)"`
 	Write       []string `json:"write,omitempty" jsonschema_description:"where the command could write: project-relative directories (ending in /) and files, and $TMPDIR (its private temp dir, removed afterwards); everything else was refused by the kernel"`
 	Read        []string `json:"read,omitempty" jsonschema_description:"where the command could read when the agent limits reads (readAllowList); empty: everywhere"`
+	Hidden      []string `json:"hidden,omitempty" jsonschema_description:"directories the command could not read, list or write beneath (toolhost's secrets); nor could it list the directories on the way to them"`
 	Skipped     []string `json:"skipped,omitempty" jsonschema_description:"allow-list patterns that commands cannot write, and why (toolhost's tools write them)"`
 	Connect     string   `json:"connect,omitempty" jsonschema_description:"TCP ports the command could connect to: any, none or a list"`
 	Bind        string   `json:"bind,omitempty" jsonschema_description:"TCP ports the command could listen on: any, none or a list"`
 	Scoped      bool     `json:"scoped,omitempty" jsonschema_description:"true when the command could not signal, or reach through abstract unix sockets, any process outside itself"`
 	NotEnforced []string `json:"not_enforced,omitempty" jsonschema_description:"what this machine's kernel could not enforce"`
+	Env         []string `json:"env,omitempty" jsonschema_description:"the environment variables the command received (names only); sandbox.env of the agent passes more"`
 }
 
 // Report is the plan as a result shows it.
 func (p *Plan) Report() Report {
 	if !p.Confined() {
-		return Report{Unconfined: p.Unconfined}
+		return Report{Unconfined: p.Unconfined, NotEnforced: p.NotEnforced, Env: p.Env}
 	}
-	return Report{Confined: true, ABI: p.ABI, Write: p.Write, Read: p.Read, Skipped: p.Skipped,
-		Connect: p.Connect, Bind: p.Bind, Scoped: p.Scoped, NotEnforced: p.NotEnforced}
+	return Report{Confined: true, ABI: p.ABI, Write: p.Write, Read: p.Read, Hidden: p.Hidden, Skipped: p.Skipped,
+		Connect: p.Connect, Bind: p.Bind, Scoped: p.Scoped, NotEnforced: p.NotEnforced, Env: p.Env}
 }
 
 // String is the report in one line, for the audit row.
 func (r Report) String() string {
 	if !r.Confined {
-		return "unconfined: " + r.Unconfined
+		return "unconfined: " + r.Unconfined + r.envWords()
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "landlock abi %d; write %s", r.ABI, strings.Join(r.Write, " "))
@@ -754,6 +980,9 @@ func (r Report) String() string {
 	if len(r.Read) > 0 {
 		fmt.Fprintf(&b, "; read %s", strings.Join(r.Read, " "))
 	}
+	if len(r.Hidden) > 0 {
+		fmt.Fprintf(&b, "; hidden %s", strings.Join(r.Hidden, " "))
+	}
 	fmt.Fprintf(&b, "; connect %s; bind %s", r.Connect, r.Bind)
 	if r.Scoped {
 		b.WriteString("; signals scoped")
@@ -761,5 +990,10 @@ func (r Report) String() string {
 	for _, s := range r.NotEnforced {
 		b.WriteString("; not enforced: " + s)
 	}
+	b.WriteString(r.envWords())
 	return b.String()
+}
+
+func (r Report) envWords() string {
+	return "; env " + strings.Join(r.Env, " ")
 }

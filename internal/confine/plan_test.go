@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/toolhost/toolhost/internal/agents"
@@ -213,7 +215,9 @@ func TestKernelWithout(t *testing.T) {
 		{"0", agents.CommandsBestEffort, "", ""},
 		{"3", agents.CommandsRequire, "TCP rules (connect 443, bind any) need Landlock ABI 4", ""},
 		{"3", agents.CommandsBestEffort, "", "TCP rules (connect 443, bind any) need Landlock ABI 4"},
-		{"5", agents.CommandsRequire, "", "signals and abstract unix sockets are not scoped"},
+		// Signal scoping is needed by every plan: require refuses below 6.
+		{"5", agents.CommandsRequire, "scoping signals and abstract unix sockets to the command, so it could signal toolhost or any process of this user needs Landlock ABI 6", ""},
+		{"5", agents.CommandsBestEffort, "", "scoping signals and abstract unix sockets to the command"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.abi+"/"+tc.mode, func(t *testing.T) {
@@ -325,5 +329,144 @@ func TestReadAllowList(t *testing.T) {
 	<-c.Done()
 	if got := string(out); !strings.HasPrefix(got, "x\n") || !strings.Contains(got, "Permission denied") || !strings.HasSuffix(got, "refused\n") {
 		t.Fatalf("output %q, want units/a/f read and prd/p refused", got)
+	}
+}
+
+// runConfined runs a shell script under the plan in dir and returns what it
+// printed (stdout and stderr together).
+func runConfined(t *testing.T, p *Plan, dir, script string) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := p.Command("sh", []string{"/bin/sh", "-c", script}, dir)
+	spec.Stdout, spec.Stderr = w, w
+	c, err := procs.Spawn(spec)
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(r)
+	<-c.Done()
+	return string(out)
+}
+
+// TestHiddenDirectory: a hidden directory (toolhost's secrets) cannot be
+// read, listed or written beneath by a confined command, even through a
+// symlink planted beside it or inside its write roots, while its siblings
+// and everything else stay readable; a write root holding it loses it too.
+func TestHiddenDirectory(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	secrets := filepath.Join(base, "state", "toolhost", "secrets")
+	for _, f := range []string{filepath.Join(secrets, "token"), filepath.Join(base, "state", "toolhost", "other"), filepath.Join(base, "sibling")} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte("content-"+filepath.Base(f)+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := tree(t, "units/a/f")
+	if err := os.Symlink(secrets, filepath.Join(dir, "units/a/link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secrets, filepath.Join(base, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range []agents.Sandbox{
+		{WriteAllowList: []string{"units/**"}},
+		{WriteAllowList: []string{"units/**"}, ReadAllowList: []string{"units/**", base + "/**"}},
+	} {
+		sb.Commands = agents.CommandsRequire
+		p, err := Prepare(Request{Agent: "devloop-test", Sandbox: sb, ProjectDir: dir, Mkdir: mkdirIn(dir), Hide: []string{secrets}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.Confined() {
+			t.Skipf("Landlock is not available: %s", p.Unconfined)
+		}
+		got := runConfined(t, p, dir, `
+			for f in `+secrets+`/token units/a/link/token `+base+`/link/token; do cat "$f" 2>/dev/null || echo "no-read $f"; done
+			ls `+secrets+` >/dev/null 2>&1 || echo no-list
+			echo x > `+secrets+`/planted 2>/dev/null || echo no-write
+			cat `+base+`/sibling `+base+`/state/toolhost/other units/a/f /etc/hostname >/dev/null && echo siblings-read
+			echo y > units/a/w && cat units/a/w`)
+		p.Close()
+		for _, want := range []string{"no-read " + secrets + "/token", "no-read units/a/link/token", "no-read " + base + "/link/token", "no-list", "no-write", "siblings-read", "y\n"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("readAllowList %v: output %q lacks %q", sb.ReadAllowList, got, want)
+			}
+		}
+		if strings.Contains(got, "content-token") {
+			t.Errorf("readAllowList %v: the secret was read: %q", sb.ReadAllowList, got)
+		}
+		if _, err := os.Stat(filepath.Join(secrets, "planted")); err == nil {
+			t.Errorf("readAllowList %v: a file was planted in the hidden dir", sb.ReadAllowList)
+		}
+	}
+}
+
+// TestFilterAssembles: every shape of the seccomp filter assembles (its
+// jumps are forward and in range).
+func TestFilterAssembles(t *testing.T) {
+	t.Parallel()
+	if nativeArch() == 0 {
+		t.Skip("no seccomp filter is written for this arch")
+	}
+	for _, o := range []filterOptions{{}, {tcpOnly: true}} {
+		if _, err := commandFilter(nativeArch(), o); err != nil {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+}
+
+func fakeAddr(port int) net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port} }
+
+func closeFD(fd int) { _ = syscall.Close(fd) }
+
+// TestEnvironment: a process gets its kind's variables, the sandbox's names
+// and patterns (a pattern never passes a credential-looking name, an exact
+// name does), the caller's values and its temp dir; nothing else of
+// toolhost's environment.
+func TestEnvironment(t *testing.T) {
+	t.Parallel()
+	environ := []string{"PATH=/bin", "HOME=/h", "LC_ALL=C", "TERM=xterm", "ANTHROPIC_API_KEY=sk-1", "AWS_SECRET_ACCESS_KEY=s2",
+		"GITHUB_TOKEN=t3", "NODE_ENV=test", "NODE_AUTH_TOKEN=t4", "npm_config__authToken=t5", "GIT_AUTHOR_NAME=a", "DB_PASSWORD=p6",
+		"SESSION_ID=s7", "OTHER=o", "TZ=UTC"}
+	cases := []struct {
+		name string
+		kind Kind
+		env  []string
+		set  []string
+		want string
+	}{
+		{"command defaults", KindCommand, nil, nil, "HOME LC_ALL PATH TERM TZ"},
+		{"unit defaults and its own", KindUnit, nil, []string{"PORT=3000", "HOME=/u"}, "HOME PATH PORT TZ"},
+		{"upstream defaults", KindUpstream, nil, []string{"GITHUB_TOOLSETS=issues"}, "GITHUB_TOOLSETS HOME PATH"},
+		{"patterns pass no credential", KindCommand, []string{"NODE_*", "npm_*", "GIT_*", "DB_*", "*SESSION*"}, nil,
+			"GIT_AUTHOR_NAME HOME LC_ALL NODE_ENV PATH TERM TZ"},
+		{"an exact name passes a credential", KindCommand, []string{"GITHUB_TOKEN", "NODE_AUTH_TOKEN"}, nil,
+			"GITHUB_TOKEN HOME LC_ALL NODE_AUTH_TOKEN PATH TERM TZ"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := buildEnv(environ, tc.kind, tc.env, tc.set, "")
+			if got := strings.Join(envNames(env), " "); got != tc.want {
+				t.Fatalf("names %q, want %q (env %q)", got, tc.want, env)
+			}
+			for _, kv := range tc.set {
+				if !slices.Contains(env, kv) {
+					t.Errorf("%s missing from %q", kv, env)
+				}
+			}
+		})
+	}
+	env := buildEnv(environ, KindCommand, nil, nil, "/tmp/x")
+	for _, kv := range []string{"TMPDIR=/tmp/x", "TMP=/tmp/x", "TEMP=/tmp/x"} {
+		if !slices.Contains(env, kv) {
+			t.Errorf("%s missing from %q", kv, env)
+		}
 	}
 }

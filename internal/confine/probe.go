@@ -44,6 +44,9 @@ func Probe() ProbeResult {
 		f.Usable = r.ABI >= f.ABI
 		r.Features = append(r.Features, f)
 	}
+	// Not Landlock's (ABI 0): the seccomp filter every confined process gets.
+	r.Features = append(r.Features, Feature{Name: "no io_uring, TIOCSTI, 32-bit calls, MPTCP or TCP Fast Open past the TCP rules (seccomp)",
+		Usable: nativeArch() != 0 && seccompUsable()})
 	r.Enforced, r.Check = liveCheck()
 	return r
 }
@@ -72,10 +75,7 @@ func liveCheck() (bool, string) {
 		return false, "not run: " + plan.Unconfined
 	}
 	sh := "/bin/sh"
-	child, err := procs.Spawn(procs.Spec{
-		Name: "probe", Argv: []string{sh, "-c", "echo in > root/in; echo out > out"}, Dir: base,
-		Env: []string{"PATH=/usr/bin:/bin"}, Confine: plan.Restrict,
-	})
+	child, err := procs.Spawn(plan.Command("probe", []string{sh, "-c", "echo in > root/in; echo out > out"}, base))
 	plan.Close()
 	if err != nil {
 		return false, err.Error()

@@ -8,14 +8,31 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Landlock's TCP rules cover IPPROTO_TCP sockets only: a Multipath TCP
-// socket (which Go's net.Listen and net.Dial use by default since Go 1.24
-// where the kernel offers it) binds and connects past them. When a plan
-// limits TCP, the confined thread also gets a seccomp filter that fails
-// socket(2) for IPPROTO_MPTCP with EPROTONOSUPPORT, the answer of a kernel
-// without MPTCP, so programs fall back to plain TCP, which Landlock checks.
-
-const ipprotoMPTCP = 262
+// Every confined command also gets a seccomp filter, on the same thread and
+// without TSYNC like the Landlock ruleset. It closes what Landlock does not
+// see:
+//
+//   - io_uring: its SOCKET, BIND, CONNECT, OPENAT … operations are not
+//     system calls, so no filter on socket(2) sees them (a unit listened on a
+//     port not its own through IORING_OP_SOCKET with MPTCP). io_uring_setup,
+//     _enter and _register fail with ENOSYS, the answer of a kernel built
+//     without it, and programs (libuv, Node) fall back to plain calls.
+//   - TIOCSTI and TIOCLINUX: pushing bytes into a terminal's input queue, or
+//     pasting its selection, which a shell then runs as the human. A command
+//     has no controlling terminal and no CAP_SYS_ADMIN, which the kernel
+//     needs for either on another terminal; the filter refuses both outright
+//     (EPERM), whatever descriptor a command holds.
+//   - 32-bit and x32 system calls (EPERM): their numbers differ, so they
+//     would pass every check below (socketcall(2) above all).
+//   - When a plan limits TCP: Landlock's TCP rules cover IPPROTO_TCP sockets
+//     only, and Multipath TCP (which Go's net.Listen and net.Dial use by
+//     default) or SCTP would pass them. An AF_INET or AF_INET6 socket may
+//     then only be TCP, UDP or ICMP; any other protocol fails with
+//     EPROTONOSUPPORT, a kernel without it, so programs fall back to TCP.
+//     And TCP Fast Open connects from inside sendto/sendmsg (MSG_FASTOPEN),
+//     where Landlock's connect check never runs (a denied port was reached
+//     that way on Linux 6.18): the flag fails with EOPNOTSUPP, the answer
+//     of a kernel with Fast Open off; a plain connect still works.
 
 // nativeArch is the seccomp audit arch of this build, 0 where the filter
 // is not written for it.
@@ -29,50 +46,151 @@ func nativeArch() uint32 {
 	return 0
 }
 
-// mptcpFilter is the BPF program: a syscall of another ABI (i386 or x32,
-// whose socket calls the checks below would not see) fails with EPERM;
-// socket(domain, type, IPPROTO_MPTCP) fails with EPROTONOSUPPORT;
-// everything else is allowed.
-func mptcpFilter(arch uint32) []unix.SockFilter {
-	const (
-		offNr   = 0
-		offArch = 4
-		offArg2 = 16 + 2*8 // args[2], low 32 bits (little-endian)
-		x32Bit  = 0x40000000
-	)
-	ld := func(off uint32) unix.SockFilter {
-		return unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: off}
-	}
-	jeq := func(k uint32, jt, jf uint8) unix.SockFilter {
-		return unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: k, Jt: jt, Jf: jf}
-	}
-	jge := func(k uint32, jt, jf uint8) unix.SockFilter {
-		return unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, K: k, Jt: jt, Jf: jf}
-	}
-	ret := func(k uint32) unix.SockFilter { return unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: k} }
-	return []unix.SockFilter{
-		/* 0 */ ld(offArch),
-		/* 1 */ jeq(arch, 1, 0), // native: on to 3
-		/* 2 */ ret(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)),
-		/* 3 */ ld(offNr),
-		/* 4 */ jge(x32Bit, 5, 0), // x32 numbers: to 10
-		/* 5 */ jeq(uint32(unix.SYS_SOCKET), 0, 2), // not socket: to 8
-		/* 6 */ ld(offArg2),
-		/* 7 */ jeq(ipprotoMPTCP, 1, 0), // MPTCP: to 9
-		/* 8 */ ret(unix.SECCOMP_RET_ALLOW),
-		/* 9 */ ret(unix.SECCOMP_RET_ERRNO | uint32(unix.EPROTONOSUPPORT)),
-		/* 10 */ ret(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)),
-	}
+// filterOptions are what one command's filter refuses beyond the fixed set.
+type filterOptions struct {
+	// tcpOnly refuses AF_INET/AF_INET6 sockets of protocols Landlock's TCP
+	// rules do not cover.
+	tcpOnly bool
 }
 
-// refuseMPTCP installs the filter on the calling thread only (no TSYNC,
+// Offsets in struct seccomp_data; an argument's low 32 bits
+// (little-endian, the only byte order of the arches above).
+const (
+	offNr   = 0
+	offArch = 4
+	x32Bit  = 0x40000000
+)
+
+func offArg(i int) uint32 { return uint32(16 + 8*i) }
+
+// The protocols an internet socket may use when TCP is limited.
+var tcpOnlyProtocols = []uint32{0, unix.IPPROTO_TCP, unix.IPPROTO_UDP, unix.IPPROTO_ICMP, unix.IPPROTO_ICMPV6}
+
+// asm builds a BPF program with symbolic jump targets.
+type asm struct {
+	prog   []unix.SockFilter
+	labels map[string]int
+	// fixups are conditional jumps whose targets are labels: index,
+	// true label, false label ("" for the next instruction).
+	fixups []fixup
+}
+
+type fixup struct {
+	at     int
+	jt, jf string
+}
+
+func (a *asm) label(name string) { a.labels[name] = len(a.prog) }
+
+func (a *asm) ld(off uint32) {
+	a.prog = append(a.prog, unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: off})
+}
+
+func (a *asm) ret(k uint32) {
+	a.prog = append(a.prog, unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: k})
+}
+
+// jump: if A op k goto jt else goto jf ("" is the next instruction).
+func (a *asm) jump(op uint16, k uint32, jt, jf string) {
+	a.fixups = append(a.fixups, fixup{at: len(a.prog), jt: jt, jf: jf})
+	a.prog = append(a.prog, unix.SockFilter{Code: unix.BPF_JMP | op | unix.BPF_K, K: k})
+}
+
+func (a *asm) assemble() ([]unix.SockFilter, error) {
+	for _, f := range a.fixups {
+		for _, side := range []struct {
+			label string
+			off   *uint8
+		}{{f.jt, &a.prog[f.at].Jt}, {f.jf, &a.prog[f.at].Jf}} {
+			if side.label == "" {
+				continue
+			}
+			to, ok := a.labels[side.label]
+			d := to - f.at - 1
+			if !ok || d < 0 || d > 255 {
+				return nil, fmt.Errorf("seccomp filter: bad jump to %q", side.label)
+			}
+			*side.off = uint8(d)
+		}
+	}
+	return a.prog, nil
+}
+
+func errno(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e) }
+
+// commandFilter is the BPF program of one command's filter.
+func commandFilter(arch uint32, o filterOptions) ([]unix.SockFilter, error) {
+	a := &asm{labels: map[string]int{}}
+	a.ld(offArch)
+	a.jump(unix.BPF_JEQ, arch, "", "eperm")
+	a.ld(offNr)
+	a.jump(unix.BPF_JGE, x32Bit, "eperm", "")
+	for _, nr := range []uintptr{unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER} {
+		a.jump(unix.BPF_JEQ, uint32(nr), "enosys", "")
+	}
+	a.jump(unix.BPF_JEQ, unix.SYS_IOCTL, "ioctl", "")
+	if o.tcpOnly {
+		a.jump(unix.BPF_JEQ, unix.SYS_SOCKET, "socket", "")
+		a.jump(unix.BPF_JEQ, unix.SYS_SENDTO, "flags3", "")
+		a.jump(unix.BPF_JEQ, unix.SYS_SENDMMSG, "flags3", "")
+		a.jump(unix.BPF_JEQ, unix.SYS_SENDMSG, "flags2", "")
+	}
+	a.ret(unix.SECCOMP_RET_ALLOW)
+
+	a.label("ioctl")
+	a.ld(offArg(1))
+	a.jump(unix.BPF_JEQ, unix.TIOCSTI, "eperm", "")
+	a.jump(unix.BPF_JEQ, unix.TIOCLINUX, "eperm", "")
+	a.ret(unix.SECCOMP_RET_ALLOW)
+
+	if o.tcpOnly {
+		a.label("socket")
+		a.ld(offArg(0))
+		a.jump(unix.BPF_JEQ, unix.AF_INET, "inet", "")
+		a.jump(unix.BPF_JEQ, unix.AF_INET6, "inet", "")
+		a.ret(unix.SECCOMP_RET_ALLOW)
+		a.label("inet")
+		a.ld(offArg(2))
+		for _, p := range tcpOnlyProtocols {
+			a.jump(unix.BPF_JEQ, p, "allow", "")
+		}
+		a.ret(errno(unix.EPROTONOSUPPORT))
+		a.label("allow")
+		a.ret(unix.SECCOMP_RET_ALLOW)
+
+		a.label("flags3")
+		a.ld(offArg(3))
+		a.jump(unix.BPF_JSET, unix.MSG_FASTOPEN, "eopnotsupp", "")
+		a.ret(unix.SECCOMP_RET_ALLOW)
+		a.label("flags2")
+		a.ld(offArg(2))
+		a.jump(unix.BPF_JSET, unix.MSG_FASTOPEN, "eopnotsupp", "")
+		a.ret(unix.SECCOMP_RET_ALLOW)
+		a.label("eopnotsupp")
+		a.ret(errno(unix.EOPNOTSUPP))
+	}
+
+	a.label("enosys")
+	a.ret(errno(unix.ENOSYS))
+	a.label("eperm")
+	a.ret(errno(unix.EPERM))
+	return a.assemble()
+}
+
+// installFilter installs the filter on the calling thread only (no TSYNC,
 // like the Landlock ruleset); no_new_privs must already be set.
-func refuseMPTCP(arch uint32) error {
-	prog := mptcpFilter(arch)
+func installFilter(prog []unix.SockFilter) error {
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0); err != nil {
-		return fmt.Errorf("seccomp filter refusing MPTCP sockets: %w", err)
+		return fmt.Errorf("seccomp filter: %w", err)
 	}
 	runtime.KeepAlive(prog)
 	return nil
+}
+
+// seccompUsable reports whether this kernel takes seccomp filters.
+func seccompUsable() bool {
+	// PR_GET_SECCOMP fails with EINVAL on a kernel without seccomp.
+	_, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
+	return err == nil
 }

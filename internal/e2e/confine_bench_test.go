@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/stdioclient"
 	"github.com/toolhost/toolhost/internal/testutil"
 )
@@ -21,6 +23,32 @@ import (
 //
 //	go test -run '^$' -bench BashConfinement -benchtime 300x ./internal/e2e
 func BenchmarkBashConfinement(b *testing.B) {
+	benchBashConfinement(b)
+}
+
+// BenchmarkBashConfinementServerRunning is BenchmarkBashConfinement while a
+// toolhost server (a dashboard, serve --http) is registered: each confined
+// command then also gets the Landlock layer that keeps it off that port
+// (every other TCP port granted, about 65,000 rules).
+//
+//	go test -run '^$' -bench BashConfinementServerRunning -benchtime 100x ./internal/e2e
+func BenchmarkBashConfinementServerRunning(b *testing.B) {
+	serverRunning(b)
+	benchBashConfinement(b)
+}
+
+// serverRunning registers this process as a toolhost server on port 1 in a
+// registry of the benchmark's own, which the toolhost it starts reads.
+func serverRunning(b *testing.B) {
+	b.Setenv(confine.EnvServersDir, b.TempDir())
+	release, err := confine.RegisterServer(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(release)
+}
+
+func benchBashConfinement(b *testing.B) {
 	off := writeAgents(b, func(a map[string]any) { a["sandbox"].(map[string]any)["commands"] = "off" })
 	start := func(args ...string) *stdioclient.Client {
 		dir := b.TempDir()
@@ -66,6 +94,20 @@ func BenchmarkBashConfinement(b *testing.B) {
 //
 //	go test -run '^$' -bench ConfineReexec -benchtime 200x ./internal/e2e
 func BenchmarkConfineReexec(b *testing.B) {
+	benchConfineReexec(b)
+}
+
+// BenchmarkConfineReexecServerRunning is BenchmarkConfineReexec while a
+// toolhost server is registered: each `toolhost confine` builds the layer
+// that keeps its command off the server's port, then applies it.
+//
+//	go test -run '^$' -bench ConfineReexecServerRunning -benchtime 50x ./internal/e2e
+func BenchmarkConfineReexecServerRunning(b *testing.B) {
+	serverRunning(b)
+	benchConfineReexec(b)
+}
+
+func benchConfineReexec(b *testing.B) {
 	bin := testutil.Toolhost(b)
 	dir := b.TempDir()
 	truePath, err := exec.LookPath("true")

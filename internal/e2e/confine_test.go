@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/toolhost/toolhost/configs"
@@ -309,7 +310,7 @@ func TestNoLandlock(t *testing.T) {
 				t.Fatalf("sandbox %+v, want unconfined: %q", out.Sandbox, tc.want)
 			}
 			rows := bashAuditSandbox(t, dir)
-			if len(rows) != 1 || rows[0] != "unconfined: "+out.Sandbox.Unconfined {
+			if len(rows) != 1 || !strings.HasPrefix(rows[0], "unconfined: "+out.Sandbox.Unconfined+"; env ") {
 				t.Fatalf("audit sandbox %q, want the unconfined reason", rows)
 			}
 		})
@@ -363,6 +364,59 @@ func TestConfineCommandAndBashToolShareTheRuleset(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(p.dir, "prd/no")); err == nil {
 		t.Error("toolhost confine let the command write prd/")
+	}
+}
+
+// TestConfineRelaysSignals: `toolhost confine` supervises its command
+// instead of exec'ing it, so what a terminal or the agent CLI sends to it
+// must reach the command (its process group), and a command killed by a
+// signal must leave `toolhost confine` killed by the same signal, as if
+// it had been the command itself.
+func TestConfineRelaysSignals(t *testing.T) {
+	t.Parallel()
+	bin := testutil.Toolhost(t)
+	dir := t.TempDir()
+	confineCmd := func(script string) *exec.Cmd {
+		return exec.Command(bin, "confine", "--agent", "tester", "--project-dir", dir, "--", "bash", "-c", script)
+	}
+
+	// The command's own trap runs on the SIGTERM sent to toolhost confine,
+	// and so does the default action for the sleep in its group.
+	cmd := confineCmd(`trap 'echo got-TERM; exit 3' TERM; sleep 1000 & echo ready; wait`)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || lines.Text() != "ready" {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("first line %q, want ready; stderr %s", lines.Text(), stderr.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(out)
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 || string(rest) != "got-TERM\n" {
+		t.Fatalf("after SIGTERM: exit %v, output %q, stderr %s; want the trap's exit 3 and got-TERM", err, rest, stderr.String())
+	}
+
+	// A command killed by a signal: toolhost confine dies by it too.
+	cmd = confineCmd(`kill -USR1 $$`)
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	ee, ok := err.(*exec.ExitError)
+	if !ok {
+		t.Fatalf("exit %v, want killed by SIGUSR1", err)
+	}
+	if ws := ee.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGUSR1 {
+		t.Fatalf("toolhost confine ended with %v, want killed by SIGUSR1; stderr %s", ee, stderr.String())
 	}
 }
 

@@ -3,15 +3,19 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"github.com/rs/zerolog"
 
 	"github.com/toolhost/toolhost/configs"
+	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/rules"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -54,6 +58,75 @@ type Upstream struct {
 	// PingIntervalMS is how often an idle stdio server is probed with a
 	// ping (default 15000).
 	PingIntervalMS int `json:"ping_interval_ms,omitempty"`
+	// Sandbox is what a stdio server's process may do, held by the kernel
+	// like an agent's commands; left out, it writes only its private temp
+	// dir, reads everywhere but toolhost's secrets, connects and listens
+	// nowhere, and gets PATH, HOME, LANG and its env.
+	Sandbox UpstreamSandbox `json:"sandbox,omitzero"`
+}
+
+// UpstreamSandbox is the confinement of a stdio upstream's process.
+type UpstreamSandbox struct {
+	// Write are the paths it may write besides its private temp dir
+	// ($TMPDIR): absolute, or relative to the project dir; "dir/**" for a
+	// directory tree. toolhost's own stores are never writable.
+	Write []string `json:"write,omitempty"`
+	// Read, when set, limits what it may read and execute to these paths
+	// (as an agent's readAllowList) besides the system directories a
+	// program needs; left out, it reads everywhere but toolhost's secrets.
+	Read []string `json:"read,omitempty"`
+	// Connect and Bind are the TCP ports it may connect to and listen on:
+	// "any" or a list (default: none).
+	Connect agents.Ports `json:"connect,omitzero"`
+	Bind    agents.Ports `json:"bind,omitzero"`
+	// Env are variables (names, or patterns such as GITHUB_*) passed from
+	// toolhost's environment besides PATH, HOME and LANG; the entry's env
+	// sets more. A pattern never passes a credential-looking name.
+	Env []string `json:"env,omitempty"`
+	// Commands is what happens when the kernel cannot confine it:
+	// "require" (the default: it does not start), "best-effort" or "off",
+	// as an agent's sandbox.commands.
+	Commands string `json:"commands,omitempty"`
+}
+
+// Agent returns the sandbox as the confinement reads an agent's, with the
+// defaults filled in.
+func (s UpstreamSandbox) Agent() agents.Sandbox {
+	none := agents.Ports{List: []int{}}
+	n := agents.Network{Connect: s.Connect, Bind: s.Bind}
+	if n.Connect.IsZero() {
+		n.Connect = none
+	}
+	if n.Bind.IsZero() {
+		n.Bind = none
+	}
+	mode := s.Commands
+	if mode == "" {
+		mode = agents.CommandsRequire
+	}
+	return agents.Sandbox{WriteAllowList: s.Write, ReadAllowList: s.Read, Network: n.WithDefaults(), Env: s.Env, Commands: mode}
+}
+
+func (s UpstreamSandbox) check() error {
+	for _, p := range append(slices.Clone(s.Write), s.Read...) {
+		if !doublestar.ValidatePattern(p) {
+			return fmt.Errorf("sandbox: %q is not a valid path pattern", p)
+		}
+	}
+	for _, p := range s.Env {
+		if err := agents.ValidEnvPattern(p); err != nil {
+			return fmt.Errorf("sandbox.%w", err)
+		}
+	}
+	if s.Connect.Own || s.Bind.Own {
+		return errors.New(`sandbox: connect and bind take "any" or a list of ports`)
+	}
+	switch s.Commands {
+	case "", agents.CommandsRequire, agents.CommandsBestEffort, agents.CommandsOff:
+	default:
+		return fmt.Errorf("sandbox.commands %q must be %q, %q or %q", s.Commands, agents.CommandsRequire, agents.CommandsBestEffort, agents.CommandsOff)
+	}
+	return nil
 }
 
 // Pin settings of an upstream.
@@ -144,6 +217,9 @@ func ParseWith(data []byte, o rules.Options) (*File, error) {
 		}
 		if u.DiscoveryTimeoutMS < 0 || u.CallTimeoutMS < 0 || u.MaxFailures < 0 || u.PingIntervalMS < 0 {
 			return nil, fmt.Errorf("policy file: upstream %s: discovery_timeout_ms, call_timeout_ms, max_failures and ping_interval_ms must not be negative", u.Name)
+		}
+		if err := u.Sandbox.check(); err != nil {
+			return nil, fmt.Errorf("policy file: upstream %s: %w", u.Name, err)
 		}
 	}
 	set, err := rules.Compile(f.Rules, o)

@@ -214,3 +214,40 @@ func TestDiff(t *testing.T) {
 		t.Fatalf("a policy differs from itself: %v", d)
 	}
 }
+
+// TestUpstreamSandbox: an upstream's sandbox is checked when the file is
+// read, and an entry without one writes only its temp dir and connects and
+// listens nowhere.
+func TestUpstreamSandbox(t *testing.T) {
+	t.Parallel()
+	entry := func(sandbox string) []byte {
+		return []byte(`{"tools":{},"upstream":[{"name":"u","transport":"stdio","command":"x"` + sandbox + `}]}`)
+	}
+	f, err := policy.Parse(entry(``))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := f.Upstream[0].Sandbox.Agent()
+	if sb.Commands != "require" || sb.Network.Connect.String() != "none" || sb.Network.Bind.String() != "none" || len(sb.WriteAllowList) != 0 || sb.ReadAllowList != nil {
+		t.Fatalf("default sandbox %+v, want require, connect none, bind none, no writes, reads open", sb)
+	}
+	f, err = policy.Parse(entry(`,"sandbox":{"write":["/var/cache/u/**"],"connect":[443],"bind":"any","env":["GITHUB_*"],"commands":"best-effort"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb := f.Upstream[0].Sandbox.Agent(); sb.Network.Connect.String() != "443" || !sb.Network.Bind.Any || sb.Env[0] != "GITHUB_*" || sb.Commands != "best-effort" {
+		t.Fatalf("sandbox %+v", sb)
+	}
+	for name, bad := range map[string]string{
+		"unknown field":  `,"sandbox":{"writes":["/x"]}`,
+		"own port":       `,"sandbox":{"connect":"own"}`,
+		"bad mode":       `,"sandbox":{"commands":"sometimes"}`,
+		"bad env":        `,"sandbox":{"env":["A=B"]}`,
+		"bad pattern":    `,"sandbox":{"write":["[x"]}`,
+		"port too large": `,"sandbox":{"bind":[70000]}`,
+	} {
+		if _, err := policy.Parse(entry(bad)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

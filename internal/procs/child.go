@@ -19,8 +19,12 @@ type Spec struct {
 	// Name says what the child is, for logs and errors ("bash",
 	// "unit todo-be", "upstream github").
 	Name string
-	// Argv is the command; Argv[0] is a path (absolute or relative to Dir).
+	// Argv is the command; Argv[0] is a path (absolute or relative to Dir)
+	// unless Path is set.
 	Argv []string
+	// Path is the program to run when Argv[0] is only its name (as a shell
+	// would pass it: bash sees "bash" in $0, not /usr/bin/bash).
+	Path string
 	// Dir is the working directory ("" keeps toolhost's).
 	Dir string
 	// Env is the complete environment of the child.
@@ -33,9 +37,8 @@ type Spec struct {
 	// ruleset: confine.Plan.Restrict). That thread is never given back to
 	// the Go runtime: it ends when the child's leader has exited.
 	Confine func() error
-	// Detached children are not tied to toolhost's life: they get their
-	// own session, no parent-death signal, and the warden does not stop
-	// them when toolhost dies.
+	// Detached children are not tied to toolhost's life: no parent-death
+	// signal, and the warden does not stop them when toolhost dies.
 	Detached bool
 	// KeepGroup leaves the processes the leader started running when the
 	// leader exits (a unit whose launcher hands over to a server); they are
@@ -47,7 +50,8 @@ type Spec struct {
 	Grace time.Duration
 }
 
-// Child is a started process: the leader of its own process group.
+// Child is a started process: the leader of its own session and process
+// group.
 type Child struct {
 	Name       string
 	PID        int
@@ -68,25 +72,36 @@ type Child struct {
 	mu       sync.Mutex
 	exitCode int
 	signal   string
+	sig      syscall.Signal
 	waitErr  error
 }
 
-// Spawn starts a child as the leader of its own process group, from an OS
-// thread locked for the child's lifetime. Without Detached the child gets
-// SIGKILL when that thread dies, which is only after the leader exited or
-// when toolhost itself dies (even by SIGKILL).
+// Spawn starts a child as the leader of its own session (so of its own
+// process group), from an OS thread locked for the child's lifetime.
+// Without Detached the child gets SIGKILL when that thread dies, which is
+// only after the leader exited or when toolhost itself dies (even by
+// SIGKILL).
+//
+// Its own session means no controlling terminal: whatever terminal toolhost
+// was started from, a child cannot open /dev/tty, is not sent the
+// terminal's signals, and cannot push input into it (TIOCSTI on a terminal
+// that is not one's own needs CAP_SYS_ADMIN, which a confined command does
+// not hold). It gets exactly Stdin, Stdout and Stderr as descriptors 0-2
+// and nothing else (fds.go).
 func Spawn(spec Spec) (*Child, error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("empty argv")
 	}
-	attr := &syscall.SysProcAttr{Setpgid: true}
-	if spec.Detached {
-		attr = &syscall.SysProcAttr{Setsid: true}
-	} else {
+	attr := &syscall.SysProcAttr{Setsid: true}
+	if !spec.Detached {
 		attr.Pdeathsig = syscall.SIGKILL
 	}
+	path := spec.Path
+	if path == "" {
+		path = spec.Argv[0]
+	}
 	cmd := &exec.Cmd{
-		Path: spec.Argv[0], Args: spec.Argv, Dir: spec.Dir, Env: spec.Env,
+		Path: path, Args: spec.Argv, Dir: spec.Dir, Env: spec.Env,
 		SysProcAttr: attr,
 	}
 	// exec.Cmd opens /dev/null itself for nil streams, on the forking
@@ -197,17 +212,18 @@ func (c *Child) reap() {
 		_ = syscall.Kill(-c.PGID, syscall.SIGTERM)
 	}
 	err := c.cmd.Wait()
-	code, sig := -1, ""
+	code, name, sig := -1, "", syscall.Signal(0)
 	if st := c.cmd.ProcessState; st != nil {
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			sig = SignalName(ws.Signal())
+			sig = ws.Signal()
+			name = SignalName(sig)
 		} else {
 			code = st.ExitCode()
 		}
 		err = nil
 	}
 	c.mu.Lock()
-	c.exitCode, c.signal, c.waitErr = code, sig, err
+	c.exitCode, c.signal, c.sig, c.waitErr = code, name, sig, err
 	c.mu.Unlock()
 	if !c.keepGroup && syscall.Kill(-c.PGID, 0) == nil {
 		_, _ = StopGroup(context.Background(), c.Group(), c.grace)
@@ -238,6 +254,14 @@ func (c *Child) Exit() (code int, signal string, err error) {
 	return c.exitCode, c.signal, c.waitErr
 }
 
+// ExitSignal is the signal that ended the leader (0: it exited by
+// itself); valid once Done is closed.
+func (c *Child) ExitSignal() syscall.Signal {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sig
+}
+
 // Group is the child's process group.
 func (c *Child) Group() Group {
 	return Group{PGID: c.PGID, LeaderPID: c.PID, LeaderTicks: c.StartTicks}
@@ -251,17 +275,21 @@ func (c *Child) Stop(ctx context.Context) (StopReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	return rep, awaitStopped(c.done, c.Name, c.PID)
+	return rep, awaitStopped(ctx, c.done, c.Name, c.PID)
 }
 
-// awaitStopped waits for the bookkeeping of a stopped leader (done), which
-// follows at once unless the kernel is slow to finish a SIGKILLed process.
-func awaitStopped(done <-chan struct{}, name string, pid int) error {
+// awaitStopped waits for the bookkeeping of a stopped leader (done): the
+// group is empty by now, so the reap follows, but a unit's bookkeeping
+// writes its record durably, which on a busy disk takes seconds. The wait
+// ends with the caller's context, or after reapWait without one.
+func awaitStopped(ctx context.Context, done <-chan struct{}, name string, pid int) error {
 	select {
 	case <-done:
 		return nil
-	case <-time.After(killWait):
-		return fmt.Errorf("%s: leader %d not reaped after stop", name, pid)
+	case <-ctx.Done():
+		return fmt.Errorf("%s: leader %d stopped, its bookkeeping unfinished: %w", name, pid, context.Cause(ctx))
+	case <-time.After(reapWait):
+		return fmt.Errorf("%s: leader %d not reaped %s after stop", name, pid, reapWait)
 	}
 }
 

@@ -3,8 +3,10 @@
 // stdio upstreams and (in tests, the demo and phase0-verify) toolhost serve
 // itself. It starts, signals, waits for and stops all of them the same way:
 //
-//   - Each child is the leader of its own process group, forked from an OS
-//     thread locked for the child's life. A Spec's Confine runs on that
+//   - Each child is the leader of its own session (no controlling terminal)
+//     and process group, forked from an OS thread locked for the child's
+//     life, with only descriptors 0-2: every descriptor toolhost inherited
+//     is marked close-on-exec when this package is initialised. A Spec's Confine runs on that
 //     thread just before the fork (the Landlock ruleset of internal/confine),
 //     so only the child is confined and the thread is never reused; the
 //     parent-death signal (SIGKILL), which the kernel ties to the forking

@@ -360,7 +360,7 @@ func (m *Manager) stop(ctx context.Context, p *Proc) (StopReport, error) {
 	p.mu.Unlock()
 	rep, err := p.child.Stop(ctx)
 	if err == nil {
-		err = awaitStopped(p.done, "unit "+p.Unit, p.PID)
+		err = awaitStopped(ctx, p.done, "unit "+p.Unit, p.PID)
 	}
 	if err != nil {
 		return rep, err

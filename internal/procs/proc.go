@@ -60,6 +60,15 @@ func parseStat(pid int, b []byte) (Stat, error) {
 	return Stat{PID: pid, State: f[0][0], PGID: pgid, StartTicks: start}, nil
 }
 
+// Self is this process, by pid and start time.
+func Self() (Process, error) {
+	st, err := ReadStat(os.Getpid())
+	if err != nil {
+		return Process{}, err
+	}
+	return Process{PID: st.PID, StartTicks: st.StartTicks}, nil
+}
+
 // Alive reports whether the process pid that started at startTicks is still
 // running (not a zombie). A pid reused by another process is not alive.
 func Alive(pid int, startTicks uint64) bool {

@@ -36,6 +36,11 @@ const pollEvery = 20 * time.Millisecond
 // killWait bounds the wait for the kernel to finish SIGKILLed processes.
 const killWait = 5 * time.Second
 
+// reapWait bounds the wait for a stopped leader's bookkeeping when the
+// caller's context has no end: far longer than a reap and a durable write
+// take on a loaded machine, short of a hung call.
+const reapWait = time.Minute
+
 // checkOwner confirms the group is still the unit's: its leader is alive
 // with the recorded start time, or the group has no leader any more (the
 // leader exited and its children kept the group). A live process with the

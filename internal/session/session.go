@@ -307,8 +307,9 @@ const sweepDelay = 2 * time.Second
 func (s *Session) startUpstreams(o Options) {
 	s.Upstream = upstream.NewManager(upstream.Options{
 		Log: o.Log, Registry: s.Engine.Registry, Version: o.Version, OnChange: s.toolsChanged, Procs: s.Procs,
-		Pins:  &upstream.Pins{Door: s.Shared, ProjectDir: s.Files.ProjectDir(), Now: s.Engine.Services.Clock.Now},
-		Audit: s.Engine.AuditEvent,
+		ProjectDir: s.Files.ProjectDir(),
+		Pins:       &upstream.Pins{Door: s.Shared, ProjectDir: s.Files.ProjectDir(), Now: s.Engine.Services.Clock.Now},
+		Audit:      s.Engine.AuditEvent,
 	})
 	cur := s.Policy.Current()
 	s.Upstream.Apply(cur)

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/procs"
@@ -64,6 +65,8 @@ type conn struct {
 	version string
 	procs   Spawner
 	hooks   hooks
+	// projectDir is what the sandbox's relative paths are relative to.
+	projectDir string
 
 	mu  sync.Mutex
 	cur *live // nil when no session is live
@@ -95,8 +98,8 @@ type unavailableError struct{ msg string }
 func (e *unavailableError) Error() string             { return e.msg }
 func (e *unavailableError) RejectionKind() fault.Kind { return fault.Unavailable }
 
-func newConn(cfg policy.Upstream, log zerolog.Logger, version string, sp Spawner, h hooks) *conn {
-	return &conn{cfg: cfg, log: log.With().Str("upstream", cfg.Name).Logger(), version: version, procs: sp, hooks: h}
+func newConn(cfg policy.Upstream, log zerolog.Logger, version, projectDir string, sp Spawner, h hooks) *conn {
+	return &conn{cfg: cfg, log: log.With().Str("upstream", cfg.Name).Logger(), version: version, projectDir: projectDir, procs: sp, hooks: h}
 }
 
 // session returns the live session, connecting (and for stdio starting the
@@ -197,28 +200,62 @@ func (c *conn) forget(sess *mcp.ClientSession) *live {
 }
 
 // start runs a stdio upstream through the process owner (its own process
-// group, stopped with toolhost even after SIGKILL) and returns the
-// transport over its stdin and stdout. Its stderr goes to the log.
+// group, stopped with toolhost even after SIGKILL), confined by the kernel
+// to its entry's sandbox, and returns the transport over its stdin and
+// stdout. Its stderr goes to the log.
 func (c *conn) start() (*procs.Child, *os.File, mcp.Transport, error) {
 	path, err := exec.LookPath(c.cfg.Command)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("upstream %s: command %q: %w", c.cfg.Name, c.cfg.Command, err)
 	}
-	env := os.Environ()
-	for _, k := range slices.Sorted(maps.Keys(c.cfg.Env)) {
-		env = append(env, k+"="+c.cfg.Env[k])
-	}
-	child, p, err := procs.SpawnPiped(c.procs.Spawn, procs.Spec{
-		Name: "upstream " + c.cfg.Name, Argv: append([]string{path}, c.cfg.Args...), Env: env, Grace: stopGrace,
-	})
+	plan, err := c.confine()
 	if err != nil {
+		return nil, nil, nil, fmt.Errorf("upstream %s: %w", c.cfg.Name, err)
+	}
+	defer plan.Close()
+	spec := plan.Command("upstream "+c.cfg.Name, append([]string{path}, c.cfg.Args...), "")
+	spec.Grace = stopGrace
+	child, p, err := procs.SpawnPiped(c.procs.Spawn, spec)
+	if err != nil {
+		plan.RemoveTempDir()
 		return nil, nil, nil, err
 	}
+	go func() {
+		<-child.Done()
+		plan.RemoveTempDir()
+	}()
+	c.log.Info().Str("event", "upstream_sandbox").Int("pid", child.PID).Str("sandbox", plan.String()).Msg("upstream process confined")
 	go func() {
 		_, _ = io.Copy(&lineLog{log: c.log}, p.Stderr)
 		p.Stderr.Close()
 	}()
 	return child, p.Stdin, &mcp.IOTransport{Reader: p.Stdout, Writer: p.Stdin}, nil
+}
+
+// confine prepares the confinement of the server's process from its
+// entry's sandbox: relative paths are the project's (the current directory
+// without one), its private temp dir is named for this process.
+func (c *conn) confine() (*confine.Plan, error) {
+	dir := c.projectDir
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		dir = wd
+	}
+	self, err := procs.Self()
+	if err != nil {
+		return nil, err
+	}
+	set := make([]string, 0, len(c.cfg.Env))
+	for _, k := range slices.Sorted(maps.Keys(c.cfg.Env)) {
+		set = append(set, k+"="+c.cfg.Env[k])
+	}
+	return confine.Prepare(confine.Request{
+		Agent: "upstream " + c.cfg.Name, Sandbox: c.cfg.Sandbox.Agent(), ProjectDir: dir,
+		TempFor: &self, Kind: confine.KindUpstream, SetEnv: set,
+	})
 }
 
 // listTools returns every tool the upstream offers (all pages).

@@ -58,14 +58,14 @@ func TestServeReplacesWedgedUpstream(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			calls := filepath.Join(dir, "calls")
+			calls := fakeFile(t, dir, "calls")
 			rules := map[string]policy.Rule{
 				"fake__wedge": {Permission: policy.Write, TimeoutMS: 1500}, "fake__crash": {Permission: policy.Write},
 				"fake__echo": {Permission: policy.Read, TimeoutMS: 1500}, "fake__pid": {Permission: policy.Read},
 				"fake__spawn_child": {Permission: policy.Write},
 			}
 			agentsFile, policyFile := writeConfigs(t, dir, rules, policy.Upstream{Name: "fake", Transport: "stdio", Command: fakeMCP(t),
-				DiscoveryTimeoutMS: 10000, MaxFailures: 2, PingIntervalMS: tc.ping, Env: map[string]string{"FAKEMCP_CALLS_FILE": calls}})
+				DiscoveryTimeoutMS: 10000, MaxFailures: 2, PingIntervalMS: tc.ping, Env: map[string]string{"FAKEMCP_CALLS_FILE": calls}, Sandbox: fakeWrites(dir)})
 			c := startServe(t, filepath.Join(dir, "project"), agentsFile, policyFile)
 			listNames(t, c)
 			// A process the upstream started in its group must die with it.
@@ -139,10 +139,10 @@ func TestServeExitBoundedByGrace(t *testing.T) {
 		t.Run(map[bool]string{false: "idle", true: "call in flight"}[inFlight], func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			calls := filepath.Join(dir, "calls")
+			calls := fakeFile(t, dir, "calls")
 			rules := map[string]policy.Rule{"fake__wedge": {Permission: policy.Write, TimeoutMS: 500}, "fake__slow": {Permission: policy.Read, TimeoutMS: 60000}}
 			agentsFile, policyFile := writeConfigs(t, dir, rules, policy.Upstream{Name: "fake", Transport: "stdio", Command: fakeMCP(t),
-				DiscoveryTimeoutMS: 10000, PingIntervalMS: 60000, Env: map[string]string{"FAKEMCP_CALLS_FILE": calls}})
+				DiscoveryTimeoutMS: 10000, PingIntervalMS: 60000, Env: map[string]string{"FAKEMCP_CALLS_FILE": calls}, Sandbox: fakeWrites(dir)})
 			c := testutil.ServeEnv(t, os.Environ(), "--agent", "pm", "--project-dir", filepath.Join(dir, "project"),
 				"--agents", agentsFile, "--policy", policyFile, "--grace", grace.String())
 			listNames(t, c)

@@ -83,6 +83,9 @@ type Options struct {
 	// Procs starts the processes of stdio upstreams (the session's process
 	// owner); nil starts them with procs.Spawn, owned by no session.
 	Procs Spawner
+	// ProjectDir is what the relative paths of an upstream's sandbox are
+	// relative to ("": the current directory).
+	ProjectDir string
 	// Pins checks every discovered tool against the project's pinned
 	// definitions; nil serves the tools unpinned.
 	Pins *Pins
@@ -175,7 +178,7 @@ func (m *Manager) Apply(f *policy.File) {
 			continue
 		}
 		s := &server{cfg: u, rank: i, first: make(chan struct{}), state: StateDiscovering, audited: map[string]string{}}
-		s.conn = newConn(u, m.opts.Log, m.opts.Version, m.spawner(), hooks{
+		s.conn = newConn(u, m.opts.Log, m.opts.Version, m.opts.ProjectDir, m.spawner(), hooks{
 			listChanged: func() { m.relist(s) },
 			failed:      func(why string, err error) { m.failed(s, why, err) },
 			answered:    func() { m.answered(s) },

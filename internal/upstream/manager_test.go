@@ -117,7 +117,7 @@ func TestDiscoveryAndNaming(t *testing.T) {
 		t.Fatal("the long name should need shortening")
 	}
 	wantUp := []string{"fake__echo", "fake__write_note", "fake__fail", "fake__crash", "fake__pid", "fake__spawn_child",
-		"fake__slow", "fake__draft2020", long, "fake__env", "fake__traceparent", "fake__add_tool", "fake__redescribe", "fake__wedge", "web__lookup", "web__update"}
+		"fake__slow", "fake__draft2020", long, "fake__probe", "fake__env", "fake__traceparent", "fake__add_tool", "fake__redescribe", "fake__wedge", "web__lookup", "web__update"}
 	got := names[builtins:]
 	if strings.Join(sorted(got[:len(got)-2]), ",") != strings.Join(sorted(wantUp[:len(wantUp)-2]), ",") ||
 		strings.Join(got[len(got)-2:], ",") != "web__lookup,web__update" {

@@ -110,9 +110,9 @@ func TestServePinnedDefinitions(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	project := filepath.Join(dir, "project")
-	calls := filepath.Join(dir, "calls")
+	calls := fakeFile(t, dir, "calls")
 	up := policy.Upstream{Name: "fake", Transport: "stdio", Command: fakeMCP(t), DiscoveryTimeoutMS: 10000,
-		Env: map[string]string{"FAKEMCP_DESC_FILE": filepath.Join(dir, "echo-desc"), "FAKEMCP_CALLS_FILE": calls}}
+		Env: map[string]string{"FAKEMCP_DESC_FILE": fakeFile(t, dir, "echo-desc"), "FAKEMCP_CALLS_FILE": calls}, Sandbox: fakeWrites(dir)}
 	rules := map[string]policy.Rule{"fake__echo": {Permission: policy.Read}, "fake__redescribe": {Permission: policy.Write},
 		"fake__pid": {Permission: policy.Read}}
 	agentsFile, policyFile := writeConfigs(t, dir, rules, up)

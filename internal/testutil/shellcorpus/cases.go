@@ -5,7 +5,7 @@ import "slices"
 // Cases are the corpus: each technique that made cmd report a wrong
 // program as known (issue 28), with variants, the red team's of the third
 // wave (wave3), and everyday commands that must stay known.
-var Cases = slices.Concat(firstWave, wave3, wave3Traps, wave3Files, wave3Shell)
+var Cases = slices.Concat(firstWave, wave3, wave3Traps, wave3Files, wave3Shell, wave3Words)
 
 var firstWave = []Case{
 	// A file name pattern in the program's name or its arguments: bash

@@ -144,3 +144,42 @@ var wave3Shell = []Case{
 	{Class: "alias", Name: "IFS starts as a blank", Cmd: "x=\"curl${IFS}status\"; $x"},
 	{Class: "alias", Name: "IFS outside ASCII", Cmd: "IFS=é; x=$'curl\\xc3status'; $x"},
 }
+
+// wave3Words are expansions and program options the analysis computed
+// differently from bash: a value outside ASCII cut or matched (bash in
+// the C locale counts bytes), arrays whose elements are not all known
+// (BASH_REMATCH, an index or key only known at run time), awk's program
+// files, find's -exec terminator, hash -t, the readonly SHELLOPTS and
+// BASHOPTS, unset of a readonly variable, xargs's end-of-input string and
+// -I items, env's -S escapes and its options with an optional value.
+var wave3Words = []Case{
+	{Class: "locale", Name: "${x:2} of a value outside ASCII", Cmd: "x='écurl'; ${x:2} -s http://127.0.0.1:9/x"},
+	{Class: "locale", Name: "${x#??}", Cmd: "x='écurl'; ${x#??} -s http://127.0.0.1:9/x"},
+	{Class: "locale", Name: "${x/??/}", Cmd: "x='écurl'; ${x/??/} -s http://127.0.0.1:9/x"},
+	{Class: "locale", Name: "${x%??}", Cmd: "x='curlé'; ${x%??} -s http://127.0.0.1:9/x"},
+	{Class: "locale", Name: "$'…' bytes", Cmd: "x=$'\\xc3\\xa9curl'; ${x:2} -s http://127.0.0.1:9/x"},
+	{Class: "locale", Name: "printf -v then a slice", Cmd: "printf -v x '%s' 'écurl'; ${x:2} status"},
+	{Class: "locale", Name: "a value outside ASCII used whole", Cmd: "m='café'; git status 2>/dev/null; echo \"$m\"", Ordinary: true},
+	{Class: "arrays", Name: "BASH_REMATCH", Cmd: "x=git; [[ curl =~ (c.*) ]]; ${BASH_REMATCH[1]} status"},
+	{Class: "arrays", Name: "BASH_REMATCH in a word", Cmd: "[[ curl =~ c(.*) ]]; c${BASH_REMATCH[1]} status"},
+	{Class: "arrays", Name: "an element past what read gave", Cmd: "read -ra a <<< \"$(echo git x curl | tr a a)\"; ${a[2]} status"},
+	{Class: "arrays", Name: "a key only known at run time", Cmd: "declare -A m; read -r k <<< \"$(echo k | tr a a)\"; m[$k]=curl; ${m[k]} status"},
+	{Class: "arrays", Name: "an index only known at run time", Cmd: "i=$(tr a a <<< 0); a=(git); a[$i]=curl; ${a[0]} status"},
+	{Class: "programs", Name: "awk -W exec", Cmd: "awk -W exec <(echo 'BEGIN{system(\"curl -s http://127.0.0.1:9/x\")}')"},
+	{Class: "programs", Name: "awk -We", Cmd: "awk -We <(echo 'BEGIN{system(\"curl -s http://127.0.0.1:9/x\")}')"},
+	{Class: "programs", Name: "find -exec with a + argument", Cmd: "find . -maxdepth 0 -exec echo + \\; -exec curl -s http://127.0.0.1:9/x \\;"},
+	{Class: "programs", Name: "hash -t assigns nothing", Cmd: "hash -tp {{stubs}}/curl git 2>/dev/null; git status"},
+	{Class: "programs", Name: "hash -l still assigns", Cmd: "hash -lp {{stubs}}/curl git >/dev/null; git status"},
+	{Class: "programs", Name: "BASHOPTS is readonly", Cmd: "BASHOPTS=expand_aliases bash -c \"alias git='curl -s http://127.0.0.1:9/x'\ngit status\" 2>/dev/null"},
+	{Class: "programs", Name: "unset of a readonly variable", Cmd: "readonly x=curl; unset x 2>/dev/null; $x -s http://127.0.0.1:9/x"},
+	{Class: "programs", Name: "xargs -e ends the input", Cmd: "echo 'git status _ curl status' | xargs -e_ env 2>/dev/null"},
+	{Class: "programs", Name: "xargs -I takes whole lines", Cmd: "echo 'curl status' | xargs -I{} sh -c '{}'"},
+	{Class: "programs", Name: "env -S's \\_", Cmd: "env -S 'curl\\_status'"},
+	{Class: "programs", Name: "env --ignore-signal", Cmd: "env --ignore-signal curl status"},
+	{Class: "programs", Name: "env --block-signal", Cmd: "env --block-signal curl status"},
+	{Class: "programs", Name: "an abbreviated env option", Cmd: "env --sp='curl status'"},
+	{Class: "programs", Name: "compgen -C runs a command", Cmd: "compgen -C 'curl -s http://127.0.0.1:9/x' x >/dev/null 2>&1"},
+	{Class: "programs", Name: "compgen -F calls a function", Cmd: "f() { x=curl; }; x=git; compgen -F f w >/dev/null 2>&1; $x status"},
+	{Class: "declare", Name: "+= through a nameref", Cmd: "x=git; declare -n r=x; r+=x; ${r%x} status 2>/dev/null"},
+	{Class: "declare", Name: "${!y/…/…}", Cmd: "x=git; y=x; ${!y/git/curl} status"},
+}

@@ -154,10 +154,6 @@ func spawnUnits(ctx context.Context, c *callctx.Ctx, in SpawnUnitsInput) (SpawnU
 
 var envName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// baseEnv are the variables a unit inherits from toolhost; everything else
-// (tokens, proxies, toolhost's own settings) stays out of the child.
-var baseEnv = []string{"PATH", "HOME", "LANG", "TZ"}
-
 func startUnits(ctx context.Context, c *callctx.Ctx, units []UnitInput) (SpawnUnitsOutput, error) {
 	if len(units) == 0 {
 		return SpawnUnitsOutput{Status: tool.Status{Reason: "units is empty; list the units to start, each with id and argv"}}, nil
@@ -268,7 +264,11 @@ func prepareStart(c *callctx.Ctx, i int, u UnitInput) (procs.UnitSpec, string, i
 		}
 		env = setEnv(env, "PORT", strconv.Itoa(port))
 	}
-	prog, err := lookProgram(u.Argv[0], dir, envValue(env, "PATH"))
+	searchPath, ok := envValue(env, "PATH")
+	if !ok {
+		searchPath = os.Getenv("PATH")
+	}
+	prog, err := lookProgram(u.Argv[0], dir, searchPath)
 	if err != nil {
 		return procs.UnitSpec{}, "", 0, failStart(err, "%s.argv[0]", field)
 	}
@@ -302,15 +302,11 @@ func unitCwd(c *callctx.Ctx, u UnitInput) (string, string, error) {
 	return real, clean, nil
 }
 
-// unitEnv builds the child's environment: the base variables, then the
-// unit's own.
+// unitEnv checks the unit's own variables and returns them (K=V); the
+// confinement adds what passes from toolhost's environment (PATH, HOME,
+// LANG, TZ and the agent's sandbox.env: confine.KindUnit).
 func unitEnv(field string, u UnitInput) ([]string, error) {
 	var env []string
-	for _, k := range baseEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
 	keys := slices.Sorted(maps.Keys(u.Env))
 	for _, k := range keys {
 		v := u.Env[k]
@@ -335,13 +331,13 @@ func setEnv(env []string, k, v string) []string {
 	return append(env, k+"="+v)
 }
 
-func envValue(env []string, k string) string {
+func envValue(env []string, k string) (string, bool) {
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, k+"="); ok {
-			return v
+			return v, true
 		}
 	}
-	return ""
+	return "", false
 }
 
 // lookProgram resolves argv[0] the way the child's PATH would, relative
@@ -413,15 +409,15 @@ func launch(c *callctx.Ctx, u UnitInput, spec procs.UnitSpec, rel string, port i
 			_ = spec.Stdout.File.Close()
 			return err
 		}
-		plan, err := confineUnit(c, u, port)
+		plan, err := confineUnit(c, u, port, spec.Env)
 		if err != nil {
 			_ = spec.Stdout.File.Close()
 			_ = spec.Stderr.File.Close()
 			return err
 		}
 		defer plan.Close()
-		spec.Env = plan.Env(spec.Env)
-		spec.Confine = plan.Restrict
+		cmd := plan.Command(spec.Unit, spec.Argv, spec.Dir)
+		spec.Env, spec.Confine = cmd.Env, cmd.Confine
 		spec.OnExit = func(p *procs.Proc) {
 			recordExit(c, p)
 			plan.RemoveTempDir()
@@ -645,7 +641,7 @@ func stopUnit(ctx context.Context, c *callctx.Ctx, id string, rec *UnitRecord) (
 // confineUnit prepares a unit's confinement: the session agent's sandbox,
 // binding only its own port by default, and a private temp dir. A refusal
 // is the unit's start error.
-func confineUnit(c *callctx.Ctx, u UnitInput, port int) (*confine.Plan, error) {
+func confineUnit(c *callctx.Ctx, u UnitInput, port int, env []string) (*confine.Plan, error) {
 	owner := c.Procs.Self()
 	if u.Detached {
 		owner = procs.Process{}
@@ -653,6 +649,7 @@ func confineUnit(c *callctx.Ctx, u UnitInput, port int) (*confine.Plan, error) {
 	plan, err := confine.Prepare(confine.Request{
 		Agent: c.AgentName, Sandbox: c.Settings.Sandbox, ProjectDir: c.Files.ProjectDir(),
 		Unit: u.ID, Port: port, TempFor: &owner, Mkdir: c.Files.MkdirAll,
+		Kind: confine.KindUnit, SetEnv: env,
 	})
 	var ue *confine.UnavailableError
 	if errors.As(err, &ue) {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confine"
-	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -127,11 +126,9 @@ func runBash(ctx context.Context, c *callctx.Ctx, in BashInput) (BashOutput, err
 		return BashOutput{}, err
 	}
 	start := time.Now()
-	child, err := c.Procs.Spawn(procs.Spec{
-		Name: "bash", Argv: []string{bash, "-c", in.Command}, Dir: dir,
-		Env:    plan.Env(os.Environ()),
-		Stdout: outW, Stderr: errW, Confine: plan.Restrict, Grace: bashGrace,
-	})
+	spec := plan.Command("bash", []string{bash, "-c", in.Command}, dir)
+	spec.Stdout, spec.Stderr, spec.Grace = outW, errW, bashGrace
+	child, err := c.Procs.Spawn(spec)
 	outW.Close()
 	errW.Close()
 	plan.Close()

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/toolhost/toolhost/configs"
 	"github.com/toolhost/toolhost/internal/bugs"
 	"github.com/toolhost/toolhost/internal/stdioclient"
 	"github.com/toolhost/toolhost/internal/testutil"
@@ -16,11 +18,39 @@ import (
 
 // startTesters launches n real toolhost processes serving the tester agent
 // on one project dir, initialised and ready for tools/call.
+//
+// They serve the embedded policy with bug_open's deadline raised from 10 s to
+// 2 min: these tests are about ids and whole files under a stampede (30
+// callers on one project's bug lock, five times the design case), and on a
+// loaded machine the last of 30 queued callers can wait past 10 s for the
+// lock. The deadline is the policy's to set; a call's latency is measured by
+// the benchmarks, not here.
 func startTesters(t *testing.T, dir string, n int) []*stdioclient.Client {
 	t.Helper()
+	var pol map[string]json.RawMessage
+	var tools map[string]map[string]any
+	if err := json.Unmarshal(configs.ToolsJSON, &pol); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(pol["tools"], &tools); err != nil {
+		t.Fatal(err)
+	}
+	tools["bug_open"]["timeout_ms"] = 120000
+	var err error
+	if pol["tools"], err = json.Marshal(tools); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policyFile := filepath.Join(t.TempDir(), "tools.json")
+	if err := os.WriteFile(policyFile, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	clients := make([]*stdioclient.Client, n)
 	for i := range clients {
-		clients[i] = testutil.Serve(t, "--project-dir", dir, "--agent", "tester", "--unit", "todo-be", "--session", fmt.Sprintf("s%d", i))
+		clients[i] = testutil.Serve(t, "--project-dir", dir, "--policy", policyFile, "--agent", "tester", "--unit", "todo-be", "--session", fmt.Sprintf("s%d", i))
 	}
 	return clients
 }

@@ -11,6 +11,10 @@
 //	                    here: how often a call reached the server, and which
 //	                    process (pid and start time) served it
 //
+// The probe tool runs a program (the confinement tests' probe) as the
+// server's child, handing it every descriptor the server holds, and answers
+// with what it printed: what a hostile server could do.
+//
 // The wedge tool makes the process misbehave the ways a real server can:
 // hang (this call and every later request never answered), hang_later (this
 // call answered, then nothing), close_stdout (stdout closed, the process
@@ -26,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -181,6 +186,22 @@ func main() {
 		})
 	s.AddTool(&mcp.Tool{Name: "a_tool_name_that_is_much_too_long_to_fit_once_the_server_prefix_is_added", Description: "Long name.", InputSchema: obj(``)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("long"), nil })
+	s.AddTool(&mcp.Tool{Name: "probe", Description: "Run a program with the server's descriptors and report its output.",
+		InputSchema: obj(`"argv":{"type":"array","items":{"type":"string"},"minItems":1}`, "argv")},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ Argv []string }
+			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+				return nil, err
+			}
+			c := exec.Command(in.Argv[0], in.Argv[1:]...)
+			c.ExtraFiles = ownFiles()
+			out, err := c.Output()
+			r := text("%s", out)
+			if err != nil {
+				r = text("%s\nerror: %v", out, err)
+			}
+			return r, nil
+		})
 	s.AddTool(&mcp.Tool{Name: "env", Description: "Report an environment variable.", InputSchema: obj(`"name":{"type":"string"}`, "name")},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			n, _ := args(req)["name"].(string)
@@ -225,4 +246,25 @@ func appendLine(path, line string) {
 	}
 	_, _ = f.WriteString(line + "\n")
 	_ = f.Close()
+}
+
+// held keeps the *os.File of every descriptor handed to a probe referenced:
+// collected, it would close a descriptor the server still uses.
+var held []*os.File
+
+// ownFiles are the server's open descriptors above stderr.
+func ownFiles() []*os.File {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return nil
+	}
+	var files []*os.File
+	for _, e := range entries {
+		fd, err := strconv.Atoi(e.Name())
+		if err == nil && fd > 2 {
+			files = append(files, os.NewFile(uintptr(fd), e.Name()))
+		}
+	}
+	held = append(held, files...)
+	return files
 }
