@@ -12,7 +12,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -21,6 +20,7 @@ import (
 	"github.com/toolhost/toolhost/internal/ndjson"
 	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/internal/store/filestore"
+	"github.com/toolhost/toolhost/internal/visible"
 )
 
 // auditFlags are shared by audit and its subcommands.
@@ -254,10 +254,10 @@ func oneLine(s string, n int) string { return cell(strings.Join(strings.Fields(s
 const maxCell = 64
 
 // cell renders a field for a table: audit rows and confirmations hold what
-// callers sent (a call id, a tool name, arguments), so control characters,
-// bidi and other invisible format characters and invalid UTF-8 are escaped
-// (\n, \t, \x1b, \u202e, \xff) and the cell is cut to n runes, so that no
-// field can break the table, recolour the terminal or pass for another row.
+// callers sent (a call id, a tool name, arguments), so every character
+// visible.Line escapes is escaped (\n, \t, \x1b, \u202e, \xff) and the
+// cell is cut to n runes, so that no field can break the table, recolour
+// the terminal or pass for another row.
 func cell(s string, n int) string {
 	var b strings.Builder
 	count := 0
@@ -267,22 +267,11 @@ func cell(s string, n int) string {
 			break
 		}
 		count++
-		switch {
-		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == 0x2028 || r == 0x2029:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
+		size := utf8.RuneLen(r)
+		if r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD") {
+			size = 1
 		}
+		b.WriteString(visible.Line(s[i : i+size]))
 	}
 	return b.String()
 }

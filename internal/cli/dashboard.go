@@ -16,6 +16,7 @@ import (
 	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/dashboard"
 	"github.com/toolhost/toolhost/internal/procs"
+	"github.com/toolhost/toolhost/internal/secrets"
 	"github.com/toolhost/toolhost/internal/store/filestore"
 	"github.com/toolhost/toolhost/internal/store/pgstore"
 	"github.com/toolhost/toolhost/internal/webguard"
@@ -44,20 +45,25 @@ func (f *dashboardFlags) register(cmd *cobra.Command, addrFlag string, withProje
 		fl.BoolVar(&f.open, "open", false, "open the dashboard in the browser, when there is one")
 	}
 	fl.StringVar(&f.addr, addrFlag, "127.0.0.1:0", "address the dashboard listens on (HOST:PORT; port 0 picks a free one)")
-	fl.StringVar(&f.authToken, "auth-token", "", "token every request must carry (env TOOLHOST_AUTH_TOKEN); needed for a non-loopback address")
+	// Gone (a secret in argv is readable by every process of the user); kept
+	// hidden to say so to whoever still passes it.
+	fl.StringVar(&f.authToken, "auth-token", "", "")
+	_ = fl.MarkHidden("auth-token")
 }
 
 func newDashboardCmd(g *globals) *cobra.Command {
 	var f dashboardFlags
 	cmd := &cobra.Command{
-		Use:   "dashboard --project-dir D [--addr 127.0.0.1:0] [--open] [--auth-token T]",
+		Use:   "dashboard --project-dir D [--addr 127.0.0.1:0] [--open]",
 		Short: "Serve a live dashboard of a project: agents, timeline, bugs, audit, approvals, documents",
 		Long: "dashboard serves one page, live through Server-Sent Events, showing the project's agents (todolist, runtime\n" +
 			"state, last call, whether a toolhost serve runs for them), the timeline, the bug board, the audit stream\n" +
 			"with per-tool durations, the documents, and the calls waiting for a human with Approve and Deny buttons\n" +
 			"that do what `toolhost approve ID [--deny]` does. It reads the project's stores and writes nothing but those\n" +
-			"decisions. It listens on loopback unless --addr names another address, which needs --auth-token; the URL\n" +
-			"it prints carries the token. It runs until Ctrl-C.",
+			"decisions. Only a human decides: the buttons work in a browser that entered the one-time code the\n" +
+			"dashboard prints here, on its own terminal, and nowhere else (each code works once; the next is printed\n" +
+			"when it is used). It listens on loopback unless --addr names another address, where every page but the\n" +
+			"sign-in needs the code too. It runs until Ctrl-C.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.resolve(false); err != nil {
@@ -80,15 +86,20 @@ func newDashboardCmd(g *globals) *cobra.Command {
 // the URL (and opens the browser with --open). The function it returns
 // serves until ctx ends.
 func startDashboard(ctx context.Context, f dashboardFlags, out io.Writer, log zerolog.Logger) (func() error, error) {
-	if f.authToken == "" {
-		f.authToken = os.Getenv("TOOLHOST_AUTH_TOKEN")
+	if f.authToken != "" {
+		return nil, errSecretInArgv("--auth-token", "the dashboard prints a one-time code on its terminal instead, which the browser trades for a session")
+	}
+	if err := refuseEnvToken("the dashboard prints a one-time code on its terminal instead"); err != nil {
+		return nil, err
 	}
 	host, _, err := net.SplitHostPort(f.addr)
 	if err != nil {
 		return nil, usageErr(fmt.Errorf("address %q: want HOST:PORT, e.g. 127.0.0.1:8766", f.addr))
 	}
-	if !webguard.IsLoopbackHost(host) && f.authToken == "" {
-		return nil, usageErr(fmt.Errorf("%s is not a loopback address; serving the dashboard there needs --auth-token (or TOOLHOST_AUTH_TOKEN), or use 127.0.0.1", f.addr))
+	// The sessions and the code live in this process's memory: other
+	// processes of the user may not read it.
+	if err := secrets.HideProcess(); err != nil {
+		return nil, err
 	}
 	st, err := f.stateFlags.open(filestore.DecisionsOnly)
 	if err != nil {
@@ -98,7 +109,7 @@ func startDashboard(ctx context.Context, f dashboardFlags, out io.Writer, log ze
 		sayWhoHoldsDecisionsOnly(ctx, pg, log)
 	}
 	d, err := dashboard.New(dashboard.Options{ProjectDir: f.projectDir, AgentsFile: f.agentsFile, PolicyFile: f.policyFile,
-		AuthToken: f.authToken, Log: log, Store: st})
+		Codes: out, Log: log, Store: st})
 	if err != nil {
 		st.Close()
 		return nil, usageErr(err)
@@ -119,6 +130,9 @@ func startDashboard(ctx context.Context, f dashboardFlags, out io.Writer, log ze
 	}
 	url := d.URL(ln.Addr())
 	fmt.Fprintf(out, "toolhost dashboard: %s\n", url)
+	if !webguard.IsLoopbackHost(host) {
+		fmt.Fprintln(out, "toolhost dashboard: not on loopback: the code and the session cross the network in clear text; put TLS in front")
+	}
 	if f.open {
 		openBrowser(url, out, log)
 	}

@@ -2,25 +2,31 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"github.com/spf13/cobra"
 
 	"github.com/toolhost/toolhost/configs"
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/bashguard"
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/claudecode"
 	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/fault"
+	"github.com/toolhost/toolhost/internal/live"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/progid"
 	"github.com/toolhost/toolhost/internal/rules"
@@ -296,7 +302,7 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
 		command, analysis, reason = decideBash(ti, c.progs)
 	} else {
 		kind = fault.Sandbox
-		reason = decideWrite(ag, proj, *in, ti)
+		reason = decideWrite(f, ag, proj, *in, ti)
 	}
 	if reason != "" {
 		return c, hookVerdict{deny: reason, kind: kind}
@@ -322,7 +328,7 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
 // decideWrite is the sandbox's verdict on a CLI write (Write, Edit,
 // MultiEdit, NotebookEdit): the deny reason, "" to allow. Other tools are
 // not writes.
-func decideWrite(ag *agents.Agent, proj string, in hookInput, ti map[string]json.RawMessage) string {
+func decideWrite(f hookFlags, ag *agents.Agent, proj string, in hookInput, ti map[string]json.RawMessage) string {
 	switch in.ToolName {
 	case "Write", "Edit", "MultiEdit", "NotebookEdit":
 		// Every path field present is checked: NotebookEdit writes
@@ -347,9 +353,76 @@ func decideWrite(ag *agents.Agent, proj string, in hookInput, ti map[string]json
 			if reason := checkHookWrite(ag, proj, in.Cwd, p); reason != "" {
 				return reason
 			}
+			if reason := racingCommand(f, proj, in.Cwd, p, in.ToolName); reason != "" {
+				return reason
+			}
 		}
 	}
 	return ""
+}
+
+// racingCommand is why a CLI write of p could land elsewhere than the
+// check above saw: the CLI writes after this hook answered, unconfined, so
+// a confined command still running (internal/live: the kernel's process
+// tree says so) that may change a directory of the path could swap it, or
+// the file, for a symbolic link in between — nothing checked now holds
+// then. Such a write is refused with the way to write instead; "" when no
+// such command runs.
+func racingCommand(f hookFlags, proj, cwd, p, tool string) string {
+	abs := p
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(cmp.Or(cwd, proj), p)
+	}
+	rel, _ := sandbox.Within(proj, filepath.Clean(abs))
+	holders, err := live.Running(proj)
+	if err != nil {
+		return "toolhost hook: cannot tell whether a command of the project is still running (" + err.Error() + "); denied because the write could be redirected"
+	}
+	if len(holders) == 0 {
+		return ""
+	}
+	set, _ := agents.Load(f.agentsFile)
+	// The directories a running command would have to change to redirect
+	// the write: each one on the path, from the project dir down.
+	var dirs []string
+	for d := path.Dir(rel); ; d = path.Dir(d) {
+		dirs = append(dirs, d)
+		if d == "." {
+			break
+		}
+	}
+	for _, h := range holders {
+		allow := []string{"**"} // an agent the agents file does not know: assume the worst
+		if set != nil {
+			if b, err := set.Find(h.Agent); err == nil {
+				allow = b.Sandbox.WriteAllowList
+			}
+		}
+		for _, d := range dirs {
+			if !mayCreateIn(allow, d) {
+				continue
+			}
+			return fmt.Sprintf("toolhost hook: %s of %s refused: a command of agent %s started earlier is still running (process %d), and it may change %s "+
+				"while the CLI writes — swap a directory of the path, or the file, for a symbolic link after this check — so the write could land elsewhere. "+
+				"Write the file with Bash instead, where the kernel checks the write itself (for example: cat > %s <<'TOOLHOST_EOF' … TOOLHOST_EOF), "+
+				"or end that command first (kill %d) and try again",
+				tool, p, h.Agent, h.PID, cmp.Or(strings.TrimPrefix(d, "."), "the project dir"), claudecode.ShellJoin([]string{p}), h.PID)
+		}
+	}
+	return ""
+}
+
+// mayCreateIn reports whether an agent with allow-list allow may create an
+// entry in project-relative directory d ("." for the project dir), which
+// is what changing d takes.
+func mayCreateIn(allow []string, d string) bool {
+	probe := path.Join(d, "toolhost-probe")
+	for _, g := range allow {
+		if ok, _ := doublestar.Match(g, probe); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // hookRules applies the policy file's rules to the CLI's tool call: the
@@ -573,6 +646,15 @@ func checkHookWrite(ag *agents.Agent, proj, cwd, p string) string {
 	if _, err := s.CheckWrite(rel); err != nil {
 		return err.Error()
 	}
+	// A file with several names is also a file somewhere else: the CLI
+	// writes it in place, through whichever name it is given.
+	if fi, err := os.Lstat(filepath.Join(proj, filepath.FromSlash(rel))); err == nil && fi.Mode().IsRegular() {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+			e := &sandbox.Error{Agent: ag.Name, Path: p, Allowed: ag.Sandbox.WriteAllowList,
+				Detail: fmt.Sprintf("%s has %d names (hard links), so writing it changes a file elsewhere too; write a new file instead, or remove this name first", rel, st.Nlink)}
+			return e.Error()
+		}
+	}
 	return ""
 }
 
@@ -668,7 +750,9 @@ func confinedBashInput(f hookFlags, c hookCall) (map[string]json.RawMessage, str
 	if err := json.Unmarshal(c.ti["command"], &command); err != nil {
 		return nil, "toolhost hook: Bash tool_input.command is not a string"
 	}
-	args := []string{exe, "confine", "--agent", c.ag.Name, "--project-dir", c.proj}
+	// toolhost hold keeps, for as long as any process of the command lives,
+	// the record a Write's check reads (racingCommand).
+	args := []string{exe, "hold", "--project-dir", c.proj, "--agent", c.ag.Name, "--", exe, "confine", "--agent", c.ag.Name, "--project-dir", c.proj}
 	if f.agentsFile != "" {
 		abs, err := filepath.Abs(f.agentsFile)
 		if err != nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,6 +27,9 @@ type claudeConfig struct {
 	projectDir string
 	unit       string
 	session    string
+	// httpURL, when set, is a running `serve --http` the CLI connects to
+	// instead of launching serve on stdio.
+	httpURL    string
 	agentsFile string
 	policyFile string
 	// otel are the OTEL_* variables set where the configuration is made:
@@ -61,8 +65,23 @@ func (c *claudeConfig) serveArgs() []string {
 	return args
 }
 
-// MCPConfig is the JSON Claude CLI's --mcp-config takes.
+// MCPConfig is the JSON Claude CLI's --mcp-config takes: a stdio server
+// the CLI launches, or with httpURL the running `serve --http` at that URL,
+// whose bearer token the CLI gets from a headersHelper — a command the CLI
+// runs in its own process, never confined, that reads the token from
+// toolhost's secrets directory — so the token is in no file the agent's
+// commands can read and in no command line.
 func (c *claudeConfig) MCPConfig() map[string]any {
+	if c.httpURL != "" {
+		helper := []string{c.bin, "mcp-config", "--agent", c.agent.Name, "--project-dir", c.projectDir, "--http-headers"}
+		return map[string]any{"mcpServers": map[string]any{
+			"toolhost": map[string]any{
+				"type":          "http",
+				"url":           c.httpURL,
+				"headersHelper": claudecode.ShellJoin(helper),
+			},
+		}}
+	}
 	env := map[string]string{"TOOLHOST_LOG_LEVEL": "info"}
 	for k, v := range c.otel {
 		env[k] = v
@@ -178,7 +197,7 @@ func (c *claudeConfig) ClaudeArgs(allowed []string) ([]string, error) {
 func newMCPConfigCmd(g *globals) *cobra.Command {
 	var c claudeConfig
 	var agentName string
-	var allowed, settings, claudeArgs, shell bool
+	var allowed, settings, claudeArgs, shell, httpHeaders bool
 	cmd := &cobra.Command{
 		Use:   "mcp-config --agent X --project-dir D",
 		Short: "Print the Claude CLI --mcp-config JSON (or --allowed-tools, --settings, --claude-args) for an agent",
@@ -214,6 +233,20 @@ func newMCPConfigCmd(g *globals) *cobra.Command {
 			}
 			c.otel = otelEnv(os.Environ())
 			w := cmd.OutOrStdout()
+			if httpHeaders {
+				// The headersHelper: the header this agent's serve --http
+				// requires, for the CLI that runs this.
+				token, _, err := httpToken(c.agent.Name, c.projectDir)
+				if err != nil {
+					return err
+				}
+				return writeJSON(w, map[string]string{"Authorization": "Bearer " + token})
+			}
+			if c.httpURL != "" {
+				if u, err := url.Parse(c.httpURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return usageErr(fmt.Errorf("--http %q: want the URL serve --http logged, e.g. http://127.0.0.1:8765/mcp", c.httpURL))
+				}
+			}
 			allowedTools := func() []string {
 				return c.AllowedTools(all.Registry(), policy.LoadWith(c.policyFile, g.logger(), ruleOptions(c.projectDir)).Current())
 			}
@@ -242,6 +275,8 @@ func newMCPConfigCmd(g *globals) *cobra.Command {
 	f.StringVar(&c.projectDir, "project-dir", "", "project directory")
 	f.StringVar(&c.unit, "unit", "", "unit id")
 	f.StringVar(&c.session, "session", "", "session id")
+	f.StringVar(&c.httpURL, "http", "", "connect the CLI to this running `serve --http` (its URL) instead of launching serve; the bearer token comes from a headersHelper")
+	f.BoolVar(&httpHeaders, "http-headers", false, "print the Authorization header this agent's serve --http requires, as JSON (what the headersHelper runs)")
 	f.StringVar(&c.agentsFile, "agents", "", "agents file (default: embedded)")
 	f.StringVar(&c.policyFile, "policy", "", "policy file (default: embedded)")
 	f.BoolVar(&allowed, "allowed-tools", false, "print the --allowedTools list instead")

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/httpserve"
 	"github.com/toolhost/toolhost/internal/rpc"
+	"github.com/toolhost/toolhost/internal/secrets"
 	"github.com/toolhost/toolhost/internal/trace"
 	"github.com/toolhost/toolhost/internal/webguard"
 )
@@ -36,7 +38,11 @@ func newServeCmd(g *globals) *cobra.Command {
 		Long: "serve is what an agent CLI launches: JSON-RPC 2.0 on stdin/stdout (newline-delimited by default,\n" +
 			"--framing lsp for Content-Length headers). stdout carries protocol messages only; logs go to stderr.\n" +
 			"With --http ADDR it serves the same tools, through the same gate, over MCP Streamable HTTP at\n" +
-			"http://ADDR/mcp instead; a non-loopback ADDR requires --auth-token (a bearer token).",
+			"http://ADDR/mcp instead. Every HTTP request must carry Authorization: Bearer <token>, loopback included:\n" +
+			"the token of this agent and project, made on first use and kept in toolhost's secrets directory\n" +
+			"($TOOLHOST_SECRETS_DIR, else $XDG_STATE_HOME/toolhost/secrets or ~/.local/state/toolhost/secrets), which the\n" +
+			"agents' confined commands cannot read. `toolhost mcp-config --http URL` gives Claude CLI a headersHelper\n" +
+			"that sends it; `toolhost mcp-config --http-headers` prints the header.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if framing != "ndjson" && framing != "lsp" {
@@ -57,17 +63,19 @@ func newServeCmd(g *globals) *cobra.Command {
 				}
 				defer stopProfile()
 			}
-			if authToken == "" {
-				authToken = os.Getenv("TOOLHOST_AUTH_TOKEN")
+			if authToken != "" {
+				return errSecretInArgv("--auth-token", "serve --http keeps its token in toolhost's secrets directory; toolhost mcp-config --http-headers prints the header")
 			}
+			var loopback bool
 			if httpAddr != "" {
+				if err := refuseEnvToken("serve --http keeps its token in toolhost's secrets directory"); err != nil {
+					return err
+				}
 				host, _, err := net.SplitHostPort(httpAddr)
 				if err != nil {
 					return usageErr(errorf("--http %q: want HOST:PORT, e.g. 127.0.0.1:8765", httpAddr))
 				}
-				if !webguard.IsLoopbackHost(host) && authToken == "" {
-					return usageErr(errorf("--http %s is not a loopback address; binding it needs --auth-token (or TOOLHOST_AUTH_TOKEN), or use 127.0.0.1", httpAddr))
-				}
+				loopback = webguard.IsLoopbackHost(host)
 			}
 			var ln net.Listener
 			if httpAddr != "" {
@@ -110,10 +118,23 @@ func newServeCmd(g *globals) *cobra.Command {
 			log.Info().Str("event", "serve").Str("agent", s.Agent.Name).Str("project_dir", s.Files.ProjectDir()).
 				Str("session", s.Engine.Identity.SessionID).Str("framing", framing).Msg("serving")
 			if ln != nil {
-				h := httpserve.New(s.Server, httpserve.Options{AuthToken: authToken, AllowedOrigins: allowOrigins,
+				// The token lives in this process's memory: other processes
+				// of the user may not read it there either.
+				if err := secrets.HideProcess(); err != nil {
+					return err
+				}
+				token, file, err := httpToken(s.Agent.Name, s.Files.ProjectDir())
+				if err != nil {
+					return fmt.Errorf("the HTTP bearer token: %w", err)
+				}
+				h := httpserve.New(s.Server, httpserve.Options{AuthToken: token, AllowedOrigins: allowOrigins,
 					BodyTimeout: bodyTimeout, MaxMessage: maxMessage, MaxInFlight: maxInFlight, Log: log, Grace: grace})
-				log.Info().Str("event", "http_listening").Str("url", httpserve.URL(ln.Addr())).
-					Bool("auth", authToken != "").Msg("serving MCP over Streamable HTTP")
+				ev := log.Info()
+				if !loopback {
+					ev = log.Warn().Str("warning", "not loopback: the bearer token crosses the network in clear text; put TLS in front")
+				}
+				ev.Str("event", "http_listening").Str("url", httpserve.URL(ln.Addr())).Str("bearer_file", file).
+					Msg("serving MCP over Streamable HTTP; every request needs Authorization: Bearer <the token in bearer_file>")
 				err = h.Serve(ctx, ln)
 				log.Info().Str("event", "exit").Int64("audit_write_failures", s.Engine.AuditFailures()).Msg("session ended")
 				return err
@@ -136,7 +157,10 @@ func newServeCmd(g *globals) *cobra.Command {
 	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "how long in-flight calls may finish after EOF or SIGTERM")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the session to this file (for performance work)")
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve MCP Streamable HTTP on HOST:PORT (path /mcp) instead of stdio")
-	cmd.Flags().StringVar(&authToken, "auth-token", "", "bearer token required on every HTTP request (env TOOLHOST_AUTH_TOKEN); needed for a non-loopback --http")
+	// Gone (a secret in argv is readable by every process of the user); kept
+	// hidden to say so to whoever still passes it.
+	cmd.Flags().StringVar(&authToken, "auth-token", "", "")
+	_ = cmd.Flags().MarkHidden("auth-token")
 	cmd.Flags().StringSliceVar(&allowOrigins, "allow-origin", nil, "with --http: a browser origin (e.g. http://localhost:3000) served besides the server's own loopback origin; repeatable")
 	cmd.Flags().DurationVar(&bodyTimeout, "http-body-timeout", httpserve.DefaultBodyTimeout, "with --http: how long a client may take to send a request's headers or body")
 	cmd.Flags().BoolVar(&traceArgs, "trace-args", false, "put tool arguments and results, redacted as in the audit trail, on the OpenTelemetry spans (exported when OTEL_* variables ask for it)")

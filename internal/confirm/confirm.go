@@ -28,6 +28,11 @@ const DefaultTTL = 10 * time.Minute
 // --list` and post-mortems before they are pruned.
 const keep = 24 * time.Hour
 
+// KeepClaim is how long a session id stays bound to its agent after its
+// last use: far longer than a confirmation lives, so an id is never handed
+// to a second agent while a decision made for the first may wait.
+const KeepClaim = 30 * 24 * time.Hour
+
 // Entry states.
 const (
 	Pending    = "pending"
@@ -62,6 +67,18 @@ type Entry struct {
 // File is the document at Path.
 type File struct {
 	Confirmations []*Entry `json:"confirmations"`
+	// Sessions binds each session id to the one agent that uses it.
+	Sessions []*Claim `json:"sessions,omitempty"`
+}
+
+// Claim records that a session id belongs to an agent: a confirmation is
+// asked, decided and used inside one agent's session, so a second agent
+// presenting the same id is refused instead of sharing its decisions.
+type Claim struct {
+	SessionID string    `json:"session_id"`
+	Agent     string    `json:"agent"`
+	Since     time.Time `json:"since"`
+	Seen      time.Time `json:"seen"`
 }
 
 // Door is the part of the services' sandbox door the store needs.
@@ -124,6 +141,66 @@ var (
 	ErrExpired  = errors.New("confirmation expired")
 )
 
+// SessionTakenError is a session id that another agent of the project
+// already uses: claiming it, and asking, taking or deciding a confirmation
+// under it, are refused.
+type SessionTakenError struct {
+	SessionID string
+	// Agent is the agent the session belongs to.
+	Agent string
+	// Want is the agent that presented the id.
+	Want string
+}
+
+func (e *SessionTakenError) Error() string {
+	return fmt.Sprintf("session %s belongs to agent %s in this project; agent %s must use a session of its own (a different --session, or none for a new id)",
+		e.SessionID, e.Agent, e.Want)
+}
+
+// Claim binds session to agent, or refuses with a *SessionTakenError when
+// another agent holds it. A session opened with an id of its choosing
+// claims it at start, so two agents configured with one id fail at once
+// rather than on their first confirmation.
+func (s *Store) Claim(session, agent string) error {
+	return sandbox.UpdateJSON(s.Door, Path, func(f *File, _ bool) error {
+		now := s.Clock.Now()
+		f.Prune(now)
+		changed, err := f.ClaimSession(session, agent, now)
+		if err == nil && !changed {
+			return sandbox.ErrUnchanged
+		}
+		return err
+	})
+}
+
+// ClaimSession binds session to agent in f at now: a claim of another
+// agent refuses it, and so does a confirmation of another agent in that
+// session (recorded before claims were kept); this agent's claim is
+// refreshed at most once an hour. changed reports whether f changed. The
+// rule of every store that keeps claims in a File.
+func (f *File) ClaimSession(session, agent string, now time.Time) (changed bool, err error) {
+	for _, c := range f.Sessions {
+		if c.SessionID != session {
+			continue
+		}
+		if c.Agent != agent {
+			return false, &SessionTakenError{SessionID: session, Agent: c.Agent, Want: agent}
+		}
+		if now.Sub(c.Seen) < time.Hour {
+			return false, nil
+		}
+		c.Seen = now
+		return true, nil
+	}
+	for _, e := range f.Confirmations {
+		if e.SessionID == session && e.Agent != agent {
+			return false, &SessionTakenError{SessionID: session, Agent: e.Agent, Want: agent}
+		}
+	}
+	f.Sessions = append(f.Sessions, &Claim{SessionID: session, Agent: agent, Since: now, Seen: now})
+	return true, nil
+}
+
 // NewID returns a new confirmation id: "cf-" and a ULID.
 func NewID() string {
 	return "cf-" + ulid.MustNew(ulid.Timestamp(time.Now()), rand.Reader).String()
@@ -147,7 +224,10 @@ func ArgsHash(tool string, args json.RawMessage) (string, error) {
 // Check decides a call under the store's lock: it consumes a matching
 // approval or denial exactly once, or returns the pending confirmation the
 // call waits on (creating it and superseding other pending ones of the same
-// tool in the session).
+// tool in the session). A decision matches a call of the same agent in the
+// same session, of the same tool with the same canonical arguments; a
+// session id that belongs to another agent is refused with a
+// *SessionTakenError.
 func (s *Store) Check(c Call) (Result, error) { return s.check(c, true) }
 
 // Take consumes a human's decision on this exact call when one waits
@@ -164,9 +244,13 @@ func (s *Store) check(c Call, create bool) (Result, error) {
 	err = sandbox.UpdateJSON(s.Door, Path, func(f *File, _ bool) error {
 		now := s.Clock.Now()
 		f.Prune(now)
+		claimed, err := f.ClaimSession(c.SessionID, c.Agent, now)
+		if err != nil {
+			return err
+		}
 		var changed bool
 		res, changed = f.Apply(c, h, now, create)
-		if !changed {
+		if !changed && !claimed {
 			return sandbox.ErrUnchanged
 		}
 		return nil
@@ -177,8 +261,9 @@ func (s *Store) check(c Call, create bool) (Result, error) {
 // Apply decides call c (whose ArgsHash is h) at now against the entries
 // of f, changing them in place: it consumes a matching approval or denial,
 // or finds the pending confirmation the call waits on, or (create) adds
-// one and supersedes the other pending ones of the same tool in the
-// session. changed reports whether any entry changed. The caller holds
+// one and supersedes the other pending ones of the same tool by the same
+// agent in the session (Entry.Matches decides which entries are the
+// call's). changed reports whether any entry changed. The caller holds
 // whatever makes the read-modify-write of f exclusive (the file's lock, a
 // database's row locks); every store decides by these rules.
 func (f *File) Apply(c Call, h string, now time.Time, create bool) (res Result, changed bool) {
@@ -186,7 +271,7 @@ func (f *File) Apply(c Call, h string, now time.Time, create bool) (res Result, 
 		c.TTL = DefaultTTL
 	}
 	for _, e := range f.Confirmations {
-		if e.SessionID != c.SessionID || e.Tool != c.Tool || e.ArgsHash != h {
+		if !e.Matches(c, h) {
 			continue
 		}
 		switch e.Status {
@@ -215,7 +300,7 @@ func (f *File) Apply(c Call, h string, now time.Time, create bool) (res Result, 
 		return res, changed
 	}
 	for _, e := range f.Confirmations {
-		if e.Status == Pending && e.SessionID == c.SessionID && e.Tool == c.Tool {
+		if e.Status == Pending && e.SessionID == c.SessionID && e.Agent == c.Agent && e.Tool == c.Tool {
 			e.Status = Superseded
 			res.Superseded = append(res.Superseded, e)
 		}
@@ -228,6 +313,14 @@ func (f *File) Apply(c Call, h string, now time.Time, create bool) (res Result, 
 	f.Confirmations = append(f.Confirmations, e)
 	res.Entry = e
 	return res, true
+}
+
+// Matches reports whether e was asked for call c (whose arguments hash to
+// h): the same agent, in the same session, calling the same tool with the
+// same canonical arguments. The agent is part of the identity: two agents
+// never share a decision, even through one session id.
+func (e *Entry) Matches(c Call, h string) bool {
+	return e.SessionID == c.SessionID && e.Agent == c.Agent && e.Tool == c.Tool && e.ArgsHash == h
 }
 
 // Decide records a human's decision on a pending confirmation. An approval
@@ -284,7 +377,7 @@ func (s *Store) List() ([]*Entry, error) {
 }
 
 // Prune drops from f the entries that are closed or expired and were
-// created more than a day ago.
+// created more than a day ago, and the claims unused for KeepClaim.
 func (f *File) Prune(now time.Time) {
 	kept := f.Confirmations[:0]
 	for _, e := range f.Confirmations {
@@ -294,4 +387,11 @@ func (f *File) Prune(now time.Time) {
 		}
 	}
 	f.Confirmations = kept
+	claims := f.Sessions[:0]
+	for _, c := range f.Sessions {
+		if now.Sub(c.Seen) < KeepClaim {
+			claims = append(claims, c)
+		}
+	}
+	f.Sessions = claims
 }

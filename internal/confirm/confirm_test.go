@@ -103,3 +103,66 @@ func TestDecideErrors(t *testing.T) {
 		t.Fatalf("after pruning: %d entries %v", len(list), err)
 	}
 }
+
+// TestDecisionBoundToAgent: an approval made for one agent's call is never
+// consumed by another agent's identical call, even one that presents the
+// same session id (two agents launched with one --session): the second
+// agent is refused outright, and the approval still waits for its agent.
+func TestDecisionBoundToAgent(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	s := store(t, dir, c)
+	coder := confirm.Call{SessionID: "shared", Agent: "coder", Tool: "bash", CallID: "c1",
+		Args: json.RawMessage(`{"command":"rm -rf build"}`), Preview: json.RawMessage(`{}`)}
+	res, err := s.Check(coder)
+	if err != nil || res.Verdict != confirm.Ask {
+		t.Fatalf("coder's first call: %+v %v", res, err)
+	}
+	if _, err := s.Decide(res.Entry.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	tester := coder
+	tester.Agent, tester.CallID = "tester", "t1"
+	for name, try := range map[string]func(confirm.Call) (confirm.Result, error){"Check": s.Check, "Take": s.Take} {
+		res, err := try(tester)
+		var taken *confirm.SessionTakenError
+		if !errors.As(err, &taken) || taken.Agent != "coder" || taken.Want != "tester" {
+			t.Fatalf("tester's identical call through %s: %+v %v, want SessionTakenError naming coder", name, res, err)
+		}
+	}
+	if err := s.Claim("shared", "tester"); err == nil {
+		t.Fatal("tester claimed the coder's session")
+	}
+	if err := s.Claim("shared", "coder"); err != nil {
+		t.Fatalf("the coder's own claim: %v", err)
+	}
+	res, err = s.Check(coder)
+	if err != nil || res.Verdict != confirm.Run {
+		t.Fatalf("coder's retry after the tester's attempts: %+v %v, want Run", res, err)
+	}
+}
+
+// TestSessionClaimOutlivesQuietDays: a session id stays its agent's while a
+// decision of it may still wait, even once the claim itself was pruned.
+func TestSessionClaimOutlivesQuietDays(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	s := store(t, dir, c)
+	if err := s.Claim("s", "pm"); err != nil {
+		t.Fatal(err)
+	}
+	long := confirm.Call{SessionID: "s", Agent: "pm", Tool: "t", Args: json.RawMessage(`{}`), TTL: 60 * 24 * time.Hour}
+	if _, err := s.Check(long); err != nil {
+		t.Fatal(err)
+	}
+	c.t = c.t.Add(45 * 24 * time.Hour)
+	if err := s.Claim("s", "coder"); err == nil {
+		t.Fatal("a pending confirmation's session went to another agent once its claim aged out")
+	}
+	c.t = c.t.Add(30 * 24 * time.Hour)
+	if err := s.Claim("s", "coder"); err != nil {
+		t.Fatalf("an id unused for 75 days with nothing open: %v", err)
+	}
+}

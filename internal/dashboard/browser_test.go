@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,6 +29,15 @@ type browser struct {
 	artifacts string
 	mu        sync.Mutex
 	errors    []string
+	// expected are errors a step provokes on purpose (substrings).
+	expected []string
+}
+
+// expectError says that an error containing text is the test's own doing.
+func (b *browser) expectError(text string) {
+	b.mu.Lock()
+	b.expected = append(b.expected, text)
+	b.mu.Unlock()
 }
 
 func newBrowser(t *testing.T) *browser {
@@ -132,8 +142,18 @@ func (b *browser) noErrors(t *testing.T) {
 	t.Helper()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.errors) > 0 {
-		t.Errorf("the page reported errors:\n%s", strings.Join(b.errors, "\n"))
+	var unexpected []string
+	for _, e := range b.errors {
+		ok := false
+		for _, x := range b.expected {
+			ok = ok || strings.Contains(e, x)
+		}
+		if !ok {
+			unexpected = append(unexpected, e)
+		}
+	}
+	if len(unexpected) > 0 {
+		t.Errorf("the page reported errors:\n%s", strings.Join(unexpected, "\n"))
 	}
 }
 
@@ -196,6 +216,19 @@ func TestBrowser(t *testing.T) {
 	b.waitFor(t, "the pending confirmation", js(`(document.querySelector('%s') || {textContent: ""}).textContent.includes("record_memory") &&
 		document.querySelector('%s .diff').textContent.includes("+hello from the page")`, card, card), 15*time.Second)
 	b.screenshot(t, "pending")
+	// Only a signed-in human decides: until the code printed on the
+	// dashboard's terminal is entered, the buttons are off and the page has
+	// no decision token; a wrong code is refused.
+	b.waitFor(t, "the buttons off before the sign-in", js(`document.querySelector('%s button[data-action="approve"]').disabled &&
+		!document.getElementById("signin").hidden && document.querySelector('meta[name="toolhost-token"]').content === ""`, card), 5*time.Second)
+	b.expectError("403 (Forbidden) " + d.URL + "api/session")
+	b.run(t, chromedp.SendKeys(chromedp.CSS("#signin-code"), "00000-00000"), chromedp.Click(chromedp.CSS("#signin-go")))
+	b.waitFor(t, "a wrong code refused", `document.getElementById("signin-note").textContent.startsWith("wrong code")`, 10*time.Second)
+	b.run(t, chromedp.Evaluate[chromedp.Void](`document.getElementById("signin-code").value = ""`), chromedp.SendKeys(chromedp.CSS("#signin-code"), d.code(t)), chromedp.Click(chromedp.CSS("#signin-go")))
+	b.waitFor(t, "signed in", js(`document.getElementById("signin").hidden && !document.querySelector('%s button[data-action="approve"]').disabled`, card), 10*time.Second)
+	if cookie, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.cookie`)); err != nil || strings.Contains(cookie, "toolhost_session") {
+		t.Fatalf("the session cookie is readable by the page's script (%q, %v): it must be HttpOnly", cookie, err)
+	}
 	b.run(t, chromedp.Click(chromedp.CSS(card+` button[data-action="approve"]`)))
 	b.waitFor(t, "the approval's outcome", decided(card, id, "Approved"), 15*time.Second)
 	if r := testutil.CallTool(t, pm, "record_memory", map[string]any{"key": "approved-note", "content": "hello from the page"}); r.IsError {
@@ -281,5 +314,67 @@ func TestBrowser(t *testing.T) {
 	b.run(t, chromedp.Navigate(href+"?q=network"))
 	b.waitFor(t, "the PRD site's search", `(document.getElementById("result-count") || {}).textContent === "1 result"`, 15*time.Second)
 	b.screenshot(t, "prd")
+	b.noErrors(t)
+}
+
+// TestBrowserShowsWhatRuns: in a real browser, what a human decides on
+// reads as what runs — a confirmed bash command with a substitution under
+// a secret-looking name is shown whole on its approval card — and text an
+// agent wrote with bidirectional and other invisible characters (a
+// timeline entry, its runtime message, a todolist step, an approval's
+// arguments) shows them as escapes: none reaches the page's text or its
+// tooltips raw.
+func TestBrowserShowsWhatRuns(t *testing.T) {
+	b := newBrowser(t)
+	dir := t.TempDir()
+	policy := confirmPolicy(t, t.TempDir())
+	raw, err := os.ReadFile(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// bash confirmed too.
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["tools"].(map[string]any)["bash"].(map[string]any)["confirm"] = true
+	raw, _ = json.Marshal(doc)
+	if err := os.WriteFile(policy, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "units/a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	coder := testutil.Serve(t, "--project-dir", dir, "--agent", "coder", "--unit", "a", "--session", "sess-show-coder", "--policy", policy)
+	pm := testutil.Serve(t, "--project-dir", dir, "--agent", "pm", "--session", "sess-show-pm", "--policy", policy)
+	command := `API_TOKEN="$(touch hidden)" touch shown`
+	if r := testutil.CallTool(t, coder, "bash", map[string]any{"command": command}); !r.IsError || !strings.Contains(r.Text(), "needs_confirmation") {
+		t.Fatalf("bash did not wait for a human: %s", r.Text())
+	}
+	bidi := "evil \u202etxt.exe\u202c \u2066iso\u2069 \u200frlm\u200b zw\ufeff"
+	testutil.ResultOK(t, "timeline_append", testutil.CallTool(t, pm, "timeline_append", map[string]any{"kind": "note", "message": "tl " + bidi}), nil)
+	testutil.ResultOK(t, "update_runtime_state", testutil.CallTool(t, pm, "update_runtime_state", map[string]any{"message": "rt " + bidi}), nil)
+	testutil.ResultOK(t, "write_todolist", testutil.CallTool(t, pm, "write_todolist", map[string]any{"items": []map[string]any{{"id": "step-001", "description": "td " + bidi}}}), nil)
+	pending(t, pm, map[string]any{"key": "bidi-note", "content": "ap " + bidi})
+
+	d := runDashboard(t, "--project-dir", dir, "--policy", policy)
+	b.run(t, chromedp.Navigate(d.URL))
+	b.waitFor(t, "the bash card with the command whole", js(`[...document.querySelectorAll(".approval")].some(c => c.textContent.includes("bash") &&
+		c.querySelector("pre").textContent.includes(%q) && !c.textContent.includes("REDACTED"))`, `API_TOKEN=\"$(touch hidden)\" touch shown`), 20*time.Second)
+	b.waitFor(t, "everything shown", `document.getElementById("timeline-list").textContent.includes("tl evil") &&
+		document.querySelector('.card[data-agent="pm"]').textContent.includes("rt evil") &&
+		[...document.querySelectorAll(".approval")].some(c => c.textContent.includes("ap evil"))`, 20*time.Second)
+	b.screenshot(t, "shown")
+	// The card's todolist step opens in the drawer.
+	b.run(t, chromedp.Click(chromedp.CSS(`.card[data-agent="pm"]`)))
+	b.waitFor(t, "the todolist in the drawer", `document.getElementById("drawer-body").textContent.includes("td evil")`, 10*time.Second)
+	hidden := `/[\u202a-\u202e\u2066-\u2069\u200b-\u200f\ufeff\u061c]/`
+	for _, where := range []string{
+		`document.getElementById("timeline-list")`, `document.querySelector('.card[data-agent="pm"]')`,
+		`document.getElementById("approval-list")`, `document.getElementById("drawer-body")`, `document.body`,
+	} {
+		b.waitFor(t, "no raw bidi or format character in "+where, js(`(() => { const e = %s; const titles = [...e.querySelectorAll("[title]")].map(x => x.title).join(" ");
+			return !%s.test(e.textContent + titles) && (e === document.body || e.textContent.includes("\\u202e")); })()`, where, hidden), 5*time.Second)
+	}
 	b.noErrors(t)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -39,11 +40,11 @@ type Options struct {
 	// (empty: the embedded defaults).
 	AgentsFile string
 	PolicyFile string
-	// AuthToken, when set, is required on every request: as a bearer
-	// header, or as the cookie that opening the printed URL (…/?token=T)
-	// sets. A non-loopback address needs one (the CLI checks).
-	AuthToken string
-	Log       zerolog.Logger
+	// Codes is where the one-time sign-in codes are printed: the terminal
+	// of the human who started the dashboard, and nowhere else. A decision
+	// needs a browser that entered one.
+	Codes io.Writer
+	Log   zerolog.Logger
 	// Registry lists the tools (default: the built-in tool set).
 	Registry *registry.Registry
 	// Poll is how often the project's documents are checked for changes
@@ -64,7 +65,8 @@ type Dashboard struct {
 	policy   *policy.Policy
 	reg      *registry.Registry
 	guard    *webguard.Guard
-	key      []byte // signs the pages' tokens
+	key      []byte // signs the pages' tokens and the documents' key
+	auth     *signIn
 	hub      *hub
 	ready    chan struct{}
 	// refresh asks the pollers to look now (an event said a file changed).
@@ -127,6 +129,7 @@ func New(o Options) (*Dashboard, error) {
 		policy:  policy.LoadWith(o.PolicyFile, o.Log, session.RuleOptions(reg, abs)),
 		guard:   webguard.New(nil),
 		key:     key,
+		auth:    newSignIn(o.Codes, key),
 		hub:     newHub(hex.EncodeToString(epoch)),
 		ready:   make(chan struct{}),
 		refresh: make(chan string, 64),
@@ -147,21 +150,18 @@ func (d *Dashboard) Close() error {
 	return nil
 }
 
-// URL is the address to open for a listener: with the token when one is
-// required.
-func (d *Dashboard) URL(addr net.Addr) string {
-	u := "http://" + addr.String() + "/"
-	if d.o.AuthToken != "" {
-		u += "?token=" + d.o.AuthToken
-	}
-	return u
-}
+// URL is the address to open for a listener. It carries no secret: the
+// sign-in code is typed into the page.
+func (d *Dashboard) URL(addr net.Addr) string { return "http://" + addr.String() + "/" }
 
 // Serve loads the current state, then serves on ln and follows the
 // project until ctx ends. The page is served at once; the event stream
 // waits (bounded) for the state to be loaded.
 func (d *Dashboard) Serve(ctx context.Context, ln net.Listener) error {
 	d.guard.Bind(ln.Addr())
+	d.auth.mu.Lock()
+	d.auth.announce("")
+	d.auth.mu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup

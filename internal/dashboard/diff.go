@@ -224,7 +224,7 @@ func unified(rel, old, cur string, newFile bool) *Diff {
 		from = "/dev/null"
 	}
 	text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: difflib.SplitLines(redact.String(old)), B: difflib.SplitLines(redact.String(cur)),
+		A: difflib.SplitLines(redact.PreviewString(old)), B: difflib.SplitLines(redact.PreviewString(cur)),
 		FromFile: from, ToFile: "b/" + rel, Context: 3,
 	})
 	if err != nil {

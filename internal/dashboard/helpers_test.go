@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -21,7 +22,12 @@ import (
 type dash struct {
 	URL  string // http://127.0.0.1:PORT/
 	proc *testutil.Process
+	// used are the sign-in codes the test already entered.
+	used map[string]bool
 }
+
+// codePrinted finds the sign-in code on a line the dashboard printed.
+var codePrinted = regexp.MustCompile(`enter the code ([0-9A-Z]{5}-[0-9A-Z]{5}) there`)
 
 // runDashboard starts the real binary as `toolhost dashboard args...` on
 // a free loopback port and waits for the URL it prints; it is stopped when
@@ -30,7 +36,7 @@ func runDashboard(t testing.TB, args ...string) *dash {
 	t.Helper()
 	all := append([]string{"dashboard", "--addr", "127.0.0.1:0"}, args...)
 	p := testutil.Start(t, testutil.Toolhost(t), all, nil, testutil.DashboardURL)
-	return &dash{URL: p.URL, proc: p}
+	return &dash{URL: p.URL, proc: p, used: map[string]bool{}}
 }
 
 func (d *dash) stop(t testing.TB) { _ = d.proc.Stop(t) }
@@ -66,15 +72,68 @@ func do(t testing.TB, method, url string, hdr map[string]string, body string) (i
 	return res.StatusCode, string(b)
 }
 
-// pageToken reads the per-page token out of the page, as its script does.
-func (d *dash) pageToken(t *testing.T) string { return d.meta(t, "toolhost-token") }
+// code is the newest sign-in code the dashboard printed that the test has
+// not entered yet (waiting for it: a code is printed when the last one is
+// used); it counts as entered from now on.
+func (d *dash) code(t testing.TB) string {
+	t.Helper()
+	var c string
+	_, ok := d.proc.WaitFor(30*time.Second, func(l string) bool {
+		m := codePrinted.FindStringSubmatch(l)
+		if m != nil && !d.used[m[1]] {
+			c = m[1]
+		}
+		return m != nil && !d.used[m[1]]
+	})
+	if !ok {
+		t.Fatalf("the dashboard printed no new code:\n%s", d.proc.Log())
+	}
+	for _, m := range codePrinted.FindAllStringSubmatch(d.proc.Log(), -1) {
+		if !d.used[m[1]] {
+			c = m[1]
+		}
+	}
+	d.used[c] = true
+	return c
+}
+
+// signIn trades the printed code for a session, as a human does in the
+// page: the Cookie header that carries it and the page token that goes
+// with it.
+func (d *dash) signIn(t testing.TB) (cookie, token string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, d.URL+"api/session", strings.NewReader(`{"code":"`+d.code(t)+`"}`))
+	req.Header.Set("Content-Type", "application/json")
+	res, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out struct{ Token string }
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode != http.StatusOK || out.Token == "" {
+		t.Fatalf("sign-in: %d %v", res.StatusCode, err)
+	}
+	for _, c := range res.Cookies() {
+		if c.Name == "toolhost_session" {
+			return c.Name + "=" + c.Value, out.Token
+		}
+	}
+	t.Fatalf("sign-in set no session cookie: %v", res.Header)
+	return "", ""
+}
+
+// pageToken reads the page token out of the page as a signed-in browser
+// gets it (cookie: its session).
+func (d *dash) pageToken(t *testing.T, cookie string) string {
+	return d.meta(t, "toolhost-token", map[string]string{"Cookie": cookie})
+}
 
 // docsBase is the path under which the page links the documents.
-func (d *dash) docsBase(t *testing.T) string { return d.meta(t, "toolhost-docs") }
+func (d *dash) docsBase(t *testing.T) string { return d.meta(t, "toolhost-docs", nil) }
 
-func (d *dash) meta(t *testing.T, name string) string {
+func (d *dash) meta(t *testing.T, name string, hdr map[string]string) string {
 	t.Helper()
-	status, page := d.get(t, "/", nil)
+	status, page := d.get(t, "/", hdr)
 	marker := `name="` + name + `" content="`
 	i := strings.Index(page, marker)
 	if status != http.StatusOK || i < 0 {

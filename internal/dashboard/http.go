@@ -3,7 +3,6 @@ package dashboard
 import (
 	"bytes"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -24,13 +23,8 @@ import (
 	"github.com/toolhost/toolhost/internal/bugs"
 	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/redact"
+	"github.com/toolhost/toolhost/internal/visible"
 	"github.com/toolhost/toolhost/internal/webguard"
-)
-
-// Names on the wire.
-const (
-	cookieName      = "toolhost_dashboard"
-	pageTokenHeader = "X-Toolhost-Page-Token"
 )
 
 // docRoots are the directories whose files /doc/ serves as they are: the
@@ -50,6 +44,7 @@ func (d *Dashboard) Handler() http.Handler {
 	mux.HandleFunc("GET /api/bugs/{id}", d.bug)
 	mux.HandleFunc("GET /api/file", d.file)
 	mux.HandleFunc("GET /doc/{key}/{path...}", d.doc)
+	mux.HandleFunc("POST /api/session", d.signInHandler)
 	mux.HandleFunc("POST /api/confirmations/{id}/{decision}", d.decideHandler)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -70,7 +65,9 @@ func (d *Dashboard) Handler() http.Handler {
 			http.Error(w, "a page of another site may not use this dashboard", http.StatusForbidden)
 			return
 		}
-		if d.o.AuthToken != "" && !docs && !d.authorized(w, r) {
+		if !d.guard.Loopback() && !docs && !publicOnAnyAddress(r) && d.auth.session(r) == "" {
+			// Off loopback the project itself is only for a signed-in human.
+			fail(w, http.StatusUnauthorized, "sign in first: enter the code printed where toolhost dashboard runs")
 			return
 		}
 		mux.ServeHTTP(w, r)
@@ -87,28 +84,16 @@ func (d *Dashboard) originAllowed(origin, host string) bool {
 	return !d.guard.Loopback() && webguard.NormOrigin(origin) == "http://"+strings.ToLower(host)
 }
 
-// authorized checks the access token: a bearer header, or the cookie set
-// when the printed URL (…/?token=T) was opened. It answers the request
-// itself when it returns false.
-func (d *Dashboard) authorized(w http.ResponseWriter, r *http.Request) bool {
-	want := d.o.AuthToken
-	if t := r.URL.Query().Get("token"); t != "" && r.Method == http.MethodGet && r.URL.Path == "/" {
-		if subtle.ConstantTimeCompare([]byte(t), []byte(want)) != 1 {
-			http.Error(w, "wrong token: open the URL `toolhost dashboard` printed", http.StatusUnauthorized)
-			return false
-		}
-		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: want, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-		http.Redirect(w, r, "/", http.StatusSeeOther)
-		return false
-	}
-	if webguard.BearerOK(r.Header.Get("Authorization"), want) {
+// publicOnAnyAddress reports whether r asks for what any visitor gets: the
+// page's shell (without the token, the documents' key or the project), its
+// assets, and the sign-in itself.
+func publicOnAnyAddress(r *http.Request) bool {
+	switch {
+	case r.Method == http.MethodGet && (r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/assets/")):
+		return true
+	case r.Method == http.MethodPost && r.URL.Path == "/api/session":
 		return true
 	}
-	if c, err := r.Cookie(cookieName); err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(want)) == 1 {
-		return true
-	}
-	w.Header().Set("WWW-Authenticate", `Bearer realm="toolhost dashboard"`)
-	http.Error(w, "this dashboard needs its token: open the URL `toolhost dashboard` printed (…/?token=…), or send Authorization: Bearer <token>", http.StatusUnauthorized)
 	return false
 }
 
@@ -135,29 +120,6 @@ func (d *Dashboard) docRequest(r *http.Request) bool {
 	return subtle.ConstantTimeCompare([]byte(key), []byte(d.docKey())) == 1
 }
 
-// pageToken is a new token for one page: a random nonce and its HMAC under
-// the process's key, so any number of pages need no server state.
-func (d *Dashboard) pageToken() string {
-	nonce := make([]byte, 16)
-	_, _ = rand.Read(nonce)
-	return base64.RawURLEncoding.EncodeToString(append(nonce, d.sign(nonce)...))
-}
-
-func (d *Dashboard) sign(nonce []byte) []byte {
-	m := hmac.New(sha256.New, d.key)
-	m.Write([]byte("toolhost dashboard page\x00"))
-	m.Write(nonce)
-	return m.Sum(nil)[:16]
-}
-
-func (d *Dashboard) pageTokenOK(t string) bool {
-	b, err := base64.RawURLEncoding.DecodeString(t)
-	if err != nil || len(b) != 32 {
-		return false
-	}
-	return hmac.Equal(b[16:], d.sign(b[:16]))
-}
-
 var pageTemplate = template.Must(template.ParseFS(assets, "assets/index.html"))
 
 func (d *Dashboard) page(w http.ResponseWriter, r *http.Request) {
@@ -166,8 +128,19 @@ func (d *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "+
 		"frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 	h.Set("X-Frame-Options", "DENY")
+	// A page shows decisions it can make only to a signed-in browser: the
+	// token is served with a session alone; off loopback the documents' key
+	// and the project too.
+	data := map[string]string{}
+	session := d.auth.session(r)
+	if session != "" {
+		data["Token"] = d.auth.pageToken(session)
+	}
+	if session != "" || d.guard.Loopback() {
+		data["Docs"], data["Project"] = "/doc/"+d.docKey()+"/", visible.Line(d.dir)
+	}
 	var b bytes.Buffer
-	if err := pageTemplate.Execute(&b, map[string]string{"Token": d.pageToken(), "Docs": "/doc/" + d.docKey() + "/", "Project": d.dir}); err != nil {
+	if err := pageTemplate.Execute(&b, data); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
@@ -460,11 +433,16 @@ func (d *Dashboard) doc(w http.ResponseWriter, r *http.Request) {
 // decideHandler records a human's decision on a pending confirmation,
 // exactly as `toolhost approve ID [--deny]` does (confirm.Store.Decide).
 func (d *Dashboard) decideHandler(w http.ResponseWriter, r *http.Request) {
-	if !d.pageTokenOK(r.Header.Get(pageTokenHeader)) {
+	session := d.auth.session(r)
+	if session == "" {
+		fail(w, http.StatusUnauthorized, "only a signed-in human decides: enter the code printed where toolhost dashboard runs")
+		return
+	}
+	if !d.auth.pageTokenOK(session, r.Header.Get(pageTokenHeader)) {
 		fail(w, http.StatusForbidden, "this request does not carry the token of a dashboard page; reload the page")
 		return
 	}
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+	if !jsonContent(r) {
 		// A form of another site cannot send this type without asking first.
 		fail(w, http.StatusUnsupportedMediaType, "send Content-Type: application/json")
 		return

@@ -198,24 +198,38 @@ func TestRefusedOverHTTP(t *testing.T) {
 		t.Fatalf("stopping the pm server: %v", err)
 	}
 	before := treeHash(t, dir)
-	token := d.pageToken(t)
+	if tok := d.pageToken(t, ""); tok != "" {
+		t.Fatalf("a page without a session carries a decision token %q", tok)
+	}
+	cookie, token := d.signIn(t)
+	_, otherToken := d.signIn(t)
+	if got := d.pageToken(t, cookie); got == "" {
+		t.Fatal("a signed-in page carries no decision token")
+	}
 	host := strings.TrimSuffix(strings.TrimPrefix(d.URL, "http://"), "/")
 	own := "http://" + host
 	post := func(hdr map[string]string) (int, string) {
 		return do(t, http.MethodPost, d.URL+"api/confirmations/"+id+"/approve", hdr, "{}")
+	}
+	signed := func(h map[string]string) map[string]string {
+		h["Cookie"] = cookie
+		return h
 	}
 	for _, c := range []struct {
 		name string
 		hdr  map[string]string
 		want int
 	}{
-		{"cross-site origin", map[string]string{"Origin": "http://evil.example", "Content-Type": "application/json", "X-Toolhost-Page-Token": token}, 403},
-		{"sandboxed page (origin null)", map[string]string{"Origin": "null", "Content-Type": "application/json", "X-Toolhost-Page-Token": token}, 403},
-		{"cross-site fetch metadata", map[string]string{"Sec-Fetch-Site": "cross-site", "Content-Type": "application/json", "X-Toolhost-Page-Token": token}, 403},
-		{"no page token", map[string]string{"Origin": own, "Content-Type": "application/json"}, 403},
-		{"forged page token", map[string]string{"Origin": own, "Content-Type": "application/json", "X-Toolhost-Page-Token": token[:len(token)-2] + "AA"}, 403},
-		{"form post (text/plain)", map[string]string{"Origin": own, "Content-Type": "text/plain", "X-Toolhost-Page-Token": token}, 415},
-		{"rebound DNS name", map[string]string{"Host": "evil.example:" + host[strings.LastIndexByte(host, ':')+1:], "Content-Type": "application/json", "X-Toolhost-Page-Token": token}, 421},
+		{"no session", map[string]string{"Origin": own, "Content-Type": "application/json", "X-Toolhost-Page-Token": token}, 401},
+		{"a made-up session", map[string]string{"Origin": own, "Content-Type": "application/json", "X-Toolhost-Page-Token": token, "Cookie": "toolhost_session=made-up"}, 401},
+		{"another session's token", map[string]string{"Origin": own, "Content-Type": "application/json", "X-Toolhost-Page-Token": otherToken, "Cookie": cookie}, 403},
+		{"cross-site origin", signed(map[string]string{"Origin": "http://evil.example", "Content-Type": "application/json", "X-Toolhost-Page-Token": token}), 403},
+		{"sandboxed page (origin null)", signed(map[string]string{"Origin": "null", "Content-Type": "application/json", "X-Toolhost-Page-Token": token}), 403},
+		{"cross-site fetch metadata", signed(map[string]string{"Sec-Fetch-Site": "cross-site", "Content-Type": "application/json", "X-Toolhost-Page-Token": token}), 403},
+		{"no page token", signed(map[string]string{"Origin": own, "Content-Type": "application/json"}), 403},
+		{"forged page token", signed(map[string]string{"Origin": own, "Content-Type": "application/json", "X-Toolhost-Page-Token": token[:len(token)-2] + "AA"}), 403},
+		{"form post (text/plain)", signed(map[string]string{"Origin": own, "Content-Type": "text/plain", "X-Toolhost-Page-Token": token}), 415},
+		{"rebound DNS name", signed(map[string]string{"Host": "evil.example:" + host[strings.LastIndexByte(host, ':')+1:], "Content-Type": "application/json", "X-Toolhost-Page-Token": token}), 421},
 	} {
 		if status, body := post(c.hdr); status != c.want {
 			t.Errorf("%s: POST = %d %s, want %d", c.name, status, body, c.want)
@@ -269,21 +283,32 @@ func TestRefusedOverHTTP(t *testing.T) {
 		t.Fatalf("the confirmation is no longer pending: %+v", p)
 	}
 	// The page's own request passes, and the decision is the store's.
-	if status, body := post(map[string]string{"Origin": own, "Content-Type": "application/json", "X-Toolhost-Page-Token": token}); status != 200 || !strings.Contains(body, "approved") {
+	if status, body := post(signed(map[string]string{"Origin": own, "Content-Type": "application/json", "X-Toolhost-Page-Token": token})); status != 200 || !strings.Contains(body, "approved") {
 		t.Fatalf("the page's POST = %d %s", status, body)
 	}
-	if status, body := post(map[string]string{"Origin": own, "Content-Type": "application/json", "X-Toolhost-Page-Token": token}); status != 409 {
+	if status, body := post(signed(map[string]string{"Origin": own, "Content-Type": "application/json", "X-Toolhost-Page-Token": token})); status != 409 {
 		t.Fatalf("deciding it again = %d %s, want 409", status, body)
 	}
 }
 
-// TestNonLoopbackNeedsToken: the command refuses a non-loopback address
-// without a token, before it listens.
-func TestNonLoopbackNeedsToken(t *testing.T) {
+// TestNoSecretInArgv: the dashboard takes no secret on its command line or
+// in its environment, where every process of the user reads it: the old
+// --auth-token and TOOLHOST_AUTH_TOKEN are refused, saying why, before it
+// listens.
+func TestNoSecretInArgv(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command(testutil.Toolhost(t), "dashboard", "--project-dir", t.TempDir(), "--addr", "0.0.0.0:0")
-	out, err := cmd.CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "needs --auth-token") {
-		t.Fatalf("dashboard --addr 0.0.0.0:0 without a token: %v\n%s", err, out)
+	for _, c := range []struct {
+		args []string
+		env  string
+	}{
+		{[]string{"--auth-token", "s3cret"}, ""},
+		{nil, "TOOLHOST_AUTH_TOKEN=s3cret"},
+	} {
+		cmd := exec.Command(testutil.Toolhost(t), append([]string{"dashboard", "--project-dir", t.TempDir()}, c.args...)...)
+		cmd.Env = append(os.Environ(), c.env)
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "/proc/PID/") {
+			t.Errorf("dashboard %v %s: %v\n%s", c.args, c.env, err, out)
+		}
 	}
 }

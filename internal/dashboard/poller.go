@@ -222,7 +222,7 @@ func (p *poller) approvalsChanged() {
 	keep := map[string]bool{}
 	for _, e := range p.entries {
 		a := Approval{ID: e.ID, Status: e.Status, Agent: shortAgent(e.Agent), Tool: e.Tool, Session: e.SessionID,
-			Arguments: redact.JSON(e.Arguments), CreatedAt: e.CreatedAt, ExpiresAt: e.ExpiresAt, DecidedAt: e.DecidedAt,
+			Arguments: e.Arguments, CreatedAt: e.CreatedAt, ExpiresAt: e.ExpiresAt, DecidedAt: e.DecidedAt,
 			UsedAt: e.UsedAt, UsedBy: e.UsedBy, Decision: e.Decision}
 		open := e.Status == confirm.Pending || e.Status == confirm.Approved || e.Status == confirm.Denied
 		if open && now.After(e.ExpiresAt) {

@@ -126,7 +126,9 @@ func TestDashboardOnPostgres(t *testing.T) {
 			break
 		}
 	}
-	hdr := map[string]string{"Content-Type": "application/json", "X-Toolhost-Page-Token": d.pageToken(t)}
+	// The human signs in with the code on the dashboard's terminal.
+	cookie, token := d.signIn(t)
+	hdr := map[string]string{"Content-Type": "application/json", "X-Toolhost-Page-Token": token, "Cookie": cookie}
 	if status, body := do(t, http.MethodPost, d.URL+"api/confirmations/"+id+"/approve", hdr, "{}"); status != http.StatusOK || !strings.Contains(body, "approved") {
 		t.Fatalf("approve on A's dashboard = %d %s", status, body)
 	}

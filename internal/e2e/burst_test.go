@@ -159,7 +159,7 @@ func TestHTTPBurst(t *testing.T) {
 	srv := testutil.ServeHTTP(t, testutil.Toolhost(t), "--agent", "integrator", "--project-dir", project)
 	stop := make(chan struct{})
 	most := watchThreads(srv.Cmd.Process.Pid, stop)
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}, Timeout: 5 * time.Minute}
+	hc := &http.Client{Transport: testutil.Bearer(srv.Token, &http.Transport{MaxIdleConnsPerHost: n}), Timeout: 5 * time.Minute}
 	var refused, ok atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -231,10 +231,11 @@ func TestHTTPBurst(t *testing.T) {
 }
 
 // postModern POSTs a 2026-07-28 stateless tools/call of tool with args
-// (JSON) and id, within ctx.
-func postModern(ctx context.Context, url string, id int, tool, args string) (int, http.Header, []byte, error) {
+// (JSON) and id to srv, with its token, within ctx.
+func postModern(ctx context.Context, srv *testutil.HTTPServer, id int, tool, args string) (int, http.Header, []byte, error) {
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, id, tool, args)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader(body))
+	srv.Authorize(req)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
@@ -268,7 +269,7 @@ func TestHTTPPastTheBound(t *testing.T) {
 	held := make(chan error, 1)
 	go func() {
 		args, _ := json.Marshal(map[string]any{"command": "touch '" + mark + "' && exec sleep 600", "timeout_ms": 600000})
-		status, _, b, err := postModern(holdCtx, srv.URL, 1, "bash", string(args))
+		status, _, b, err := postModern(holdCtx, srv, 1, "bash", string(args))
 		if err == nil {
 			err = fmt.Errorf("the holder was answered (HTTP %d) before it was let go: %.300s", status, b)
 		}
@@ -284,7 +285,7 @@ func TestHTTPPastTheBound(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	status, h, b, err := postModern(context.Background(), srv.URL, 2, "debug_echo", `{"text":"x"}`)
+	status, h, b, err := postModern(context.Background(), srv, 2, "debug_echo", `{"text":"x"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +299,7 @@ func TestHTTPPastTheBound(t *testing.T) {
 	// The slot frees once the cancelled command has been killed and its
 	// answer written: until then the server may still refuse.
 	for id := 3; ; id++ {
-		status, _, b, err := postModern(context.Background(), srv.URL, id, "debug_echo", `{"text":"again"}`)
+		status, _, b, err := postModern(context.Background(), srv, id, "debug_echo", `{"text":"again"}`)
 		if err != nil {
 			t.Fatal(err)
 		}

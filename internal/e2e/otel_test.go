@@ -521,6 +521,7 @@ func TestOTelHTTPTransport(t *testing.T) {
 		for k, v := range header {
 			req.Header.Set(k, v)
 		}
+		srv.Authorize(req)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -76,16 +76,20 @@ func TestRealClaudeHookContract(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			hook := filepath.Join(t.TempDir(), "hook.sh")
-			wait := ""
+			// Only the slow case may meet the hook's timeout: on a loaded
+			// machine a shell script can take more than a second to start,
+			// and a hook past its timeout fails open, which every other case
+			// would then misreport.
+			wait, timeout := "", 60
 			if tc.slow {
-				wait = "sleep 5\n"
+				wait, timeout = "sleep 5\n", 1
 			}
 			script := "#!/bin/sh\ncat >/dev/null\n" + wait + "cat <<'JSON'\n" + tc.hook + "\nJSON\necho R-stderr >&2\nexit " + strconv.Itoa(tc.exit) + "\n"
 			if err := os.WriteFile(hook, []byte(script), 0o755); err != nil {
 				t.Fatal(err)
 			}
 			settings := map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "Bash",
-				"hooks": []any{map[string]any{"type": "command", "command": hook, "timeout": 1}}}}}}
+				"hooks": []any{map[string]any{"type": "command", "command": hook, "timeout": timeout}}}}}}
 			if tc.permissions != nil {
 				settings["permissions"] = tc.permissions
 			}

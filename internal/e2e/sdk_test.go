@@ -58,7 +58,8 @@ func TestOfficialGoSDKClient(t *testing.T) {
 			})
 			var tr mcp.Transport
 			if tc.transport == "http" {
-				tr = &mcp.StreamableClientTransport{Endpoint: testutil.ServeHTTP(t, bin, args...).URL}
+				srv := testutil.ServeHTTP(t, bin, args...)
+				tr = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: srv.Client()}
 			} else {
 				tr = &mcp.CommandTransport{Command: exec.Command(bin, append([]string{"serve"}, args...)...)}
 			}

@@ -377,7 +377,11 @@ func (s *stdioTranscript) finish(t *testing.T) string {
 
 // httpTranscript POSTs each line as a conforming Streamable HTTP client
 // would: the 2026-07-28 request headers mirrored from the body, and the
-// session id of the latest 2025 initialize on 2025 requests.
+// session id of the latest 2025 initialize on 2025 requests. A 2025
+// request needs a session over HTTP (400 without one), so a transcript
+// whose 2025 requests come before any initialize — a stdio client that
+// never initializes — runs them in a session begun by an initialize of its
+// own, whose answer is not part of the output.
 type httpTranscript struct {
 	srv     *testutil.HTTPServer
 	got     *received
@@ -388,8 +392,9 @@ type httpTranscript struct {
 }
 
 func startHTTPTranscript(t *testing.T, bin string, args []string, got *received) *httpTranscript {
-	return &httpTranscript{srv: testutil.ServeHTTP(t, bin, args...), got: got,
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	srv := testutil.ServeHTTP(t, bin, args...)
+	return &httpTranscript{srv: srv, got: got,
+		client: &http.Client{Transport: testutil.Bearer(srv.Token, &http.Transport{MaxIdleConnsPerHost: 64})}}
 }
 
 func (h *httpTranscript) stderr() string { return h.srv.Log() }
@@ -419,10 +424,24 @@ func (h *httpTranscript) send(t *testing.T, line string) {
 		}
 	} else {
 		h.mu.Lock()
-		if h.session != "" && m.Method != "initialize" {
-			req.Header.Set("Mcp-Session-Id", h.session)
-		}
+		session := h.session
 		h.mu.Unlock()
+		switch {
+		case m.Method == "initialize":
+			// Its answer names the session the next lines go to.
+			h.syncPost(t, req, true)
+			return
+		case session == "":
+			init, _ := http.NewRequest(http.MethodPost, h.srv.URL, strings.NewReader(
+				`{"jsonrpc":"2.0","id":"implicit-initialize","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"transcript","version":"1"}}}`))
+			init.Header.Set("Content-Type", "application/json")
+			init.Header.Set("Accept", "application/json, text/event-stream")
+			h.syncPost(t, init, false)
+			h.mu.Lock()
+			session = h.session
+			h.mu.Unlock()
+		}
+		req.Header.Set("Mcp-Session-Id", session)
 	}
 	h.posts.Add(1)
 	sent := make(chan struct{})
@@ -465,6 +484,36 @@ func (h *httpTranscript) send(t *testing.T, line string) {
 	case <-sent:
 	case <-time.After(10 * time.Second):
 		t.Fatalf("the POST of %.80s was not sent within 10 s", line)
+	}
+}
+
+// syncPost sends req and reads its answer before returning, keeping the
+// session it names; record puts the answer in the output.
+func (h *httpTranscript) syncPost(t *testing.T, req *http.Request, record bool) {
+	resp, err := h.client.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", req.URL, err)
+	}
+	defer resp.Body.Close()
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+		h.mu.Lock()
+		h.session = id
+		h.mu.Unlock()
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if !record {
+		return
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		for _, line := range strings.Split(string(b), "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok {
+				h.got.add(d)
+			}
+		}
+		return
+	}
+	if len(bytes.TrimSpace(b)) > 0 {
+		h.got.add(string(b))
 	}
 }
 

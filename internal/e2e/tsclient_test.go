@@ -52,13 +52,16 @@ func TestTypeScriptSDKClients(t *testing.T) {
 			args := []string{"--agent", "tester", "--project-dir", project, "--page-size", "2", "--policy", confirmPolicyFile(t)}
 			target := append([]string{bin, "serve"}, args...)
 			log := func() string { return "" }
+			token := ""
 			if tc.transport == "http" {
 				srv := testutil.ServeHTTP(t, bin, args...)
-				target, log = []string{srv.URL}, srv.Log
+				target, log, token = []string{srv.URL}, srv.Log, srv.Token
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
-			out, err := exec.CommandContext(ctx, node, append([]string{driver, tc.sdk, tc.transport}, target...)...).CombinedOutput()
+			cmd := exec.CommandContext(ctx, node, append([]string{driver, tc.sdk, tc.transport}, target...)...)
+			cmd.Env = append(os.Environ(), "DRIVER_BEARER_TOKEN="+token)
+			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("driver: %v\n%s\n%s", err, out, log())
 			}

@@ -11,7 +11,9 @@ import (
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/fault"
+	"github.com/toolhost/toolhost/internal/redact"
 	"github.com/toolhost/toolhost/internal/rules"
+	"github.com/toolhost/toolhost/internal/visible"
 )
 
 // ElicitFunc asks the human through the client (MCP elicitation/create,
@@ -99,7 +101,10 @@ func (e *Engine) confirm(next Handler) Handler {
 		if !c.Decision.Confirm {
 			return next(ctx, c)
 		}
-		preview := audit.RedactArguments(c.Args)
+		preview, err := previewOf(c)
+		if err != nil {
+			return err
+		}
 		call := confirm.Call{
 			SessionID: e.Identity.SessionID, Agent: e.Identity.Agent, Tool: c.Tool, CallID: c.Meta.CallID,
 			Args: c.Args, Preview: preview, TTL: c.Decision.ConfirmTTL,
@@ -114,7 +119,7 @@ func (e *Engine) confirm(next Handler) Handler {
 			if e.Confirm != nil {
 				res, err := e.Confirm.Take(ctx, call)
 				if err != nil {
-					return fmt.Errorf("confirmation store: %w", err)
+					return storeFailure(c, err)
 				}
 				switch res.Verdict {
 				case confirm.Run:
@@ -140,6 +145,41 @@ func (e *Engine) confirm(next Handler) Handler {
 	}
 }
 
+// maxPreview bounds the arguments a human is asked to decide on: a call
+// whose arguments are larger cannot be shown whole, and is not asked about.
+const maxPreview = 256 << 10
+
+// previewOf is what a human decides on: the call's arguments whole, the
+// commands it would run (shell scripts, argv words, their environment)
+// exactly as written, and elsewhere only plain secrets hidden
+// (redact.PreviewJSON), so that the human reads what will run. Arguments
+// too large to show are refused: nobody can decide on what they cannot read.
+func previewOf(c *Call) (json.RawMessage, error) {
+	args := c.Args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if len(args) > maxPreview {
+		return nil, &ConfirmationError{Kind: fault.ConfirmationFailed, Msg: fmt.Sprintf(
+			"%s needs a human to confirm it and was not run: its arguments are %d bytes, more than a human can be shown (%d); "+
+				"put large content in a file the call reads, so what is asked about stays readable", visible.Line(c.Tool), len(args), maxPreview)}
+	}
+	verbatim := map[string]bool{}
+	if commands := c.Entry.Spec.Commands; commands != nil {
+		for _, cmd := range commands(args) {
+			verbatim[cmd.Script] = true
+			for _, a := range cmd.Argv {
+				verbatim[a] = true
+			}
+			for _, v := range cmd.Env {
+				verbatim[v] = true
+			}
+		}
+	}
+	delete(verbatim, "")
+	return redact.PreviewJSON(args, func(s string) bool { return verbatim[s] }), nil
+}
+
 // decide acts on the human's answer: accept runs the call, decline (or a
 // form whose confirm box was unticked) refuses it, and cancel — the client
 // dismissed the question without anyone deciding, as a headless client
@@ -153,6 +193,18 @@ func (e *Engine) decide(ctx context.Context, c *Call, next Handler, call confirm
 			"declined by user: the human declined %s with these arguments; do not repeat the same call, ask the user what to change", c.Tool)}
 	}
 	return e.approve(ctx, c, next, call, fmt.Sprintf("nobody decided in the client (it answered %q), so a human must decide with toolhost approve. ", ans.Action))
+}
+
+// storeFailure is the answer to a call the confirmation store could not
+// decide: a session id another agent holds is the operator's setup to fix
+// and is said so; anything else is a system error.
+func storeFailure(c *Call, err error) error {
+	var taken *confirm.SessionTakenError
+	if errors.As(err, &taken) {
+		return &ConfirmationError{Kind: fault.ConfirmationFailed, Msg: fmt.Sprintf(
+			"%s needs a human to confirm it and was not run: %v", c.Tool, taken)}
+	}
+	return fmt.Errorf("confirmation store: %w", err)
 }
 
 func denied(c *Call, id string) error {
@@ -240,7 +292,7 @@ func (e *Engine) approve(ctx context.Context, c *Call, next Handler, call confir
 	}
 	res, err := e.Confirm.Check(ctx, call)
 	if err != nil {
-		return fmt.Errorf("confirmation store: %w", err)
+		return storeFailure(c, err)
 	}
 	for _, s := range res.Superseded {
 		e.writeRow(e.supersededRow(c, s))
@@ -263,8 +315,10 @@ func (e *Engine) confirmMessage(c *Call, preview json.RawMessage) string {
 	if c.Rule.Effect == rules.Confirm {
 		why = "\n\nWhy you are asked: " + c.Rule.Ask() + "."
 	}
+	// What the agent or a client wrote is shown with its invisible and
+	// bidirectional characters escaped, so it reads as it will run.
 	return fmt.Sprintf("Agent %s wants to run the tool %s with these arguments:\n\n%s%s\n\nAccept to run it once; decline to refuse.",
-		e.Identity.AgentName, c.Tool, pretty, why)
+		e.Identity.AgentName, visible.Line(c.Tool), visible.Text(string(pretty)), visible.Text(why))
 }
 
 // needsConfirmation is the answer to a client that cannot be asked: the
@@ -285,9 +339,9 @@ func (e *Engine) needsConfirmation(c *Call, res confirm.Result, lead string) err
 		"expires_at":         en.ExpiresAt,
 	}, "", "  ")
 	msg := fmt.Sprintf("needs_confirmation: %s%s must be confirmed by a human before it runs. Ask the user to run\n"+
-		"  toolhost approve %s --project-dir %s\n(or the same with --deny), then call %s again with exactly the same arguments; "+
+		"  toolhost approve %s --project-dir %s\n(or the same with --deny; toolhost approve --show %s prints what is asked), then call %s again with exactly the same arguments; "+
 		"an approval is used once and expires at %s.\n%s",
-		lead, c.Tool, en.ID, e.Identity.ProjectDir, c.Tool, en.ExpiresAt.Format(time.RFC3339), preview)
+		visible.Text(lead), visible.Line(c.Tool), en.ID, e.Identity.ProjectDir, en.ID, visible.Line(c.Tool), en.ExpiresAt.Format(time.RFC3339), visible.Text(string(preview)))
 	return &ConfirmationError{Kind: fault.NeedsConfirmation, Msg: msg}
 }
 

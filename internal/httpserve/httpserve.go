@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"slices"
@@ -40,8 +41,9 @@ const (
 
 // Options configure the HTTP transport.
 type Options struct {
-	// AuthToken, when set, must come as "Authorization: Bearer <token>" on
-	// every request.
+	// AuthToken must come as "Authorization: Bearer <token>" on every
+	// request: a client is trusted as far as it holds the token, and no
+	// further (an empty token refuses every request).
 	AuthToken string
 	// AllowedOrigins are browser origins (scheme://host[:port]) served
 	// besides the server's own loopback origin.
@@ -152,9 +154,13 @@ func (s *Server) Handler() http.Handler {
 				fmt.Sprintf("origin %q may not use this server (DNS rebinding protection); serve it with --allow-origin %s to allow it", r.Header.Get("Origin"), r.Header.Get("Origin"))))
 			return
 		}
-		if s.opts.AuthToken != "" && !webguard.BearerOK(r.Header.Get("Authorization"), s.opts.AuthToken) {
+		if s.opts.AuthToken == "" || !webguard.BearerOK(r.Header.Get("Authorization"), s.opts.AuthToken) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolhost"`)
-			http.Error(w, "missing or wrong bearer token: send Authorization: Bearer <the --auth-token value>", http.StatusUnauthorized)
+			// Nothing of an unauthorized request's body is read, not even
+			// to keep the connection.
+			w.Header().Set("Connection", "close")
+			http.Error(w, "missing or wrong bearer token: send Authorization: Bearer <token>, the token of this agent's server "+
+				"(toolhost mcp-config --agent A --project-dir D --http-headers prints the header)", http.StatusUnauthorized)
 			return
 		}
 		mux.ServeHTTP(w, r)
@@ -211,7 +217,26 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, 
 	return body, 0, nil
 }
 
+// jsonBody reports whether a POST says its body is JSON. Anything else —
+// text/plain and form encodings above all, which a page of another site may
+// send without asking first — is not a message of this transport.
+func jsonBody(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == "application/json"
+}
+
+// noSession is the answer to a 2025 request that names no session: those
+// revisions begin one with initialize and carry it on every later request.
+func noSession() *rpc.Error {
+	return rpc.NewError(rpc.CodeInvalidRequest, "Mcp-Session-Id header required: a 2025 client initializes first and sends the Mcp-Session-Id it got on every later request (a 2026-07-28 request needs none)")
+}
+
 func (s *Server) post(w http.ResponseWriter, r *http.Request) {
+	if !jsonBody(r) {
+		refuse(w, http.StatusUnsupportedMediaType, rpc.NewError(rpc.CodeInvalidRequest,
+			fmt.Sprintf("Content-Type %q is not served: send each message as Content-Type: application/json", r.Header.Get("Content-Type"))))
+		return
+	}
 	body, status, e := s.readBody(w, r)
 	if e != nil {
 		var id json.RawMessage
@@ -231,13 +256,17 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		// A response to one of our requests, or a notification: accepted,
 		// with no body.
 		conn := s.anon
-		if sid != "" {
+		switch {
+		case sid != "":
 			sess := s.session(sid)
 			if sess == nil {
 				refuse(w, http.StatusNotFound, rpc.NewError(rpc.CodeInvalidRequest, "no such session: initialize again (or send 2026-07-28 requests, which need none)"))
 				return
 			}
 			conn = sess.conn
+		case !server.IsPerRequest(server.ProtocolVersionOf(m.Params)) && !server.IsPerRequest(r.Header.Get("MCP-Protocol-Version")):
+			refuse(w, http.StatusBadRequest, noSession())
+			return
 		}
 		sink := newPostSink(w, r)
 		conn.Dispatch(&m, sink)
@@ -268,7 +297,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("unsupported MCP-Protocol-Version %q: this server speaks %s", v, strings.Join(server.SupportedVersions, ", ")))))
 		return
 	}
-	conn := s.anon
+	var conn *rpc.Conn
 	switch {
 	case sid != "":
 		sess := s.session(sid)
@@ -290,6 +319,9 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 				s.endSession(sess)
 			}
 		}()
+	default:
+		writeJSON(w, http.StatusBadRequest, rpc.EncodeError(m.ID, noSession()))
+		return
 	}
 	conn.Dispatch(&m, sink)
 	select {

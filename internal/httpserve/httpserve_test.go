@@ -3,12 +3,15 @@ package httpserve_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,23 +30,35 @@ type served struct {
 
 func (s *served) log() string { return s.srv.Log() }
 
+// tokens holds each test server's bearer token by host:port, for client.
+var tokens sync.Map
+
+// client is the tests' HTTP client: a request to a test server carries its
+// token unless it sets the header noAuth (the tests of the token itself).
+var client = &http.Client{Transport: tokenTransport{}}
+
+const noAuth = "X-Test-No-Authorization"
+
+type tokenTransport struct{}
+
+func (tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if r.Header.Get(noAuth) != "" {
+		r.Header.Del(noAuth)
+	} else if tok, ok := tokens.Load(r.URL.Host); ok && r.Header.Get("Authorization") == "" {
+		r.Header.Set("Authorization", "Bearer "+tok.(string))
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
 // serveHTTP starts the real binary with --http and waits for its URL.
 func serveHTTP(t *testing.T, project string, extra ...string) *served {
 	t.Helper()
 	args := append([]string{"--agent", "pm", "--project-dir", project, "--grace", "2s"}, extra...)
 	srv := testutil.ServeHTTP(t, testutil.Toolhost(t), args...)
+	u, _ := url.Parse(srv.URL)
+	tokens.Store(u.Host, srv.Token)
 	return &served{URL: srv.URL, srv: srv}
-}
-
-type bearer struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.base.RoundTrip(r)
 }
 
 func connect(t *testing.T, url string, hc *http.Client, onChange func()) *mcp.ClientSession {
@@ -56,6 +71,9 @@ func connect(t *testing.T, url string, hc *http.Client, onChange func()) *mcp.Cl
 func connectVersion(t *testing.T, url string, hc *http.Client, onChange func(), version string) *mcp.ClientSession {
 	t.Helper()
 	opts := &mcp.ClientOptions{}
+	if hc == nil {
+		hc = client
+	}
 	if onChange != nil {
 		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { onChange() }
 	}
@@ -146,51 +164,85 @@ func TestHTTPServesTheSameGate(t *testing.T) {
 	}
 }
 
-func TestHTTPNonLoopbackNeedsToken(t *testing.T) {
+// TestHTTPNeedsItsToken: every request needs the bearer token of this
+// agent's server in this project, loopback included — no header, a wrong
+// token, a prefix of it or the token of another agent's server is 401 and
+// runs nothing; the token sits in the secrets directory (0600), never in
+// argv or the environment: --auth-token and TOOLHOST_AUTH_TOKEN are refused.
+func TestHTTPNeedsItsToken(t *testing.T) {
 	t.Parallel()
 	project := t.TempDir()
-	out, err := exec.Command(testutil.Toolhost(t), "serve", "--agent", "pm", "--project-dir", project, "--http", "0.0.0.0:0").CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "--auth-token") {
-		t.Fatalf("non-loopback without a token: err %v, output %s; want exit 2 naming --auth-token", err, out)
+	for _, c := range []struct {
+		name string
+		args []string
+		env  string
+	}{
+		{"--auth-token", []string{"--auth-token", "s3cret-token"}, ""},
+		{"TOOLHOST_AUTH_TOKEN", nil, "TOOLHOST_AUTH_TOKEN=s3cret-token"},
+	} {
+		cmd := exec.Command(testutil.Toolhost(t), append([]string{"serve", "--agent", "pm", "--project-dir", project, "--http", "127.0.0.1:0"}, c.args...)...)
+		cmd.Env = append(os.Environ(), "TOOLHOST_SECRETS_DIR="+t.TempDir())
+		if c.env != "" {
+			cmd.Env = append(cmd.Env, c.env)
+		}
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "/proc/PID/") {
+			t.Errorf("%s: err %v, output %s; want exit 2 saying why a secret there is refused", c.name, err, out)
+		}
 	}
 
-	s := serveHTTP(t, project, "--http", "0.0.0.0:0", "--auth-token", "s3cret-token")
-	// Bound to every address; reach it through loopback.
-	port := s.URL[strings.LastIndex(s.URL, ":")+1 : strings.LastIndex(s.URL, "/")]
-	url := "http://127.0.0.1:" + port + "/mcp"
-	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
-	for _, c := range []struct {
-		name, auth string
-		want       int
-	}{
-		{"no header", "", http.StatusUnauthorized},
-		{"wrong token", "Bearer nope", http.StatusUnauthorized},
-		{"token prefix only", "Bearer s3cret", http.StatusUnauthorized},
-		{"right token", "Bearer s3cret-token", http.StatusOK},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
+	for _, addr := range []string{"127.0.0.1:0", "0.0.0.0:0"} {
+		s := serveHTTP(t, project, "--http", addr)
+		if fi, err := os.Stat(filepath.Join(s.srv.SecretsDir)); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Fatalf("secrets dir: %v %v", fi, err)
+		}
+		ents, _ := os.ReadDir(s.srv.SecretsDir)
+		if len(ents) != 1 {
+			t.Fatalf("secrets dir holds %d files, want the token alone", len(ents))
+		}
+		if fi, _ := ents[0].Info(); fi.Mode().Perm() != 0o600 {
+			t.Fatalf("token file mode %v", fi.Mode())
+		}
+		// Bound to every address or to loopback; reach it through loopback.
+		port := s.URL[strings.LastIndex(s.URL, ":")+1 : strings.LastIndex(s.URL, "/")]
+		target := "http://127.0.0.1:" + port + "/mcp"
+		tokens.Store("127.0.0.1:"+port, s.srv.Token)
+		coder := testutil.ServeHTTPEnv(t, testutil.Toolhost(t), []string{"TOOLHOST_SECRETS_DIR=" + s.srv.SecretsDir}, "--agent", "coder", "--project-dir", project)
+		if coder.Token == s.srv.Token {
+			t.Fatal("the coder's server and the PM's have one token")
+		}
+		call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"timeline_append","arguments":{"kind":"k","message":"m"},` + modernMeta + `}}`
+		for _, c := range []struct {
+			name, auth string
+			want       int
+		}{
+			{"no header", "", http.StatusUnauthorized},
+			{"wrong token", "Bearer nope", http.StatusUnauthorized},
+			{"token prefix only", "Bearer " + s.srv.Token[:20], http.StatusUnauthorized},
+			{"another agent's token", "Bearer " + coder.Token, http.StatusUnauthorized},
+			{"basic", "Basic " + s.srv.Token, http.StatusUnauthorized},
+			{"right token", "Bearer " + s.srv.Token, http.StatusOK},
+		} {
+			before := timelineLines(t, project)
+			h := perRequestHeaders("tools/call", "timeline_append")
+			h[noAuth] = "1"
 			if c.auth != "" {
-				req.Header.Set("Authorization", c.auth)
+				h["Authorization"] = c.auth
 			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
+			status, _, body := post(t, target, call, h)
+			if status != c.want {
+				t.Errorf("%s %s: status %d (%s), want %d", addr, c.name, status, body, c.want)
 			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != c.want {
-				t.Fatalf("status %d (%s), want %d", resp.StatusCode, b, c.want)
+			if ran := timelineLines(t, project) > before; ran != (c.want == http.StatusOK) {
+				t.Errorf("%s %s: ran %v", addr, c.name, ran)
 			}
-		})
-	}
-	cs := connect(t, url, &http.Client{Transport: bearer{token: "s3cret-token", base: http.DefaultTransport}}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if _, err := cs.ListTools(ctx, nil); err != nil {
-		t.Fatalf("tools/list with the token: %v", err)
+		}
+		cs := connect(t, target, nil, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		if _, err := cs.ListTools(ctx, nil); err != nil {
+			t.Fatalf("tools/list with the token: %v", err)
+		}
+		cancel()
 	}
 }
 
@@ -199,11 +251,22 @@ func TestHTTPWithInspectorCLI(t *testing.T) {
 	inspector := testutil.NeedTool(t, "mcp-inspector", "TOOLHOST_INSPECTOR", "bash scripts/deps/30-inspector.sh")
 	project := t.TempDir()
 	s := serveHTTP(t, project, "--http", "127.0.0.1:0")
+	// The Inspector's CLI (0.15) cannot send a header of its own: it talks
+	// to the server through a loopback gateway that adds the bearer token,
+	// as a reverse proxy in front of a server would.
+	target, _ := url.Parse(s.URL)
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: target.Host})
+	proxy.Transport = testutil.Bearer(s.srv.Token, http.DefaultTransport)
+	gw := httptest.NewServer(proxy)
+	t.Cleanup(gw.Close)
+	// The gateway forwards the Host the Inspector sent (its own port on
+	// 127.0.0.1), which the server's DNS-rebinding check accepts as loopback.
+	endpoint := gw.URL + "/mcp"
 	run := func(args ...string) []byte {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
-		out, err := exec.CommandContext(ctx, inspector, append([]string{"--cli", s.URL}, args...)...).CombinedOutput()
+		out, err := exec.CommandContext(ctx, inspector, append([]string{"--cli", endpoint}, args...)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("mcp-inspector %v: %v\n%s\n%s", args, err, out, s.log())
 		}

@@ -20,13 +20,21 @@ const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-
 // post sends one JSON-RPC message and returns the status, headers and body.
 func post(t *testing.T, url, body string, headers map[string]string) (int, http.Header, string) {
 	t.Helper()
+	return postAs(t, url, "application/json", body, headers)
+}
+
+// postAs is post with the Content-Type contentType ("" sends none).
+func postAs(t *testing.T, url, contentType, body string, headers map[string]string) (int, http.Header, string) {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +104,7 @@ func TestOrigin(t *testing.T) {
 		req.Header.Set(k, v)
 	}
 	before := timelineLines(t, project)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +127,8 @@ func TestSlowBody(t *testing.T) {
 	}
 	defer conn.Close()
 	body := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
-	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: %d\r\n\r\n%s", u.Host, len(body), body[:5])
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		u.Host, s.srv.Token, len(body), body[:5])
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	start := time.Now()
 	reply, _ := io.ReadAll(conn)
@@ -127,7 +136,8 @@ func TestSlowBody(t *testing.T) {
 		t.Fatalf("a stalled body must get 408 naming the limit; got %q after %s", reply, time.Since(start))
 	}
 	// A call slower than the body timeout is not cut off.
-	status, _, out := post(t, s.URL, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"update_todo_item","arguments":{"id":"step-001","status":"done"}}}`, nil)
+	status, _, out := post(t, s.URL, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"update_todo_item","arguments":{"id":"step-001","status":"done"},`+modernMeta+`}}`,
+		perRequestHeaders("tools/call", "update_todo_item"))
 	if status != http.StatusOK || !strings.Contains(out, `"ok\":false`) {
 		t.Fatalf("after the slow client: %d %s", status, out)
 	}
@@ -215,13 +225,13 @@ func TestLegacySession(t *testing.T) {
 	get, _ := http.NewRequest(http.MethodGet, s.URL, nil)
 	get.Header.Set("Accept", "text/event-stream")
 	get.Header.Set("Mcp-Session-Id", sid)
-	resp, err := http.DefaultClient.Do(get)
+	resp, err := client.Do(get)
 	if err != nil || resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("GET stream: %v %+v", err, resp)
 	}
 	del, _ := http.NewRequest(http.MethodDelete, s.URL, nil)
 	del.Header.Set("Mcp-Session-Id", sid)
-	if r, err := http.DefaultClient.Do(del); err != nil || r.StatusCode != http.StatusNoContent {
+	if r, err := client.Do(del); err != nil || r.StatusCode != http.StatusNoContent {
 		t.Fatalf("DELETE: %v %+v", err, r)
 	}
 	// Ending the session ends its stream.
@@ -243,7 +253,7 @@ func TestLegacySession(t *testing.T) {
 	}
 	for _, m := range []string{http.MethodGet, http.MethodDelete} {
 		req, _ := http.NewRequest(m, s.URL, nil)
-		if r, err := http.DefaultClient.Do(req); err != nil || r.StatusCode != http.StatusMethodNotAllowed {
+		if r, err := client.Do(req); err != nil || r.StatusCode != http.StatusMethodNotAllowed {
 			t.Errorf("%s without a session: %v %+v", m, err, r)
 		}
 	}
@@ -256,14 +266,72 @@ func TestBodyCap(t *testing.T) {
 	const limit = 4096
 	s := serveHTTP(t, t.TempDir(), "--max-message-bytes", fmt.Sprint(limit))
 	msg := func(n int) string {
-		m := `{"jsonrpc":"2.0","id":"cap","method":"ping","params":{"pad":"`
+		m := `{"jsonrpc":"2.0","id":"cap","method":"tools/list","params":{` + modernMeta + `,"pad":"`
 		return m + strings.Repeat("x", n-len(m)-3) + `"}}`
 	}
-	if status, _, body := post(t, s.URL, msg(limit), nil); status != http.StatusOK || !strings.Contains(body, `"result":{}`) {
+	if status, _, body := post(t, s.URL, msg(limit), perRequestHeaders("tools/list", "")); status != http.StatusOK || !strings.Contains(body, `"result":{`) {
 		t.Errorf("exactly the cap: %d %s", status, body)
 	}
-	status, _, body := post(t, s.URL, msg(limit+1), nil)
+	status, _, body := post(t, s.URL, msg(limit+1), perRequestHeaders("tools/list", ""))
 	if status != http.StatusRequestEntityTooLarge || !strings.Contains(body, `"id":"cap"`) || !strings.Contains(body, "4096-byte limit") {
 		t.Errorf("one byte over the cap: %d %s", status, body)
+	}
+}
+
+// TestOnlyJSONBodiesAndSessions: a POST whose body is not declared JSON —
+// text/plain and the form encodings a page of another site may send
+// without asking first, or none at all — is 415 and runs nothing; a 2025
+// request that names no session (other than initialize) is 400 and runs
+// nothing, while the same call as a 2026-07-28 request, which needs no
+// session, runs.
+func TestOnlyJSONBodiesAndSessions(t *testing.T) {
+	t.Parallel()
+	project := t.TempDir()
+	s := serveHTTP(t, project)
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"timeline_append","arguments":{"kind":"k","message":"m"},` + modernMeta + `}}`
+	for _, ct := range []string{"text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "", "application/jsonx", "application/json-patch+json"} {
+		before := timelineLines(t, project)
+		status, _, body := postAs(t, s.URL, ct, call, perRequestHeaders("tools/call", "timeline_append"))
+		if status != http.StatusUnsupportedMediaType || !strings.Contains(body, "application/json") {
+			t.Errorf("Content-Type %q: %d %s, want 415 naming application/json", ct, status, body)
+		}
+		if timelineLines(t, project) != before {
+			t.Errorf("Content-Type %q: the call ran", ct)
+		}
+	}
+	if status, _, body := postAs(t, s.URL, "application/json; charset=utf-8", call, perRequestHeaders("tools/call", "timeline_append")); status != http.StatusOK || timelineLines(t, project) != 1 {
+		t.Fatalf("application/json with a charset: %d %s", status, body)
+	}
+
+	legacy := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"timeline_append","arguments":{"kind":"k","message":"legacy"}}}`
+	for name, h := range map[string]map[string]string{
+		"no header":      nil,
+		"2025-06-18":     {"MCP-Protocol-Version": "2025-06-18"},
+		"2025-11-25":     {"MCP-Protocol-Version": "2025-11-25"},
+		"a notification": nil,
+		"tools/list":     {"MCP-Protocol-Version": "2025-03-26"},
+	} {
+		body := legacy
+		switch name {
+		case "a notification":
+			body = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+		case "tools/list":
+			body = `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`
+		}
+		before := timelineLines(t, project)
+		status, _, out := post(t, s.URL, body, h)
+		if status != http.StatusBadRequest || !strings.Contains(out, "Mcp-Session-Id") {
+			t.Errorf("a 2025 request without a session (%s): %d %s, want 400 naming Mcp-Session-Id", name, status, out)
+		}
+		if timelineLines(t, project) != before {
+			t.Errorf("a 2025 request without a session (%s) ran", name)
+		}
+	}
+	status, h, _ := post(t, s.URL, `{"jsonrpc":"2.0","id":4,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`, nil)
+	if status != http.StatusOK || h.Get("Mcp-Session-Id") == "" {
+		t.Fatalf("initialize without a session: %d, session %q", status, h.Get("Mcp-Session-Id"))
+	}
+	if status, _, out := post(t, s.URL, legacy, map[string]string{"Mcp-Session-Id": h.Get("Mcp-Session-Id"), "MCP-Protocol-Version": "2025-11-25"}); status != http.StatusOK || timelineLines(t, project) != 2 {
+		t.Errorf("the same call in the session: %d %s", status, out)
 	}
 }

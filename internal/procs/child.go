@@ -32,6 +32,9 @@ type Spec struct {
 	// Stdin, Stdout and Stderr are handed to the child as they are (nil:
 	// /dev/null). The caller closes its copies after Spawn.
 	Stdin, Stdout, Stderr *os.File
+	// ExtraFiles are handed to the child as descriptors 3, 4 … (a pipe
+	// back to its parent); the caller closes its copies after Spawn.
+	ExtraFiles []*os.File
 	// Confine runs on the OS thread that forks the child, right before the
 	// fork, so the child starts inside whatever it restricts (a Landlock
 	// ruleset: confine.Plan.Restrict). That thread is never given back to
@@ -86,8 +89,8 @@ type Child struct {
 // was started from, a child cannot open /dev/tty, is not sent the
 // terminal's signals, and cannot push input into it (TIOCSTI on a terminal
 // that is not one's own needs CAP_SYS_ADMIN, which a confined command does
-// not hold). It gets exactly Stdin, Stdout and Stderr as descriptors 0-2
-// and nothing else (fds.go).
+// not hold). It gets exactly Stdin, Stdout and Stderr as descriptors 0-2,
+// its ExtraFiles after them, and nothing else (fds.go).
 func Spawn(spec Spec) (*Child, error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("empty argv")
@@ -102,7 +105,7 @@ func Spawn(spec Spec) (*Child, error) {
 	}
 	cmd := &exec.Cmd{
 		Path: path, Args: spec.Argv, Dir: spec.Dir, Env: spec.Env,
-		SysProcAttr: attr,
+		SysProcAttr: attr, ExtraFiles: spec.ExtraFiles,
 	}
 	// exec.Cmd opens /dev/null itself for nil streams, on the forking
 	// thread; a confined thread may not be allowed to, so they are opened

@@ -11,7 +11,16 @@
 // the formats of GitHub, Anthropic, OpenAI, AWS, Slack, Google, Stripe,
 // GitLab, npm and Hugging Face tokens and of JWTs).
 //
+// What a human decides on — the arguments of a call waiting for
+// confirmation, the diff of what it would write — goes through
+// PreviewJSON and PreviewString instead: they hide a secret only when it is
+// plain text (letters, digits and a few inert symbols), which in no shell
+// context can be more than a literal word piece, and show every other
+// value as it is (`API_TOKEN="$(touch hidden)"` stays whole); the commands
+// a call runs are shown exactly, never redacted. Hiding any part of what
+// runs would have the human approve something they did not see.
+//
 // It must never change what a tool does or returns to the caller: it is
-// applied only to what toolhost keeps, and text without any trigger is
-// returned unchanged without running a regular expression.
+// applied only to what toolhost keeps and shows, and text without any
+// trigger is returned unchanged without running a regular expression.
 package redact

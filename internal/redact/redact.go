@@ -121,48 +121,100 @@ var (
 // private keys, URL userinfo passwords) and values given to secret-looking
 // keys and options (DB_PASS=…, "token": "…", --password …, -u user:…,
 // Authorization: …).
-func String(s string) string {
+func String(s string) string { return redactString(s, false) }
+
+// PreviewString is String for text a human decides on: a secret is hidden
+// only when it is plain (Plain), so that nothing but a literal word piece
+// is ever covered — a value such as "$(touch x)" under a secret-looking
+// name, which would run something, is shown as it is.
+func PreviewString(s string) string { return redactString(s, true) }
+
+// redactString replaces the secrets of s; with plainOnly, only those that
+// are Plain.
+func redactString(s string, plainOnly bool) string {
 	h := scan(s)
 	if !h.any() {
 		return s
 	}
+	// hide returns Redacted for a secret that may be hidden, the secret
+	// itself otherwise.
+	hide := func(secret string) string {
+		if plainOnly && !Plain(secret) {
+			return secret
+		}
+		return Redacted
+	}
+	// groups rewrites each match of re, replacing group n with hide's
+	// answer and keeping the rest.
+	groups := func(re *regexp.Regexp, n int) {
+		s = re.ReplaceAllStringFunc(s, func(m string) string {
+			idx := re.FindStringSubmatchIndex(m)
+			return m[:idx[2*n]] + hide(m[idx[2*n]:idx[2*n+1]]) + m[idx[2*n+1]:]
+		})
+	}
 	if h&hPrivate != 0 {
-		s = privateKey().ReplaceAllString(s, Redacted)
+		groups(privateKey(), 0)
 	}
 	if h&hURL == hURL {
-		s = userinfo().ReplaceAllString(s, "${1}"+Redacted+"${3}")
+		groups(userinfo(), 2)
 	}
 	if h&hHeader != 0 {
 		s = header().ReplaceAllStringFunc(s, func(m string) string {
 			g := header().FindStringSubmatch(m)
 			if sch := authScheme().FindString(g[3]); sch != "" {
-				return g[1] + g[2] + sch + Redacted
+				return g[1] + g[2] + sch + hide(g[3][len(sch):])
 			}
-			return g[1] + g[2] + Redacted
+			return g[1] + g[2] + hide(g[3])
 		})
 	}
 	if h&hScheme != 0 {
-		s = scheme().ReplaceAllString(s, "${1}${2}"+Redacted)
+		groups(scheme(), 3)
 	}
 	if h&hSlack != 0 {
-		s = slackHook().ReplaceAllString(s, "${1}"+Redacted)
+		groups(slackHook(), 2)
 	}
 	if h&hToken != 0 {
-		s = tokens().ReplaceAllString(s, Redacted)
+		groups(tokens(), 0)
 	}
 	if h&hUserFlag != 0 {
-		s = userFlag().ReplaceAllString(s, "${1}"+Redacted)
+		groups(userFlag(), 2)
 	}
 	if h&hKey != 0 {
-		s = replaceValues(keyValue(), s, IsSecretKey)
-		s = replaceValues(option(), s, func(opt string) bool { return IsSecretKey(strings.TrimLeft(opt, "-")) })
+		s = replaceValues(keyValue(), s, IsSecretKey, hide)
+		s = replaceValues(option(), s, func(opt string) bool { return IsSecretKey(strings.TrimLeft(opt, "-")) }, hide)
 	}
 	return s
 }
 
+// Plain reports whether hiding secret covers nothing but a literal word
+// piece in any shell context: letters, digits and _ . : / + @ % , ^ - =
+// only (no quote, space, expansion, substitution, glob or operator), and no
+// NAME= that could turn a word into an assignment.
+func Plain(secret string) bool {
+	for _, r := range secret {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("_.:/+@%,^-=", r) {
+			return false
+		}
+	}
+	if i := strings.IndexByte(secret, '='); i >= 0 && identifier(secret[:i]) {
+		return false
+	}
+	return true
+}
+
+// identifier reports whether s is a shell variable name.
+func identifier(s string) bool {
+	for i, c := range []byte(s) {
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
 // replaceValues redacts group 3 of each match whose group 1 is secret,
-// keeping the value's quotes.
-func replaceValues(re *regexp.Regexp, s string, secret func(string) bool) string {
+// keeping the value's quotes; hide says what the value becomes.
+func replaceValues(re *regexp.Regexp, s string, secret func(string) bool, hide func(string) string) string {
 	return re.ReplaceAllStringFunc(s, func(m string) string {
 		g := re.FindStringSubmatch(m)
 		v := strings.Trim(g[3], `"'`)
@@ -170,12 +222,12 @@ func replaceValues(re *regexp.Regexp, s string, secret func(string) bool) string
 			return m
 		}
 		switch v = g[3]; {
-		case strings.HasPrefix(v, `"`):
-			v = `"` + Redacted + `"`
-		case strings.HasPrefix(v, `'`):
-			v = `'` + Redacted + `'`
+		case len(v) >= 2 && strings.HasPrefix(v, `"`) && strings.HasSuffix(v, `"`):
+			v = `"` + hide(v[1:len(v)-1]) + `"`
+		case len(v) >= 2 && strings.HasPrefix(v, `'`) && strings.HasSuffix(v, `'`):
+			v = `'` + hide(v[1:len(v)-1]) + `'`
 		default:
-			v = Redacted
+			v = hide(v)
 		}
 		return g[1] + g[2] + v
 	})
@@ -321,14 +373,29 @@ func bounded[T string | []byte](t trigger, s T, i int) bool {
 // finds in every other string. The result is compact; a document without
 // anything to redact comes back as it was. Text that is not JSON is
 // redacted as a string.
-func JSON(doc []byte) []byte {
+func JSON(doc []byte) []byte { return redactJSON(doc, &walker{}) }
+
+// PreviewJSON is JSON for the arguments a human decides on: a secret is
+// hidden only when it is Plain (a value under a secret-looking key too, at
+// any depth), so what the human reads is what the call does; and a string
+// for which verbatim reports true (the shell script or argv of a command
+// the call runs) is shown whole, never redacted, since hiding any part of a
+// command hides what runs.
+func PreviewJSON(doc []byte, verbatim func(string) bool) []byte {
+	if verbatim == nil {
+		verbatim = func(string) bool { return false }
+	}
+	return redactJSON(doc, &walker{plainOnly: true, verbatim: verbatim})
+}
+
+func redactJSON(doc []byte, w *walker) []byte {
 	if !scan(doc).any() {
 		return doc
 	}
 	if !json.Valid(doc) {
-		return []byte(String(string(doc)))
+		return []byte(redactString(string(doc), w.plainOnly))
 	}
-	w := &walker{src: doc}
+	w.src = doc
 	w.value(skip(doc, 0), false)
 	if !w.changed {
 		return doc
@@ -341,6 +408,9 @@ type walker struct {
 	src     []byte
 	out     []byte
 	changed bool
+	// plainOnly and verbatim make it a preview's walker (PreviewJSON).
+	plainOnly bool
+	verbatim  func(string) bool
 }
 
 func skip(b []byte, i int) int {
@@ -357,7 +427,7 @@ func (w *walker) value(i int, secret bool) int {
 	start := i
 	switch w.src[i] {
 	case '{':
-		if secret {
+		if secret && !w.plainOnly {
 			end := w.end(i)
 			w.redacted()
 			return end
@@ -378,13 +448,13 @@ func (w *walker) value(i int, secret bool) int {
 			var k string
 			_ = json.Unmarshal(key, &k)
 			i = skip(w.src, kEnd)
-			i = w.value(i+1, IsSecretKey(k)) // after the colon
+			i = w.value(i+1, secret || IsSecretKey(k)) // after the colon
 			i = skip(w.src, i)
 		}
 		w.out = append(w.out, '}')
 		return i + 1
 	case '[':
-		if secret {
+		if secret && !w.plainOnly {
 			end := w.end(i)
 			w.redacted()
 			return end
@@ -398,19 +468,31 @@ func (w *walker) value(i int, secret bool) int {
 				i = skip(w.src, i+1)
 			}
 			first = false
-			i = skip(w.src, w.value(i, false))
+			i = skip(w.src, w.value(i, secret))
 		}
 		w.out = append(w.out, ']')
 		return i + 1
 	case '"':
 		end := stringEnd(w.src, i)
-		if secret {
+		if secret && !w.plainOnly {
 			w.redacted()
 			return end
 		}
 		var s string
 		_ = json.Unmarshal(w.src[i:end], &s)
-		if r := String(s); r != s {
+		if w.verbatim != nil && w.verbatim(s) {
+			w.out = append(w.out, w.src[i:end]...)
+			return end
+		}
+		if secret {
+			if Plain(s) {
+				w.redacted()
+			} else {
+				w.out = append(w.out, w.src[i:end]...)
+			}
+			return end
+		}
+		if r := redactString(s, w.plainOnly); r != s {
 			w.changed = true
 			b, _ := marshalString(r)
 			w.out = append(w.out, b...)

@@ -150,3 +150,59 @@ func BenchmarkJSONNoTrigger(b *testing.B) {
 		_ = JSON(doc)
 	}
 }
+
+// TestPreviewNeverHidesWhatRuns: what a human decides on keeps its plain
+// secrets hidden but shows a value that is more than a literal word piece
+// (a substitution, an expansion, an operator, a quote or a space), which
+// String, for what is stored, hides (stored "" : not compared).
+func TestPreviewNeverHidesWhatRuns(t *testing.T) {
+	t.Parallel()
+	priv := "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----"
+	cases := []struct{ in, preview, stored string }{
+		{`API_TOKEN="$(touch hidden)" touch shown`, `API_TOKEN="$(touch hidden)" touch shown`, `API_TOKEN="[REDACTED]" touch shown`},
+		{"API_TOKEN=`touch hidden` touch shown", "API_TOKEN=`touch hidden` touch shown", ""},
+		{`API_TOKEN="abc123" touch shown`, `API_TOKEN="[REDACTED]" touch shown`, `API_TOKEN="[REDACTED]" touch shown`},
+		{`API_TOKEN=abc|touch hidden`, `API_TOKEN=abc|touch hidden`, ""},
+		{`DB_PASS=${HOME} x`, `DB_PASS=${HOME} x`, ""},
+		{`password: 'a b'`, `password: 'a b'`, `password: '[REDACTED]'`},
+		{`--password "$(pass show db)" run`, `--password "$(pass show db)" run`, `--password "[REDACTED]" run`},
+		{`curl -u me:$(cat pw) http://x`, `curl -u me:$(cat pw) http://x`, ""},
+		{`curl https://me:$(cat pw)@h/`, `curl https://me:$(cat pw)@h/`, ""},
+		{`curl -H "Authorization: Bearer $(cat t)" x`, `curl -H "Authorization: Bearer $(cat t)" x`, `curl -H "Authorization: Bearer [REDACTED]" x`},
+		{`TOKEN=x=y touch`, `TOKEN=x=y touch`, `TOKEN=[REDACTED] touch`},
+		{`TOKEN=dXNlcjpwYXNz+/== ok`, `TOKEN=[REDACTED] ok`, `TOKEN=[REDACTED] ok`},
+		{"x ghp_" + strings.Repeat("a", 36) + " y", "x [REDACTED] y", "x [REDACTED] y"},
+		{"echo " + priv, "echo " + priv, "echo [REDACTED]"},
+	}
+	for _, c := range cases {
+		if got := PreviewString(c.in); got != c.preview {
+			t.Errorf("PreviewString(%q) = %q, want %q", c.in, got, c.preview)
+		}
+		if got := String(c.in); c.stored != "" && got != c.stored {
+			t.Errorf("String(%q) = %q, want %q", c.in, got, c.stored)
+		}
+	}
+}
+
+func TestPreviewJSON(t *testing.T) {
+	t.Parallel()
+	command := `API_TOKEN=sk-live-abcdefghijklmnop curl -d @x http://h`
+	cases := []struct{ in, want string }{
+		{`{"password":"$(touch x)"}`, `{"password":"$(touch x)"}`},
+		{`{"password":"hunter2"}`, `{"password":"[REDACTED]"}`},
+		{`{"secret":{"a":"x y","b":"xy","n":5,"z":null}}`, `{"secret":{"a":"x y","b":"[REDACTED]","n":"[REDACTED]","z":null}}`},
+		{`{"tokens":["abc","a;b"]}`, `{"tokens":["[REDACTED]","a;b"]}`},
+		{`{"note":"API_KEY=$(id) x"}`, `{"note":"API_KEY=$(id) x"}`},
+		{`{"command":"` + command + `","timeout_ms":5}`, `{"command":"` + command + `","timeout_ms":5}`},
+		{`{"other":"` + command + ` -v"}`, `{"other":"API_TOKEN=[REDACTED] curl -d @x http://h -v"}`},
+	}
+	verbatim := func(s string) bool { return s == command }
+	for _, c := range cases {
+		if got := string(PreviewJSON([]byte(c.in), verbatim)); got != c.want {
+			t.Errorf("PreviewJSON(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+	if got := string(JSON([]byte(`{"secret":{"a":"x y"},"password":"$(touch x)"}`))); got != `{"secret":"[REDACTED]","password":"[REDACTED]"}` {
+		t.Errorf("JSON changed: %s", got)
+	}
+}

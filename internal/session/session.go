@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -118,7 +119,10 @@ func Open(o Options) (*Session, error) {
 		return nil, err
 	}
 	id.ProjectDir = abs
-	if id.SessionID == "" {
+	// A session id chosen at launch may be one another agent of the project
+	// uses; it is claimed below. A new id is unique by construction.
+	chosenSession := id.SessionID != ""
+	if !chosenSession {
 		id.SessionID = "sess-" + callctx.NewCallID()
 	}
 	files, err := sandbox.New(abs, ag.Name, ag.Sandbox.WriteAllowList)
@@ -147,6 +151,18 @@ func Open(o Options) (*Session, error) {
 		files.Close()
 		shared.Close()
 		return nil, fmt.Errorf("the project's store (%s) does not take writes: %w", st.Describe(), err)
+	}
+	if chosenSession {
+		if err := st.Confirmations().Claim(context.Background(), id.SessionID, id.Agent); err != nil {
+			_ = st.Close()
+			files.Close()
+			shared.Close()
+			var taken *confirm.SessionTakenError
+			if errors.As(err, &taken) {
+				return nil, &UsageError{Msg: "--session: " + err.Error()}
+			}
+			return nil, fmt.Errorf("claiming session %s: %w", id.SessionID, err)
+		}
 	}
 	reg := o.Registry
 	if reg == nil {

@@ -272,6 +272,24 @@ func TestAnnounce(t *testing.T) {
 	}
 }
 
+// TestSessionIDBelongsToOneAgent: a second agent opened in the project with
+// a session id another agent uses is refused at launch (a usage error naming
+// both), while the first agent may reopen it and a session without an id
+// of its own choosing gets a new one.
+func TestSessionIDBelongsToOneAgent(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	coder := open(t, callctx.Identity{Agent: "coder", SessionID: "sess-shared", ProjectDir: dir}, "")
+	coder.Close()
+	_, err := session.Open(session.Options{Identity: callctx.Identity{Agent: "tester", SessionID: "sess-shared", ProjectDir: dir}, Log: zerolog.Nop()})
+	var ue *session.UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "session sess-shared belongs to agent coder") || !strings.Contains(err.Error(), "agent tester must use a session of its own") {
+		t.Fatalf("tester on the coder's session: %v, want a usage error naming both", err)
+	}
+	open(t, callctx.Identity{Agent: "coder", SessionID: "sess-shared", ProjectDir: dir}, "").Close()
+	open(t, callctx.Identity{Agent: "tester", ProjectDir: dir}, "").Close()
+}
+
 // TestMachineLocalStateMoves: a project written before the units and port
 // reservations moved to .toolhost/ has them moved when a session opens;
 // from then on the old place, which the integrator's commands may write,

@@ -193,6 +193,10 @@ type AgentState interface {
 // internal/confirm's): a pending entry per call that waits, decided by a
 // human, consumed by the identical call exactly once.
 type Confirmations interface {
+	// Claim binds a session id to its agent, or refuses it with a
+	// *confirm.SessionTakenError when another agent holds it; Check and
+	// Take refuse such a session the same way.
+	Claim(ctx context.Context, session, agent string) error
 	Check(ctx context.Context, c confirm.Call) (confirm.Result, error)
 	Take(ctx context.Context, c confirm.Call) (confirm.Result, error)
 	Decide(ctx context.Context, id string, approve bool) (*confirm.Entry, error)

@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -166,13 +169,54 @@ func (p *Process) Stop(t testing.TB) error {
 	return p.Err()
 }
 
-// HTTPServer is `toolhost serve --http` running for one test.
-type HTTPServer = Process
+// HTTPServer is `toolhost serve --http` running for one test, with the
+// bearer token every request must carry and the secrets directory
+// (TOOLHOST_SECRETS_DIR) it keeps it in, the test's own unless the test
+// names one.
+type HTTPServer struct {
+	*Process
+	Token      string
+	SecretsDir string
+}
+
+// Client is an HTTP client whose every request carries the server's
+// bearer token.
+func (s *HTTPServer) Client() *http.Client {
+	return &http.Client{Transport: Bearer(s.Token, http.DefaultTransport)}
+}
+
+// Authorize sets the server's bearer token on r.
+func (s *HTTPServer) Authorize(r *http.Request) { r.Header.Set("Authorization", "Bearer "+s.Token) }
+
+// Bearer is a round tripper that sets "Authorization: Bearer token" on each
+// request.
+func Bearer(token string, base http.RoundTripper) http.RoundTripper {
+	return bearer{token: token, base: base}
+}
+
+type bearer struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.base.RoundTrip(r)
+}
 
 // ServeHTTP starts bin as `bin serve args... --http 127.0.0.1:0` (args
 // may name another --http) and waits until it listens (its http_listening
-// log event).
+// log event), reading the token from the file that event names.
 func ServeHTTP(t testing.TB, bin string, args ...string) *HTTPServer {
+	t.Helper()
+	return ServeHTTPEnv(t, bin, nil, args...)
+}
+
+// ServeHTTPEnv is ServeHTTP with extra environment variables (NAME=value)
+// besides this process's; one naming TOOLHOST_SECRETS_DIR chooses the
+// secrets directory.
+func ServeHTTPEnv(t testing.TB, bin string, env []string, args ...string) *HTTPServer {
 	t.Helper()
 	all := append([]string{"serve"}, args...)
 	hasAddr := false
@@ -182,17 +226,35 @@ func ServeHTTP(t testing.TB, bin string, args ...string) *HTTPServer {
 	if !hasAddr {
 		all = append(all, "--http", "127.0.0.1:0")
 	}
-	return Start(t, bin, all, nil, func(line string) (string, bool) {
-		var e struct{ Event, URL string }
+	secretsDir := filepath.Join(t.TempDir(), "secrets")
+	full := append(append(os.Environ(), "TOOLHOST_SECRETS_DIR="+secretsDir), env...)
+	for _, kv := range env {
+		if d, ok := strings.CutPrefix(kv, "TOOLHOST_SECRETS_DIR="); ok {
+			secretsDir = d
+		}
+	}
+	var tokenFile string
+	p := Start(t, bin, all, full, func(line string) (string, bool) {
+		var e struct {
+			Event, URL string
+			TokenFile  string `json:"bearer_file"`
+		}
 		if json.Unmarshal([]byte(line), &e) == nil && e.Event == "http_listening" {
+			tokenFile = e.TokenFile
 			return e.URL, true
 		}
 		return "", false
 	})
+	b, err := os.ReadFile(tokenFile)
+	if err != nil {
+		t.Fatalf("the server's token file: %v", err)
+	}
+	return &HTTPServer{Process: p, Token: strings.TrimSpace(string(b)), SecretsDir: secretsDir}
 }
 
 // DashboardURL recognises the line `toolhost dashboard` (and `demo
-// --dashboard`) prints with its URL.
+// --dashboard`) prints with its URL (not the lines with its sign-in codes).
 func DashboardURL(line string) (string, bool) {
-	return strings.CutPrefix(line, "toolhost dashboard: ")
+	u, ok := strings.CutPrefix(line, "toolhost dashboard: ")
+	return u, ok && strings.HasPrefix(u, "http")
 }

@@ -176,7 +176,7 @@ func TestServePinnedDefinitions(t *testing.T) {
 		srv := testutil.ServeHTTP(t, testutil.Toolhost(t), "--agent", "pm", "--project-dir", project, "--agents", agentsFile, "--policy", policyFile)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL}, nil)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: srv.Client()}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

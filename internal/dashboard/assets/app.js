@@ -8,6 +8,9 @@
   "use strict";
 
   var MAX_ROWS = 500, MAX_TIMELINE = 300;
+  // token is the page's decision token: a page gets one only with a
+  // session, which the browser gets by entering the code printed on the
+  // dashboard's terminal (signIn); until then Approve and Deny are off.
   var token = document.querySelector('meta[name="toolhost-token"]').content;
   var docsBase = document.querySelector('meta[name="toolhost-docs"]').content;
   var S = {
@@ -17,10 +20,25 @@
   };
   var $ = function (id) { return document.getElementById(id); };
 
+  // vis shows what agents and callers wrote as it reads: control,
+  // bidirectional and other format characters (U+202E, U+2066–U+2069,
+  // U+200F, zero-width characters, U+FEFF …), line separators and lone
+  // surrogates become escapes (\u202e), newlines and tabs stay. Every text
+  // of the page goes through it (el, txt, titles), as the CLI's go through
+  // internal/visible.
+  var HIDDEN = /[\p{Cc}\p{Cf}\p{Cs}\u2028\u2029]/gu;
+  function vis(v) {
+    return String(v).replace(HIDDEN, function (c) {
+      if (c === "\n" || c === "\t") return c;
+      var n = c.codePointAt(0), h = n.toString(16);
+      return n < 0x20 || n === 0x7f ? "\\x" + (n < 0x10 ? "0" : "") + h : "\\u" + "0000".slice(h.length) + h;
+    });
+  }
+  function txt(v) { return document.createTextNode(vis(v)); }
   function el(tag, cls, text) {
     var e = document.createElement(tag);
     if (cls) e.className = cls;
-    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (text !== undefined && text !== null) e.textContent = vis(text);
     return e;
   }
   function add(parent) {
@@ -38,13 +56,14 @@
     if (s < 86400) return Math.floor(s / 3600) + " h ago";
     return Math.floor(s / 86400) + " d ago";
   }
-  function relTime(ts) { var e = el("span", "ago", ago(ts)); e.dataset.ts = ts; e.title = new Date(ts).toLocaleString(); return e; }
+  function relTime(ts) { var e = el("span", "ago", ago(ts)); e.dataset.ts = ts; e.title = vis(new Date(ts).toLocaleString()); return e; }
   function ms(v) { return v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : Math.round(v).toString(); }
 
   // ---- connection ----
   var es = null, retry = 1000;
   function setConn(state, text) { var c = $("conn"); c.dataset.state = state; c.textContent = text; }
   function connect() {
+    if (es) es.close();
     es = new EventSource("/api/events");
     es.onopen = function () { retry = 1000; setConn("live", "live"); };
     es.onerror = function () {
@@ -82,7 +101,7 @@
     S.tools = {};
     S.audit.forEach(function (r) { S.tools[r.tool] = true; });
     (S.stats && S.stats.tools || []).forEach(function (t) { S.tools[t.tool] = true; });
-    if (s.project) $("project").textContent = s.project;
+    if (s.project) $("project").textContent = vis(s.project);
     renderAgents(); renderApprovals(); renderBoard(); renderDocs(); renderStats(); renderFilterOptions();
     if (S.filtered) runFilter(); else renderRows();
     renderTimeline(); renderKPIs();
@@ -97,7 +116,7 @@
     (S.bugs.columns || []).forEach(function (c) { if (c.status !== "closed" && c.status !== "wontfix" && c.status !== "verified") open += c.count; });
     var st = S.stats || { calls: 0, refusals: 0, failures: 0 };
     function kpi(n, label, cls, target) {
-      var e = add(el("span", "kpi" + (cls ? " " + cls : "")), el("b", "", n), document.createTextNode(label));
+      var e = add(el("span", "kpi" + (cls ? " " + cls : "")), el("b", "", n), txt(label));
       if (target) { e.style.cursor = "pointer"; e.onclick = function () { $(target).scrollIntoView({ behavior: "smooth" }); }; }
       return add(k, e);
     }
@@ -133,7 +152,7 @@
       sv = el("div", "serve on", "serving · " + c.serving.map(function (s) {
         return "pid " + s.pid + (s.unit_id ? " (" + s.unit_id + ")" : "");
       }).join(", "));
-      add(sv, document.createTextNode(" · since "), relTime(c.serving[0].started_at));
+      add(sv, txt(" · since "), relTime(c.serving[0].started_at));
     } else if (c.last_serve) {
       sv = el("div", "serve" + (gone ? " gone" : ""), gone ? "no serve: pid " + c.last_serve.pid + " is gone without ending (killed?)" :
         "no serve running · last ended ");
@@ -146,19 +165,19 @@
       var rt = el("div", "rt");
       if (c.runtime.phase) add(rt, el("span", "phase", c.runtime.phase + " "));
       if (c.runtime.status) add(rt, el("span", "", "[" + c.runtime.status + "] "));
-      add(rt, document.createTextNode(c.runtime.message || ""));
-      rt.title = (c.runtime.message || "") + " — updated " + new Date(c.runtime.updated_at).toLocaleString();
+      add(rt, txt(c.runtime.message || ""));
+      rt.title = vis((c.runtime.message || "") + " — updated " + new Date(c.runtime.updated_at).toLocaleString());
       card.appendChild(rt);
     }
     if (c.todo) {
       var t = c.todo;
       var bar = add(el("div", "progress"), el("div"));
       bar.firstChild.style.width = Math.max(0, Math.min(100, t.progress_pct)) + "%";
-      bar.title = t.done + " of " + t.total + " steps done";
-      add(card, add(el("div", "step"), el("b", "", t.progress_pct + "% "), document.createTextNode(t.done + "/" + t.total + " steps")), bar);
-      if (t.current) add(card, add(el("div", "step"), el("span", "id", t.current.id + " "), document.createTextNode(t.current.description)));
+      bar.title = vis(t.done + " of " + t.total + " steps done");
+      add(card, add(el("div", "step"), el("b", "", t.progress_pct + "% "), txt(t.done + "/" + t.total + " steps")), bar);
+      if (t.current) add(card, add(el("div", "step"), el("span", "id", t.current.id + " "), txt(t.current.description)));
       (t.blocked || []).slice(0, 2).forEach(function (b) {
-        add(card, add(el("div", "step blocked"), el("span", "id", b.id + " blocked "), document.createTextNode(b.note || b.description)));
+        add(card, add(el("div", "step blocked"), el("span", "id", b.id + " blocked "), txt(b.note || b.description)));
       });
       if (t.blocked && t.blocked.length > 2) add(card, el("div", "step blocked", "+" + (t.blocked.length - 2) + " more blocked"));
     } else {
@@ -166,9 +185,9 @@
     }
     var last = el("div", "last");
     if (c.last_call) {
-      add(last, document.createTextNode("last call "), el("b", "", c.last_call.tool), document.createTextNode(" "),
+      add(last, txt("last call "), el("b", "", c.last_call.tool), txt(" "),
         el("span", "status " + c.last_call.status, c.last_call.status + (c.last_call.error_kind ? "/" + c.last_call.error_kind : "")),
-        document.createTextNode(" · "), relTime(c.last_call.ts));
+        txt(" · "), relTime(c.last_call.ts));
     } else {
       last.textContent = "no call seen";
     }
@@ -202,7 +221,7 @@
       var ol = el("ol", "");
       c.todo.steps.forEach(function (s) {
         add(ol, add(el("li", s.status === "blocked" ? "blocked" : ""), el("span", "id mono", s.id + " "),
-          el("b", "", "[" + s.status + "] "), document.createTextNode(s.description + (s.note ? " — " + s.note : ""))));
+          el("b", "", "[" + s.status + "] "), txt(s.description + (s.note ? " — " + s.note : ""))));
       });
       body.appendChild(ol);
     }
@@ -230,7 +249,7 @@
       var when = a.used_at || a.decided_at || a.created_at;
       var li = el("li", "");
       li.dataset.id = a.id;
-      add(ul, add(li, el("b", "", a.status + " "), document.createTextNode(a.tool + " · " + a.agent + " · " + clock(when) +
+      add(ul, add(li, el("b", "", a.status + " "), txt(a.tool + " · " + a.agent + " · " + clock(when) +
         (a.used_by ? " · used by call " + a.used_by : ""))));
     });
   }
@@ -238,15 +257,16 @@
     var box = el("div", "approval");
     box.dataset.id = a.id;
     add(box, el("h3", "", a.agent + " wants to run " + a.tool),
-      add(el("div", "meta"), document.createTextNode(a.id + " · session " + a.session + " · asked "), relTime(a.created_at),
-        document.createTextNode(" · expires " + clock(a.expires_at))));
+      add(el("div", "meta"), txt(a.id + " · session " + a.session + " · asked "), relTime(a.created_at),
+        txt(" · expires " + clock(a.expires_at))));
     add(box, el("pre", "", JSON.stringify(a.arguments, null, 2)));
     if (a.diff) box.appendChild(diffView(a.diff));
     var approve = el("button", "", "Approve"), deny = el("button", "danger", "Deny");
     approve.dataset.action = "approve"; deny.dataset.action = "deny";
+    if (!token) { approve.disabled = deny.disabled = true; approve.title = deny.title = "sign in with the code first"; }
     var outcome = el("div", "outcome");
     var done = S.outcomes[a.id];
-    if (done) { approve.disabled = deny.disabled = true; outcome.textContent = done.text; if (done.err) outcome.className = "outcome err"; box.className = "approval decided"; }
+    if (done) { approve.disabled = deny.disabled = true; outcome.textContent = vis(done.text); if (done.err) outcome.className = "outcome err"; box.className = "approval decided"; }
     function decide(action) {
       approve.disabled = deny.disabled = true;
       fetch("/api/confirmations/" + encodeURIComponent(a.id) + "/" + action, {
@@ -257,15 +277,15 @@
         var text, err = !r.ok;
         if (r.ok) text = (action === "approve" ? "Approved: " : "Denied: ") + r.j.message;
         else if (r.status === 409) text = "This confirmation is no longer pending (" + r.j.error + "); the agent must call again.";
-        else if (r.status === 403) text = "Refused (" + r.j.error + ").";
+        else if (r.status === 403 || r.status === 401) text = "Refused (" + r.j.error + ").";
         else text = "Failed: " + (r.j.error || r.status);
         S.outcomes[a.id] = { text: text, err: err };
-        outcome.textContent = text;
+        outcome.textContent = vis(text);
         outcome.className = "outcome" + (err ? " err" : "");
         box.className = "approval decided";
         if (err && r.status !== 409) { approve.disabled = deny.disabled = false; delete S.outcomes[a.id]; }
       }).catch(function (e) {
-        outcome.textContent = "Failed: " + e; outcome.className = "outcome err";
+        outcome.textContent = vis("Failed: " + e); outcome.className = "outcome err";
         approve.disabled = deny.disabled = false;
       });
     }
@@ -357,7 +377,7 @@
       var lines = el("div", "lines"), hit = null;
       f.lines.forEach(function (t, i) {
         var n = f.first_line + i;
-        var row = add(el("div", n === f.line ? "hit" : ""), el("span", "ln", n), document.createTextNode(t));
+        var row = add(el("div", n === f.line ? "hit" : ""), el("span", "ln", n), txt(t));
         if (n === f.line) hit = row;
         lines.appendChild(row);
       });
@@ -391,12 +411,12 @@
     if (r.pin) detail = "definition " + r.pin.action + (r.pin.change ? " (" + r.pin.change + ")" : "") + " " + r.pin.hash;
     var td = el("td", "detail");
     // The rule that decided a refusal (or a confirmation) is its reason.
-    if (r.rule) add(td, el("span", "rule", "rule " + r.rule), document.createTextNode(" "));
-    td.appendChild(document.createTextNode(detail));
-    td.title = (r.rule ? "decided by policy rule " + r.rule + "\n" : "") + (r.error ? r.error + "\n\n" : "") + "arguments: " + r.args + "\ncall " + r.call_id + (r.unit_id ? " · unit " + r.unit_id : "") +
+    if (r.rule) add(td, el("span", "rule", "rule " + r.rule), txt(" "));
+    td.appendChild(txt(detail));
+    td.title = vis((r.rule ? "decided by policy rule " + r.rule + "\n" : "") + (r.error ? r.error + "\n\n" : "") + "arguments: " + r.args + "\ncall " + r.call_id + (r.unit_id ? " · unit " + r.unit_id : "") +
       (r.session_id ? " · session " + r.session_id : "") +
       (r.client_session_id ? "\nClaude session " + r.client_session_id + (r.client_agent_id ? " · subagent " + r.client_agent_id : "") : "") +
-      (r.sandbox ? "\nsandbox: " + r.sandbox : "");
+      (r.sandbox ? "\nsandbox: " + r.sandbox : ""));
     add(tr, el("td", "t", clock(r.ts)), el("td", "", r.agent), el("td", "", r.tool),
       el("td", "status " + r.status, r.status + (r.error_kind && r.status !== "ok" ? "/" + r.error_kind : "")), el("td", "ms", ms(r.duration_ms)), td);
     return tr;
@@ -455,7 +475,7 @@
       if (S.filtered.length > MAX_ROWS) S.filtered.length = MAX_ROWS;
       note.textContent = S.filtered.length + " matching rows" + (j.complete ? "" : " (newest " + j.scanned + " rows searched)");
       renderRows();
-    }).catch(function (e) { if (seq === filterSeq) note.textContent = "search failed: " + (e.message || e); });
+    }).catch(function (e) { if (seq === filterSeq) note.textContent = vis("search failed: " + (e.message || e)); });
   }
   function renderStats() {
     var body = clear($("stats-body"));
@@ -475,8 +495,8 @@
   function tlItem(e) {
     var li = el("li", "");
     add(li, el("span", "when", clock(e.ts)), el("span", "who", e.agent + (e.unit_id ? "/" + e.unit_id : "")), el("span", "kind", e.kind),
-      document.createTextNode(e.message));
-    if (e.data) li.title = e.data;
+      txt(e.message));
+    if (e.data) li.title = vis(e.data);
     return li;
   }
   function renderTimeline() {
@@ -494,7 +514,7 @@
 
   // ---- drawer ----
   function drawer(title) {
-    $("drawer-title").textContent = title;
+    $("drawer-title").textContent = vis(title);
     $("drawer").hidden = false;
     return clear($("drawer-body"));
   }
@@ -506,5 +526,31 @@
   setInterval(function () {
     document.querySelectorAll(".ago[data-ts]").forEach(function (e) { e.textContent = ago(e.dataset.ts); });
   }, 1000);
+
+  // ---- sign-in ----
+  function signIn(e) {
+    e.preventDefault();
+    var note = $("signin-note");
+    $("signin-go").disabled = true;
+    fetch("/api/session", {
+      method: "POST", headers: { "Content-Type": "application/json" }, credentials: "same-origin",
+      body: JSON.stringify({ code: $("signin-code").value })
+    }).then(function (res) {
+      return res.json().then(function (j) { return { ok: res.ok, j: j }; });
+    }).then(function (r) {
+      $("signin-go").disabled = false;
+      if (!r.ok) { note.textContent = vis(r.j.error || "refused"); note.className = "signin-note err"; return; }
+      token = r.j.token;
+      docsBase = r.j.docs;
+      if (r.j.project) $("project").textContent = vis(r.j.project);
+      $("signin").hidden = true;
+      $("signin-code").value = "";
+      renderApprovals();
+      renderDocs();
+      if (!es || es.readyState !== EventSource.OPEN) connect();
+    }).catch(function (err) { $("signin-go").disabled = false; note.textContent = vis("sign-in failed: " + err); note.className = "signin-note err"; });
+  }
+  $("signin").onsubmit = signIn;
+  if (!token) $("signin").hidden = false;
   connect();
 })();

@@ -17,6 +17,10 @@ import (
 // confirmations is .toolhost/confirmations.json (confirm.Store).
 type confirmations struct{ w *confirm.Store }
 
+func (c *confirmations) Claim(_ context.Context, session, agent string) error {
+	return c.w.Claim(session, agent)
+}
+
 func (c *confirmations) Check(_ context.Context, call confirm.Call) (confirm.Result, error) {
 	return c.w.Check(call)
 }

@@ -21,6 +21,46 @@ import (
 // approval nor both create a pending entry for one call.
 type confirmations struct{ s *Store }
 
+func (c *confirmations) Claim(ctx context.Context, session, agent string) error {
+	return c.s.tx(ctx, func(tx pgx.Tx) error { return c.claim(ctx, tx, session, agent) })
+}
+
+// claim is confirm.File.ClaimSession's rule on the session_claims table:
+// the first agent to present an id keeps it (refreshed at most hourly,
+// forgotten after confirm.KeepClaim unused); another is refused, and so
+// is an agent whose session holds another agent's confirmation.
+func (c *confirmations) claim(ctx context.Context, tx pgx.Tx, session, agent string) error {
+	now := c.s.o.Clock.Now()
+	if _, err := tx.Exec(ctx, `DELETE FROM session_claims WHERE pid = $1 AND session_id = $2 AND seen < $3`,
+		c.s.pid, session, now.Add(-confirm.KeepClaim)); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO session_claims (pid, session_id, agent, since, seen) VALUES ($1, $2, $3, $4, $4)
+		ON CONFLICT (pid, session_id) DO NOTHING`, c.s.pid, session, agent, now); err != nil {
+		return err
+	}
+	var owner string
+	if err := tx.QueryRow(ctx, `SELECT agent FROM session_claims WHERE pid = $1 AND session_id = $2 FOR UPDATE`, c.s.pid, session).Scan(&owner); err != nil {
+		return err
+	}
+	if owner == agent {
+		var other string
+		err := tx.QueryRow(ctx, `SELECT doc::json->>'agent' FROM confirmations WHERE pid = $1 AND session_id = $2 AND doc::json->>'agent' <> $3 LIMIT 1`,
+			c.s.pid, session, agent).Scan(&other)
+		if err == nil {
+			owner = other
+		} else if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+	}
+	if owner != agent {
+		return &confirm.SessionTakenError{SessionID: session, Agent: owner, Want: agent}
+	}
+	_, err := tx.Exec(ctx, `UPDATE session_claims SET seen = $3 WHERE pid = $1 AND session_id = $2 AND seen < $4`,
+		c.s.pid, session, now, now.Add(-time.Hour))
+	return err
+}
+
 func (c *confirmations) Check(ctx context.Context, call confirm.Call) (confirm.Result, error) {
 	return c.check(ctx, call, true)
 }
@@ -38,6 +78,9 @@ func (c *confirmations) check(ctx context.Context, call confirm.Call, create boo
 	var res confirm.Result
 	err = c.s.tx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, c.s.pid+"\x1f"+call.SessionID+"\x1f"+call.Tool); err != nil {
+			return err
+		}
+		if err := c.claim(ctx, tx, call.SessionID, call.Agent); err != nil {
 			return err
 		}
 		f, keys, err := c.load(ctx, tx, `session_id = $2 AND tool = $3`, call.SessionID, call.Tool)

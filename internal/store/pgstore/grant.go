@@ -12,7 +12,7 @@ import (
 // them): what a grant of toolhost's privileges covers, and nothing of
 // another application's in the same schema.
 var tables = []string{"toolhost_schema", "heads", "timeline", "events", "audit", "bugs", "bug_counts", "agent_state",
-	"confirmations", "request_state_keys", "redeemed_states", "done_writes"}
+	"confirmations", "request_state_keys", "redeemed_states", "done_writes", "session_claims"}
 
 // Tables names toolhost's tables.
 func Tables() []string { return slices.Clone(tables) }

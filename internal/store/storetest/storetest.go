@@ -45,6 +45,7 @@ func Run(t *testing.T, newProject NewProject) {
 		{"AgentStateNoLostUpdate", agentState},
 		{"ConfirmationUsedOnce", confirmOnce},
 		{"ConfirmationDecideAndList", confirmDecide},
+		{"ConfirmationBoundToAgentAndSession", confirmBound},
 		{"RequestStatesOneKeyOneUse", requestStates},
 		{"WatchReportsChanges", watch},
 	}
@@ -591,6 +592,44 @@ func confirmDecide(t *testing.T, p Project) {
 	sort.Slice(entries, func(i, j int) bool { return entries[i].CreatedAt.Before(entries[j].CreatedAt) })
 	if entries[0].Status != confirm.Superseded || entries[1].Status != confirm.Used || entries[1].Decision != confirm.Denied {
 		t.Fatalf("statuses %s %s/%s", entries[0].Status, entries[1].Status, entries[1].Decision)
+	}
+}
+
+// confirmBound: a decision is the agent's own — another agent's identical
+// call through the same session id is refused (the session is claimed by
+// the first agent) and never consumes it; a session claimed at launch
+// refuses a second agent from another store (process) at once.
+func confirmBound(t *testing.T, p Project) {
+	s := p.Open(t)
+	res, err := s.Confirmations().Check(ctx, confirmCall("c1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Open(t).Confirmations().Decide(ctx, res.Entry.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	other := confirmCall("t1")
+	other.Agent = "tester"
+	var taken *confirm.SessionTakenError
+	for _, try := range []func(context.Context, confirm.Call) (confirm.Result, error){p.Open(t).Confirmations().Take, p.Open(t).Confirmations().Check} {
+		if _, err := try(ctx, other); !errors.As(err, &taken) || taken.Agent != "pm" {
+			t.Fatalf("another agent's identical call = %v, want SessionTakenError naming pm", err)
+		}
+	}
+	if err := p.Open(t).Confirmations().Claim(ctx, "sess-1", "tester"); !errors.As(err, &taken) {
+		t.Fatalf("another agent claiming the session = %v", err)
+	}
+	if err := p.Open(t).Confirmations().Claim(ctx, "sess-1", "pm"); err != nil {
+		t.Fatalf("the owner's claim = %v", err)
+	}
+	if err := p.Open(t).Confirmations().Claim(ctx, "sess-fresh", "coder"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Open(t).Confirmations().Claim(ctx, "sess-fresh", "pm"); !errors.As(err, &taken) || taken.Agent != "coder" {
+		t.Fatalf("a second agent on a claimed session = %v", err)
+	}
+	if r, err := s.Confirmations().Take(ctx, confirmCall("c2")); err != nil || r.Verdict != confirm.Run {
+		t.Fatalf("the owner's identical call = %+v, %v; want Run", r, err)
 	}
 }
 

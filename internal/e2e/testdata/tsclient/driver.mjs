@@ -5,7 +5,7 @@
 // v2 is @modelcontextprotocol/client 2.x (2026-07-28: server/discover first,
 // falling back to initialize), v1 is @modelcontextprotocol/sdk 1.x
 // (2025 only). TARGET is the server command line (stdio) or the endpoint
-// URL (http). It lists every page of tools, calls a tool, a call with bad
+// URL (http), whose bearer token comes in $DRIVER_BEARER_TOKEN. It lists every page of tools, calls a tool, a call with bad
 // arguments, and a tool that needs confirmation three times, answering the
 // elicitation accept, decline and cancel, and prints what happened as one
 // JSON object.
@@ -36,7 +36,8 @@ client.setRequestHandler(elicitMethod, async (req) => {
 
 const t = transport === 'stdio'
   ? new StdioClientTransport({ command: target[0], args: target.slice(1), stderr: 'ignore' })
-  : new StreamableHTTPClientTransport(new URL(target[0]));
+  : new StreamableHTTPClientTransport(new URL(target[0]),
+    { requestInit: { headers: { Authorization: `Bearer ${process.env.DRIVER_BEARER_TOKEN}` } } });
 // v1 has no accessor for the negotiated revision; it hands it to the
 // transport.
 let negotiated;

@@ -103,7 +103,7 @@ func TestProtocol(t *testing.T) {
 		t.Errorf("no audit row for the guard rejection with status rejected: %+v", rows)
 	}
 
-	pm := serve(t, proj, "--agent", "pm")
+	pm := serve(t, proj, "--agent", "pm", "--session", "sess-safety-pm")
 	res := testutil.CallTool(t, pm, "bash", map[string]any{"command": "true"})
 	if !res.IsError || !strings.Contains(res.Text(), "not allowed for agent") {
 		t.Errorf("pm called bash: %s", res.Text())
