@@ -350,10 +350,15 @@ func decideWrite(f hookFlags, ag *agents.Agent, proj string, in hookInput, ti ma
 			return fmt.Sprintf("toolhost hook: %s tool_input has no file_path; denied because it cannot be checked", in.ToolName)
 		}
 		for _, p := range paths {
-			if reason := checkHookWrite(ag, proj, in.Cwd, p); reason != "" {
+			// A command still running that may change the path is the
+			// refusal's reason even when the check also failed: what the
+			// check saw (a directory missing mid-swap, a link) is that
+			// command's doing, and the racing refusal says how to write
+			// instead.
+			if reason := racingCommand(f, proj, in.Cwd, p, in.ToolName); reason != "" {
 				return reason
 			}
-			if reason := racingCommand(f, proj, in.Cwd, p, in.ToolName); reason != "" {
+			if reason := checkHookWrite(ag, proj, in.Cwd, p); reason != "" {
 				return reason
 			}
 		}
@@ -373,7 +378,10 @@ func racingCommand(f hookFlags, proj, cwd, p, tool string) string {
 	if !filepath.IsAbs(abs) {
 		abs = filepath.Join(cmp.Or(cwd, proj), p)
 	}
-	rel, _ := sandbox.Within(proj, filepath.Clean(abs))
+	rel, ok := sandbox.Within(proj, filepath.Clean(abs))
+	if !ok {
+		return "" // outside the project: refused by the check itself
+	}
 	holders, err := live.Running(proj)
 	if err != nil {
 		return "toolhost hook: cannot tell whether a command of the project is still running (" + err.Error() + "); denied because the write could be redirected"
