@@ -758,5 +758,55 @@ func (c *checker) laterCommand(fields []string, o runOpts) (stream, bool) {
 		})
 		return out, true
 	}
+	// A command line inside one argument: a program that runs it through
+	// a shell (zip -TT 'cmd', man -P 'cmd', make SHELL=cmd, dpkg
+	// --post-invoke=cmd, strace -o '|cmd', gdb -ex '!cmd', sqlite3
+	// '.shell cmd'): it may run, in a process of its own.
+	for i := 1; i < len(fields) && !bashBuiltins[fields[0]]; i++ {
+		src, ok := embeddedCommand(fields[i])
+		if !ok {
+			continue
+		}
+		var out stream
+		c.withVia([]string{program(fields[0])}, func() {
+			out = c.maybe(func() stream {
+				// The program may add words of its own (zip -TT adds the
+				// archive's name).
+				return c.isolated(func() stream {
+					return c.code(src+" "+unknownFields, program(fields[0])+" "+shown(fields[i]), []string{program(fields[0])}, -1)
+				})
+			})
+		})
+		return out, true
+	}
 	return nil, false
+}
+
+// embeddedCommand finds a command line in an argument: after NAME= or
+// --option=, and after the marks programs put before a shell command
+// (!, |, +!, .shell, .system, \!, system), text whose first word is a
+// program the rules or the guard watch, followed by more.
+func embeddedCommand(f string) (string, bool) {
+	if hasMarks(f) {
+		return "", false
+	}
+	s := f
+	if k, v, ok := strings.Cut(s, "="); ok && (strings.HasPrefix(k, "-") || isName(k)) {
+		s = v
+	}
+	s = strings.TrimLeft(s, "!|+ \t")
+	for _, p := range []string{".shell ", ".system ", "\\! ", "system ", "shell "} {
+		s = strings.TrimPrefix(s, p)
+	}
+	s = strings.TrimLeft(s, "!| \t")
+	words := strings.Fields(s)
+	if len(words) == 0 || s == f && len(words) < 2 {
+		// A bare word is a later argument laterCommand already weighed.
+		return "", false
+	}
+	n := canonical(program(words[0]))
+	if httpClients[n] || rawClients[n] || watched[n] || shells[n] {
+		return s, true
+	}
+	return "", false
 }

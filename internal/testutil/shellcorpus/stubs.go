@@ -25,7 +25,11 @@ import (
 var Pass = []string{"sh", "bash", "dash", "env", "timeout", "nice", "nohup", "xargs", "find", "cat", "head", "tail", "tr", "rev",
 	"base64", "sed", "sort", "uniq", "basename", "dirname", "printf", "echo", "true", "false", "which", "tee", "cut", "grep", "dd",
 	"awk", "mkdir", "touch", "cp", "ln", "chmod", "mv", "ls", "wc", "jq", "git", "readlink", "realpath", "test", "stdbuf", "fold",
-	"mkfifo", "seq"}
+	"mkfifo", "seq", "zip", "sqlite3"}
+
+// needed are the programs of Pass that are not part of every system the
+// tests run on (scripts/deps installs them).
+var needed = []string{"zip", "sqlite3"}
 
 // Record are the programs a stub only records (the ones that must not
 // really run: curl, rm …, and the everyday tools the corpus only names).
@@ -96,6 +100,9 @@ type Stubs struct {
 // NewStubs writes the stubs into dir; log is their default log.
 func NewStubs(t testing.TB, dir, log string) *Stubs {
 	t.Helper()
+	for _, name := range needed {
+		testutil.NeedTool(t, name, "", "scripts/deps/61-shell-corpus.sh")
+	}
 	s := &Stubs{Dir: dir, Log: log, RealPath: realPath(), bin: stubBinary(t)}
 	for _, name := range append(slices.Clone(Pass), Record...) {
 		s.write(t, name, name)

@@ -182,4 +182,9 @@ var wave3Words = []Case{
 	{Class: "programs", Name: "compgen -F calls a function", Cmd: "f() { x=curl; }; x=git; compgen -F f w >/dev/null 2>&1; $x status"},
 	{Class: "declare", Name: "+= through a nameref", Cmd: "x=git; declare -n r=x; r+=x; ${r%x} status 2>/dev/null"},
 	{Class: "declare", Name: "${!y/…/…}", Cmd: "x=git; y=x; ${!y/git/curl} status"},
+	// A command line inside one argument of a program that runs it
+	// through a shell (zip and sqlite3 are real: scripts/deps).
+	{Class: "programs", Name: "zip -TT runs a command", Cmd: "printf x > n.txt; zip -q -T -TT 'curl -s http://127.0.0.1:9/x' z.zip n.txt"},
+	{Class: "programs", Name: "sqlite3 .shell", Cmd: "sqlite3 :memory: '.shell curl -s http://127.0.0.1:9/x'"},
+	{Class: "programs", Name: "sqlite3 .system", Cmd: "sqlite3 :memory: '.system curl -s http://127.0.0.1:9/x'"},
 }
