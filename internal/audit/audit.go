@@ -27,6 +27,9 @@ const (
 	// the same tool in the same session replaced; it is not a call of its
 	// own, so it carries the call_id of the call that asked for it.
 	StatusSuperseded Status = "superseded"
+	// StatusAsked marks a hook decision that handed the call to the agent
+	// CLI's own user (a confirm rule): the CLI asks, toolhost did not run it.
+	StatusAsked Status = "asked"
 	// StatusPin marks a row about an upstream tool's pinned definition
 	// (pinned, withheld, approved): not a call; Pin says what happened.
 	StatusPin Status = "pin"
@@ -57,6 +60,14 @@ type Row struct {
 	Sandbox string `json:"sandbox,omitempty"`
 	// Traceparent is the W3C trace context the client sent with the call.
 	Traceparent string `json:"traceparent,omitempty"`
+	// ClientSessionID, ClientAgentID and ToolUseID are what the agent CLI
+	// said about the call (Claude Code: its session_id, the subagent's
+	// agent_id, the model's tool_use id), so the rows of one CLI session's
+	// agents, and a hook's row and the call it let through, can be put
+	// together; empty where the CLI sends nothing.
+	ClientSessionID string `json:"client_session_id,omitempty"`
+	ClientAgentID   string `json:"client_agent_id,omitempty"`
+	ToolUseID       string `json:"tool_use_id,omitempty"`
 	// Pin is set on the rows of status pin.
 	Pin *PinNote `json:"pin,omitempty"`
 	// Seq and Prev chain the row to the trail (set by FileSink as it

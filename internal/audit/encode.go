@@ -43,6 +43,9 @@ func (r *Row) AppendJSON(dst []byte) []byte {
 	dst = appendFloat(dst, r.DurationMS)
 	dst = appendOptional(dst, `,"sandbox":`, r.Sandbox)
 	dst = appendOptional(dst, `,"traceparent":`, r.Traceparent)
+	dst = appendOptional(dst, `,"client_session_id":`, r.ClientSessionID)
+	dst = appendOptional(dst, `,"client_agent_id":`, r.ClientAgentID)
+	dst = appendOptional(dst, `,"tool_use_id":`, r.ToolUseID)
 	if p := r.Pin; p != nil {
 		dst = append(dst, `,"pin":{"action":`...)
 		dst = appendString(dst, p.Action)

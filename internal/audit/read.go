@@ -19,6 +19,9 @@ type Filter struct {
 	Tool   string
 	Status string
 	Agent  string
+	// ClientSession keeps the rows of one agent CLI session (Claude
+	// Code's session_id: all its agents' calls and hook decisions).
+	ClientSession string
 	// Since keeps rows at or after this instant (and lets readers pass over
 	// rotated files written before it).
 	Since time.Time
@@ -29,6 +32,7 @@ func (f Filter) Match(r *Row) bool {
 	return (f.Tool == "" || r.Tool == f.Tool) &&
 		(f.Status == "" || string(r.Status) == f.Status) &&
 		(f.Agent == "" || r.Agent == f.Agent || "devloop-"+r.Agent == f.Agent) &&
+		(f.ClientSession == "" || r.ClientSessionID == f.ClientSession) &&
 		(f.Since.IsZero() || !r.TS.Before(f.Since))
 }
 

@@ -34,7 +34,15 @@ type Identity struct {
 	SessionID  string
 	Company    string
 	ProjectDir string // absolute
+	// ClientSessionID is the agent CLI's own session id, as it hands it to
+	// the MCP servers it starts (Claude Code: CLAUDE_CODE_SESSION_ID, the
+	// same id its hooks get as session_id); empty when it gives none.
+	ClientSessionID string
 }
+
+// ClientSessionEnv is the variable in which Claude Code gives the MCP
+// servers it starts (an agent's own included) its session id.
+const ClientSessionEnv = "CLAUDE_CODE_SESSION_ID"
 
 // FromEnv fills empty fields of id from TOOLHOST_* environment variables.
 func (id *Identity) FromEnv(getenv func(string) string) {
@@ -49,6 +57,7 @@ func (id *Identity) FromEnv(getenv func(string) string) {
 	set(&id.UnitID, "TOOLHOST_UNIT")
 	set(&id.Company, "TOOLHOST_COMPANY")
 	set(&id.ProjectID, "TOOLHOST_PID")
+	set(&id.ClientSessionID, ClientSessionEnv)
 }
 
 // Files is the sandbox door: every read, listing and write a tool makes of
@@ -191,6 +200,10 @@ type Meta struct {
 	// the audit row keeps the traceparent.
 	Traceparent string `json:"traceparent,omitempty"`
 	Tracestate  string `json:"tracestate,omitempty"`
+	// ToolUseID is the model's tool_use id the client names the call by
+	// (Claude Code's _meta "claudecode/toolUseId"), the one its hooks get
+	// as tool_use_id; the audit row keeps it.
+	ToolUseID string `json:"-"`
 }
 
 // NewCallID returns a new ULID string.

@@ -38,6 +38,7 @@ func (f *auditFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.filter.Tool, "tool", "", "only rows of this tool")
 	fl.StringVar(&f.filter.Status, "status", "", "only rows with this status: ok, ok_false, rejected, timeout, cancelled, error, superseded, pin")
 	fl.StringVar(&f.filter.Agent, "agent", "", "only rows of this agent (pm or devloop-pm)")
+	fl.StringVar(&f.filter.ClientSession, "client-session", "", "only rows of this agent CLI session (Claude Code's session_id): every agent's calls and hook decisions in it")
 	fl.Var(&f.since, "since", "only rows newer than this: an age (15m, 24h, 7d) or a time (2026-12-01, 2026-12-01T10:00:00Z); older rotated files are not read")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON lines instead of a table")
 	fl.IntVar(&f.limit, "limit", 0, "only the last N matching rows (0: all)")

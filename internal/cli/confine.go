@@ -26,6 +26,9 @@ type confineFlags struct {
 	unit       string
 	port       int
 	explain    bool
+	// cwdFile is a file CMD may write besides the agent's roots (the
+	// hook's rewrite has the shell report its last directory there).
+	cwdFile string
 }
 
 func newConfineCmd(_ *globals) *cobra.Command {
@@ -103,6 +106,7 @@ func newConfineCmd(_ *globals) *cobra.Command {
 	fl.StringVar(&f.unit, "unit", "", "confine a unit started by spawn_units (binds by network.unitBind)")
 	fl.IntVar(&f.port, "port", 0, "the unit's own port (with --unit)")
 	fl.BoolVar(&f.explain, "explain", false, "print the ruleset as JSON instead of running the command")
+	fl.StringVar(&f.cwdFile, "cwd-file", "", "an existing regular file (absolute path) CMD may also write, and nothing else there: the hook's rewrite of the CLI's Bash has the shell report the directory it ended in")
 	return cmd
 }
 
@@ -144,6 +148,6 @@ func prepareConfine(f confineFlags) (*confine.Plan, error) {
 	self := procs.Process{PID: st.PID, StartTicks: st.StartTicks}
 	return confine.Prepare(confine.Request{
 		Agent: ag.Name, Sandbox: ag.Sandbox, ProjectDir: proj, Unit: f.unit, Port: f.port,
-		TempFor: &self, Mkdir: door.MkdirAll,
+		TempFor: &self, Mkdir: door.MkdirAll, ReportFile: f.cwdFile,
 	})
 }

@@ -142,8 +142,10 @@ func TestHookPreToolUse(t *testing.T) {
 		{name: "tool_input null", stdin: `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":null}`, deny: "tool_input.command is missing"},
 		{name: "bash with an unknown agent", stdin: hookPayload(proj, "Bash", map[string]any{"command": "ls"}),
 			flags: []string{"--agent", "devloop-nobody"}, deny: "unknown agent"},
+		// No agent named, none in the payload (the main thread) and no
+		// --lead: toolhost decides nothing (hook_agent_test.go).
 		{name: "bash without an agent", stdin: hookPayload(proj, "Bash", map[string]any{"command": "ls"}),
-			flags: []string{"--agent="}, deny: "--agent (or TOOLHOST_AGENT) is required (known: devloop-architect"},
+			flags: []string{"--agent="}},
 		{name: "bash without a project dir", stdin: hookPayload(proj, "Bash", map[string]any{"command": "ls"}),
 			flags: []string{"--project-dir="}, deny: "--project-dir (or TOOLHOST_PROJECT_DIR) is required"},
 		{name: "bash with a missing project dir", stdin: hookPayload(proj, "Bash", map[string]any{"command": "ls"}),

@@ -22,7 +22,10 @@ import (
 	"github.com/toolhost/toolhost/configs"
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/bashguard"
+	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/claudecode"
 	"github.com/toolhost/toolhost/internal/confine"
+	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/live"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/progid"
@@ -46,6 +49,13 @@ type hookInput struct {
 	HookEventName  string          `json:"hook_event_name"`
 	ToolName       string          `json:"tool_name"`
 	ToolInput      json.RawMessage `json:"tool_input"`
+	ToolUseID      string          `json:"tool_use_id"`
+	// AgentType names the agent whose thread makes the call: a subagent's
+	// name, or the agent of a session started with --agent; empty on the
+	// main thread of a plain session.
+	AgentType string `json:"agent_type"`
+	// AgentID is set only inside a subagent: that run's id.
+	AgentID string `json:"agent_id"`
 }
 
 // hookDeny is the PreToolUse deny decision printed on stdout.
@@ -58,8 +68,18 @@ type hookDeny struct {
 }
 
 type hookFlags struct {
-	agent      string
-	projectDir string
+	// agent is the agent the hook was installed for ("" for the project's
+	// hook, which takes the agent from the payload's agent_type).
+	agent string
+	// lead is the agent whose rules apply to the main thread (a call
+	// whose agent_type names no devloop agent) when agent is not set; ""
+	// leaves such calls to the CLI's own rules.
+	lead string
+	// stateFlags are the project dir the hook decides for, its id (the
+	// rules' project, the tenant of a shared store) and the store its
+	// decisions are audited in (--store, TOOLHOST_STORE), as every command
+	// that writes the project's shared state takes them.
+	stateFlags
 	agentsFile string
 	policyFile string
 	unit       string
@@ -91,10 +111,18 @@ type hookVerdict struct {
 	// rule names what decided: a policy rule's id, or a rule of the
 	// Claude CLI's settings (claude:Bash(…)).
 	rule string
+	// kind is what refused a denied call (the audit row's error_kind).
+	kind fault.Kind
+	// none is set when toolhost has nothing to decide: a call of the main
+	// thread (or of an agent that is not one of the devloop's) with no
+	// lead agent named; the CLI's own rules decide it.
+	none bool
 }
 
 func (v hookVerdict) decision() string {
 	switch {
+	case v.none:
+		return "none"
 	case v.deny != "":
 		return "deny"
 	case v.ask != "":
@@ -107,7 +135,7 @@ func newHookCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "hook", Short: "Agent CLI hooks (Claude CLI)"}
 	var f hookFlags
 	pre := &cobra.Command{
-		Use:   "pretooluse --agent X --project-dir D",
+		Use:   "pretooluse [--agent X | --lead X] --project-dir D",
 		Short: "Claude CLI PreToolUse hook: the policy's rules, the Bash guard for Bash, the sandbox check for Write/Edit/MultiEdit/NotebookEdit",
 		Long: "pretooluse reads the PreToolUse hook JSON on stdin. It applies the policy file's rules (--policy, the\n" +
 			"same file serve reads) to the CLI's tool: a deny rule denies with its reason, a confirm rule answers\n" +
@@ -123,55 +151,69 @@ func newHookCmd(g *globals) *cobra.Command {
 			"(each simple command of it too): a deny rule denies, an ask rule asks. Other allowed calls get no output.\n" +
 			"Input it cannot read is denied, and so is every call when --agent is unknown or --project-dir is\n" +
 			"missing or no decision is reached within --timeout.\n" +
-			"Every decision is logged on stderr.",
+			"The agent is the payload's agent_type: with --agent (an agent's own hook) a call another devloop agent\n" +
+			"makes is denied as a misconfiguration; without it (the project's hook) agent_type chooses the agent, and\n" +
+			"the main thread is checked as --lead, or with none left to the CLI's own rules (no output). The rewritten\n" +
+			"Bash command leaves the CLI's shell in the directory the command ended in.\n" +
+			"Every decision is logged on stderr and audited in the project's trail with the CLI's session_id,\n" +
+			"agent_id and tool_use_id (once per tool_use_id, when both hooks decide a call).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.agent == "" {
 				f.agent = os.Getenv("TOOLHOST_AGENT")
 			}
-			if f.projectDir == "" {
-				f.projectDir = os.Getenv("TOOLHOST_PROJECT_DIR")
-			}
+			id := callctx.Identity{ProjectDir: f.projectDir, ProjectID: f.projectID}
+			id.FromEnv(os.Getenv)
+			f.projectDir, f.projectID = id.ProjectDir, id.ProjectID
 			if f.unit == "" {
 				f.unit = os.Getenv("TOOLHOST_UNIT")
 			}
 			log := g.logger()
+			start := time.Now()
 			c, v := decideWithin(cmd.InOrStdin(), f)
+			var updated map[string]json.RawMessage
+			if !v.none && v.deny == "" && c.in.ToolName == "Bash" {
+				// A command that cannot be confined where the agent
+				// requires it is denied.
+				var why string
+				if updated, why = confinedBashInput(f, c); why != "" {
+					v = hookVerdict{deny: why, kind: fault.Sandbox}
+				}
+			}
 			in := c.in
+			agent := f.agent
+			if c.ag != nil {
+				agent = c.ag.Name
+			}
 			ev := log.Info()
 			if v.deny != "" {
 				ev = log.Warn()
 			}
-			reason := v.deny + v.ask
-			ev.Str("event", "hook_decision").Str("hook", "PreToolUse").Str("agent", f.agent).
+			ev = ev.Str("event", "hook_decision").Str("hook", "PreToolUse").Str("agent", agent).
+				Str("agent_type", in.AgentType).Str("agent_id", in.AgentID).Str("tool_use_id", in.ToolUseID).
 				Str("tool", in.ToolName).Str("session_id", in.SessionID).Str("decision", v.decision()).
-				Str("rule", v.rule).Str("reason", reason).Msg("pretooluse " + v.decision())
-			if v.deny == "" {
-				return allowPreToolUse(cmd.OutOrStdout(), f, c, v.ask)
+				Str("rule", v.rule).Str("reason", v.deny+v.ask)
+			if v.none {
+				ev.Msg("pretooluse: no devloop agent makes this call and no --lead agent is named, so toolhost decides nothing; the CLI's own permission rules decide (toolhost init --lead AGENT checks the main thread as that agent)")
+				return nil
 			}
-			reason = v.deny
-			if f.exitCode {
-				return &exitError{code: 2, err: errors.New(reason)}
-			}
-			var d hookDeny
-			d.HookSpecificOutput.HookEventName = "PreToolUse"
-			d.HookSpecificOutput.PermissionDecision = "deny"
-			d.HookSpecificOutput.PermissionDecisionReason = reason
-			enc := json.NewEncoder(cmd.OutOrStdout())
-			enc.SetEscapeHTML(false)
-			return enc.Encode(d)
+			ev.Msg("pretooluse " + v.decision())
+			err := answerPreToolUse(cmd.OutOrStdout(), f, c, v, updated)
+			auditHook(c, v, f, time.Since(start), log)
+			return err
 		},
 	}
 	fl := pre.Flags()
-	fl.StringVar(&f.agent, "agent", "", "agent: devloop-coder, coder … (env TOOLHOST_AGENT)")
-	fl.StringVar(&f.projectDir, "project-dir", "", "project directory (env TOOLHOST_PROJECT_DIR)")
+	fl.StringVar(&f.agent, "agent", "", "the agent the hook is installed for: devloop-coder, coder … (env TOOLHOST_AGENT); a call the payload's agent_type says another devloop agent makes is denied. Without it the payload's agent_type chooses the agent")
+	fl.StringVar(&f.lead, "lead", "", "without --agent: the agent whose rules apply to a call no devloop agent makes (the main thread); unset, toolhost decides nothing about such calls")
+	f.stateFlags.register(fl, "")
 	fl.StringVar(&f.agentsFile, "agents", "", "agents file (default: the embedded configs/agents.json)")
 	fl.StringVar(&f.policyFile, "policy", "", "tool policy file whose rules apply (default: the embedded configs/tools.json)")
 	fl.StringVar(&f.unit, "unit", "", "the unit the agent works on, for the rules' unit (env TOOLHOST_UNIT)")
 	fl.BoolVar(&f.exitCode, "exit-code", false, "deny by exiting 2 with the reason on stderr instead of printing a JSON decision")
 	fl.StringArrayVar(&f.claudeSettings, "claude-settings", nil, "a settings file the Claude CLI reads beyond the ones found (managed, $CLAUDE_CONFIG_DIR or ~/.claude, the project's .claude/): its Bash deny/ask rules are applied to the command as written (repeatable)")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Second, "deny when no decision is reached within this time (the agent CLI treats a hook that does not answer in its own timeout as allow)")
-	cmd.AddCommand(pre)
+	cmd.AddCommand(pre, newHookCwdCmd())
 	return cmd
 }
 
@@ -208,7 +250,9 @@ func decideWithin(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
 func decidePreToolUse(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
 	var c hookCall
 	in := &c.in
-	deny := func(reason string) (hookCall, hookVerdict) { return c, hookVerdict{deny: reason} }
+	deny := func(reason string) (hookCall, hookVerdict) {
+		return c, hookVerdict{deny: reason, kind: fault.Validation}
+	}
 	raw, err := io.ReadAll(io.LimitReader(r, maxHookInput+1))
 	switch {
 	case err != nil:
@@ -230,9 +274,12 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
 		return deny(fmt.Sprintf("toolhost hook: %s tool_input is not an object (%v); denied because it cannot be checked", in.ToolName, err))
 	}
 	c.ti = ti
-	set, ag, proj, reason := hookAgent(f)
-	if reason != "" {
-		return deny(reason)
+	set, ag, proj, reason := hookAgent(f, *in)
+	switch {
+	case reason != "":
+		return c, hookVerdict{deny: reason, kind: fault.Policy}
+	case ag == nil:
+		return c, hookVerdict{none: true}
 	}
 	c.ag, c.proj = ag, proj
 	cwd := in.Cwd
@@ -245,18 +292,20 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
 	// to pass, and then asks.
 	rv, reason := hookRules(f, ag, proj, *in, ti, c.progs)
 	if reason != "" {
-		return c, hookVerdict{deny: reason, rule: rv.Rule}
+		return c, hookVerdict{deny: reason, rule: rv.Rule, kind: fault.Policy}
 	}
 	// What decides below is the check that refused, not a rule.
 	var command string
 	var analysis *bashguard.Analysis
+	kind := fault.Guard
 	if in.ToolName == "Bash" {
 		command, analysis, reason = decideBash(ti, c.progs)
 	} else {
+		kind = fault.Sandbox
 		reason = decideWrite(f, ag, proj, *in, ti)
 	}
 	if reason != "" {
-		return deny(reason)
+		return c, hookVerdict{deny: reason, kind: kind}
 	}
 	v := hookVerdict{rule: rv.Rule}
 	if rv.Effect == rules.Confirm {
@@ -265,7 +314,7 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
 	if in.ToolName == "Bash" {
 		perms, err := loadClaudePermissions(claudeSettingsFiles(proj, in.Cwd), f.claudeSettings)
 		if err != nil {
-			return deny("toolhost hook: " + err.Error() + "; denied because the Claude CLI's own rules for Bash cannot be applied (fix or remove the file)")
+			return c, hookVerdict{deny: "toolhost hook: " + err.Error() + "; denied because the Claude CLI's own rules for Bash cannot be applied (fix or remove the file)", kind: fault.Policy}
 		}
 		// A deny of the settings beats a policy rule's confirm, as the
 		// CLI's deny beats its ask.
@@ -301,10 +350,15 @@ func decideWrite(f hookFlags, ag *agents.Agent, proj string, in hookInput, ti ma
 			return fmt.Sprintf("toolhost hook: %s tool_input has no file_path; denied because it cannot be checked", in.ToolName)
 		}
 		for _, p := range paths {
-			if reason := checkHookWrite(ag, proj, in.Cwd, p); reason != "" {
+			// A command still running that may change the path is the
+			// refusal's reason even when the check also failed: what the
+			// check saw (a directory missing mid-swap, a link) is that
+			// command's doing, and the racing refusal says how to write
+			// instead.
+			if reason := racingCommand(f, proj, in.Cwd, p, in.ToolName); reason != "" {
 				return reason
 			}
-			if reason := racingCommand(f, proj, in.Cwd, p, in.ToolName); reason != "" {
+			if reason := checkHookWrite(ag, proj, in.Cwd, p); reason != "" {
 				return reason
 			}
 		}
@@ -324,7 +378,10 @@ func racingCommand(f hookFlags, proj, cwd, p, tool string) string {
 	if !filepath.IsAbs(abs) {
 		abs = filepath.Join(cmp.Or(cwd, proj), p)
 	}
-	rel, _ := sandbox.Within(proj, filepath.Clean(abs))
+	rel, ok := sandbox.Within(proj, filepath.Clean(abs))
+	if !ok {
+		return "" // outside the project: refused by the check itself
+	}
 	holders, err := live.Running(proj)
 	if err != nil {
 		return "toolhost hook: cannot tell whether a command of the project is still running (" + err.Error() + "); denied because the write could be redirected"
@@ -357,7 +414,7 @@ func racingCommand(f hookFlags, proj, cwd, p, tool string) string {
 				"while the CLI writes — swap a directory of the path, or the file, for a symbolic link after this check — so the write could land elsewhere. "+
 				"Write the file with Bash instead, where the kernel checks the write itself (for example: cat > %s <<'TOOLHOST_EOF' … TOOLHOST_EOF), "+
 				"or end that command first (kill %d) and try again",
-				tool, p, h.Agent, h.PID, cmp.Or(strings.TrimPrefix(d, "."), "the project dir"), shellJoin([]string{p}), h.PID)
+				tool, p, h.Agent, h.PID, cmp.Or(strings.TrimPrefix(d, "."), "the project dir"), claudecode.ShellJoin([]string{p}), h.PID)
 		}
 	}
 	return ""
@@ -406,7 +463,7 @@ func hookRules(f hookFlags, ag *agents.Agent, proj string, in hookInput, ti map[
 			return rules.Verdict{}, "toolhost hook: " + in.ToolName + " tool_input is not JSON; denied because it cannot be checked"
 		}
 	}
-	input := &rules.Input{Tool: in.ToolName, Agent: ag.Name, Unit: f.unit, Project: os.Getenv("TOOLHOST_PID"), Args: args}
+	input := &rules.Input{Tool: in.ToolName, Agent: ag.Name, Unit: f.unit, Project: f.projectID, Args: args}
 	if in.ToolName == "Bash" {
 		var command string
 		_ = json.Unmarshal(ti["command"], &command)
@@ -420,21 +477,47 @@ func hookRules(f hookFlags, ag *agents.Agent, proj string, in hookInput, ti map[
 	return v, ""
 }
 
-// hookAgent resolves the agents, the agent and the project dir the hook
-// was installed for. Without them nothing can be checked, so every tool is denied: an
-// unknown --agent or a missing --project-dir must not turn the hook into an
-// allow-all.
-func hookAgent(f hookFlags) (*agents.Set, *agents.Agent, string, string) {
+// hookAgent resolves the agents, the agent a call is checked for, and the
+// project dir.
+// The payload's agent_type says which agent's thread makes the call: with
+// --agent (the hook of one agent's own definition), a call another devloop
+// agent makes is a misconfiguration and denied; without it (the project's
+// hook), agent_type chooses the agent, and a call no devloop agent makes
+// (the main thread, a built-in subagent) is checked as the --lead agent or,
+// with none named, not at all (a nil agent and no reason). An agent that
+// cannot be resolved, or a missing --project-dir, denies: a broken hook must
+// not turn into an allow-all.
+func hookAgent(f hookFlags, in hookInput) (*agents.Set, *agents.Agent, string, string) {
 	set, err := agents.Load(f.agentsFile)
 	if err != nil {
 		return nil, nil, "", "toolhost hook: " + err.Error() + "; denied because nothing can be checked without the agents file"
 	}
-	if f.agent == "" {
-		return nil, nil, "", fmt.Sprintf("toolhost hook: --agent (or TOOLHOST_AGENT) is required (known: %s); denied because nothing can be checked without it", strings.Join(set.Names(), ", "))
+	// agent_type is the definition's name, which toolhost init writes as
+	// the template name; a short name could be any agent of the user's.
+	var caller *agents.Agent
+	for _, a := range set.List {
+		if in.AgentType != "" && a.Name == in.AgentType {
+			caller = a
+		}
 	}
-	ag, err := set.Find(f.agent)
-	if err != nil {
-		return nil, nil, "", "toolhost hook: " + err.Error() + "; fix --agent in the hook command (toolhost mcp-config --settings prints it)"
+	var ag *agents.Agent
+	switch {
+	case f.agent != "":
+		if ag, err = set.Find(f.agent); err != nil {
+			return nil, nil, "", "toolhost hook: " + err.Error() + "; fix --agent in the hook command (toolhost init, or toolhost mcp-config --settings, writes it)"
+		}
+		if caller != nil && caller != ag {
+			return nil, nil, "", fmt.Sprintf("toolhost hook: this hook is installed for %s (--agent), but the call is made by %s (agent_type); "+
+				"denied as a misconfiguration: an agent's definition must carry its own hook (toolhost init writes .claude/agents/%s.md with it)", ag.Name, caller.Name, caller.Name)
+		}
+	case caller != nil:
+		ag = caller
+	case f.lead != "":
+		if ag, err = set.Find(f.lead); err != nil {
+			return nil, nil, "", "toolhost hook: --lead: " + err.Error() + "; fix --lead in the hook command (toolhost init --lead writes it)"
+		}
+	default:
+		return set, nil, "", ""
 	}
 	if f.projectDir == "" {
 		return nil, nil, "", "toolhost hook: --project-dir (or TOOLHOST_PROJECT_DIR) is required; denied because nothing can be checked without it"
@@ -509,7 +592,8 @@ func decodeExact(raw []byte, v *hookInput) error {
 	}
 	for key, dst := range map[string]*string{
 		"session_id": &v.SessionID, "transcript_path": &v.TranscriptPath, "cwd": &v.Cwd,
-		"hook_event_name": &v.HookEventName, "tool_name": &v.ToolName,
+		"hook_event_name": &v.HookEventName, "tool_name": &v.ToolName, "tool_use_id": &v.ToolUseID,
+		"agent_type": &v.AgentType, "agent_id": &v.AgentID,
 	} {
 		if b, ok := m[key]; ok {
 			if err := json.Unmarshal(b, dst); err != nil {
@@ -582,6 +666,23 @@ func checkHookWrite(ag *agents.Agent, proj, cwd, p string) string {
 	return ""
 }
 
+// answerPreToolUse prints the hook's answer: a denied call's decision (or,
+// with --exit-code, exit 2 with the reason on stderr), else what
+// allowPreToolUse answers.
+func answerPreToolUse(w io.Writer, f hookFlags, c hookCall, v hookVerdict, updated map[string]json.RawMessage) error {
+	if v.deny == "" {
+		return allowPreToolUse(w, c, v.ask, updated)
+	}
+	if f.exitCode {
+		return &exitError{code: 2, err: errors.New(v.deny)}
+	}
+	var d hookDeny
+	d.HookSpecificOutput.HookEventName = "PreToolUse"
+	d.HookSpecificOutput.PermissionDecision = "deny"
+	d.HookSpecificOutput.PermissionDecisionReason = v.deny
+	return writeHookJSON(w, d)
+}
+
 // hookRewrite is the PreToolUse answer that replaces a Bash call's input.
 // It carries no permissionDecision: the CLI's own permission check still
 // decides whether the (rewritten) command runs.
@@ -603,36 +704,14 @@ type hookAsk struct {
 	} `json:"hookSpecificOutput"`
 }
 
-// allowPreToolUse prints the answer to an allowed call: nothing, except for
-// Bash, whose command is rewritten to run under `toolhost confine`, and a
+// allowPreToolUse prints the answer to an allowed call: nothing, except
+// for Bash, whose command is rewritten (updated, the confined input), and a
 // call a confirm rule holds (ask non-empty), which answers "ask" with the
-// rule's reason. A Bash command that cannot be confined where the agent
-// requires it is denied.
-func allowPreToolUse(w io.Writer, f hookFlags, c hookCall, ask string) error {
-	if c.in.ToolName != "Bash" {
-		if ask != "" {
-			var a hookAsk
-			a.HookSpecificOutput.HookEventName = "PreToolUse"
-			a.HookSpecificOutput.PermissionDecision = "ask"
-			a.HookSpecificOutput.PermissionDecisionReason = ask
-			return writeHookJSON(w, a)
-		}
-		return nil
-	}
-	updated, reason := confinedBashInput(f, c)
-	if reason != "" {
-		var d hookDeny
-		d.HookSpecificOutput.HookEventName = "PreToolUse"
-		d.HookSpecificOutput.PermissionDecision = "deny"
-		d.HookSpecificOutput.PermissionDecisionReason = reason
-		if f.exitCode {
-			return &exitError{code: 2, err: errors.New(reason)}
-		}
-		return writeHookJSON(w, d)
-	}
+// rule's reason.
+func allowPreToolUse(w io.Writer, c hookCall, ask string, updated map[string]json.RawMessage) error {
 	if ask != "" {
-		// The CLI asks its user about the rewritten command: updatedInput
-		// goes with ask (docs/claude-cli.md).
+		// For Bash the CLI asks its user about the rewritten command:
+		// updatedInput goes with ask (docs/claude-cli.md).
 		var a hookAsk
 		a.HookSpecificOutput.HookEventName = "PreToolUse"
 		a.HookSpecificOutput.PermissionDecision = "ask"
@@ -640,7 +719,7 @@ func allowPreToolUse(w io.Writer, f hookFlags, c hookCall, ask string) error {
 		a.HookSpecificOutput.UpdatedInput = updated
 		return writeHookJSON(w, a)
 	}
-	if updated == nil {
+	if c.in.ToolName != "Bash" || updated == nil {
 		return nil
 	}
 	var r hookRewrite
@@ -689,11 +768,10 @@ func confinedBashInput(f hookFlags, c hookCall) (map[string]json.RawMessage, str
 		}
 		args = append(args, "--agents", abs)
 	}
-	args = append(args, "--", "bash", "-c", command)
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(shellJoin(args)); err != nil {
+	if err := enc.Encode(keepCwd(args, command)); err != nil {
 		return nil, "toolhost hook: " + err.Error()
 	}
 	ti := maps.Clone(c.ti)

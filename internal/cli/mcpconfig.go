@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolhost/toolhost/configs"
 	"github.com/toolhost/toolhost/internal/agents"
+	"github.com/toolhost/toolhost/internal/claudecode"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/rules"
@@ -77,7 +78,7 @@ func (c *claudeConfig) MCPConfig() map[string]any {
 			"toolhost": map[string]any{
 				"type":          "http",
 				"url":           c.httpURL,
-				"headersHelper": shellJoin(helper),
+				"headersHelper": claudecode.ShellJoin(helper),
 			},
 		}}
 	}
@@ -127,20 +128,29 @@ func (c *claudeConfig) Settings() map[string]any {
 	if c.unit != "" {
 		args = append(args, "--unit", c.unit)
 	}
+	f, _ := c.policy()
+	return map[string]any{"hooks": map[string]any{
+		"PreToolUse": []any{map[string]any{
+			"matcher": hookMatcher(f),
+			"hooks":   []any{map[string]any{"type": "command", "command": claudecode.ShellJoin(args), "timeout": claudecode.HookTimeout}},
+		}},
+	}}
+}
+
+// hookMatcher is the PreToolUse matcher of toolhost's hook: the tools the
+// hook always checks, and every other CLI built-in a rule of the policy f
+// can apply to (Read, WebFetch …), so the CLI asks the hook about them too
+// (f nil: the policy could not be read, and only the former).
+func hookMatcher(f *policy.File) string {
 	matched := slices.Clone(hookedTools)
-	if f, err := c.policy(); err == nil {
+	if f != nil {
 		for _, t := range rules.ClaudeTools {
 			if !slices.Contains(matched, t.Name) && f.RuleSet().For(t.Name) != nil {
 				matched = append(matched, t.Name)
 			}
 		}
 	}
-	return map[string]any{"hooks": map[string]any{
-		"PreToolUse": []any{map[string]any{
-			"matcher": strings.Join(matched, "|"),
-			"hooks":   []any{map[string]any{"type": "command", "command": shellJoin(args)}},
-		}},
-	}}
+	return strings.Join(matched, "|")
 }
 
 // policy is the policy file the hook will read (the embedded default
@@ -182,21 +192,6 @@ func (c *claudeConfig) ClaudeArgs(allowed []string) ([]string, error) {
 		"--allowedTools", strings.Join(allowed, ","),
 		"--settings", string(settings),
 	}, nil
-}
-
-// shellJoin quotes args for a POSIX shell.
-func shellJoin(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		if a != "" && strings.IndexFunc(a, func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,@+", r))
-		}) < 0 {
-			q[i] = a
-			continue
-		}
-		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(q, " ")
 }
 
 func newMCPConfigCmd(g *globals) *cobra.Command {
@@ -267,7 +262,7 @@ func newMCPConfigCmd(g *globals) *cobra.Command {
 					return err
 				}
 				if shell {
-					_, err = fmt.Fprintln(w, shellJoin(args))
+					_, err = fmt.Fprintln(w, claudecode.ShellJoin(args))
 					return err
 				}
 				return writeJSON(w, args)

@@ -123,6 +123,8 @@ func NewRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("TOOLHOST_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env TOOLHOST_LOG_LEVEL)")
 	root.AddCommand(
 		newServeCmd(g),
+		newInitCmd(g),
+		newDoctorCmd(g),
 		newToolsCmd(g),
 		newAgentsCmd(g),
 		newCallCmd(g),

@@ -62,6 +62,11 @@ type Request struct {
 	// Mkdir creates a missing directory named by a `dir/**` pattern
 	// through the sandbox door; nil leaves a missing root ungranted.
 	Mkdir func(rel string) error
+	// ReportFile, when set, is one more file the command may write (only
+	// write and truncate it): an existing regular file, absolute, in which
+	// the hook's rewrite of the CLI's Bash has the command's shell report
+	// the directory it ended in. Nothing trusts what is written there.
+	ReportFile string
 	// Kind selects the variables passed from Environ by default.
 	Kind Kind
 	// Environ is the environment variables are passed from (nil:
@@ -453,6 +458,12 @@ func (p *Plan) files(req Request) error {
 		}
 		p.Write = append(p.Write, "$"+TempDirVar)
 	}
+	if req.ReportFile != "" {
+		if err := b.reportFile(req.ReportFile, fileWrite|extra); err != nil {
+			return fmt.Errorf("report file %s: %w", req.ReportFile, err)
+		}
+		p.Write = append(p.Write, req.ReportFile)
+	}
 	devices := fileWrite | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV | extra
 	for _, d := range []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"} {
 		_ = b.absolute(d, d, devices)
@@ -829,6 +840,28 @@ func (b *builder) absolute(p, name string, access uint64) error {
 	if name != "" && access&readRights == access {
 		b.plan.Read = append(b.plan.Read, name)
 	}
+	return nil
+}
+
+// reportFile grants access to the regular file p alone: never through a
+// symlink at its leaf, never a directory (which would grant a tree).
+func (b *builder) reportFile(p string, access uint64) error {
+	if !filepath.IsAbs(p) {
+		return fmt.Errorf("not an absolute path")
+	}
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		if err == nil {
+			err = fmt.Errorf("not a regular file")
+		}
+		return err
+	}
+	b.plan.rules = append(b.plan.rules, pathRule{name: p, fd: fd, access: access})
 	return nil
 }
 

@@ -41,6 +41,10 @@ type AuditRow struct {
 	Sandbox    string  `json:"sandbox,omitempty"`
 	// Pin is set on a row about an upstream tool's pinned definition.
 	Pin *audit.PinNote `json:"pin,omitempty"`
+	// ClientSessionID and ClientAgentID are the agent CLI's own ids (one
+	// Claude session's agents share the first).
+	ClientSessionID string `json:"client_session_id,omitempty"`
+	ClientAgentID   string `json:"client_agent_id,omitempty"`
 }
 
 func auditRow(r *audit.Row) AuditRow {
@@ -49,6 +53,7 @@ func auditRow(r *audit.Row) AuditRow {
 		Source: r.Source, Status: r.Status, ErrorKind: r.ErrorKind, Error: clip(redact.String(r.Error), maxErrorShown),
 		Rule: clip(r.Rule, 200), RetryCount: r.RetryCount, DurationMS: r.DurationMS, Args: clip(compactArgs(r.Arguments), maxArgsShown),
 		Sandbox: clip(redact.String(r.Sandbox), 300), Pin: r.Pin,
+		ClientSessionID: clip(r.ClientSessionID, 128), ClientAgentID: clip(r.ClientAgentID, 128),
 	}
 }
 

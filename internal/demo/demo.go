@@ -315,15 +315,16 @@ func (r *runner) checkProject() (string, error) {
 	}
 	r.sum.AuditRows, r.sum.AuditRejected = rows, rejected
 	// Every tools/call is audited, refused ones included (the guard refusal
-	// came from the command line, not a call).
-	if rows != r.sum.Calls {
-		return "", fmt.Errorf(".toolhost/audit.ndjson has %d rows for %d calls; every call must be audited once", rows, r.sum.Calls)
+	// came from the command line, not a call), and so is every decision of
+	// the PreToolUse hook on the CLI's own writes.
+	if rows != r.sum.Calls+r.sum.HookChecks {
+		return "", fmt.Errorf(".toolhost/audit.ndjson has %d rows for %d calls and %d hook decisions; every one must be audited once", rows, r.sum.Calls, r.sum.HookChecks)
 	}
 	if rejected != 2 {
 		return "", fmt.Errorf(".toolhost/audit.ndjson has %d rejected rows; want 2 (the sandbox and the policy refusals)", rejected)
 	}
 	r.sum.PRDIndex = (&url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(r.dir, "prd", "index.html"))}).String()
-	return fmt.Sprintf("%d artifacts present, %d audit rows for %d calls", len(r.sum.Artifacts), rows, r.sum.Calls), nil
+	return fmt.Sprintf("%d artifacts present, %d audit rows for %d calls and %d hook decisions", len(r.sum.Artifacts), rows, r.sum.Calls, r.sum.HookChecks), nil
 }
 
 // auditRows counts the audit trail's rows and the rejected ones, and checks

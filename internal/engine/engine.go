@@ -629,6 +629,7 @@ func (e *Engine) row(c *Call, out *Outcome) *audit.Row {
 	}
 	row.CallID = c.Meta.CallID
 	row.Traceparent = c.Meta.Traceparent
+	row.ClientSessionID, row.ToolUseID = e.Identity.ClientSessionID, c.Meta.ToolUseID
 	row.Rule = c.Rule.Rule
 	if c.Ctx != nil {
 		row.UnitID = c.Ctx.UnitID

@@ -42,6 +42,11 @@ func (s *Server) callTool(ctx context.Context, peer rpc.Peer, params json.RawMes
 	}
 	req := engine.Request{Tool: p.Name, Args: p.Arguments,
 		Meta: callctx.Meta{CallID: m.CallID, UnitID: m.UnitID, ProgressToken: m.ProgressToken}}
+	if callIDPattern().MatchString(m.ToolUseID) {
+		// The client's own name for the call; one that is not a short
+		// token is not kept (it is only a cross-reference).
+		req.Meta.ToolUseID = m.ToolUseID
+	}
 	if m.Traceparent != "" && validTraceparent(m.Traceparent) {
 		req.Meta.Traceparent, req.Meta.Tracestate = m.Traceparent, m.Tracestate
 	}

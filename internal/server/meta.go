@@ -57,6 +57,9 @@ type wireMeta struct {
 	CallID             string          `json:"call_id"`
 	UnitID             string          `json:"unit_id"`
 	ProgressToken      json.RawMessage `json:"progressToken"`
+	// ToolUseID is Claude Code's name for the call: the model's tool_use
+	// id, which its PreToolUse hooks get too.
+	ToolUseID string `json:"claudecode/toolUseId"`
 }
 
 // reqInfo is what a request says about the revision it speaks.

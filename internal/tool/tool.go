@@ -261,6 +261,9 @@ type typed[In, Out any] struct {
 	once sync.Once
 	spec Spec
 	fn   Func[In, Out]
+	// bound bounds the results of a tool whose output has paged fields
+	// (bound.go); nil for the others.
+	bound *bounded
 }
 
 // New builds a Tool from a typed function. The schemas are reflected from In
@@ -270,7 +273,7 @@ func New[In, Out any](spec Spec, fn Func[In, Out]) Tool {
 	if spec.Source == "" {
 		spec.Source = "builtin"
 	}
-	return &typed[In, Out]{spec: spec, fn: fn}
+	return &typed[In, Out]{spec: spec, fn: fn, bound: boundsOf[In, Out](spec.Name)}
 }
 
 // NameOf returns t's name without reflecting its schemas.
@@ -322,17 +325,16 @@ func (t *typed[In, Out]) Call(ctx context.Context, c *callctx.Ctx, args json.Raw
 	}
 	out, err := t.fn(ctx, c, in)
 	if err != nil {
-		var f *Failure
-		if errors.As(err, &f) {
-			reason, id := explain(c, t.spec.Name, f)
-			b, _ := json.Marshal(Status{OK: false, Reason: reason})
-			return Result{Structured: b, Failed: true, Reason: reason, ErrorID: id}, nil
-		}
-		return Result{}, err
+		return failed(c, t.spec.Name, err)
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
 		return Result{}, fmt.Errorf("encode %s result: %w", t.spec.Name, err)
+	}
+	if t.bound != nil {
+		if b, err = t.bound.apply(c, t.spec.Name, in, reflect.ValueOf(out), b); err != nil {
+			return failed(c, t.spec.Name, err)
+		}
 	}
 	r := Result{Structured: b}
 	if cf, ok := any(out).(Confined); ok {
@@ -344,6 +346,18 @@ func (t *typed[In, Out]) Call(ctx context.Context, c *callctx.Ctx, args json.Raw
 		}
 	}
 	return r, nil
+}
+
+// failed is the result of a call that ended in err: an expected failure
+// ({ok:false, reason}) when err is a Failure, else err itself.
+func failed(c *callctx.Ctx, toolName string, err error) (Result, error) {
+	var f *Failure
+	if errors.As(err, &f) {
+		reason, id := explain(c, toolName, f)
+		b, _ := json.Marshal(Status{OK: false, Reason: reason})
+		return Result{Structured: b, Failed: true, Reason: reason, ErrorID: id}, nil
+	}
+	return Result{}, err
 }
 
 var reflector = jsonschema.Reflector{ExpandedStruct: true, DoNotReference: true}

@@ -414,7 +414,9 @@
     if (r.rule) add(td, el("span", "rule", "rule " + r.rule), txt(" "));
     td.appendChild(txt(detail));
     td.title = vis((r.rule ? "decided by policy rule " + r.rule + "\n" : "") + (r.error ? r.error + "\n\n" : "") + "arguments: " + r.args + "\ncall " + r.call_id + (r.unit_id ? " · unit " + r.unit_id : "") +
-      (r.session_id ? " · session " + r.session_id : "") + (r.sandbox ? "\nsandbox: " + r.sandbox : ""));
+      (r.session_id ? " · session " + r.session_id : "") +
+      (r.client_session_id ? "\nClaude session " + r.client_session_id + (r.client_agent_id ? " · subagent " + r.client_agent_id : "") : "") +
+      (r.sandbox ? "\nsandbox: " + r.sandbox : ""));
     add(tr, el("td", "t", clock(r.ts)), el("td", "", r.agent), el("td", "", r.tool),
       el("td", "status " + r.status, r.status + (r.error_kind && r.status !== "ok" ? "/" + r.error_kind : "")), el("td", "ms", ms(r.duration_ms)), td);
     return tr;

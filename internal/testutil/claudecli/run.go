@@ -66,6 +66,17 @@ type RunOptions struct {
 	Args           []string // any other flags, after the ones above
 	Env            []string // extra environment (KEY=VALUE), after the harness's
 	Timeout        time.Duration
+	// Trust are folders the CLI's private config records as trusted
+	// (projects[dir].hasTrustDialogAccepted, what accepting the trust
+	// prompt writes): it loads a project's agents' MCP servers and hooks
+	// and its permission rules only there.
+	Trust []string
+	// AfterExit, when set, runs once the CLI has exited and before the
+	// harness kills whatever it left running, so a test can look for
+	// leftovers itself; running lists the processes still carrying the
+	// run's environment (every process the CLI started that kept it), as
+	// "pid N: command line".
+	AfterExit func(running func() []string)
 }
 
 // DefaultTimeout bounds a Run whose options set none.
@@ -134,6 +145,16 @@ func Run(t testing.TB, m *Model, o RunOptions) *Result {
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
 	}
+	if len(o.Trust) > 0 {
+		projects := map[string]any{}
+		for _, d := range o.Trust {
+			projects[d] = map[string]any{"hasTrustDialogAccepted": true}
+		}
+		b, _ := json.Marshal(map[string]any{"projects": projects})
+		if err := os.WriteFile(filepath.Join(home, ".claude", ".claude.json"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	args := []string{"-p", o.Prompt, "--output-format", "stream-json", "--verbose"}
 	write := func(name string, data []byte) string {
 		p := filepath.Join(tmp, name)
@@ -184,6 +205,9 @@ func Run(t testing.TB, m *Model, o RunOptions) *Result {
 		t.Fatalf("start claude: %v", err)
 	}
 	err = cmd.Wait()
+	if o.AfterExit != nil && ctx.Err() == nil {
+		o.AfterExit(func() []string { return describe(markedPIDs(marker)) })
+	}
 	// Whatever the CLI started and left running (an MCP server that ignored
 	// EOF, a background Bash job) goes with it.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -218,26 +242,11 @@ const runMarker = "CLAUDECLI_RUN"
 // killMarked SIGKILLs every process whose environment holds marker, until
 // none is left (a process may fork while it is being killed).
 func killMarked(marker string) {
-	want := []byte(marker)
 	for range 10 {
-		entries, _ := os.ReadDir("/proc")
 		killed := 0
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil || pid == os.Getpid() {
-				continue
-			}
-			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-			if err != nil {
-				continue
-			}
-			for _, kv := range bytes.Split(env, []byte{0}) {
-				if bytes.Equal(kv, want) {
-					if syscall.Kill(pid, syscall.SIGKILL) == nil {
-						killed++
-					}
-					break
-				}
+		for _, pid := range markedPIDs(marker) {
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				killed++
 			}
 		}
 		if killed == 0 {
@@ -245,6 +254,45 @@ func killMarked(marker string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// markedPIDs are the processes (other than this one) whose environment
+// holds marker. A zombie has no environment left: it is not listed.
+func markedPIDs(marker string) []int {
+	want := []byte(marker)
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		for kv := range bytes.SplitSeq(env, []byte{0}) {
+			if bytes.Equal(kv, want) {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
+}
+
+// describe names processes as "pid N: command line" (a process gone since
+// is left out).
+func describe(pids []int) []string {
+	var out []string
+	for _, pid := range pids {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		out = append(out, "pid "+strconv.Itoa(pid)+": "+strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))))
+	}
+	return out
 }
 
 // environ is the CLI's environment: the test's, less what would point the

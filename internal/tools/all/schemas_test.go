@@ -211,3 +211,23 @@ func TestPolicyMatchesEffects(t *testing.T) {
 		}
 	}
 }
+
+// TestDescriptionsAreASCII: what the model reads of a tool (title,
+// description, the schemas' descriptions) is plain ASCII. Claude Code
+// normalises an MCP tool's text (NFKC: "…" reaches the model as "..."), so
+// anything else is not what the model reads; ASCII is the same on both
+// sides.
+func TestDescriptionsAreASCII(t *testing.T) {
+	for _, tl := range build() {
+		s := tl.Spec()
+		for what, text := range map[string]string{"title": s.Title, "description": s.Description,
+			"inputSchema": string(s.InputSchema), "outputSchema": string(s.OutputSchema)} {
+			for i, r := range text {
+				if r > 0x7e {
+					t.Errorf("%s %s: %q at %d (…%s…) is not ASCII", s.Name, what, r, i, text[max(0, i-30):min(len(text), i+10)])
+					break
+				}
+			}
+		}
+	}
+}

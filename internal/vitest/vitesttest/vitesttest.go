@@ -70,7 +70,9 @@ func Run(t testing.TB, major int, dir string, files map[string]string, env ...st
 		t.Fatal(err)
 	}
 	report := filepath.Join(t.TempDir(), "report.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// A bound against a hang, not a speed check: the 5,000-test
+	// LargeSuite takes minutes on a loaded machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(nm, ".bin", "vitest"), "run",
 		"--reporter=json", "--reporter=default", "--outputFile.json="+report)

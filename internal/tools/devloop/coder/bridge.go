@@ -38,7 +38,7 @@ func ContractBridge() tool.Tool {
 	return tool.New(tool.Spec{
 		Name:        "contract_bridge",
 		Title:       "Generate contract types",
-		Description: "Generate types and route constants from contracts/<contract>.json|.yaml (the toolhost format, or OpenAPI 3.0/3.1: types from components.schemas, routes from paths) into the unit: lang ts → units/<unit>/src/<contract>.gen.ts, lang go → units/<unit>/src/<contract>_gen.go. Covers every request/response schema (objects, arrays, enums, nullable, nested, $ref to #/definitions, #/$defs or #/components/schemas), METHOD/PATH/STATUS per endpoint and typed path parameters (/todos/:id or /todos/{id}). The header carries the contract's sha256; the same contract always gives the same bytes.",
+		Description: "Generate types and route constants from contracts/<contract>.json|.yaml (the toolhost format, or OpenAPI 3.0/3.1: types from components.schemas, routes from paths) into the unit: lang ts -> units/<unit>/src/<contract>.gen.ts, lang go -> units/<unit>/src/<contract>_gen.go. Covers every request/response schema (objects, arrays, enums, nullable, nested, $ref to #/definitions, #/$defs or #/components/schemas), METHOD/PATH/STATUS per endpoint and typed path parameters (/todos/:id or /todos/{id}). The header carries the contract's sha256; the same contract always gives the same bytes.",
 		Effect:      tool.Destructive,
 		Idempotent:  true,
 		Timeout:     30 * time.Second,

@@ -44,7 +44,7 @@ func HashContract() tool.Tool {
 	return tool.New(tool.Spec{
 		Name:  "hash_contract",
 		Title: "Hash API contract",
-		Description: "Compute the sha256 of a contract's canonical JSON (the toolhost format or OpenAPI 3.0/3.1, JSON or YAML; reformatting does not change it, changing any field does — in the contract or in a file its $refs reach) and record it in contracts/hashes.json. " +
+		Description: "Compute the sha256 of a contract's canonical JSON (the toolhost format or OpenAPI 3.0/3.1, JSON or YAML; reformatting does not change it, changing any field does, in the contract or in a file its $refs reach) and record it in contracts/hashes.json. " +
 			"Returns the hash, the previously recorded one and whether it changed; validate_sdd_consistency reports contracts whose hash changed since it was recorded.",
 		Effect:     tool.Destructive,
 		Idempotent: true,

@@ -26,6 +26,13 @@ type side struct {
 	doc   *html.Node
 }
 
+// PagedDiffInput is a DiffInput for a tool whose result can be too large
+// to return at once.
+type PagedDiffInput struct {
+	DiffInput
+	tool.Page
+}
+
 // resolve loads the two versions a DiffInput names.
 func resolve(c *callctx.Ctx, in DiffInput) (from, to side, err error) {
 	rel, err := docPath(in.Path)
@@ -115,11 +122,12 @@ func textOf(doc *html.Node) []string {
 // DiffHTMLOutput is the result of diff_html.
 type DiffHTMLOutput struct {
 	tool.Status
-	From    string `json:"from,omitempty" jsonschema_description:"the version compared from"`
-	To      string `json:"to,omitempty" jsonschema_description:"the version compared to"`
-	Diff    string `json:"diff,omitempty" jsonschema_description:"unified diff of the visible text, one line per block"`
-	Added   int    `json:"added" jsonschema_description:"lines added"`
-	Removed int    `json:"removed" jsonschema_description:"lines removed"`
+	From      string          `json:"from,omitempty" jsonschema_description:"the version compared from"`
+	To        string          `json:"to,omitempty" jsonschema_description:"the version compared to"`
+	Diff      string          `json:"diff,omitempty" page:"1" jsonschema_description:"unified diff of the visible text, one line per block"`
+	Added     int             `json:"added" jsonschema_description:"lines added"`
+	Removed   int             `json:"removed" jsonschema_description:"lines removed"`
+	Truncated *tool.Truncated `json:"truncated,omitempty" jsonschema_description:"set when the result was too large to return at once: which page this is, how to get the next, and the file holding the whole result"`
 }
 
 // DiffHTML is the diff_html tool.
@@ -127,14 +135,14 @@ func DiffHTML() tool.Tool {
 	return tool.New(tool.Spec{
 		Name:  "diff_html",
 		Title: "Diff document text",
-		Description: "Unified diff of the visible text (one line per paragraph, heading, list item…) of two versions of a document; markup-only changes do not show. " +
+		Description: "Unified diff of the visible text (one line per paragraph, heading, list item...) of two versions of a document; markup-only changes do not show. " +
 			"Default: the newest archived version against the current file. Returns the diff and the added/removed line counts.",
 		Effect: tool.ReadOnly,
 	}, diffHTML)
 }
 
-func diffHTML(_ context.Context, c *callctx.Ctx, in DiffInput) (DiffHTMLOutput, error) {
-	from, to, err := resolve(c, in)
+func diffHTML(_ context.Context, c *callctx.Ctx, in PagedDiffInput) (DiffHTMLOutput, error) {
+	from, to, err := resolve(c, in.DiffInput)
 	if err != nil {
 		return DiffHTMLOutput{}, err
 	}
@@ -196,10 +204,11 @@ type UnitCounts struct {
 // DiffUnitsOutput is the result of diff_units.
 type DiffUnitsOutput struct {
 	tool.Status
-	From   string       `json:"from,omitempty" jsonschema_description:"the version compared from"`
-	To     string       `json:"to,omitempty" jsonschema_description:"the version compared to"`
-	Units  []UnitChange `json:"units,omitempty" jsonschema_description:"every unit of both versions: the newer version's order, removed units after"`
-	Counts UnitCounts   `json:"counts" jsonschema_description:"how many units have each status"`
+	From      string          `json:"from,omitempty" jsonschema_description:"the version compared from"`
+	To        string          `json:"to,omitempty" jsonschema_description:"the version compared to"`
+	Units     []UnitChange    `json:"units,omitempty" page:"1" jsonschema_description:"every unit of both versions: the newer version's order, removed units after"`
+	Counts    UnitCounts      `json:"counts" jsonschema_description:"how many units have each status"`
+	Truncated *tool.Truncated `json:"truncated,omitempty" jsonschema_description:"set when the result was too large to return at once: which page this is, how to get the next, and the file holding the whole result"`
 }
 
 // DiffUnits is the diff_units tool.
@@ -212,8 +221,8 @@ func DiffUnits() tool.Tool {
 	}, diffUnits)
 }
 
-func diffUnits(_ context.Context, c *callctx.Ctx, in DiffInput) (DiffUnitsOutput, error) {
-	from, to, err := resolve(c, in)
+func diffUnits(_ context.Context, c *callctx.Ctx, in PagedDiffInput) (DiffUnitsOutput, error) {
+	from, to, err := resolve(c, in.DiffInput)
 	if err != nil {
 		return DiffUnitsOutput{}, err
 	}

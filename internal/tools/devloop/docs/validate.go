@@ -31,13 +31,16 @@ type Problem struct {
 // validate_sdd_consistency.
 type ValidateOutput struct {
 	tool.Status
-	Pages    int       `json:"pages" jsonschema_description:"pages checked"`
-	Errors   []Problem `json:"errors" jsonschema_description:"problems to fix; ok is false when there is any"`
-	Warnings []Problem `json:"warnings" jsonschema_description:"things worth a look that do not make the site wrong"`
+	Pages     int             `json:"pages" jsonschema_description:"pages checked"`
+	Errors    []Problem       `json:"errors" page:"1" jsonschema_description:"problems to fix; ok is false when there is any"`
+	Warnings  []Problem       `json:"warnings" page:"2" jsonschema_description:"things worth a look that do not make the site wrong"`
+	Truncated *tool.Truncated `json:"truncated,omitempty" jsonschema_description:"set when the result was too large to return at once: which page this is, how to get the next, and the file holding the whole result"`
 }
 
-// ValidateInput takes no arguments.
-type ValidateInput struct{}
+// ValidateInput takes no arguments but the page of a large result.
+type ValidateInput struct {
+	tool.Page
+}
 
 // report collects problems.
 type report struct {

@@ -11,6 +11,7 @@ import (
 type CollectStderrInput struct {
 	Units     []string `json:"units,omitempty" jsonschema:"maxItems=50,pattern=^[A-Za-z0-9][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"units to read (default: every unit in .toolhost/units.json or with a log in integration/logs/)"`
 	TailLines int      `json:"tail_lines,omitempty" jsonschema:"minimum=1,maximum=2000" jsonschema_description:"how many last lines per unit (default 50)"`
+	tool.Page
 }
 
 // LogLine is one numbered log line.
@@ -24,7 +25,7 @@ type LogLine struct {
 // panic, a heap out of memory, a process the shell saw killed — once,
 // however many of its lines name it and however often it was printed.
 type Signature struct {
-	Kind     string   `json:"kind" jsonschema:"enum=go_panic,enum=node_error,enum=module_not_found,enum=unhandled_rejection,enum=python_traceback,enum=eaddrinuse,enum=rust_panic,enum=out_of_memory,enum=killed" jsonschema_description:"what was detected: go_panic (a panic, a fatal error, or a net/http handler panic), a Node error (module_not_found, eaddrinuse, unhandled_rejection, else node_error), python_traceback, rust_panic, out_of_memory (V8's heap limit), killed (the shell reports the process killed by a signal: Killed, Segmentation fault, Aborted …)"`
+	Kind     string   `json:"kind" jsonschema:"enum=go_panic,enum=node_error,enum=module_not_found,enum=unhandled_rejection,enum=python_traceback,enum=eaddrinuse,enum=rust_panic,enum=out_of_memory,enum=killed" jsonschema_description:"what was detected: go_panic (a panic, a fatal error, or a net/http handler panic), a Node error (module_not_found, eaddrinuse, unhandled_rejection, else node_error), python_traceback, rust_panic, out_of_memory (V8's heap limit), killed (the shell reports the process killed by a signal: Killed, Segmentation fault, Aborted ...)"`
 	Line     int      `json:"line" jsonschema_description:"1-based line number where it starts (its first time)"`
 	Text     string   `json:"text" jsonschema_description:"the line that starts it"`
 	Summary  string   `json:"summary,omitempty" jsonschema_description:"the line that names the error, when it is not the first one (Python's final exception line, the Error line after Node's source excerpt, a Rust panic's message, V8's FATAL ERROR line), or what a net/http panic or a signal means"`
@@ -48,7 +49,8 @@ type UnitStderr struct {
 // CollectStderrOutput is the collect_stderr result.
 type CollectStderrOutput struct {
 	tool.Status
-	Units []UnitStderr `json:"units" jsonschema_description:"one entry per unit"`
+	Units     []UnitStderr    `json:"units" page:"1" jsonschema_description:"one entry per unit"`
+	Truncated *tool.Truncated `json:"truncated,omitempty" jsonschema_description:"set when the result was too large to return at once: which page this is, how to get the next, and the file holding the whole result"`
 }
 
 // CollectStderr is the collect_stderr tool.
@@ -60,7 +62,7 @@ func CollectStderr() tool.Tool {
 			"last start, each once (with how often it was printed) with its line number, trace and the frame in the unit's own code: " +
 			"Go panics and fatal errors with their goroutine traces (net/http handler panics too), Node errors with their stack " +
 			"(MODULE_NOT_FOUND with its Require stack, EADDRINUSE, unhandled promise rejections), V8 heap out of memory, Python tracebacks " +
-			"(a chained exception as one, with its cause), Rust panics, and a process the shell reports killed (Killed, Segmentation fault …).",
+			"(a chained exception as one, with its cause), Rust panics, and a process the shell reports killed (Killed, Segmentation fault ...).",
 		Effect: tool.ReadOnly,
 	}, collectStderr)
 }

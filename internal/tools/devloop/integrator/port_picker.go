@@ -20,7 +20,7 @@ type PortPickerInput struct {
 // PortPickerOutput maps each unit to its reserved port.
 type PortPickerOutput struct {
 	tool.Status
-	Ports map[string]int `json:"ports,omitempty" jsonschema_description:"unit id → reserved port on 127.0.0.1; spawn_units passes it to the unit as PORT and {{port:<unit>}} expands to it"`
+	Ports map[string]int `json:"ports,omitempty" jsonschema_description:"unit id -> reserved port on 127.0.0.1; spawn_units passes it to the unit as PORT and {{port:<unit>}} expands to it"`
 	Path  string         `json:"path,omitempty" jsonschema_description:"where the reservations are kept"`
 }
 

@@ -42,7 +42,7 @@ type Step struct {
 	Body      json.RawMessage   `json:"body,omitempty" jsonschema_description:"request body as JSON, placeholders resolved in its strings: an object, array, number or boolean is sent JSON-encoded (Content-Type application/json unless headers set one); a string is sent as its text"`
 	BodyFile  string            `json:"body_file,omitempty" jsonschema:"maxLength=1024" jsonschema_description:"project-relative file sent byte for byte as the body, without placeholder resolution (instead of body)"`
 	Expect    Expect            `json:"expect,omitempty" jsonschema_description:"checks on the response; placeholders allowed"`
-	Capture   map[string]string `json:"capture,omitempty" jsonschema_description:"variables taken from the JSON response: name → JSON pointer (RFC 6901), e.g. {\"id\": \"/id\"}; later steps use {{var:id}}"`
+	Capture   map[string]string `json:"capture,omitempty" jsonschema_description:"variables taken from the JSON response: name -> JSON pointer (RFC 6901), e.g. {\"id\": \"/id\"}; later steps use {{var:id}}"`
 	TimeoutMS int               `json:"timeout_ms,omitempty" jsonschema:"minimum=1,maximum=60000" jsonschema_description:"timeout of this request in ms (default 10000)"`
 }
 

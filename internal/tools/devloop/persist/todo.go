@@ -13,7 +13,7 @@ import (
 
 // TodoItemInput is one step of a todolist as the agent writes it.
 type TodoItemInput struct {
-	ID          string   `json:"id" jsonschema:"pattern=^step-\\d{3}$" jsonschema_description:"step id, step-001 … step-999"`
+	ID          string   `json:"id" jsonschema:"pattern=^step-\\d{3}$" jsonschema_description:"step id, step-001 ... step-999"`
 	Description string   `json:"description" jsonschema:"minLength=1,maxLength=2000" jsonschema_description:"what this step does"`
 	DependsOn   []string `json:"depends_on,omitempty" jsonschema_description:"ids of steps that must be done before this one starts"`
 }
@@ -35,7 +35,7 @@ func WriteTodolist() tool.Tool {
 	return tool.New(tool.Spec{
 		Name:        "write_todolist",
 		Title:       "Write todolist",
-		Description: "Replace this agent's todolist (agent-state/<agent>-todo.json) with the given steps, all in status todo. Step ids are step-001…; depends_on must name other steps and must not form a cycle.",
+		Description: "Replace this agent's todolist (agent-state/<agent>-todo.json) with the given steps, all in status todo. Step ids are step-001...; depends_on must name other steps and must not form a cycle.",
 		Effect:      tool.Destructive,
 		Idempotent:  true,
 	}, writeTodolist)

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -75,9 +76,17 @@ func runBash(ctx context.Context, c *callctx.Ctx, in BashInput) (BashOutput, err
 	if dir == "" {
 		dir = c.Files.ProjectDir()
 	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A unit's directory does not exist before its first file: the
+		// agent's first command creates it, when its allow-list holds it.
+		if rel, rerr := filepath.Rel(c.Files.ProjectDir(), dir); rerr == nil && c.Files.MkdirAll(filepath.ToSlash(rel)) == nil {
+			fi, err = os.Stat(dir)
+		}
+	}
+	if err != nil || !fi.IsDir() {
 		if err == nil || errors.Is(err, fs.ErrNotExist) {
-			return BashOutput{}, tool.Fail(nil, "the working directory %s does not exist; create it first (write a file under it) or ask for the right unit", dir)
+			return BashOutput{}, tool.Fail(nil, "the working directory %s does not exist and is outside this agent's allow-list, so it was not created; ask for the right unit", dir)
 		}
 		return BashOutput{}, err
 	}

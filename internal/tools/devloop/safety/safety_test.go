@@ -55,7 +55,10 @@ func TestBash(t *testing.T) {
 		{name: "non-zero exit", args: map[string]any{"command": "echo boom >&2; exit 3"}, exit: 3, stderr: "boom", reason: "exit status 3"},
 		{name: "stdin is closed", args: map[string]any{"command": "cat; echo done"}, ok: true, stdout: "done"},
 		{name: "timeout", args: map[string]any{"command": "echo started; sleep 30", "timeout_ms": 300}, exit: -1, stdout: "started", reason: "timed out after 300 ms", timedOut: true},
-		{name: "missing cwd", cwd: "units/missing", args: map[string]any{"command": "true"}, reason: "units/missing does not exist"},
+		// A unit's directory before its first file: in the allow-list, so
+		// the first command creates it and runs there.
+		{name: "missing cwd in the allow-list", cwd: "units/missing", args: map[string]any{"command": "pwd"}, ok: true, stdout: "units/missing\n"},
+		{name: "missing cwd outside the allow-list", cwd: "prd/missing", args: map[string]any{"command": "true"}, reason: "prd/missing does not exist and is outside this agent's allow-list"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

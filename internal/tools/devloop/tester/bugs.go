@@ -106,7 +106,7 @@ func bugOpen(ctx context.Context, c *callctx.Ctx, in BugOpenInput) (BugOpenOutpu
 // BugTransitionInput moves a bug along its life.
 type BugTransitionInput struct {
 	ID   string `json:"id" jsonschema:"pattern=^BUG-\\d{4\\,}$" jsonschema_description:"the bug id, e.g. BUG-0001"`
-	To   string `json:"to" jsonschema:"enum=open,enum=triaged,enum=fixing,enum=fixed,enum=verified,enum=closed,enum=wontfix" jsonschema_description:"new status: open → triaged → fixing → fixed → verified → closed; fixed, verified or closed → open reopens; open or triaged → wontfix"`
+	To   string `json:"to" jsonschema:"enum=open,enum=triaged,enum=fixing,enum=fixed,enum=verified,enum=closed,enum=wontfix" jsonschema_description:"new status: open -> triaged -> fixing -> fixed -> verified -> closed; fixed, verified or closed -> open reopens; open or triaged -> wontfix"`
 	Note string `json:"note,omitempty" jsonschema:"maxLength=4000" jsonschema_description:"why, kept in the bug's history"`
 }
 
@@ -124,7 +124,7 @@ func BugTransition() tool.Tool {
 	return tool.New(tool.Spec{
 		Name:        "bug_transition",
 		Title:       "Transition bug",
-		Description: "Move a bug to a new status: open → triaged → fixing → fixed → verified → closed; fixed/verified/closed → open (reopen); open/triaged → wontfix. Anything else returns ok:false with the allowed targets. Each move is kept in the bug's history as {from, to, by, at, note}.",
+		Description: "Move a bug to a new status: open -> triaged -> fixing -> fixed -> verified -> closed; fixed/verified/closed -> open (reopen); open/triaged -> wontfix. Anything else returns ok:false with the allowed targets. Each move is kept in the bug's history as {from, to, by, at, note}.",
 		Effect:      tool.Additive,
 		Timeout:     10 * time.Second,
 	}, bugTransition)
@@ -164,6 +164,7 @@ type BugListInput struct {
 	UnitID   string `json:"unit_id,omitempty" jsonschema:"pattern=^[A-Za-z0-9_][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"only bugs of this unit"`
 	Severity string `json:"severity,omitempty" jsonschema:"enum=blocker,enum=major,enum=minor" jsonschema_description:"only bugs of this severity"`
 	Limit    int    `json:"limit,omitempty" jsonschema:"minimum=1,maximum=1000" jsonschema_description:"at most this many bugs (default 100)"`
+	tool.Page
 }
 
 // BugSummary is one line of bug_list.
@@ -182,9 +183,10 @@ type BugSummary struct {
 type BugListOutput struct {
 	tool.Status
 	Total int          `json:"total" jsonschema_description:"bugs matching the filters, before limit"`
-	Bugs  []BugSummary `json:"bugs" jsonschema_description:"matching bugs, blocker before major before minor, then by id"`
+	Bugs  []BugSummary `json:"bugs" page:"1" jsonschema_description:"matching bugs, blocker before major before minor, then by id"`
 	// Unreadable is left out when every bug file reads.
-	Unreadable []string `json:"unreadable,omitempty" jsonschema_description:"bug files that could not be read or decoded, each with why; they are not in bugs or total: fix or remove them"`
+	Unreadable []string        `json:"unreadable,omitempty" page:"2" jsonschema_description:"bug files that could not be read or decoded, each with why; they are not in bugs or total: fix or remove them"`
+	Truncated  *tool.Truncated `json:"truncated,omitempty" jsonschema_description:"set when the result was too large to return at once: which page this is, how to get the next, and the file holding the whole result"`
 }
 
 // BugList is the bug_list tool.

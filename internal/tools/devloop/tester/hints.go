@@ -19,6 +19,7 @@ type HintBuilderInput struct {
 	Failures   []Failure `json:"failures,omitempty" jsonschema:"maxItems=5000" jsonschema_description:"failures as parse_vitest returns them; give this or report_path, not both"`
 	ReportPath string    `json:"report_path,omitempty" jsonschema:"maxLength=1000" jsonschema_description:"project-relative path of a Vitest JSON report; give this or failures, not both"`
 	MaxHints   int       `json:"max_hints,omitempty" jsonschema:"minimum=1,maximum=100" jsonschema_description:"at most this many hints, most widespread cause first (default 10)"`
+	tool.Page
 }
 
 // Hint is advice for one cause: one file, one kind of failure.
@@ -35,10 +36,11 @@ type Hint struct {
 // HintBuilderOutput is the result of hint_builder.
 type HintBuilderOutput struct {
 	tool.Status
-	Failures int    `json:"failures" jsonschema_description:"failures considered"`
-	Groups   int    `json:"groups" jsonschema_description:"distinct causes (file and kind) before max_hints"`
-	Hints    []Hint `json:"hints" jsonschema_description:"hints, the cause shared by most tests first"`
-	Markdown string `json:"markdown" jsonschema_description:"the hints as a markdown list for a human or the coder's prompt"`
+	Failures  int             `json:"failures" jsonschema_description:"failures considered"`
+	Groups    int             `json:"groups" jsonschema_description:"distinct causes (file and kind) before max_hints"`
+	Hints     []Hint          `json:"hints" page:"1" jsonschema_description:"hints, the cause shared by most tests first"`
+	Markdown  string          `json:"markdown" page:"2" jsonschema_description:"the hints as a markdown list for a human or the coder's prompt"`
+	Truncated *tool.Truncated `json:"truncated,omitempty" jsonschema_description:"set when the result was too large to return at once: which page this is, how to get the next, and the file holding the whole result"`
 }
 
 // HintBuilder is the hint_builder tool.

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/fault"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/vitest"
@@ -44,19 +47,35 @@ type Failure struct {
 type ParseVitestInput struct {
 	ReportPath string         `json:"report_path,omitempty" jsonschema:"maxLength=1000" jsonschema_description:"project-relative path of the file written by vitest run --reporter=json --outputFile=<path>; give this or report, not both"`
 	Report     map[string]any `json:"report,omitempty" jsonschema_description:"the report JSON object itself; give this or report_path, not both"`
+	tool.Page
 }
 
 // ParseVitestOutput is the result of parse_vitest.
 type ParseVitestOutput struct {
 	tool.Status
-	Total       int       `json:"total" jsonschema_description:"tests in the report (files that failed to load contribute none)"`
-	Passed      int       `json:"passed" jsonschema_description:"passed tests"`
-	Failed      int       `json:"failed" jsonschema_description:"failed tests (files that failed to load are counted in suite_errors)"`
-	Skipped     int       `json:"skipped" jsonschema_description:"skipped tests (skip, pending, disabled)"`
-	Todo        int       `json:"todo" jsonschema_description:"tests marked todo"`
-	SuiteErrors int       `json:"suite_errors" jsonschema_description:"file-level failures (level load or hook): a test file that failed to load (import or syntax error, none of its tests ran) or an error outside any test (a beforeAll/afterAll hook)"`
-	DurationMS  int64     `json:"duration_ms" jsonschema_description:"wall time of the run in milliseconds"`
-	Failures    []Failure `json:"failures" jsonschema_description:"every failed test and every file that failed to load, in report order"`
+	Total       int   `json:"total" jsonschema_description:"tests in the report (files that failed to load contribute none)"`
+	Passed      int   `json:"passed" jsonschema_description:"passed tests"`
+	Failed      int   `json:"failed" jsonschema_description:"failed tests (files that failed to load are counted in suite_errors)"`
+	Skipped     int   `json:"skipped" jsonschema_description:"skipped tests (skip, pending, disabled)"`
+	Todo        int   `json:"todo" jsonschema_description:"tests marked todo"`
+	SuiteErrors int   `json:"suite_errors" jsonschema_description:"file-level failures (level load or hook): a test file that failed to load (import or syntax error, none of its tests ran) or an error outside any test (a beforeAll/afterAll hook)"`
+	DurationMS  int64 `json:"duration_ms" jsonschema_description:"wall time of the run in milliseconds"`
+	// Causes come before the failures: on a large report they are what
+	// the first page shows.
+	Causes    []FailureCause  `json:"causes" page:"1" jsonschema_description:"the failures grouped by cause (level, kind, where the code under test threw, the message with its numbers left out), the most frequent first, each with its count and examples"`
+	Failures  []Failure       `json:"failures" page:"2" jsonschema_description:"every failed test and every file that failed to load, in report order"`
+	Truncated *tool.Truncated `json:"truncated,omitempty" jsonschema_description:"set when the result was too large to return at once: which page this is, and where the whole result is"`
+}
+
+// FailureCause is one cause shared by failures.
+type FailureCause struct {
+	Level    string   `json:"level" jsonschema_description:"test, load or hook (as in failures)"`
+	Kind     string   `json:"kind" jsonschema_description:"the failure kind (as in failures)"`
+	Message  string   `json:"message" jsonschema_description:"the message of the first failure with this cause"`
+	Thrown   string   `json:"thrown,omitempty" jsonschema_description:"where the code under test threw"`
+	Count    int      `json:"count" jsonschema_description:"failures with this cause"`
+	Files    int      `json:"files" jsonschema_description:"distinct test files among them"`
+	Examples []string `json:"examples" jsonschema_description:"up to 3 of them as file:line > test name"`
 }
 
 // ParseVitest is the parse_vitest tool.
@@ -64,7 +83,7 @@ func ParseVitest() tool.Tool {
 	return tool.New(tool.Spec{
 		Name:        "parse_vitest",
 		Title:       "Parse Vitest report",
-		Description: "Read a Vitest JSON report (vitest run --reporter=json --outputFile=…, Vitest 1 to 4), by project-relative report_path or inline as report, and return counts (total, passed, failed, skipped, todo, suite_errors), the duration, and per failure the file, full test name, level (test, or a file-level failure: load, hook), kind, first meaningful message line, line in the test file and where the code under test threw.",
+		Description: "Read a Vitest JSON report (vitest run --reporter=json --outputFile=..., Vitest 1 to 4), by project-relative report_path or inline as report, and return counts (total, passed, failed, skipped, todo, suite_errors), the duration, the failures grouped by cause (count and examples), and per failure the file, full test name, level (test, or a file-level failure: load, hook), kind, first meaningful message line, line in the test file and where the code under test threw. A large report comes back in pages (truncated says which, and names the file holding it whole).",
 		Effect:      tool.ReadOnly,
 		Timeout:     10 * time.Second,
 	}, parseVitest)
@@ -118,8 +137,49 @@ func ParseReport(data []byte) (*ParseVitestOutput, error) {
 	for _, f := range run.Failures() {
 		out.Failures = append(out.Failures, failureOf(f))
 	}
+	out.Causes = causesOf(out.Failures)
 	return out, nil
 }
+
+// examplesPerCause is how many failures a cause names.
+const examplesPerCause = 3
+
+// causesOf groups failures by level, kind, where the code under test threw
+// and the message with its numbers left out (the same assertion on other
+// values is the same cause), the most frequent first.
+func causesOf(failures []Failure) []FailureCause {
+	causes := []FailureCause{}
+	index := map[[4]string]int{}
+	files := map[[4]string]map[string]bool{}
+	for _, f := range failures {
+		key := [4]string{f.Level, f.Kind, f.Thrown, reDigits().ReplaceAllString(vitest.StripANSI(f.Message), "#")}
+		i, ok := index[key]
+		if !ok {
+			i = len(causes)
+			index[key] = i
+			files[key] = map[string]bool{}
+			causes = append(causes, FailureCause{Level: f.Level, Kind: f.Kind, Message: f.Message, Thrown: f.Thrown, Examples: []string{}})
+		}
+		c := &causes[i]
+		c.Count++
+		files[key][f.File] = true
+		c.Files = len(files[key])
+		if len(c.Examples) < examplesPerCause {
+			ex := f.File
+			if f.Line > 0 {
+				ex += ":" + strconv.Itoa(f.Line)
+			}
+			if f.Name != "" {
+				ex += " > " + f.Name
+			}
+			c.Examples = append(c.Examples, ex)
+		}
+	}
+	slices.SortStableFunc(causes, func(a, b FailureCause) int { return b.Count - a.Count })
+	return causes
+}
+
+var reDigits = lazyre.New(`[0-9]+`)
 
 func failureOf(f *vitest.Failure) Failure {
 	return Failure{File: f.File, Name: f.Test, Level: f.Level, Kind: f.Kind, Message: f.Message, Line: f.Line, Thrown: f.Thrown}

@@ -1,12 +1,17 @@
 package tester
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/vitest/vitesttest"
 )
 
@@ -177,6 +182,69 @@ func BenchmarkParseReport(b *testing.B) {
 			b.Fatalf("%d hints for 100 failures thrown at one site, want 1", len(h))
 		}
 	}
+}
+
+// TestParseVitestLargeReportIsBounded: a real Vitest report with 5,000
+// failures (a regression that breaks most of a suite) comes back within the
+// result budget: the totals whole, the failures grouped into their three
+// causes with counts and examples, the first failures, and truncated with
+// the next page and the file holding the whole result. The next page and
+// the last fit too and repeat nothing (internal/tool's tests walk every
+// page of such a result).
+func TestParseVitestLargeReportIsBounded(t *testing.T) {
+	t.Parallel()
+	c := testutil.NewCtx(t, testutil.CtxOptions{Agent: "tester", AllowList: []string{"reports/**", "agent-state/tester-*.json"}})
+	res := vitesttest.Run(t, 3, filepath.Join(c.ProjectDir, "units/cart"), vitesttest.LargeSuite(5000))
+	if err := os.MkdirAll(filepath.Join(c.ProjectDir, "reports"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(c.ProjectDir, "reports/cart.json"), res.Report, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	page := func(n int) (ParseVitestOutput, tool.Result) {
+		r, err := testutil.RunTool(t, context.Background(), c, ParseVitest(), map[string]any{"report_path": "reports/cart.json", "page": n})
+		if err != nil {
+			t.Fatalf("page %d: %v", n, err)
+		}
+		var out ParseVitestOutput
+		if err := json.Unmarshal(r.Structured, &out); err != nil {
+			t.Fatal(err)
+		}
+		if !r.Failed && len(r.Structured) > tool.ResultBudget {
+			t.Fatalf("page %d is %d bytes, over the budget", n, len(r.Structured))
+		}
+		return out, r
+	}
+	first, r := page(1)
+	tr := first.Truncated
+	if first.Failed != 5000 || first.Passed != 50 || tr == nil || tr.NextPage != 2 || tr.Pages < 3 {
+		t.Fatalf("page 1: failed %d passed %d, truncated %+v", first.Failed, first.Passed, tr)
+	}
+	counts := map[string]int{}
+	for _, c := range first.Causes {
+		counts[c.Kind] += c.Count
+		if len(c.Examples) == 0 || len(c.Examples) > 3 {
+			t.Errorf("cause %+v: want 1-3 examples", c)
+		}
+	}
+	if len(first.Causes) != 3 || counts[KindAssertion] != 4000 || counts[KindTypeError] != 750 || counts[KindReferenceError] != 250 {
+		t.Fatalf("causes %+v, want three: 4000 assertions, 750 TypeErrors, 250 ReferenceErrors", first.Causes)
+	}
+	var whole ParseVitestOutput
+	b, err := os.ReadFile(filepath.Join(c.ProjectDir, tr.FullResult))
+	if err != nil || json.Unmarshal(b, &whole) != nil || len(whole.Failures) != 5000 {
+		t.Fatalf("full_result %s: %d failures, %v", tr.FullResult, len(whole.Failures), err)
+	}
+	second, _ := page(2)
+	last, _ := page(tr.Pages)
+	if len(first.Failures) == 0 || len(second.Failures) == 0 || second.Failures[0] != whole.Failures[len(first.Failures)] ||
+		last.Truncated.NextPage != 0 || last.Failures[len(last.Failures)-1] != whole.Failures[4999] {
+		t.Errorf("pages 1, 2 and %d do not follow the whole result: %d, %d failures", tr.Pages, len(first.Failures), len(second.Failures))
+	}
+	if _, r := page(tr.Pages + 1); !r.Failed {
+		t.Errorf("a page past the last: %s", r.Structured)
+	}
+	t.Logf("5,000 failures: the whole result is %d bytes, page 1 %d bytes, %d pages", len(b), len(r.Structured), tr.Pages)
 }
 
 // softSuite has a test whose two expect.soft assertions fail (and a third

@@ -118,6 +118,7 @@ func loadContractRoutes(c *callctx.Ctx) ([]contractRoute, error) {
 type DiffInput struct {
 	Contract string `json:"contract" jsonschema:"pattern=^[a-z0-9][a-z0-9_-]{0\\,63}$" jsonschema_description:"contract name: contracts/<contract>.json, .yaml or .yml (the toolhost format or OpenAPI 3.0/3.1)"`
 	UnitID   string `json:"unit_id" jsonschema:"pattern=^[A-Za-z0-9_][A-Za-z0-9._-]{0\\,63}$" jsonschema_description:"the unit whose source (units/<unit_id>/, tests and node_modules excluded) is scanned for routes"`
+	tool.Page
 }
 
 // RouteRef is a route with where it is declared (the contract for missing
@@ -162,17 +163,19 @@ type Unparsed struct {
 // DiffOutput is the result of diff_contract_vs_impl.
 type DiffOutput struct {
 	tool.Status
-	Contract       string            `json:"contract,omitempty" jsonschema_description:"the contract compared"`
-	UnitID         string            `json:"unit_id,omitempty" jsonschema_description:"the unit compared"`
-	FilesScanned   int               `json:"files_scanned" jsonschema_description:"source files read"`
-	RoutesFound    int               `json:"routes_found" jsonschema_description:"routes found in the unit's source"`
-	Matched        []RouteRef        `json:"matched" jsonschema_description:"contract endpoints the unit implements (where in the source)"`
-	Missing        []RouteRef        `json:"missing" jsonschema_description:"contract endpoints the unit does not implement (where in the contract)"`
-	Extra          []RouteRef        `json:"extra" jsonschema_description:"routes the unit implements that the contract does not declare (where in the source)"`
-	MethodMismatch []MethodMismatch  `json:"method_mismatch" jsonschema_description:"contract paths the unit serves with a different method"`
-	Unresolved     []UnresolvedRoute `json:"unresolved" jsonschema_description:"routes and mounts whose path is computed at run time (or a router no app mounts): neither missing nor extra, each with its file and line to read"`
-	Undecided      []RouteRef        `json:"undecided,omitempty" jsonschema_description:"contract endpoints no resolved route serves but an unresolved one may (same method, path under its known prefix): not reported missing"`
-	Unparsed       []Unparsed        `json:"unparsed,omitempty" jsonschema_description:"source files skipped, with the reason"`
+	Contract     string `json:"contract,omitempty" jsonschema_description:"the contract compared"`
+	UnitID       string `json:"unit_id,omitempty" jsonschema_description:"the unit compared"`
+	FilesScanned int    `json:"files_scanned" jsonschema_description:"source files read"`
+	RoutesFound  int    `json:"routes_found" jsonschema_description:"routes found in the unit's source"`
+	// A large result's pages show what is wrong before what matches.
+	Matched        []RouteRef        `json:"matched" page:"7" jsonschema_description:"contract endpoints the unit implements (where in the source)"`
+	Missing        []RouteRef        `json:"missing" page:"1" jsonschema_description:"contract endpoints the unit does not implement (where in the contract)"`
+	Extra          []RouteRef        `json:"extra" page:"3" jsonschema_description:"routes the unit implements that the contract does not declare (where in the source)"`
+	MethodMismatch []MethodMismatch  `json:"method_mismatch" page:"2" jsonschema_description:"contract paths the unit serves with a different method"`
+	Unresolved     []UnresolvedRoute `json:"unresolved" page:"5" jsonschema_description:"routes and mounts whose path is computed at run time (or a router no app mounts): neither missing nor extra, each with its file and line to read"`
+	Undecided      []RouteRef        `json:"undecided,omitempty" page:"4" jsonschema_description:"contract endpoints no resolved route serves but an unresolved one may (same method, path under its known prefix): not reported missing"`
+	Unparsed       []Unparsed        `json:"unparsed,omitempty" page:"6" jsonschema_description:"source files skipped, with the reason"`
+	Truncated      *tool.Truncated   `json:"truncated,omitempty" jsonschema_description:"set when the result was too large to return at once: which page this is, how to get the next, and the file holding the whole result"`
 }
 
 // DiffContractVsImpl is the diff_contract_vs_impl tool.

@@ -53,6 +53,7 @@ const (
 // ExtractEvidenceInput names the bug whose citations are checked.
 type ExtractEvidenceInput struct {
 	BugID string `json:"bug_id" jsonschema:"pattern=^BUG-[0-9]{4\\,}$" jsonschema_description:"the bug to check, e.g. BUG-0001 (bugs/BUG-0001.json)"`
+	tool.Page
 }
 
 // VerifiedItem is a citation found where the bug says it is.
@@ -74,11 +75,12 @@ type MissingItem struct {
 // ExtractEvidenceOutput is the result of extract_evidence / verify_evidence.
 type ExtractEvidenceOutput struct {
 	tool.Status
-	BugID          string         `json:"bug_id,omitempty" jsonschema_description:"the bug checked"`
-	Path           string         `json:"path,omitempty" jsonschema_description:"project-relative path of the evidence record written (triage/<bug>.json)"`
-	EvidenceStatus string         `json:"evidence_status,omitempty" jsonschema:"enum=verified,enum=partial,enum=unverified" jsonschema_description:"verified: every citation checked out; partial: some did; unverified: none did"`
-	Verified       []VerifiedItem `json:"verified" jsonschema_description:"citations found where cited"`
-	Missing        []MissingItem  `json:"missing" jsonschema_description:"citations not found, with the reason"`
+	BugID          string          `json:"bug_id,omitempty" jsonschema_description:"the bug checked"`
+	Path           string          `json:"path,omitempty" jsonschema_description:"project-relative path of the evidence record written (triage/<bug>.json)"`
+	EvidenceStatus string          `json:"evidence_status,omitempty" jsonschema:"enum=verified,enum=partial,enum=unverified" jsonschema_description:"verified: every citation checked out; partial: some did; unverified: none did"`
+	Verified       []VerifiedItem  `json:"verified" page:"1" jsonschema_description:"citations found where cited"`
+	Missing        []MissingItem   `json:"missing" page:"2" jsonschema_description:"citations not found, with the reason"`
+	Truncated      *tool.Truncated `json:"truncated,omitempty" jsonschema_description:"set when the result was too large to return at once: which page this is, how to get the next, and the file holding the whole result"`
 }
 
 // EvidenceRecord is triage/<bug>.json.
@@ -98,7 +100,7 @@ func RecordPath(bugID string) string { return bugs.TriageRecordPath(bugID) }
 
 const extractDescription = "Collect the evidence a bug cites and verify each citation where it says it is: " +
 	"the failing test in the cited (or newest) Vitest report under reports/ or units/*/, the quoted stderr lines at or near the cited log line " +
-	"(±5 lines, returned with the lines around them), and the failed steps of the cited case run (integration/runs/<run_id>.json). " +
+	"(+/-5 lines, returned with the lines around them), and the failed steps of the cited case run (integration/runs/<run_id>.json). " +
 	"Returns verified and missing citations with paths and line numbers, writes triage/<bug>.json and updates triage/triage.json."
 
 // ExtractEvidence is the extract_evidence tool.

@@ -38,6 +38,7 @@ type FindSimilarInput struct {
 	BugID string `json:"bug_id,omitempty" jsonschema:"pattern=^BUG-[0-9]{4\\,}$" jsonschema_description:"find bugs similar to this one (it is excluded from the results); give bug_id or text, not both"`
 	Text  string `json:"text,omitempty" jsonschema:"maxLength=200000" jsonschema_description:"find bugs similar to this text (a title, an error message); give bug_id or text, not both"`
 	TopK  int    `json:"top_k,omitempty" jsonschema:"minimum=1,maximum=50" jsonschema_description:"how many bugs to return, best first (default 5)"`
+	tool.Page
 }
 
 // IndexInfo describes the index a search used.
@@ -51,9 +52,10 @@ type IndexInfo struct {
 // FindSimilarOutput is the result of find_similar_bug.
 type FindSimilarOutput struct {
 	tool.Status
-	BugID   string       `json:"bug_id,omitempty" jsonschema_description:"the bug searched for (empty for text)"`
-	Similar []SimilarBug `json:"similar" jsonschema_description:"the most similar bugs, highest score first; bugs sharing no term are left out"`
-	Index   IndexInfo    `json:"index" jsonschema_description:"the index searched"`
+	BugID     string          `json:"bug_id,omitempty" jsonschema_description:"the bug searched for (empty for text)"`
+	Similar   []SimilarBug    `json:"similar" page:"1" jsonschema_description:"the most similar bugs, highest score first; bugs sharing no term are left out"`
+	Index     IndexInfo       `json:"index" jsonschema_description:"the index searched"`
+	Truncated *tool.Truncated `json:"truncated,omitempty" jsonschema_description:"set when the result was too large to return at once: which page this is, how to get the next, and the file holding the whole result"`
 }
 
 // FindSimilarBug is the find_similar_bug tool.
