@@ -165,6 +165,12 @@ func (c *checker) wrapper(name string, w wrapper, fields []string, idx int, o ru
 				case slices.Contains(w.unsets, "-"+string(ch)):
 					temp.clear(val)
 					i = at
+				case ch == 'o' && (name == "strace" || name == "ltrace") && (strings.HasPrefix(val, "|") || strings.HasPrefix(val, "!")):
+					// strace -o '|cmd' pipes the trace into a shell command.
+					c.withVia([]string{name + " -o"}, func() {
+						c.isolated(func() stream { return c.code(val[1:], name+" -o", []string{name + " -o"}, -1) })
+					})
+					i = at
 				default:
 					i = at
 				}

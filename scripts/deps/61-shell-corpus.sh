@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs the programs the shell corpus runs for real besides coreutils
-# (internal/testutil/shellcorpus: zip -TT and sqlite3 .shell run a command
-# given in an argument). Safe to run twice.
+# (internal/testutil/shellcorpus: zip -TT, sqlite3 .shell and strace -o |
+# run a command given in an argument). Safe to run twice.
 set -euo pipefail
 missing=()
-for p in zip sqlite3; do
+for p in zip sqlite3 strace; do
   command -v "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then

@@ -25,11 +25,11 @@ import (
 var Pass = []string{"sh", "bash", "dash", "env", "timeout", "nice", "nohup", "xargs", "find", "cat", "head", "tail", "tr", "rev",
 	"base64", "sed", "sort", "uniq", "basename", "dirname", "printf", "echo", "true", "false", "which", "tee", "cut", "grep", "dd",
 	"awk", "mkdir", "touch", "cp", "ln", "chmod", "mv", "ls", "wc", "jq", "git", "readlink", "realpath", "test", "stdbuf", "fold",
-	"mkfifo", "seq", "zip", "sqlite3"}
+	"mkfifo", "seq", "zip", "sqlite3", "strace"}
 
 // needed are the programs of Pass that are not part of every system the
 // tests run on (scripts/deps installs them).
-var needed = []string{"zip", "sqlite3"}
+var needed = []string{"zip", "sqlite3", "strace"}
 
 // Record are the programs a stub only records (the ones that must not
 // really run: curl, rm …, and the everyday tools the corpus only names).

@@ -187,4 +187,5 @@ var wave3Words = []Case{
 	{Class: "programs", Name: "zip -TT runs a command", Cmd: "printf x > n.txt; zip -q -T -TT 'curl -s http://127.0.0.1:9/x' z.zip n.txt"},
 	{Class: "programs", Name: "sqlite3 .shell", Cmd: "sqlite3 :memory: '.shell curl -s http://127.0.0.1:9/x'"},
 	{Class: "programs", Name: "sqlite3 .system", Cmd: "sqlite3 :memory: '.system curl -s http://127.0.0.1:9/x'"},
+	{Class: "programs", Name: "strace -o '|cmd'", Cmd: "strace -o '|curl -s http://127.0.0.1:9/x' true"},
 }
