@@ -115,7 +115,7 @@ func publicBinaries(t *testing.T) (bin, probe, fake string) {
 	t.Helper()
 	srcs := []string{testutil.Toolhost(t), confineProbe(t), upstreamtest.FakeMCP(t)}
 	publicOnce.Do(func() {
-		publicDir, publicErr = os.MkdirTemp("", "toolhost-authority-bin-")
+		publicDir, publicErr = testutil.ProcessDir("authority-bin")
 		if publicErr != nil {
 			return
 		}

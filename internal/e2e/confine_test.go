@@ -443,7 +443,7 @@ var (
 func confineProbe(t testing.TB) string {
 	t.Helper()
 	probeOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "confineprobe-")
+		dir, err := testutil.ProcessDir("confineprobe")
 		if err != nil {
 			probeErr = err
 			return
