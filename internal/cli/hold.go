@@ -128,7 +128,7 @@ func runHolder(projectDir, agent string, args []string) int {
 	// command's processes close them, not this holder.
 	if null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err == nil {
 		for _, fd := range []int{0, 1, 2} {
-			_ = syscall.Dup2(int(null.Fd()), fd)
+			_ = unix.Dup2(int(null.Fd()), fd)
 		}
 		null.Close()
 	}
