@@ -378,53 +378,23 @@ func (a *auditTrail) Backward(ctx context.Context, fn func(*audit.Row) bool) (st
 }
 
 func (a *auditTrail) Follow(ctx context.Context, from *store.Cursor, fn func(*audit.Row, store.Cursor) error) error {
-	ch, release := a.s.listen.subscribe()
-	defer release()
-	var cur int64
-	if from != nil {
-		cur = from.Seq
-	} else if err := a.s.pool.QueryRow(ctx, `SELECT coalesce(max(n), 0) FROM audit WHERE pid = $1`, a.s.pid).Scan(&cur); err != nil {
-		return a.s.classify(err)
-	}
-	t := time.NewTicker(a.s.o.Poll)
-	defer t.Stop()
-	var r audit.Row
-	for {
-		for {
-			got := 0
-			var ferr error
-			last, err := a.lines(ctx, cur, false, 1000, time.Time{}, func(n int64, _ string, line []byte) bool {
-				got++
-				cur = n
-				if row, _ := audit.ParseLine(line, &r); row {
-					ferr = fn(&r, store.Cursor{Seq: n})
-				}
-				return ferr == nil
-			})
-			if ferr != nil {
-				return ferr
+	return a.s.follow(ctx, "audit", from, func(ctx context.Context) (int64, error) {
+		var n int64
+		err := a.s.pool.QueryRow(ctx, `SELECT coalesce(max(n), 0) FROM audit WHERE pid = $1`, a.s.pid).Scan(&n)
+		return n, a.s.classify(err)
+	}, func(ctx context.Context, cur int64) (int64, int, error, error) {
+		var r audit.Row
+		got := 0
+		var ferr error
+		last, err := a.lines(ctx, cur, false, followPage, time.Time{}, func(n int64, _ string, line []byte) bool {
+			got++
+			if row, _ := audit.ParseLine(line, &r); row {
+				ferr = fn(&r, store.Cursor{Seq: n})
 			}
-			if ctx.Err() != nil {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			cur = last
-			if got < 1000 {
-				break
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case c := <-ch:
-			if c.what != "audit" && c.what != resync {
-				continue
-			}
-		case <-t.C:
-		}
-	}
+			return ferr == nil
+		})
+		return last, got, ferr, err
+	})
 }
 
 // dbLines is the trail's lines as audit.Lines; a file is one part of the

@@ -137,33 +137,50 @@ func (l *logTable[T]) end(ctx context.Context) (int64, error) {
 // Follow delivers what is appended after from, woken by the log's
 // notifications (and every Poll, for one lost while reconnecting).
 func (l *logTable[T]) Follow(ctx context.Context, from *store.Cursor, fn func(T, store.Cursor) error) error {
-	ch, release := l.s.listen.subscribe()
+	return l.s.follow(ctx, l.table, from, l.end, func(ctx context.Context, cur int64) (int64, int, error, error) {
+		got := 0
+		var ferr error
+		last, err := l.each(ctx, cur, false, followPage, func(seq int64, rec T, _ string, ok bool) bool {
+			got++
+			if !ok {
+				return true
+			}
+			ferr = fn(rec, store.Cursor{Seq: seq})
+			return ferr == nil
+		})
+		return last, got, ferr, err
+	})
+}
+
+// followPage is how many entries a Follow reads at a time.
+const followPage = 1000
+
+// follow is the loop every Follow shares. It subscribes to the
+// notifications first, so nothing appended after the start is missed: from
+// the cursor given (else the log's end), it reads pages after cur until one
+// is short, then waits for a notice on what (or a resync after a lost
+// connection, or the Poll tick) and reads again. page returns the last
+// sequence number read, how many entries it read, fn's error and the
+// database's; ctx ending is not an error.
+func (s *Store) follow(ctx context.Context, what string, from *store.Cursor, end func(context.Context) (int64, error),
+	page func(ctx context.Context, cur int64) (last int64, got int, ferr, err error)) error {
+	ch, release := s.listen.subscribe()
 	defer release()
 	var cur int64
 	if from != nil {
 		cur = from.Seq
 	} else {
-		n, err := l.end(ctx)
+		n, err := end(ctx)
 		if err != nil {
 			return err
 		}
 		cur = n
 	}
-	t := time.NewTicker(l.s.o.Poll)
+	t := time.NewTicker(s.o.Poll)
 	defer t.Stop()
 	for {
 		for {
-			var ferr error
-			got := 0
-			last, err := l.each(ctx, cur, false, 1000, func(seq int64, rec T, _ string, ok bool) bool {
-				got++
-				cur = seq
-				if !ok {
-					return true
-				}
-				ferr = fn(rec, store.Cursor{Seq: seq})
-				return ferr == nil
-			})
+			last, got, ferr, err := page(ctx, cur)
 			if ferr != nil {
 				return ferr
 			}
@@ -174,7 +191,7 @@ func (l *logTable[T]) Follow(ctx context.Context, from *store.Cursor, fn func(T,
 				return err
 			}
 			cur = last
-			if got < 1000 {
+			if got < followPage {
 				break
 			}
 		}
@@ -182,7 +199,7 @@ func (l *logTable[T]) Follow(ctx context.Context, from *store.Cursor, fn func(T,
 		case <-ctx.Done():
 			return nil
 		case c := <-ch:
-			if c.what != l.table && c.what != resync {
+			if c.what != what && c.what != resync {
 				continue
 			}
 		case <-t.C:
