@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -41,15 +40,8 @@ func newHookCmd(g *globals) *cobra.Command {
 			"agent_id and tool_use_id (once per tool_use_id, when both hooks decide a call).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if f.Agent == "" {
-				f.Agent = os.Getenv("TOOLHOST_AGENT")
-			}
-			id := callctx.Identity{ProjectDir: state.projectDir, ProjectID: state.projectID}
-			id.FromEnv(os.Getenv)
-			f.ProjectDir, f.ProjectID, f.Store = id.ProjectDir, id.ProjectID, state.store
-			if f.Unit == "" {
-				f.Unit = os.Getenv("TOOLHOST_UNIT")
-			}
+			id := envIdentity(callctx.Identity{Agent: f.Agent, UnitID: f.Unit, ProjectDir: state.projectDir, ProjectID: state.projectID})
+			f.Agent, f.Unit, f.ProjectDir, f.ProjectID, f.Store = id.Agent, id.UnitID, id.ProjectDir, id.ProjectID, state.store
 			err := hook.PreToolUse(cmd.InOrStdin(), cmd.OutOrStdout(), f, g.logger())
 			if d := (*hook.Denied)(nil); errors.As(err, &d) {
 				return &exitError{code: 2, err: err}

@@ -16,6 +16,7 @@ import (
 	"github.com/toolhost/toolhost/configs"
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/bashguard"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/progid"
 	"github.com/toolhost/toolhost/internal/registry"
@@ -165,10 +166,7 @@ func newPolicyExplainCmd() *cobra.Command {
 			if toolName == "" || agentName == "" {
 				return usageErr(errors.New("--tool and --agent are required"))
 			}
-			dir := projectDir
-			if dir == "" {
-				dir = os.Getenv("TOOLHOST_PROJECT_DIR")
-			}
+			dir := envIdentity(callctx.Identity{ProjectDir: projectDir}).ProjectDir
 			if dir != "" {
 				abs, err := filepath.Abs(dir)
 				if err != nil {
@@ -200,9 +198,7 @@ func newPolicyExplainCmd() *cobra.Command {
 			if !json.Valid([]byte(argsJSON)) {
 				return usageErr(fmt.Errorf("--args is not valid JSON"))
 			}
-			if pid == "" {
-				pid = os.Getenv("TOOLHOST_PID")
-			}
+			pid = envIdentity(callctx.Identity{ProjectID: pid}).ProjectID
 			// Programs are identified as the agent's commands would find
 			// them: from its working directory in the project (the
 			// current directory when none is given).
