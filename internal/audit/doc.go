@@ -8,8 +8,9 @@
 // trail's cross-process lock, so the toolhost processes of a project share
 // one file and one hash chain (chain.go): every line carries its number and
 // the hash of the line before it, and Verify names the first line that was
-// edited, removed, reordered or inserted. Appends are all or nothing (a
-// full disk cuts the partial row back and the row waits in memory), fsync is
+// edited, removed, reordered or inserted. The trail is a log (package
+// ndjson): appends are all or nothing (sandbox.WriteWhole: a full disk cuts
+// the partial row back and the row waits in memory), fsync is
 // batched and followed by a checkpoint of the chain's end, and the file is
 // rotated by size into numbered siblings that every reader (Each, StatsOf,
 // Verify, the OTLP export) streams across in constant memory.

@@ -135,14 +135,7 @@ func NewFileSink(door Door, o Options) *FileSink {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	maxBytes := o.MaxBytes
-	switch {
-	case maxBytes == 0:
-		maxBytes = DefaultMaxBytes
-	case maxBytes < 0:
-		maxBytes = 0
-	}
-	s := &FileSink{door: door, opt: o, maxBytes: maxBytes, stop: make(chan struct{}), stopped: make(chan struct{})}
+	s := &FileSink{door: door, opt: o, maxBytes: ndjson.RotateAt(o.MaxBytes, DefaultMaxBytes), stop: make(chan struct{}), stopped: make(chan struct{})}
 	go s.syncLoop()
 	return s
 }
@@ -367,14 +360,12 @@ func appendInt(b []byte, n int64) []byte {
 // the file back to where it was.
 func (s *FileSink) writeLineLocked(b []byte, start int) error {
 	line := b[start : len(b)-1]
-	if _, err := s.f.Write(b); err != nil {
-		if terr := s.f.Truncate(s.head.size); terr != nil {
-			s.head.known = false
-			return fmt.Errorf("%w; cutting the partial row back failed too: %v", err, terr)
-		}
+	size, intact, err := sandbox.WriteWhole(s.f, b, s.head.size)
+	if err != nil {
+		s.head.known = intact
 		return err
 	}
-	s.head.size += int64(len(b))
+	s.head.size = size
 	s.head.seq++
 	s.head.hash = lineHash(line)
 	s.head.newline = false

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolhost/toolhost/internal/agents"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/sandbox"
@@ -47,12 +48,8 @@ func newConfineCmd(_ *globals) *cobra.Command {
 			"the agent's sandbox.commands is require, CMD is not run and confine exits 126 with the reason.",
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.agent == "" {
-				f.agent = os.Getenv("TOOLHOST_AGENT")
-			}
-			if f.projectDir == "" {
-				f.projectDir = os.Getenv("TOOLHOST_PROJECT_DIR")
-			}
+			id := envIdentity(callctx.Identity{Agent: f.agent, ProjectDir: f.projectDir})
+			f.agent, f.projectDir = id.Agent, id.ProjectDir
 			if len(args) == 0 && !f.explain {
 				return usageErr(errors.New("confine needs the command to run after --, e.g. toolhost confine --agent coder --project-dir . -- make test"))
 			}

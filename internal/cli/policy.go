@@ -16,10 +16,12 @@ import (
 	"github.com/toolhost/toolhost/configs"
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/bashguard"
+	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/progid"
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/rules"
+	"github.com/toolhost/toolhost/internal/session"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/tools/all"
 	"github.com/toolhost/toolhost/internal/wirejson"
@@ -164,10 +166,7 @@ func newPolicyExplainCmd() *cobra.Command {
 			if toolName == "" || agentName == "" {
 				return usageErr(errors.New("--tool and --agent are required"))
 			}
-			dir := projectDir
-			if dir == "" {
-				dir = os.Getenv("TOOLHOST_PROJECT_DIR")
-			}
+			dir := envIdentity(callctx.Identity{ProjectDir: projectDir}).ProjectDir
 			if dir != "" {
 				abs, err := filepath.Abs(dir)
 				if err != nil {
@@ -199,9 +198,7 @@ func newPolicyExplainCmd() *cobra.Command {
 			if !json.Valid([]byte(argsJSON)) {
 				return usageErr(fmt.Errorf("--args is not valid JSON"))
 			}
-			if pid == "" {
-				pid = os.Getenv("TOOLHOST_PID")
-			}
+			pid = envIdentity(callctx.Identity{ProjectID: pid}).ProjectID
 			// Programs are identified as the agent's commands would find
 			// them: from its working directory in the project (the
 			// current directory when none is given).
@@ -371,4 +368,11 @@ func checkArgs(entry *registry.Entry, raw []byte) error {
 		return fmt.Errorf("arguments are not valid JSON: %w", err)
 	}
 	return sch.Check(doc)
+}
+
+// ruleOptions are what the policy's rules are compiled against outside a
+// session (`policy check`, `policy explain`, the hook): exactly what serve
+// compiles them against.
+func ruleOptions(projectDir string) rules.Options {
+	return session.RuleOptions(all.Registry(), projectDir)
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -42,4 +43,58 @@ func TestREADMEAgentsTable(t *testing.T) {
 		return
 	}
 	t.Errorf("README agent table is stale; run: go test ./internal/cli -run TestREADMEAgentsTable -update")
+}
+
+// TestREADMELayout keeps the README's Layout a map of the whole module:
+// every package `go list ./...` names has a line of its own (path, then
+// what it holds, on that one line), and every path there exists.
+func TestREADMELayout(t *testing.T) {
+	root := filepath.Join("..", "..")
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(b), "\n## Layout\n")
+	if !ok {
+		t.Fatal("README.md has no Layout section")
+	}
+	_, block, ok := strings.Cut(after, "\n```\n")
+	if block, _, ok = strings.Cut(block, "\n```\n"); !ok {
+		t.Fatal("README.md's Layout section has no ``` block")
+	}
+	listed := map[string]bool{}
+	for _, line := range strings.Split(block, "\n") {
+		dir, what, _ := strings.Cut(line, " ")
+		if !strings.HasSuffix(dir, "/") || strings.TrimSpace(what) == "" {
+			t.Errorf("Layout line %q: want a directory (ending in /) and what it holds, on one line", line)
+			continue
+		}
+		dir = strings.TrimSuffix(dir, "/")
+		if listed[dir] {
+			t.Errorf("Layout names %s twice", dir)
+		}
+		listed[dir] = true
+		if fi, err := os.Stat(filepath.Join(root, dir)); err != nil || !fi.IsDir() {
+			t.Errorf("Layout names %s, which is not a directory of the repository", dir)
+		}
+	}
+	cmd := exec.Command("go", "list", "-f", "{{.Dir}}", "./...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list ./...: %v", err)
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range strings.Fields(string(out)) {
+		rel, err := filepath.Rel(abs, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !listed[filepath.ToSlash(rel)] {
+			t.Errorf("README.md's Layout does not name package %s/ (one line: the path, then what it holds)", filepath.ToSlash(rel))
+		}
+	}
 }

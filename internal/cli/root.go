@@ -85,9 +85,7 @@ func (f *sessionFlags) register(cmd *cobra.Command) {
 }
 
 func (f *sessionFlags) options(g *globals) session.Options {
-	id := f.id
-	id.FromEnv(os.Getenv)
-	return session.Options{Identity: id, AgentsFile: f.agentsFile, PolicyFile: f.policyFile, Store: f.store, Version: Version, Log: g.logger(), Limits: f.limits}
+	return session.Options{Identity: envIdentity(f.id), AgentsFile: f.agentsFile, PolicyFile: f.policyFile, Store: f.store, Version: Version, Log: g.logger(), Limits: f.limits}
 }
 
 // openSession opens a session, turning launch problems into exit code 2.

@@ -14,7 +14,7 @@ import (
 // Go opens fd 0 and 1 in blocking mode, so every read parks an OS thread in
 // read(2) and hands the request to a goroutine that another thread must be
 // woken to run: a cross-CPU wake-up on every message, the largest single
-// cost of a small call on a two-core VM (README, Benchmarks). Through the
+// cost of a small call on a two-core VM (docs/benchmarks.md). Through the
 // poller, the thread that finds the message ready runs it.
 //
 // The descriptors are duplicated (the originals stay owned by os.Stdin and

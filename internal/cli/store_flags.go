@@ -18,6 +18,15 @@ func registerStore(fl *pflag.FlagSet, spec *string) {
 	fl.StringVar(spec, "store", "", "the project's shared state: files (the project dir's, the default) or postgres://USER@HOST:PORT/DB (several machines; --pid is the tenant) (env "+storeopen.EnvStore+", and PG*)")
 }
 
+// envIdentity is id with the fields its flags left empty filled from the
+// TOOLHOST_* variables a session's agent CLI hands its hooks and commands;
+// callctx.Identity.FromEnv is their one reader, so every command falls back
+// alike.
+func envIdentity(id callctx.Identity) callctx.Identity {
+	id.FromEnv(os.Getenv)
+	return id
+}
+
 // stateFlags name a project's shared state outside a session: its dir
 // (always: documents and machine-local state live there), its id (the
 // tenant in a shared database) and the store.
@@ -36,8 +45,7 @@ func (f *stateFlags) register(fl *pflag.FlagSet, dirDefault string) {
 // resolve fills the flags from TOOLHOST_* and checks the project dir; dot
 // makes "." the default dir.
 func (f *stateFlags) resolve(dot bool) error {
-	id := callctx.Identity{ProjectDir: f.projectDir, ProjectID: f.projectID}
-	id.FromEnv(os.Getenv)
+	id := envIdentity(callctx.Identity{ProjectDir: f.projectDir, ProjectID: f.projectID})
 	f.projectDir, f.projectID = id.ProjectDir, id.ProjectID
 	if f.projectDir == "" && dot {
 		f.projectDir = "."

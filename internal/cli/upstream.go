@@ -73,9 +73,7 @@ func newUpstreamListCmd(g *globals) *cobra.Command {
 			"new tool is withheld and waits for `toolhost upstream approve` (and both are audited).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if projectDir == "" {
-				projectDir = os.Getenv("TOOLHOST_PROJECT_DIR")
-			}
+			projectDir = envIdentity(callctx.Identity{ProjectDir: projectDir}).ProjectDir
 			door, sink, err := projectStores(projectDir)
 			if err != nil {
 				return err
@@ -162,9 +160,7 @@ func newUpstreamApproveCmd() *cobra.Command {
 			"name approves all of its withheld tools. --dry-run prints the diff and pins nothing.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if projectDir == "" {
-				projectDir = os.Getenv("TOOLHOST_PROJECT_DIR")
-			}
+			projectDir = envIdentity(callctx.Identity{ProjectDir: projectDir}).ProjectDir
 			if projectDir == "" {
 				return usageErr(errors.New("--project-dir is required (or TOOLHOST_PROJECT_DIR)"))
 			}

@@ -535,11 +535,11 @@ func TestOTelHTTPTransport(t *testing.T) {
 		t.Fatalf("no Mcp-Session-Id\n%s", srv.Log())
 	}
 	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, session, map[string]string{"MCP-Protocol-Version": "2025-06-18"})
-	if _, b := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"parse_placeholder","arguments":{"text":"a"},"_meta":{"call_id":"h-legacy"}}}`,
+	if _, b := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"parse_placeholder","arguments":{"text":"a"},"_meta":{"call_id":"h-2025"}}}`,
 		session, map[string]string{"MCP-Protocol-Version": "2025-06-18"}); !strings.Contains(b, `"isError":false`) {
-		t.Fatalf("legacy call: %s", b)
+		t.Fatalf("2025 call: %s", b)
 	}
-	if _, b := post(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"parse_placeholder","arguments":{"text":"a"},"_meta":{"call_id":"h-modern",`+
+	if _, b := post(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"parse_placeholder","arguments":{"text":"a"},"_meta":{"call_id":"h-2026",`+
 		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, "",
 		map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "parse_placeholder"}); !strings.Contains(b, `"isError":false`) {
 		t.Fatalf("2026 call: %s", b)
@@ -551,9 +551,9 @@ func TestOTelHTTPTransport(t *testing.T) {
 	for _, s := range named(spans, "tools/call parse_placeholder") {
 		want := map[string]any{"network.transport": "tcp", "network.protocol.name": "http", "network.protocol.version": "1.1"}
 		switch s.Attrs["gen_ai.tool.call.id"] {
-		case "h-legacy":
+		case "h-2025":
 			want["mcp.session.id"], want["mcp.protocol.version"] = session, "2025-06-18"
-		case "h-modern":
+		case "h-2026":
 			want["mcp.protocol.version"] = "2026-07-28"
 			if _, ok := s.Attrs["mcp.session.id"]; ok {
 				t.Errorf("a stateless request has no MCP session: %v", s.Attrs)

@@ -211,7 +211,7 @@ func TestHTTPNeedsItsToken(t *testing.T) {
 		if coder.Token == s.srv.Token {
 			t.Fatal("the coder's server and the PM's have one token")
 		}
-		call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"timeline_append","arguments":{"kind":"k","message":"m"},` + modernMeta + `}}`
+		call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"timeline_append","arguments":{"kind":"k","message":"m"},` + meta20260728 + `}}`
 		for _, c := range []struct {
 			name, auth string
 			want       int

@@ -15,7 +15,9 @@ import (
 	"time"
 )
 
-const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+// meta20260728 is the _meta a request of revision 2026-07-28 carries (no
+// session: every request names its revision and capabilities).
+const meta20260728 = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 
 // post sends one JSON-RPC message and returns the status, headers and body.
 func post(t *testing.T, url, body string, headers map[string]string) (int, http.Header, string) {
@@ -64,7 +66,7 @@ func TestOrigin(t *testing.T) {
 	project := t.TempDir()
 	s := serveHTTP(t, project, "--allow-origin", "http://localhost:3000")
 	u, _ := url.Parse(s.URL)
-	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"timeline_append","arguments":{"kind":"k","message":"m"},` + modernMeta + `}}`
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"timeline_append","arguments":{"kind":"k","message":"m"},` + meta20260728 + `}}`
 	for _, c := range []struct {
 		origin string
 		want   int
@@ -136,7 +138,7 @@ func TestSlowBody(t *testing.T) {
 		t.Fatalf("a stalled body must get 408 naming the limit; got %q after %s", reply, time.Since(start))
 	}
 	// A call slower than the body timeout is not cut off.
-	status, _, out := post(t, s.URL, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"update_todo_item","arguments":{"id":"step-001","status":"done"},`+modernMeta+`}}`,
+	status, _, out := post(t, s.URL, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"update_todo_item","arguments":{"id":"step-001","status":"done"},`+meta20260728+`}}`,
 		perRequestHeaders("tools/call", "update_todo_item"))
 	if status != http.StatusOK || !strings.Contains(out, `"ok\":false`) {
 		t.Fatalf("after the slow client: %d %s", status, out)
@@ -150,7 +152,7 @@ func TestModernHeaders(t *testing.T) {
 	t.Parallel()
 	project := t.TempDir()
 	s := serveHTTP(t, project)
-	call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"timeline_append","arguments":{"kind":"k","message":"m"},` + modernMeta + `}}`
+	call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"timeline_append","arguments":{"kind":"k","message":"m"},` + meta20260728 + `}}`
 	for _, c := range []struct {
 		name    string
 		headers map[string]string
@@ -187,7 +189,7 @@ func TestModernHeaders(t *testing.T) {
 	}{
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"1999-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`, "tools/list", http.StatusBadRequest},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, "tools/list", http.StatusBadRequest},
-		{`{"jsonrpc":"2.0","id":1,"method":"nope/nope","params":{` + modernMeta + `}}`, "nope/nope", http.StatusNotFound},
+		{`{"jsonrpc":"2.0","id":1,"method":"nope/nope","params":{` + meta20260728 + `}}`, "nope/nope", http.StatusNotFound},
 	} {
 		h := perRequestHeaders(c.method, "")
 		if strings.Contains(c.body, "1999") {
@@ -246,7 +248,7 @@ func TestLegacySession(t *testing.T) {
 	if status, _, _ := post(t, s.URL, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, inSession); status != http.StatusNotFound {
 		t.Errorf("a request in the ended session: %d, want 404", status)
 	}
-	status, h, _ = post(t, s.URL, `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{`+modernMeta+`}}`,
+	status, h, _ = post(t, s.URL, `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{`+meta20260728+`}}`,
 		map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list", "Mcp-Session-Id": "whatever"})
 	if status != http.StatusOK || h.Get("Mcp-Session-Id") != "" {
 		t.Errorf("a 2026-07-28 request with a stale session header: %d, session %q", status, h.Get("Mcp-Session-Id"))
@@ -266,7 +268,7 @@ func TestBodyCap(t *testing.T) {
 	const limit = 4096
 	s := serveHTTP(t, t.TempDir(), "--max-message-bytes", fmt.Sprint(limit))
 	msg := func(n int) string {
-		m := `{"jsonrpc":"2.0","id":"cap","method":"tools/list","params":{` + modernMeta + `,"pad":"`
+		m := `{"jsonrpc":"2.0","id":"cap","method":"tools/list","params":{` + meta20260728 + `,"pad":"`
 		return m + strings.Repeat("x", n-len(m)-3) + `"}}`
 	}
 	if status, _, body := post(t, s.URL, msg(limit), perRequestHeaders("tools/list", "")); status != http.StatusOK || !strings.Contains(body, `"result":{`) {
@@ -288,7 +290,7 @@ func TestOnlyJSONBodiesAndSessions(t *testing.T) {
 	t.Parallel()
 	project := t.TempDir()
 	s := serveHTTP(t, project)
-	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"timeline_append","arguments":{"kind":"k","message":"m"},` + modernMeta + `}}`
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"timeline_append","arguments":{"kind":"k","message":"m"},` + meta20260728 + `}}`
 	for _, ct := range []string{"text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "", "application/jsonx", "application/json-patch+json"} {
 		before := timelineLines(t, project)
 		status, _, body := postAs(t, s.URL, ct, call, perRequestHeaders("tools/call", "timeline_append"))
@@ -303,7 +305,7 @@ func TestOnlyJSONBodiesAndSessions(t *testing.T) {
 		t.Fatalf("application/json with a charset: %d %s", status, body)
 	}
 
-	legacy := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"timeline_append","arguments":{"kind":"k","message":"legacy"}}}`
+	call2025 := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"timeline_append","arguments":{"kind":"k","message":"2025"}}}`
 	for name, h := range map[string]map[string]string{
 		"no header":      nil,
 		"2025-06-18":     {"MCP-Protocol-Version": "2025-06-18"},
@@ -311,7 +313,7 @@ func TestOnlyJSONBodiesAndSessions(t *testing.T) {
 		"a notification": nil,
 		"tools/list":     {"MCP-Protocol-Version": "2025-03-26"},
 	} {
-		body := legacy
+		body := call2025
 		switch name {
 		case "a notification":
 			body = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
@@ -331,7 +333,7 @@ func TestOnlyJSONBodiesAndSessions(t *testing.T) {
 	if status != http.StatusOK || h.Get("Mcp-Session-Id") == "" {
 		t.Fatalf("initialize without a session: %d, session %q", status, h.Get("Mcp-Session-Id"))
 	}
-	if status, _, out := post(t, s.URL, legacy, map[string]string{"Mcp-Session-Id": h.Get("Mcp-Session-Id"), "MCP-Protocol-Version": "2025-11-25"}); status != http.StatusOK || timelineLines(t, project) != 2 {
+	if status, _, out := post(t, s.URL, call2025, map[string]string{"Mcp-Session-Id": h.Get("Mcp-Session-Id"), "MCP-Protocol-Version": "2025-11-25"}); status != http.StatusOK || timelineLines(t, project) != 2 {
 		t.Errorf("the same call in the session: %d %s", status, out)
 	}
 }

@@ -1,4 +1,5 @@
-// Package journal implements the two shared logs every tool may write:
+// Package journal implements the two logs (package ndjson) every tool may
+// write:
 // events (.toolhost/events.ndjson: one line per thing a tool did, for live
 // views such as the dashboard) and the agents' timeline
 // (timeline.ndjson) whose seq is strictly increasing across processes —

@@ -59,18 +59,6 @@ func Repair(d Door) (int64, error) {
 	return total, nil
 }
 
-// maxBytes is the rotation size for a configured value: 0 means the
-// default, a negative value never rotates.
-func maxBytes(configured, def int64) int64 {
-	switch {
-	case configured == 0:
-		return def
-	case configured < 0:
-		return 0
-	}
-	return configured
-}
-
 // Events appends events as NDJSON lines.
 type Events struct {
 	Door Door
@@ -84,7 +72,7 @@ func (e Events) Emit(ev store.Event) error {
 	if err != nil {
 		return fmt.Errorf("encode event %s: %w", ev.Kind, err)
 	}
-	return e.Door.AppendLog(EventsPath, append(b, '\n'), maxBytes(e.MaxBytes, DefaultEventsMaxBytes))
+	return e.Door.AppendLog(EventsPath, append(b, '\n'), ndjson.RotateAt(e.MaxBytes, DefaultEventsMaxBytes))
 }
 
 // Timeline appends timeline entries with a cross-process sequence number.
@@ -126,7 +114,7 @@ func (t Timeline) Append(e store.TimelineEntry) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("encode timeline entry: %w", err)
 	}
-	if err := t.Door.AppendLog(TimelinePath, append(line, '\n'), maxBytes(t.MaxBytes, DefaultTimelineMaxBytes)); err != nil {
+	if err := t.Door.AppendLog(TimelinePath, append(line, '\n'), ndjson.RotateAt(t.MaxBytes, DefaultTimelineMaxBytes)); err != nil {
 		return 0, err
 	}
 	return e.Seq, nil

@@ -1,9 +1,12 @@
-// Package ndjson is the shape on disk of toolhost's shared logs — the audit
-// trail, events and the timeline: files of one JSON document per line that
-// only grow and are rotated by size into numbered siblings
+// Package ndjson is the shape on disk of a log, toolhost's one name for an
+// append-only file of one JSON document per line — the audit trail, events
+// and the timeline are logs: lines are only ever appended whole, and the
+// file is rotated by size into numbered siblings
 // (audit.ndjson → audit.000001.ndjson, audit.000002.ndjson …, numbers only
-// ever increasing, the oldest first), and the readers that go across them.
+// ever increasing, the oldest first); this package names them and reads
+// across them.
 //
+//   - RotateAt is every log's rotation size from its --*-max-bytes flag.
 //   - RotatedName and Segments agree on the names for writer and readers.
 //   - Reader streams a log's lines, oldest first, across its rotated files,
 //     in constant memory (one line at a time, overlong lines skipped without
@@ -20,6 +23,8 @@
 //
 // This package only reads, through an *os.Root of the project dir (so a
 // symlink cannot lead a reader outside it). Appending and rotating are the
-// sandbox door's (sandbox.AppendLog, sandbox.RotateLog). It must never
+// sandbox door's (sandbox.AppendLog, sandbox.RotateLog, and WriteWhole, the
+// one whole-or-nothing append, which the audit sink uses on the descriptor
+// it keeps). It must never
 // write, rename or remove a file.
 package ndjson

@@ -163,6 +163,20 @@ func list(root *os.Root, rel string) ([]Segment, error) {
 	return out, nil
 }
 
+// RotateAt is the size at which a log is rotated for a configured size
+// (--audit-max-bytes, --events-max-bytes, --timeline-max-bytes): 0 means
+// the log's default def, a negative value never rotates (0, as
+// sandbox.AppendLog reads it).
+func RotateAt(configured, def int64) int64 {
+	switch {
+	case configured == 0:
+		return def
+	case configured < 0:
+		return 0
+	}
+	return configured
+}
+
 // NextIndex is the rotation number the next rotation of rel gets: one past
 // the highest present (never reused, so names only ever grow).
 func NextIndex(segs []Segment) int {

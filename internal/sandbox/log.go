@@ -63,23 +63,35 @@ func (s *Sandbox) AppendLog(p string, data []byte, maxBytes int64) error {
 }
 
 // AppendWhole appends data to f (opened O_APPEND, readable) as whole lines:
-// the file's tail is repaired first (RepairTail), and on a failed or short
-// write the file is truncated back to its size before. The caller holds
-// the file's cross-process lock, so no other writer appended in between.
-// It returns the file's new size.
+// the file's tail is repaired first (RepairTail), then data is written
+// whole or not at all (WriteWhole). The caller holds the file's
+// cross-process lock, so no other writer appended in between. It returns
+// the file's new size.
 func AppendWhole(f *os.File, data []byte) (int64, error) {
 	size, _, err := RepairTail(f)
 	if err != nil {
 		return 0, err
 	}
+	size, _, err = WriteWhole(f, data, size)
+	return size, err
+}
+
+// WriteWhole is the one append of a log's lines (AppendLog, the audit
+// sink): data is written at the end of f (opened O_APPEND, size bytes long)
+// in one write, and on a failed or short write f is truncated back to size,
+// so no later line is glued onto a fragment. The caller holds the file's
+// cross-process lock. It returns the new size; on failure, intact reports
+// whether f is size bytes again (false: the truncation failed too, and what
+// f ends with is unknown).
+func WriteWhole(f *os.File, data []byte, size int64) (newSize int64, intact bool, err error) {
 	n, err := f.Write(data)
 	if err == nil {
-		return size + int64(n), nil
+		return size + int64(n), true, nil
 	}
 	if terr := f.Truncate(size); terr != nil {
-		return 0, fmt.Errorf("%w; cutting the partial line back failed too: %v", err, terr)
+		return 0, false, fmt.Errorf("%w; cutting the partial line back failed too: %v", err, terr)
 	}
-	return 0, fmt.Errorf("%w (nothing was appended)", err)
+	return size, true, fmt.Errorf("%w (nothing was appended)", err)
 }
 
 // tornWindow is how far back RepairTail looks for the start of a last

@@ -208,7 +208,7 @@ func TestRemoveStaleTemps(t *testing.T) {
 		return p
 	}
 	dead := mk("prd/a/"+TempPrefix+"999999999.12345-00aa", old)          // a pid that cannot exist
-	legacy := mk("logs/"+TempPrefix+"0011223344556677", old)             // written by an older toolhost
+	older := mk("logs/"+TempPrefix+"0011223344556677", old)              // written by an older toolhost
 	mine := mk("prd/"+TempPrefix+s.owner+"-bb", old)                     // this process: alive
 	young := mk("prd/"+TempPrefix+"999999999.12345-cc", time.Now())      // too young
 	outside := mk("units/"+TempPrefix+"999999999.12345-dd", old)         // not a directory this door writes
@@ -223,7 +223,7 @@ func TestRemoveStaleTemps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{dead, legacy} {
+	for _, p := range []string{dead, older} {
 		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s: stale temp file kept", p)
 		}

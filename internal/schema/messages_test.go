@@ -11,9 +11,7 @@ import (
 
 // typicalMistakes are arguments a model gets wrong, against the real
 // schemas of built-in tools, with the message it must read: each path and
-// the rule broken there, in words it can act on. (The README's Benchmarks
-// section shows them next to what gojsonschema, the validator before,
-// said.)
+// the rule broken there, in words it can act on.
 var typicalMistakes = []struct {
 	name, tool, args, want string
 }{

@@ -4,7 +4,7 @@
 //
 // It parses with github.com/segmentio/encoding/json (already in the module
 // graph through the MCP SDK), which decodes these shapes in a fraction of
-// encoding/json's time and allocations (README, Benchmarks).
+// encoding/json's time and allocations (docs/benchmarks.md).
 // Where the two could disagree it does not use it: input that is not valid
 // UTF-8 (encoding/json replaces the bad bytes, segmentio keeps them), input
 // nested deeper than 64 levels (segmentio recurses without a limit), and

@@ -22,8 +22,8 @@ const (
 	PortsPath = ".toolhost/ports.json"
 )
 
-// legacy maps each record to where toolhost kept it before it moved.
-var legacy = map[string]string{
+// formerly maps each record to where toolhost kept it before it moved.
+var formerly = map[string]string{
 	UnitsPath: "integration/units.json",
 	PortsPath: "integration/ports.json",
 }
@@ -32,7 +32,7 @@ var legacy = map[string]string{
 // places and the old ones (to remove a file once it moved).
 func MigrationAllowList() []string {
 	allow := []string{".toolhost/**"}
-	for _, was := range legacy {
+	for _, was := range formerly {
 		allow = append(allow, was)
 	}
 	return allow
@@ -51,7 +51,7 @@ type Door interface {
 // never read again — a file a command writes there later is only the
 // integrator's. Run it when a session opens, before any tool runs.
 func Migrate(d Door) error {
-	for now, was := range legacy {
+	for now, was := range formerly {
 		moved := false
 		err := d.Update(now, func(cur []byte) ([]byte, error) {
 			if cur != nil {

@@ -1,4 +1,4 @@
-package cli_test
+package hook_test
 
 import (
 	"bufio"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolhost/toolhost/internal/testutil"
 )
 
 // agentPayload is a PreToolUse payload of a call made by agentType (""
@@ -84,7 +86,7 @@ func TestHookAgentFromPayload(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			args := append([]string{"hook", "pretooluse", "--project-dir", proj}, tc.flags...)
-			stdout, stderr, code := runIn(t, agentPayload(proj, "Write", write, tc.agentType, "a1", "toolu_"+strings.ReplaceAll(tc.name, " ", "_")), args...)
+			stdout, stderr, code := testutil.Run(t, agentPayload(proj, "Write", write, tc.agentType, "a1", "toolu_"+strings.ReplaceAll(tc.name, " ", "_")), nil, args...)
 			got := decision(t, stdout)
 			if code != 0 || !strings.HasPrefix(got, tc.want) || (tc.want == "" && got != "") {
 				t.Fatalf("exit %d, decision %q; want %q (stderr %s)", code, got, tc.want, stderr)
@@ -110,7 +112,7 @@ func TestHookAuditsOnce(t *testing.T) {
 	allow := agentPayload(proj, "Bash", map[string]any{"command": "echo hi"}, "devloop-coder", "agent-7", "toolu_bash")
 	for _, p := range []string{deny, allow} {
 		for _, flags := range [][]string{{"--agent", "devloop-coder"}, nil} {
-			if _, stderr, code := runIn(t, p, append([]string{"hook", "pretooluse", "--project-dir", proj}, flags...)...); code != 0 {
+			if _, stderr, code := testutil.Run(t, p, nil, append([]string{"hook", "pretooluse", "--project-dir", proj}, flags...)...); code != 0 {
 				t.Fatalf("hook: exit %d: %s", code, stderr)
 			}
 		}

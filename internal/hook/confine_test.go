@@ -1,4 +1,4 @@
-package cli_test
+package hook_test
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 func rewriteBash(t *testing.T, proj string, input map[string]any, extra ...string) (map[string]any, string) {
 	t.Helper()
 	args := append([]string{"hook", "pretooluse", "--agent", "devloop-coder", "--project-dir", proj}, extra...)
-	stdout, stderr, code := runIn(t, hookPayload(proj, "Bash", input), args...)
+	stdout, stderr, code := testutil.Run(t, testutil.PreToolUsePayload(proj, "Bash", input), nil, args...)
 	if code != 0 {
 		t.Fatalf("hook exit %d: %s", code, stderr)
 	}
@@ -106,7 +106,7 @@ func TestHookRewritesBashToConfine(t *testing.T) {
 	// the hook, with the reason; with sandbox.commands off nothing changes.
 	env := append(os.Environ(), "TOOLHOST_LANDLOCK_ABI=0")
 	cmd := exec.Command(testutil.Toolhost(t), "hook", "pretooluse", "--agent", "devloop-coder", "--project-dir", proj)
-	cmd.Env, cmd.Stdin = env, strings.NewReader(hookPayload(proj, "Bash", in))
+	cmd.Env, cmd.Stdin = env, strings.NewReader(testutil.PreToolUsePayload(proj, "Bash", in))
 	out, err := cmd.Output()
 	if err != nil || !strings.Contains(string(out), `"permissionDecision":"deny"`) || !strings.Contains(string(out), `sandbox.commands is \"require\"`) {
 		t.Fatalf("hook without Landlock: %s (%v), want a deny naming sandbox.commands", out, err)

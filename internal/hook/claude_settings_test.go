@@ -1,4 +1,4 @@
-package cli_test
+package hook_test
 
 import (
 	"encoding/json"

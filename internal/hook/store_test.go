@@ -1,11 +1,8 @@
-package cli_test
+package hook_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,23 +11,11 @@ import (
 	"github.com/toolhost/toolhost/internal/testutil/pgtest"
 )
 
-// runEnv runs the toolhost binary with env added to the test's own.
+// runEnv runs the toolhost binary with env added to the test's own, and
+// no store or project id of the tester's.
 func runEnv(t *testing.T, env []string, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(testutil.Toolhost(t), args...)
-	cmd.Env = append(append(os.Environ(), "CLAUDE_CONFIG_DIR="+t.TempDir(), "TOOLHOST_STORE=", "TOOLHOST_PID="), env...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		return out.String(), errb.String(), ee.ExitCode()
-	case err != nil:
-		t.Fatalf("run toolhost %v: %v", args, err)
-	}
-	return out.String(), errb.String(), 0
+	return testutil.Run(t, stdin, append([]string{"TOOLHOST_STORE=", "TOOLHOST_PID="}, env...), args...)
 }
 
 // TestHookAuditsIntoTheStore: the hook's decisions are rows of the
