@@ -13,7 +13,7 @@ build:
 	CGO_ENABLED=0 $(GO) build -ldflags "-X github.com/toolhost/toolhost/internal/cli.Version=$(VERSION)" -o $(BIN) ./cmd/toolhost
 
 # The systems a release is built for; CI builds and vets each.
-RELEASE_TARGETS ?= linux/amd64 linux/arm64
+RELEASE_TARGETS ?= linux/amd64 linux/arm64 darwin/arm64 darwin/amd64
 
 # Release archives for every target (scripts/release.sh): reproducible static
 # binaries stamped with $(VERSION), and SHA256SUMS, under dist/.

@@ -145,13 +145,11 @@ func startDashboard(ctx context.Context, f dashboardFlags, out io.Writer, log ze
 }
 
 // openBrowser starts the desktop's browser on url when there is one: the
-// program $BROWSER names, else xdg-open, on a machine with a display.
+// program $BROWSER names, else the desktop's opener (desktopOpener).
 func openBrowser(url string, out io.Writer, log zerolog.Logger) {
-	var prog string
-	if b := os.Getenv("BROWSER"); b != "" {
-		prog = b
-	} else if os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != "" {
-		prog = "xdg-open"
+	prog := os.Getenv("BROWSER")
+	if prog == "" {
+		prog = desktopOpener()
 	}
 	path, err := exec.LookPath(prog)
 	if prog == "" || err != nil {

@@ -25,10 +25,11 @@ var holdSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, s
 // the agent CLI runs (and, through it, `toolhost confine`), so that the
 // project's live registry (internal/live) knows while any process of that
 // command lives. The process the CLI waits on starts a holder in a session
-// of its own, which becomes the command's child subreaper, takes the
-// agent's lock and runs the command with the CLI's streams; the first
-// process exits with the command's status as soon as the command exits,
-// the holder only once the last process the command left behind is gone.
+// of its own, which adopts the command's orphans (procs.AdoptOrphans: the
+// child subreaper on Linux), takes the agent's lock and runs the command
+// with the CLI's streams; the first process exits with the command's
+// status as soon as the command exits, the holder only once the last
+// process the command left behind is gone (procs.ReapAll).
 func newHoldCmd() *cobra.Command {
 	var projectDir, agent string
 	var holder bool
@@ -96,7 +97,7 @@ func runHeld(projectDir, agent string, args []string) int {
 	}
 }
 
-// runHolder is the holder: the command's child subreaper holding the
+// runHolder is the holder: the adopter of the command's orphans holding the
 // agent's live lock until the whole subtree is gone.
 func runHolder(projectDir, agent string, args []string) int {
 	report := os.NewFile(3, "status")
@@ -105,7 +106,7 @@ func runHolder(projectDir, agent string, args []string) int {
 		fmt.Fprintln(report, 126)
 		return 126
 	}
-	if err := procs.BecomeSubreaper(); err != nil {
+	if err := procs.AdoptOrphans(); err != nil {
 		return fail(err)
 	}
 	lock, err := live.Hold(projectDir, agent)
@@ -147,6 +148,6 @@ func runHolder(projectDir, agent string, args []string) int {
 	fmt.Fprintln(report, code)
 	report.Close()
 	signal.Stop(sigs)
-	procs.ReapAll()
+	procs.ReapAll(c.Group())
 	return 0
 }

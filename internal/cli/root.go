@@ -17,8 +17,13 @@ import (
 	"github.com/toolhost/toolhost/internal/session"
 )
 
-// Version is set at build time with -ldflags "-X …/cli.Version=…".
-var Version = "0.1.0-dev"
+// Version is set at build time with -ldflags "-X …/cli.Version=…" (make
+// build and make release stamp `git describe`); unstampedVersion otherwise.
+var Version = unstampedVersion
+
+// unstampedVersion is what a build that stamped no version (a plain go
+// build or go install) reports; `toolhost version` then says so.
+const unstampedVersion = "0.1.0-dev"
 
 // exitError carries an exit code through cobra; without err nothing is
 // printed (the exit status of a command toolhost ran for the caller).

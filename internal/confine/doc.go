@@ -41,8 +41,9 @@
 //     sockets are scoped to the command's own domain (ABI ≥ 6), so a
 //     command cannot signal toolhost or any process outside it.
 //
-// When the kernel cannot confine (no Landlock or seccomp filters, an ABI too
-// old for a right the plan needs — signal scoping, ABI 6, for every plan),
+// When the kernel cannot confine (no Landlock or seccomp filters — macOS has
+// neither: the *_other.go files —, an ABI too old for a right the plan
+// needs — signal scoping, ABI 6, for every plan),
 // sandbox.commands decides: require refuses with UnavailableError,
 // best-effort runs with what is enforceable and the Plan says what is not,
 // off never confines (the environment is still filtered). TOOLHOST_LANDLOCK_ABI caps the ABI

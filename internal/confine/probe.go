@@ -30,8 +30,11 @@ type ProbeResult struct {
 
 // Probe reports the Landlock ABI in use, what it can enforce, and checks
 // with a real child (sh) that confinement holds on this machine.
-func Probe() ProbeResult {
-	r := ProbeResult{Kernel: Detect()}
+func Probe() ProbeResult { return probe(thisMachine()) }
+
+// probe is Probe on machine m.
+func probe(m machine) ProbeResult {
+	r := ProbeResult{Kernel: m.landlock}
 	for _, f := range []Feature{
 		{Name: "write only beneath the agent's roots", ABI: 1},
 		{Name: "no linking or renaming into a root from outside (refer)", ABI: 2},
@@ -46,14 +49,14 @@ func Probe() ProbeResult {
 	}
 	// Not Landlock's (ABI 0): the seccomp filter every confined process gets.
 	r.Features = append(r.Features, Feature{Name: "no io_uring, TIOCSTI, 32-bit calls, MPTCP or TCP Fast Open past the TCP rules (seccomp)",
-		Usable: nativeArch() != 0 && seccompUsable()})
-	r.Enforced, r.Check = liveCheck()
+		Usable: m.noFilter == ""})
+	r.Enforced, r.Check = liveCheck(m)
 	return r
 }
 
 // liveCheck confines sh to a scratch root and checks that a write inside
 // works and one beside it is refused.
-func liveCheck() (bool, string) {
+func liveCheck(m machine) (bool, string) {
 	base, err := os.MkdirTemp("", "toolhost-probe-")
 	if err != nil {
 		return false, err.Error()
@@ -63,10 +66,10 @@ func liveCheck() (bool, string) {
 	if err := os.Mkdir(root, 0o700); err != nil {
 		return false, err.Error()
 	}
-	plan, err := Prepare(Request{
+	plan, err := prepare(Request{
 		Agent: "probe", ProjectDir: base,
 		Sandbox: agents.Sandbox{WriteAllowList: []string{"root/**"}, Commands: agents.CommandsBestEffort},
-	})
+	}, "", m)
 	if err != nil {
 		return false, err.Error()
 	}

@@ -5,13 +5,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
-	"sync"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/secrets"
@@ -94,89 +87,4 @@ func RegisterServer(addr net.Addr) (func(), error) {
 	}
 	f.Close()
 	return func() { _ = os.Remove(name) }, nil
-}
-
-// serverPorts are the TCP ports toolhost's live servers listen on, sorted.
-func serverPorts() []int {
-	dir, err := ServersDir()
-	if err != nil {
-		return nil
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	var ports []int
-	for _, e := range entries {
-		f := strings.Split(e.Name(), "-")
-		if len(f) != 3 {
-			continue
-		}
-		pid, err1 := strconv.Atoi(f[0])
-		ticks, err2 := strconv.ParseUint(f[1], 10, 64)
-		port, err3 := strconv.Atoi(f[2])
-		if err1 != nil || err2 != nil || err3 != nil || port <= 0 || port > 65535 {
-			continue
-		}
-		if !procs.Alive(pid, ticks) {
-			_ = os.Remove(filepath.Join(dir, e.Name()))
-			continue
-		}
-		ports = append(ports, port)
-	}
-	slices.Sort(ports)
-	return slices.Compact(ports)
-}
-
-// excluded is the process's one ruleset granting every TCP port but those
-// of toolhost's servers, rebuilt only when that set changes.
-var excluded struct {
-	mu    sync.Mutex
-	ports []int
-	fd    int
-}
-
-// excludingRuleset returns a new descriptor (the caller closes it) of a
-// Landlock ruleset that allows connecting to every TCP port except ports.
-func excludingRuleset(ports []int) (int, error) {
-	excluded.mu.Lock()
-	defer excluded.mu.Unlock()
-	if excluded.fd <= 0 || !slices.Equal(excluded.ports, ports) {
-		fd, err := buildExcluding(ports)
-		if err != nil {
-			return -1, err
-		}
-		if excluded.fd > 0 {
-			unix.Close(excluded.fd)
-		}
-		excluded.fd, excluded.ports = fd, slices.Clone(ports)
-	}
-	fd, err := unix.FcntlInt(uintptr(excluded.fd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return -1, fmt.Errorf("dup the excluding ruleset: %w", err)
-	}
-	return fd, nil
-}
-
-func buildExcluding(ports []int) (int, error) {
-	attr := unix.LandlockRulesetAttr{Handled_access_net: unix.LANDLOCK_ACCESS_NET_CONNECT_TCP}
-	fd, err := createRuleset(&attr)
-	if err != nil {
-		return -1, fmt.Errorf("landlock_create_ruleset: %w", err)
-	}
-	skip := map[int]bool{}
-	for _, p := range ports {
-		skip[p] = true
-	}
-	for port := 0; port <= 65535; port++ {
-		if skip[port] {
-			continue
-		}
-		a := netPortAttr{allowedAccess: unix.LANDLOCK_ACCESS_NET_CONNECT_TCP, port: uint64(port)}
-		if err := addRule(fd, ruleNetPort, unsafe.Pointer(&a)); err != nil {
-			unix.Close(fd)
-			return -1, fmt.Errorf("landlock_add_rule port %d: %w", port, err)
-		}
-	}
-	return fd, nil
 }

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/testutil"
@@ -38,34 +36,6 @@ func mustRun(t *testing.T, r probeReport) {
 	t.Helper()
 	if r.refused != "" || !r.done() {
 		t.Fatalf("the probe did not run to its end: refused %q, output %q", r.refused, r.raw)
-	}
-}
-
-// immutable reports whether a file has the immutable flag (chattr +i).
-func immutable(t *testing.T, p string) bool {
-	t.Helper()
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
-	if err != nil {
-		return false
-	}
-	return flags&0x10 != 0
-}
-
-// clearImmutable undoes a control's chattr +i, so the test can clean up.
-func clearImmutable(t *testing.T, p string) {
-	t.Helper()
-	f, err := os.Open(p)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	if flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS); err == nil {
-		_ = unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(flags&^0x10))
 	}
 }
 

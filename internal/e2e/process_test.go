@@ -446,7 +446,15 @@ func TestStdioKindsAndFlags(t *testing.T) {
 		}
 	}
 	socketPair := func(t *testing.T) (*os.File, *os.File) {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		// macOS has no SOCK_CLOEXEC: the flag is set under the fork lock,
+		// as os/exec does, so no child started meanwhile inherits them.
+		syscall.ForkLock.RLock()
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+		if err == nil {
+			unix.CloseOnExec(fds[0])
+			unix.CloseOnExec(fds[1])
+		}
+		syscall.ForkLock.RUnlock()
 		if err != nil {
 			t.Fatal(err)
 		}

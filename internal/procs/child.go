@@ -81,9 +81,9 @@ type Child struct {
 
 // Spawn starts a child as the leader of its own session (so of its own
 // process group), from an OS thread locked for the child's lifetime.
-// Without Detached the child gets SIGKILL when that thread dies, which is
-// only after the leader exited or when toolhost itself dies (even by
-// SIGKILL).
+// Without Detached, on Linux, the child gets SIGKILL when that thread dies,
+// which is only after the leader exited or when toolhost itself dies (even
+// by SIGKILL); macOS has no such signal (child_darwin.go).
 //
 // Its own session means no controlling terminal: whatever terminal toolhost
 // was started from, a child cannot open /dev/tty, is not sent the
@@ -95,10 +95,7 @@ func Spawn(spec Spec) (*Child, error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("empty argv")
 	}
-	attr := &syscall.SysProcAttr{Setsid: true}
-	if !spec.Detached {
-		attr.Pdeathsig = syscall.SIGKILL
-	}
+	attr := sysProcAttr(spec.Detached)
 	path := spec.Path
 	if path == "" {
 		path = spec.Argv[0]
@@ -163,7 +160,7 @@ func Spawn(spec Spec) (*Child, error) {
 // ends, and a thread that called Confine must never run anything else.
 func (c *Child) keep(restrict func() error, started chan<- error) {
 	runtime.LockOSThread()
-	if unix.Gettid() == unix.Getpid() {
+	if onMainThread() {
 		// The main thread stands for the whole process towards the kernel
 		// (a confined command's signal to toolhost is checked against it),
 		// so it is never confined. While this goroutine holds it, the
@@ -188,18 +185,6 @@ func (c *Child) keep(restrict func() error, started chan<- error) {
 	started <- nil
 	waitExited(c.cmd.Process.Pid)
 	close(c.exited)
-}
-
-// waitExited blocks until pid has exited, without reaping it, so its pid
-// and process group id stay reserved until reap.
-func waitExited(pid int) {
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if !errors.Is(err, unix.EINTR) {
-			return
-		}
-	}
 }
 
 // reap handles the leader's exit: the rest of its group first (unless

@@ -10,14 +10,17 @@
 //     thread just before the fork (the Landlock ruleset of internal/confine),
 //     so only the child is confined and the thread is never reused; the
 //     parent-death signal (SIGKILL), which the kernel ties to the forking
-//     thread, then fires only when toolhost itself dies.
+//     thread, then fires only when toolhost itself dies. The Linux-only
+//     parts live in *_linux.go files, each with a small variant for other
+//     systems (macOS: no Landlock, parent-death signal or subreaper).
 //   - Stopping is one policy: SIGTERM to the whole group, a grace period,
 //     SIGKILL to what is left, until no process of the group remains. What
 //     a leader leaves in its group when it exits is stopped before the
 //     leader is reaped (its unreaped pid keeps the group id from being
 //     reused); units keep their group until they are stopped.
 //   - A process is identified by its pid together with its start time
-//     (field 22 of /proc/<pid>/stat), so a recorded unit is never confused
+//     (field 22 of /proc/<pid>/stat; on macOS the kern.proc sysctl's
+//     p_starttime), so a recorded unit is never confused
 //     with an unrelated process that later got the same pid, and one
 //     toolhost process can report on and stop units another one started.
 //   - A Manager with a warden starts, with its first child, a second process

@@ -17,12 +17,10 @@ import (
 // stdout and stderr.
 func init() { closeInheritedOnExec() }
 
-func closeInheritedOnExec() {
-	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err == nil {
-		return
-	}
-	// Kernels before 5.11 have no CLOSE_RANGE_CLOEXEC.
-	entries, err := os.ReadDir("/proc/self/fd")
+// markListedOnExec marks close-on-exec every descriptor above stderr that
+// dir (the system's list of this process's descriptors) names.
+func markListedOnExec(dir string) {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}

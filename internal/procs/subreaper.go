@@ -2,29 +2,16 @@ package procs
 
 import (
 	"errors"
-	"fmt"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
-// BecomeSubreaper makes this process a child subreaper: every process its
-// descendants leave behind when their parent exits is reparented to it
-// rather than to init, so a process that started a command can tell, from
-// the kernel's process tree, when the last process of that command is gone
-// — a command cannot leave it, whatever it forks or setsids.
-func BecomeSubreaper() error {
-	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, unix.PR_SET_CHILD_SUBREAPER, 1, 0); e != 0 {
-		return fmt.Errorf("prctl(PR_SET_CHILD_SUBREAPER): %w", e)
-	}
-	return nil
-}
-
-// ReapAll waits for every child of this process, the orphans reparented to
-// it included, until it has none left. Only a process whose children are
-// all its own to reap may call it (it takes any child's exit status): a
-// subreaper whose one spawned child has already been reaped.
-func ReapAll() {
+// ReapAll waits for every child of this process, the orphans adopted by
+// AdoptOrphans included, until it has none left, then (where the system
+// cannot adopt orphans) until group g, the command's, is empty. Only a
+// process whose children are all its own to reap may call it (it takes any
+// child's exit status): a holder whose one spawned child has already been
+// reaped.
+func ReapAll(g Group) {
 	for {
 		var ws syscall.WaitStatus
 		_, err := syscall.Wait4(-1, &ws, 0, nil)
@@ -32,7 +19,8 @@ func ReapAll() {
 			continue
 		}
 		if err != nil {
-			return // ECHILD: nobody is left
+			break // ECHILD: nobody is left
 		}
 	}
+	awaitOrphans(g)
 }

@@ -326,7 +326,7 @@ type version struct {
 func versionOf(id fileID, fi fs.FileInfo) version {
 	v := version{id: id, size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		v.ctime = st.Ctim.Nano()
+		v.ctime = changeTime(st)
 	}
 	return v
 }

@@ -6,7 +6,6 @@ package smalldisk
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -23,21 +22,14 @@ type Disk struct {
 
 // New mounts a tmpfs of size bytes on a new temp dir and unmounts
 // it when the test ends. Mounting needs root (the project's machines run
-// the tests as root); elsewhere the test is skipped, saying why.
+// the tests as root) and Linux; elsewhere the test is skipped, saying why.
 func New(t testing.TB, size int64) *Disk {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("disk-full tests mount a small tmpfs, which needs root; run the tests as root to include them")
 	}
 	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0755", size)); err != nil {
-		t.Skipf("disk-full tests mount a small tmpfs and this machine refused it (%v); run them where root may mount", err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
+	mount(t, dir, size)
 	return &Disk{Dir: dir, filler: filepath.Join(dir, ".filler")}
 }
 
@@ -49,7 +41,7 @@ func (d *Disk) Fill(t testing.TB, leave int64) {
 	if err := unix.Statfs(d.Dir, &st); err != nil {
 		t.Fatal(err)
 	}
-	free := int64(st.Bavail) * st.Bsize
+	free := int64(st.Bavail) * int64(st.Bsize)
 	f, err := os.OpenFile(d.filler, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)

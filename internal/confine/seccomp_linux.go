@@ -96,7 +96,7 @@ func (a *asm) jump(op uint16, k uint32, jt, jf string) {
 	a.prog = append(a.prog, unix.SockFilter{Code: unix.BPF_JMP | op | unix.BPF_K, K: k})
 }
 
-func (a *asm) assemble() ([]unix.SockFilter, error) {
+func (a *asm) assemble() (seccompProgram, error) {
 	for _, f := range a.fixups {
 		for _, side := range []struct {
 			label string
@@ -119,7 +119,7 @@ func (a *asm) assemble() ([]unix.SockFilter, error) {
 func errno(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e) }
 
 // commandFilter is the BPF program of one command's filter.
-func commandFilter(arch uint32, o filterOptions) ([]unix.SockFilter, error) {
+func commandFilter(arch uint32, o filterOptions) (seccompProgram, error) {
 	a := &asm{labels: map[string]int{}}
 	a.ld(offArch)
 	a.jump(unix.BPF_JEQ, arch, "", "eperm")
@@ -179,7 +179,7 @@ func commandFilter(arch uint32, o filterOptions) ([]unix.SockFilter, error) {
 
 // installFilter installs the filter on the calling thread only (no TSYNC,
 // like the Landlock ruleset); no_new_privs must already be set.
-func installFilter(prog []unix.SockFilter) error {
+func installFilter(prog seccompProgram) error {
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0); err != nil {
 		return fmt.Errorf("seccomp filter: %w", err)
@@ -188,9 +188,32 @@ func installFilter(prog []unix.SockFilter) error {
 	return nil
 }
 
-// seccompUsable reports whether this kernel takes seccomp filters.
-func seccompUsable() bool {
+// filterMissing says why this kernel and arch take no seccomp filter, ""
+// when they do.
+func filterMissing() string {
+	if nativeArch() == 0 {
+		return "no seccomp filter is written for " + runtime.GOARCH
+	}
 	// PR_GET_SECCOMP fails with EINVAL on a kernel without seccomp.
-	_, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
-	return err == nil
+	if _, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil {
+		return "this kernel has no seccomp filters"
+	}
+	return ""
+}
+
+// seccompProgram is a command's filter, as the kernel takes it.
+type seccompProgram []unix.SockFilter
+
+// buildFilter writes the filter, refusing the sockets TCP rules would not
+// see whenever the plan has any.
+func (p *Plan) buildFilter() error {
+	if !p.canFilter {
+		return nil
+	}
+	prog, err := commandFilter(nativeArch(), filterOptions{tcpOnly: p.handledNet != 0 || p.exclFD >= 0})
+	if err != nil {
+		return err
+	}
+	p.filter = prog
+	return nil
 }

@@ -1,0 +1,34 @@
+package procs
+
+import (
+	"errors"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// sysProcAttr makes the child the leader of its own session and, unless it
+// is detached, gives it SIGKILL when the thread that forked it dies.
+func sysProcAttr(detached bool) *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{Setsid: true}
+	if !detached {
+		attr.Pdeathsig = syscall.SIGKILL
+	}
+	return attr
+}
+
+// onMainThread reports whether the calling (locked) goroutine runs on the
+// process's main thread.
+func onMainThread() bool { return unix.Gettid() == unix.Getpid() }
+
+// waitExited blocks until pid has exited, without reaping it, so its pid
+// and process group id stay reserved until reap.
+func waitExited(pid int) {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, unix.EINTR) {
+			return
+		}
+	}
+}

@@ -1,0 +1,6 @@
+package progid
+
+import "syscall"
+
+// changeTime is the file's status change time (st_ctim), in nanoseconds.
+func changeTime(st *syscall.Stat_t) int64 { return st.Ctim.Nano() }
