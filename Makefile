@@ -7,10 +7,12 @@ BIN := bin/toolhost
 # The version `toolhost version` reports: the commit, from git.
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo 0.1.0-dev)
 
-# A static binary (pure-Go resolver, no libc): ~2 MiB less RSS per agent
-# session and a faster exec.
+# Static binaries (pure-Go resolver, no libc): ~2 MiB less RSS per agent
+# session and a faster exec. Beside toolhost, the small toolhost-confine
+# (`toolhost confine` alone), which the hook's rewrite of the agent CLI's
+# Bash runs when it finds it there.
 build:
-	CGO_ENABLED=0 $(GO) build -ldflags "-X github.com/toolhost/toolhost/internal/cli.Version=$(VERSION)" -o $(BIN) ./cmd/toolhost
+	CGO_ENABLED=0 $(GO) build -ldflags "-X github.com/toolhost/toolhost/internal/cli.Version=$(VERSION)" -o bin/ ./cmd/toolhost ./cmd/toolhost-confine
 
 # The systems a release is built for; CI builds and vets each.
 RELEASE_TARGETS ?= linux/amd64 linux/arm64

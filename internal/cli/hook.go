@@ -758,9 +758,9 @@ func confinedBashInput(f hookFlags, c hookCall) (map[string]json.RawMessage, str
 	if err := json.Unmarshal(c.ti["command"], &command); err != nil {
 		return nil, "toolhost hook: Bash tool_input.command is not a string"
 	}
-	// toolhost hold keeps, for as long as any process of the command lives,
+	// --hold keeps, for as long as any process of the command lives,
 	// the record a Write's check reads (racingCommand).
-	args := []string{exe, "hold", "--project-dir", c.proj, "--agent", c.ag.Name, "--", exe, "confine", "--agent", c.ag.Name, "--project-dir", c.proj}
+	args := []string{exe, "confine", "--hold", "--agent", c.ag.Name, "--project-dir", c.proj}
 	if f.agentsFile != "" {
 		abs, err := filepath.Abs(f.agentsFile)
 		if err != nil {

@@ -1,8 +1,8 @@
 // Package live records which agents of a project may have confined commands
 // running at this moment, from the kernel's own bookkeeping: a command
-// started through `toolhost hold` runs under a process that is its child
-// subreaper (no process of the command can leave its subtree) and holds an
-// exclusive lock on a file of Dir until the last of them is gone. The
+// started through `toolhost confine --hold` (internal/confinecmd) runs under
+// a process that is its child subreaper (no process of the command can
+// leave its subtree) and holds an exclusive lock on a file of Dir until the last of them is gone. The
 // kernel releases the lock when that process ends, however it ends, so a
 // lock that is taken is a subtree that may still act, and a free lock is
 // one that cannot.
