@@ -34,7 +34,7 @@ import (
 	"github.com/toolhost/toolhost/internal/session"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/tools/all"
-	"github.com/toolhost/toolhost/internal/wirejson"
+	"github.com/toolhost/toolhost/internal/util/wirejson"
 )
 
 // maxHookInput caps the hook JSON read from stdin (a Write carries the
