@@ -18,8 +18,8 @@ import (
 
 	"github.com/toolhost/toolhost/internal/bashguard"
 	"github.com/toolhost/toolhost/internal/fault"
-	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/util/lazyre"
 )
 
 // Effect is what a matching rule does to a call.
