@@ -35,6 +35,12 @@ const (
 // [toolhost-confine]. Errors go to stderr after "toolhost confine: ".
 func Main(self []string, o Options, args []string) int {
 	o.defaults()
+	if o.TakeCwd != "" {
+		if dir := TakeCwdReport(o.TakeCwd); dir != "" {
+			fmt.Print(dir)
+		}
+		return 0
+	}
 	if len(args) == 0 && !o.Explain {
 		return fail(Usage, errors.New("confine needs the command to run after --, e.g. toolhost confine --agent coder --project-dir . -- make test"))
 	}

@@ -20,9 +20,16 @@ type Options struct {
 	// Hold runs CMD under a holder that keeps the live registry told
 	// while any process of it lives (hold.go).
 	Hold bool
+	// TakeCwd is a report file to print the directory of (cwd.go) instead
+	// of running a command.
+	TakeCwd string
 	// holder is set in the holder hold.go starts (never by a user).
 	holder bool
 }
+
+// HelperName is the file name of the helper binary (cmd/toolhost-confine),
+// installed beside toolhost.
+const HelperName = "toolhost-confine"
 
 // HolderFlag marks the holder's own invocation (hold.go); not for users.
 const HolderFlag = "holder"
@@ -39,6 +46,7 @@ func (o *Options) FlagSet(name string) *flag.FlagSet {
 	fs.BoolVar(&o.Explain, "explain", false, "print the ruleset as JSON instead of running the command")
 	fs.StringVar(&o.CwdFile, "cwd-file", "", "an existing regular file (absolute path) CMD may also write, and nothing else there: the hook's rewrite of the CLI's Bash has the shell report the directory it ended in")
 	fs.BoolVar(&o.Hold, "hold", false, "keep the project's live registry told while any process of CMD lives (the hook's Bash): the exit status comes when CMD exits, a holder in its own session stays until the last process CMD left is gone")
+	fs.StringVar(&o.TakeCwd, "take-cwd", "", "print the directory a confined Bash command reported in this file (when it is one), remove the file, and run nothing (the hook's rewrite)")
 	fs.BoolVar(&o.holder, HolderFlag, false, "be the holder (started by --hold itself)")
 	return fs
 }

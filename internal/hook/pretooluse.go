@@ -24,6 +24,7 @@ import (
 	"github.com/toolhost/toolhost/internal/bashguard"
 	"github.com/toolhost/toolhost/internal/claudecode"
 	"github.com/toolhost/toolhost/internal/confine"
+	"github.com/toolhost/toolhost/internal/confinecmd"
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/live"
 	"github.com/toolhost/toolhost/internal/policy"
@@ -725,7 +726,7 @@ func confinedBashInput(f Options, c hookCall) (map[string]json.RawMessage, strin
 	}
 	// --hold keeps, for as long as any process of the command lives,
 	// the record a Write's check reads (racingCommand).
-	args := []string{exe, "confine", "--hold", "--agent", c.ag.Name, "--project-dir", c.proj}
+	args := []string{"--hold", "--agent", c.ag.Name, "--project-dir", c.proj}
 	if f.AgentsFile != "" {
 		abs, err := filepath.Abs(f.AgentsFile)
 		if err != nil {
@@ -736,10 +737,22 @@ func confinedBashInput(f Options, c hookCall) (map[string]json.RawMessage, strin
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(keepCwd(args, command)); err != nil {
+	if err := enc.Encode(keepCwd(confineCommand(exe), args, command)); err != nil {
 		return nil, "toolhost hook: " + err.Error()
 	}
 	ti := maps.Clone(c.ti)
 	ti["command"] = bytes.TrimSpace(b.Bytes())
 	return ti, ""
+}
+
+// confineCommand is how the rewrite runs `toolhost confine`: the small
+// helper installed beside the running toolhost (make build, the release
+// archives), which each command then pays instead of a whole toolhost
+// start, else toolhost's own subcommand.
+func confineCommand(exe string) []string {
+	helper := filepath.Join(filepath.Dir(exe), confinecmd.HelperName)
+	if fi, err := os.Stat(helper); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+		return []string{helper}
+	}
+	return []string{exe, "confine"}
 }

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/toolhost/toolhost/internal/confinecmd"
 )
 
 type build struct {
@@ -71,7 +73,7 @@ func (b *build) get(t testing.TB, flags ...string) string {
 // ConfineHelper is the path of the toolhost-confine built beside Toolhost.
 func ConfineHelper(t testing.TB) string {
 	t.Helper()
-	return filepath.Join(filepath.Dir(Toolhost(t)), "toolhost-confine")
+	return filepath.Join(filepath.Dir(Toolhost(t)), confinecmd.HelperName)
 }
 
 // NeedTool returns the path of an external program the test needs. It looks
