@@ -48,7 +48,7 @@ func TestRealClaudeWriteRace(t *testing.T) {
 		return claudecli.ToolUse{ID: fmt.Sprintf("toolu_w%d", i), Name: "Write",
 			Input: map[string]any{"file_path": filepath.Join(src, fmt.Sprintf("f%d.txt", i)), "content": "written\n"}}
 	}
-	var runningDuringWrites []live.Holder
+	var runningDuringWrites []live.Entry
 	m := claudecli.NewScriptedModel(t, func(req claudecli.Request) claudecli.Turn {
 		switch {
 		case req.Turn == 0:
