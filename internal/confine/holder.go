@@ -1,6 +1,7 @@
 package confine
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -148,6 +149,11 @@ func runHolder(mode Hold, layers string, argv []string) int {
 	if mode != HoldCall && mode != HoldKeep {
 		return fail(fmt.Errorf("unknown mode %q", mode))
 	}
+	// Its group is the command's to stop: a holder that does not lead its
+	// own (not started by procs) would stop its starter's.
+	if syscall.Getpgrp() != os.Getpid() {
+		return fail(fmt.Errorf("not the leader of its own process group"))
+	}
 	if err := procs.BecomeSubreaper(); err != nil {
 		return fail(err)
 	}
@@ -178,7 +184,7 @@ func runHolder(mode Hold, layers string, argv []string) int {
 		null.Close()
 	}
 	<-c.Done()
-	if mode == HoldCall {
+	if mode == HoldCall && hasChildren() {
 		stopLeftovers(holdGrace)
 	}
 	procs.ReapAll()
@@ -236,6 +242,23 @@ func pinFilter(arch uint32) ([]unix.SockFilter, error) {
 	a.label("pretend")
 	a.ret(unix.SECCOMP_RET_ERRNO)
 	return a.assemble()
+}
+
+// hasChildren reaps the children that have exited and reports whether any
+// is left. A subreaper with no child has an empty subtree: a process of it
+// whose parent is gone is the subreaper's child.
+func hasChildren() bool {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		switch {
+		case errors.Is(err, syscall.EINTR) || pid > 0:
+		case err != nil:
+			return false // ECHILD
+		default:
+			return true
+		}
+	}
 }
 
 // stopLeftovers stops what the command left running: every process of the
