@@ -175,14 +175,7 @@ func runHolder(mode Hold, layers string, argv []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	// The command has the streams now: its reader sees their end when the
-	// command's processes close them, not this holder.
-	if null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err == nil {
-		for _, fd := range []int{0, 1, 2} {
-			_ = unix.Dup2(int(null.Fd()), fd)
-		}
-		null.Close()
-	}
+	procs.HandOverStdio()
 	<-c.Done()
 	if mode == HoldCall && hasChildren() {
 		stopLeftovers(holdGrace)

@@ -53,6 +53,21 @@ func cliWrite(t *testing.T, bin, agent, project, path string) string {
 	return ""
 }
 
+// raceProject is a project with rel/src and a directory outside it holding
+// victim.txt.
+func raceProject(t *testing.T, rel string) (project, outside, dir string) {
+	t.Helper()
+	project, outside = t.TempDir(), t.TempDir()
+	dir = filepath.Join(project, rel)
+	if err := os.MkdirAll(filepath.Join(dir, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "victim.txt"), []byte("keep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return project, outside, dir
+}
+
 // restoreSrc puts dir/src back as a directory after a swapper stopped
 // half-way through a swap.
 func restoreSrc(t *testing.T, dir string) {
@@ -92,14 +107,7 @@ func assertNothingOutside(t *testing.T, outside string) {
 func TestBashToolSwapperCannotRaceTheHook(t *testing.T) {
 	t.Parallel()
 	bin := testutil.Toolhost(t)
-	project, outside := t.TempDir(), t.TempDir()
-	demo := filepath.Join(project, "units/demo")
-	if err := os.MkdirAll(filepath.Join(demo, "src"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(outside, "victim.txt"), []byte("keep\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	project, outside, demo := raceProject(t, "units/demo")
 	c := testutil.Serve(t, "--agent", "devloop-coder", "--project-dir", project)
 	const tries, writesPerTry = 15, 4
 	landed := 0
@@ -135,14 +143,7 @@ func TestBashToolSwapperCannotRaceTheHook(t *testing.T) {
 func TestUnitSwapperRefusesTheHook(t *testing.T) {
 	t.Parallel()
 	bin := testutil.Toolhost(t)
-	project, outside := t.TempDir(), t.TempDir()
-	demo := filepath.Join(project, "integration/demo")
-	if err := os.MkdirAll(filepath.Join(demo, "src"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(outside, "victim.txt"), []byte("keep\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	project, outside, demo := raceProject(t, "integration/demo")
 	c := testutil.Serve(t, "--agent", "devloop-integrator", "--project-dir", project)
 	res := testutil.CallTool(t, c, "spawn_units", map[string]any{"action": "start", "units": []map[string]any{{
 		"id": "swap", "cwd": "integration/demo", "argv": []string{"sh", "-c", swapLoop(outside) + " sleep 600"}}}})
