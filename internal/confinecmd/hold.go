@@ -96,12 +96,7 @@ func runHolder(o Options, args []string) int {
 	}
 	// CMD has the streams now: the agent CLI sees their end when CMD's
 	// processes close them, not this holder.
-	if null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err == nil {
-		for _, fd := range []int{0, 1, 2} {
-			_ = unix.Dup2(int(null.Fd()), fd)
-		}
-		null.Close()
-	}
+	procs.HandOverStdio()
 	code, _ = r.wait()
 	fmt.Fprintln(report, code)
 	report.Close()

@@ -366,24 +366,41 @@ func racingCommand(f Options, proj, cwd, p, tool string) string {
 		}
 	}
 	for _, h := range holders {
-		allow := []string{"**"} // an agent the agents file does not know: assume the worst
-		if set != nil {
-			if b, err := set.Find(h.Agent); err == nil {
-				allow = b.Sandbox.WriteAllowList
-			}
-		}
 		for _, d := range dirs {
-			if !mayCreateIn(allow, d) {
+			if !mayChange(set, h, d) {
 				continue
 			}
-			return fmt.Sprintf("toolhost hook: %s of %s refused: a command of agent %s started earlier is still running (process %d), and it may change %s "+
+			return fmt.Sprintf("toolhost hook: %s of %s refused: %s started earlier is still running (held by process %d), and it may change %s "+
 				"while the CLI writes — swap a directory of the path, or the file, for a symbolic link after this check — so the write could land elsewhere. "+
 				"Write the file with Bash instead, where the kernel checks the write itself (for example: cat > %s <<'TOOLHOST_EOF' … TOOLHOST_EOF), "+
-				"or end that command first (kill %d) and try again",
-				tool, p, h.Agent, h.PID, cmp.Or(strings.TrimPrefix(d, "."), "the project dir"), claudecode.ShellJoin([]string{p}), h.PID)
+				"or try again once that command has ended (a unit: stop it with spawn_units)",
+				tool, p, h.What(), h.PID, cmp.Or(strings.TrimPrefix(d, "."), "the project dir"), claudecode.ShellJoin([]string{p}))
 		}
 	}
 	return ""
+}
+
+// mayChange reports whether the running commands of h may create, remove or
+// rename entries in project-relative directory d ("." for the project dir):
+// by the write roots the kernel grants them when the registration records
+// them, else by their agent's allow-list (an agent the agents file does not
+// know: assume the worst).
+func mayChange(set *agents.Set, h live.Entry, d string) bool {
+	if h.Write != nil {
+		for _, w := range h.Write {
+			if w == "." || d == w || strings.HasPrefix(d, w+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	allow := []string{"**"}
+	if set != nil {
+		if b, err := set.Find(h.Agent); err == nil {
+			allow = b.Sandbox.WriteAllowList
+		}
+	}
+	return mayCreateIn(allow, d)
 }
 
 // mayCreateIn reports whether an agent with allow-list allow may create an

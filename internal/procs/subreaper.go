@@ -3,6 +3,7 @@ package procs
 import (
 	"errors"
 	"fmt"
+	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -34,5 +35,19 @@ func ReapAll() {
 		if err != nil {
 			return // ECHILD: nobody is left
 		}
+	}
+}
+
+// HandOverStdio points this process's descriptors 0-2 at /dev/null, once a
+// child it started holds the streams: whoever reads them then sees their end
+// when the child's processes close them, not when this process exits.
+func HandOverStdio() {
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return
+	}
+	defer null.Close()
+	for _, fd := range []int{0, 1, 2} {
+		_ = unix.Dup2(int(null.Fd()), fd)
 	}
 }
