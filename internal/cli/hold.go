@@ -124,7 +124,14 @@ func runHolder(projectDir, agent string, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	procs.HandOverStdio()
+	// The command has the streams now: the agent CLI sees their end when the
+	// command's processes close them, not this holder.
+	if null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err == nil {
+		for _, fd := range []int{0, 1, 2} {
+			_ = unix.Dup2(int(null.Fd()), fd)
+		}
+		null.Close()
+	}
 	for done := false; !done; {
 		select {
 		case s := <-sigs:
