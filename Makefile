@@ -7,10 +7,12 @@ BIN := bin/toolhost
 # The version `toolhost version` reports: the commit, from git.
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo 0.1.0-dev)
 
-# A static binary (pure-Go resolver, no libc): ~2 MiB less RSS per agent
-# session and a faster exec.
+# Static binaries (pure-Go resolver, no libc): ~2 MiB less RSS per agent
+# session and a faster exec. Beside toolhost, the small toolhost-confine
+# (`toolhost confine` alone), which the hook's rewrite of the agent CLI's
+# Bash runs when it finds it there.
 build:
-	CGO_ENABLED=0 $(GO) build -ldflags "-X github.com/toolhost/toolhost/internal/cli.Version=$(VERSION)" -o $(BIN) ./cmd/toolhost
+	CGO_ENABLED=0 $(GO) build -ldflags "-X github.com/toolhost/toolhost/internal/cli.Version=$(VERSION)" -o bin/ ./cmd/toolhost ./cmd/toolhost-confine
 
 # The systems a release is built for; CI builds and vets each.
 RELEASE_TARGETS ?= linux/amd64 linux/arm64 darwin/arm64 darwin/amd64
@@ -61,7 +63,10 @@ test-go: fmt vet
 # every request, 2 and 6 sessions on one project taking turns against one
 # alone (timeline_append and bash), cold start, RSS after 10k and 100k
 # calls, PSS per session with six sessions, what confinement adds to a bash
-# command), `audit stats` on a 1 GB trail (time and peak RSS), what tracing
+# command; side by side with bubblewrap, what `toolhost confine`, the
+# toolhost-confine helper, the hook's whole Bash rewrite and the bash tool
+# add to `true` and to a small `sh -c` script, as ratios to bwrap's),
+# `audit stats` on a 1 GB trail (time and peak RSS), what tracing
 # costs a sequential session with a live, a dead and a hanging collector
 # (with TOOLHOST_BASE_BIN=path to a build without tracing, tracing off
 # against it); last, the side-by-side run against the go-sdk and mcp-go echo
@@ -75,6 +80,7 @@ bench: build
 	$(GO) test -run '^$$' -bench 'RSSGrowth|SixSessions' -benchtime 1x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'BashConfinement$$|ConfineReexec$$' -benchtime 300x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'ServerRunning' -benchtime 50x ./internal/e2e
+	$(GO) test -run '^$$' -bench 'CommandSandboxes' -benchtime 100x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'AuditStats1GB' -benchtime 1x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'StdioTracing' -benchtime 20000x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'StdioRules50' -benchtime 20000x ./internal/e2e

@@ -2,7 +2,8 @@
 # Checks what scripts/release.sh made (CI runs it after `make release`):
 #   - SHA256SUMS matches the archives;
 #   - the binary for this machine reports the version stamped from git
-#     (`toolhost version` prints `toolhost VERSION (…)`);
+#     (`toolhost version` prints `toolhost VERSION (…)`), and its helper
+#     toolhost-confine is beside it and runs;
 #   - the build is reproducible: a clone of this commit in another directory
 #     builds this machine's archive byte for byte the same.
 set -euo pipefail
@@ -24,6 +25,10 @@ case $got in
 "toolhost $VERSION ("*) echo "check-release: $name says: $got" ;;
 *) echo "check-release: $name says '$got', want the stamped version '$VERSION'" >&2; exit 1 ;;
 esac
+if ! "$tmp/$name/toolhost-confine" --agent tester --project-dir "$tmp" --explain >/dev/null; then
+	echo "check-release: $name has no working toolhost-confine beside toolhost" >&2
+	exit 1
+fi
 
 # A dirty tree cannot be cloned as it is; the reproducibility check needs a commit.
 case $VERSION in

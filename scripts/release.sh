@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the release archives: one static toolhost binary per target, each in
-# toolhost-VERSION-OS-ARCH.tar.gz with the README, and SHA256SUMS over the
+# Builds the release archives: per target, the static toolhost binary and,
+# beside it, its confinement helper toolhost-confine (which the hook finds
+# there), in toolhost-VERSION-OS-ARCH.tar.gz with the README, and SHA256SUMS over the
 # archives, under $RELEASE_DIR (dist/ by default, gitignored).
 #
 # The version the binary reports (`toolhost version`) is stamped from git
@@ -37,7 +38,7 @@ for target in $RELEASE_TARGETS; do
 	echo "release: $name"
 	CGO_ENABLED=0 GOOS=$os GOARCH=$arch "$GO" build -trimpath \
 		-ldflags "-s -w -buildid= -X github.com/toolhost/toolhost/internal/cli.Version=$VERSION" \
-		-o "$stage/$name/toolhost" ./cmd/toolhost
+		-o "$stage/$name/" ./cmd/toolhost ./cmd/toolhost-confine
 	cp README.md "$stage/$name/"
 	tar -C "$stage" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$EPOCH" \
 		--mode='u+rwX,go+rX,go-w' -cf - "$name" | gzip -9 -n >"$RELEASE_DIR/$name.tar.gz"

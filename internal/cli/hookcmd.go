@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -59,24 +58,6 @@ func newHookCmd(g *globals) *cobra.Command {
 	fl.BoolVar(&f.ExitCode, "exit-code", false, "deny by exiting 2 with the reason on stderr instead of printing a JSON decision")
 	fl.StringArrayVar(&f.ClaudeSettings, "claude-settings", nil, "a settings file the Claude CLI reads beyond the ones found (managed, $CLAUDE_CONFIG_DIR or ~/.claude, the project's .claude/): its Bash deny/ask rules are applied to the command as written (repeatable)")
 	fl.DurationVar(&f.Timeout, "timeout", 5*time.Second, "deny when no decision is reached within this time (the agent CLI treats a hook that does not answer in its own timeout as allow)")
-	cmd.AddCommand(pre, newHookCwdCmd())
+	cmd.AddCommand(pre)
 	return cmd
-}
-
-// newHookCwdCmd is the step of a rewritten Bash command that moves the
-// CLI's shell to where the confined command ended (internal/hook/cwd.go).
-func newHookCwdCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "cwd FILE",
-		Short:  "Print the directory a confined Bash command reported in FILE (when it is one), and remove FILE",
-		Hidden: true,
-		Args:   cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if dir := hook.TakeCwdReport(args[0]); dir != "" {
-				_, err := fmt.Fprint(cmd.OutOrStdout(), dir)
-				return err
-			}
-			return nil
-		},
-	}
 }

@@ -144,7 +144,6 @@ func NewRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		newGuardCmd(g),
 		newHookCmd(g),
 		newConfineCmd(g),
-		newHoldCmd(),
 		newSandboxCmd(g),
 		newVersionCmd(),
 	)

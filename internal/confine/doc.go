@@ -12,8 +12,12 @@
 // project dir, the unit and the command's private temp dir; Plan.Command is
 // the one process spec every start path uses (its environment, and
 // Plan.Restrict: capabilities, no_new_privs, the seccomp filter and the
-// Landlock layers, applied on the OS thread procs forks the child from), and
-// Plan.Run is `toolhost confine`'s: the same spec, supervised.
+// Landlock layers, applied on the OS thread procs forks the child from);
+// `toolhost confine` (internal/confinecmd) starts the same spec and
+// supervises it. With
+// Request.Hold the spec starts a holder (holder.go) that keeps the command
+// in the project's live registry, and in one stoppable process group, for
+// as long as any process of it lives.
 //
 // What a Plan grants, and why it never grants more than the allow-list:
 //

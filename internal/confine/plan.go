@@ -69,6 +69,10 @@ type Request struct {
 	// SetEnv are variables (K=V) the process gets with these values: a
 	// unit's own env and PORT, an upstream entry's env.
 	SetEnv []string
+	// Hold runs the command under a holder that keeps it in the project's
+	// live registry while any process of it lives (holder.go); HoldNone
+	// runs it directly.
+	Hold Hold
 	// DecideOnly stops at the verdict (refused, or how it would run)
 	// without opening the roots or building a ruleset: the hook's early
 	// refusal of a command `toolhost confine` would not run.
@@ -130,6 +134,10 @@ type Plan struct {
 	// exclFD is a second ruleset, granting every TCP port but those of
 	// toolhost's servers (-1: none).
 	exclFD int
+	// hold is the holder the command runs under, live its registration
+	// (nil: none; Close closes this process's copy).
+	hold Hold
+	live *os.File
 }
 
 type pathRule struct {
@@ -171,6 +179,21 @@ func (e *UnavailableError) RejectionKind() fault.Kind { return fault.Sandbox }
 // Prepare builds the plan of one command. The plan holds an open ruleset:
 // Close it when the command has started.
 func Prepare(req Request) (*Plan, error) {
+	p, err := prepareTemp(req)
+	if err != nil || req.Hold == HoldNone || req.DecideOnly {
+		return p, err
+	}
+	if err := p.register(req); err != nil {
+		p.Close()
+		p.RemoveTempDir()
+		return nil, fmt.Errorf("live registry: %w", err)
+	}
+	return p, nil
+}
+
+// prepareTemp is Prepare with the private temp dir, before the holder's
+// registration.
+func prepareTemp(req Request) (*Plan, error) {
 	if req.TempFor == nil || req.Sandbox.Commands == agents.CommandsOff {
 		return prepare(req, "", thisMachine())
 	}
@@ -259,6 +282,10 @@ func (p *Plan) cannot(reason string) (*Plan, error) {
 // Close releases the rulesets. Safe to call twice.
 func (p *Plan) Close() {
 	p.closeRules()
+	if p.live != nil {
+		p.live.Close()
+		p.live = nil
+	}
 	for _, fd := range []*int{&p.ruleFD, &p.exclFD} {
 		if *fd >= 0 {
 			unix.Close(*fd)
@@ -357,7 +384,11 @@ func quoted(list []string) []string {
 // servers, `toolhost confine`) builds its spec here and starts it through
 // procs, which gives every child its own session and only descriptors 0-2.
 func (p *Plan) Command(name string, argv []string, dir string) procs.Spec {
-	return procs.Spec{Name: name, Argv: argv, Dir: dir, Env: p.Environ(), Confine: p.Restrict}
+	spec := procs.Spec{Name: name, Argv: argv, Dir: dir, Env: p.Environ(), Confine: p.Restrict}
+	if p.live != nil {
+		return p.holderSpec(spec)
+	}
+	return spec
 }
 
 // Environ is the process's whole environment: what passed from toolhost's

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -138,3 +139,42 @@ func median(d []time.Duration) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// BenchmarkHolderReexec is what the holder adds to every command the bash
+// tool, spawn_units and upstreams start (confine/holder.go): `toolhost
+// toolhost-holder call - -- true` (a Go start of toolhost that becomes the
+// subreaper, announces itself, starts true and exits with it), in a session
+// of its own as procs starts it, against `true` run the same way,
+// alternating.
+//
+//	go test -run '^$' -bench HolderReexec -benchtime 200x ./internal/e2e
+func BenchmarkHolderReexec(b *testing.B) {
+	bin := testutil.Toolhost(b)
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg, err := os.Create(filepath.Join(b.TempDir(), "registration"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer reg.Close()
+	run := func(name string, args ...string) time.Duration {
+		cmd := exec.Command(name, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		cmd.ExtraFiles = []*os.File{reg}
+		t0 := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%s: %v %s", name, err, out)
+		}
+		return time.Since(t0)
+	}
+	var held, direct []time.Duration
+	for range b.N {
+		held = append(held, run(bin, "toolhost-holder", "call", "-", "--", truePath))
+		direct = append(direct, run(truePath))
+	}
+	b.ReportMetric(ms(median(held)), "held-p50-ms")
+	b.ReportMetric(ms(median(direct)), "direct-p50-ms")
+	b.ReportMetric(ms(median(held)-median(direct)), "added-p50-ms")
+}

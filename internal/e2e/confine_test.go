@@ -367,17 +367,29 @@ func TestConfineCommandAndBashToolShareTheRuleset(t *testing.T) {
 	}
 }
 
-// TestConfineRelaysSignals: `toolhost confine` supervises its command
+// TestConfineRelaysSignals: `toolhost confine` (and the helper
+// toolhost-confine) supervises its command
 // instead of exec'ing it, so what a terminal or the agent CLI sends to it
 // must reach the command (its process group), and a command killed by a
 // signal must leave `toolhost confine` killed by the same signal, as if
 // it had been the command itself.
 func TestConfineRelaysSignals(t *testing.T) {
 	t.Parallel()
-	bin := testutil.Toolhost(t)
+	for name, argv := range map[string][]string{
+		"toolhost confine": {testutil.Toolhost(t), "confine"},
+		"toolhost-confine": {testutil.ConfineHelper(t)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testConfineRelaysSignals(t, argv)
+		})
+	}
+}
+
+func testConfineRelaysSignals(t *testing.T, argv []string) {
 	dir := t.TempDir()
 	confineCmd := func(script string) *exec.Cmd {
-		return exec.Command(bin, "confine", "--agent", "tester", "--project-dir", dir, "--", "bash", "-c", script)
+		return exec.Command(argv[0], append(argv[1:], "--agent", "tester", "--project-dir", dir, "--", "bash", "-c", script)...)
 	}
 
 	// The command's own trap runs on the SIGTERM sent to toolhost confine,

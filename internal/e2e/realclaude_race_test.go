@@ -48,7 +48,7 @@ func TestRealClaudeWriteRace(t *testing.T) {
 		return claudecli.ToolUse{ID: fmt.Sprintf("toolu_w%d", i), Name: "Write",
 			Input: map[string]any{"file_path": filepath.Join(src, fmt.Sprintf("f%d.txt", i)), "content": "written\n"}}
 	}
-	var runningDuringWrites []live.Holder
+	var runningDuringWrites []live.Entry
 	m := claudecli.NewScriptedModel(t, func(req claudecli.Request) claudecli.Turn {
 		switch {
 		case req.Turn == 0:
@@ -86,14 +86,7 @@ func TestRealClaudeWriteRace(t *testing.T) {
 			t.Errorf("write %d while the swapper runs: %s, want the hook's refusal", i, r.Text)
 		}
 	}
-	ents, _ := os.ReadDir(outside)
-	if len(ents) != 1 {
-		var names []string
-		for _, e := range ents {
-			names = append(names, e.Name())
-		}
-		t.Fatalf("files landed outside the project: %v", names)
-	}
+	assertNothingOutside(t, outside)
 	if b, _ := os.ReadFile(filepath.Join(outside, "victim.txt")); string(b) != "keep\n" {
 		t.Fatalf("the file outside, reached through its second name, changed: %q", b)
 	}
@@ -113,14 +106,7 @@ func TestRealClaudeWriteRace(t *testing.T) {
 	}
 	// The swapper may have been stopped half-way through a swap: put the
 	// directory back.
-	if fi, err := os.Lstat(src); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		_ = os.Remove(src)
-	}
-	if _, err := os.Stat(src); err != nil {
-		if err := os.Rename(filepath.Join(project, "units/demo/real.tmp"), src); err != nil {
-			t.Fatal(err)
-		}
-	}
+	restoreSrc(t, filepath.Join(project, "units/demo"))
 	// Ordinary use: with nothing running, the coder's Write works.
 	m2 := claudecli.NewModel(t, claudecli.Turn{ToolUses: []claudecli.ToolUse{write(0)}},
 		claudecli.Turn{ToolUses: []claudecli.ToolUse{{ID: "toolu_link", Name: "Write",
@@ -138,5 +124,60 @@ func TestRealClaudeWriteRace(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(outside, "victim.txt")); string(b) != "keep\n" {
 		t.Fatalf("the file outside changed through its second name: %q", b)
+	}
+}
+
+// TestRealClaudeMCPBashSwapper: the real Claude CLI, connected to toolhost
+// serve, starts a swapper through toolhost's own `bash` tool (it leaves its
+// session and ignores SIGTERM, and the call returns), then writes into the
+// swapped directory with its own Write, checked by the hook, again and
+// again. Nothing lands outside the project: the swapper did not outlive the
+// call. Every such Write, finding nothing running, lands.
+func TestRealClaudeMCPBashSwapper(t *testing.T) {
+	t.Parallel()
+	claudecli.Binary(t)
+	bin := testutil.Toolhost(t)
+	project, outside, demo := raceProject(t, "units/demo")
+	const tries = 12
+	swap := func(i int) claudecli.ToolUse {
+		return claudecli.ToolUse{ID: fmt.Sprintf("toolu_swap%d", i), Name: "mcp__toolhost__bash",
+			Input: map[string]any{"command": "cd units/demo && " + swapLoop(outside) + " sleep 0.05"}}
+	}
+	write := func(i int) claudecli.ToolUse {
+		return claudecli.ToolUse{ID: fmt.Sprintf("toolu_w%d", i), Name: "Write",
+			Input: map[string]any{"file_path": filepath.Join(demo, "src", fmt.Sprintf("f%d.txt", i)), "content": "written\n"}}
+	}
+	m := claudecli.NewScriptedModel(t, func(req claudecli.Request) claudecli.Turn {
+		switch i := req.Turn / 2; {
+		case i >= tries:
+			return claudecli.Turn{Text: "done"}
+		case req.Turn%2 == 0:
+			return claudecli.Turn{ToolUses: []claudecli.ToolUse{swap(i)}}
+		default:
+			// What a swapper stopped half-way left is put back, as a
+			// human would, before the next Write.
+			restoreSrc(t, demo)
+			return claudecli.Turn{ToolUses: []claudecli.ToolUse{write(i)}}
+		}
+	})
+	mcp := run(t, bin, "mcp-config", "--agent", "devloop-coder", "--project-dir", project)
+	settings := run(t, bin, "mcp-config", "--agent", "devloop-coder", "--project-dir", project, "--settings")
+	allowed := strings.Split(strings.TrimSpace(string(run(t, bin, "mcp-config", "--agent", "devloop-coder", "--project-dir", project, "--allowed-tools"))), ",")
+	res := claudecli.Run(t, m, claudecli.RunOptions{Dir: project, MCPConfig: mcp, Settings: settings, AllowedTools: append(allowed, "Write"),
+		PermissionMode: "bypassPermissions", Timeout: 5 * time.Minute})
+	if res.ExitCode != 0 {
+		t.Fatalf("claude: %s", res)
+	}
+	for i := range tries {
+		if r := m.ToolResult(t, fmt.Sprintf("toolu_swap%d", i)); r.IsError {
+			t.Fatalf("swapper %d did not start: %s", i, r.Text)
+		}
+		if r := m.ToolResult(t, fmt.Sprintf("toolu_w%d", i)); r.IsError {
+			t.Errorf("write %d, with nothing running: %s", i, r.Text)
+		}
+	}
+	assertNothingOutside(t, outside)
+	if b, _ := os.ReadFile(filepath.Join(outside, "victim.txt")); string(b) != "keep\n" {
+		t.Fatalf("the file outside changed: %q", b)
 	}
 }

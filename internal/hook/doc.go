@@ -3,11 +3,12 @@
 // policy's rules, the Bash guard, the sandbox's write verdict and the
 // CLI's own settings rules on the command as written, answers the CLI, and
 // audits the decision in the project's trail. An allowed Bash command is
-// rewritten to run under `toolhost confine` (and `toolhost hold`), with a
+// rewritten to run under `toolhost confine --hold` (the helper toolhost-confine
+// beside toolhost when it is there), with a
 // tail that carries the shell's directory back (cwd.go).
 //
 // It reimplements none of those checks: each comes from the package that
 // owns it (rules, bashguard, sandbox, confine). The cli package only wires
-// the flags of `toolhost hook pretooluse` and `toolhost hook cwd` into
-// Options and calls PreToolUse and TakeCwdReport.
+// the flags of `toolhost hook pretooluse` into
+// Options and calls PreToolUse.
 package hook

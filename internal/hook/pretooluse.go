@@ -24,6 +24,7 @@ import (
 	"github.com/toolhost/toolhost/internal/bashguard"
 	"github.com/toolhost/toolhost/internal/claudecode"
 	"github.com/toolhost/toolhost/internal/confine"
+	"github.com/toolhost/toolhost/internal/confinecmd"
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/live"
 	"github.com/toolhost/toolhost/internal/policy"
@@ -365,24 +366,41 @@ func racingCommand(f Options, proj, cwd, p, tool string) string {
 		}
 	}
 	for _, h := range holders {
-		allow := []string{"**"} // an agent the agents file does not know: assume the worst
-		if set != nil {
-			if b, err := set.Find(h.Agent); err == nil {
-				allow = b.Sandbox.WriteAllowList
-			}
-		}
 		for _, d := range dirs {
-			if !mayCreateIn(allow, d) {
+			if !mayChange(set, h, d) {
 				continue
 			}
-			return fmt.Sprintf("toolhost hook: %s of %s refused: a command of agent %s started earlier is still running (process %d), and it may change %s "+
+			return fmt.Sprintf("toolhost hook: %s of %s refused: %s started earlier is still running (held by process %d), and it may change %s "+
 				"while the CLI writes — swap a directory of the path, or the file, for a symbolic link after this check — so the write could land elsewhere. "+
 				"Write the file with Bash instead, where the kernel checks the write itself (for example: cat > %s <<'TOOLHOST_EOF' … TOOLHOST_EOF), "+
-				"or end that command first (kill %d) and try again",
-				tool, p, h.Agent, h.PID, cmp.Or(strings.TrimPrefix(d, "."), "the project dir"), claudecode.ShellJoin([]string{p}), h.PID)
+				"or try again once that command has ended (a unit: stop it with spawn_units)",
+				tool, p, h.What(), h.PID, cmp.Or(strings.TrimPrefix(d, "."), "the project dir"), claudecode.ShellJoin([]string{p}))
 		}
 	}
 	return ""
+}
+
+// mayChange reports whether the running commands of h may create, remove or
+// rename entries in project-relative directory d ("." for the project dir):
+// by the write roots the kernel grants them when the registration records
+// them, else by their agent's allow-list (an agent the agents file does not
+// know: assume the worst).
+func mayChange(set *agents.Set, h live.Entry, d string) bool {
+	if h.Write != nil {
+		for _, w := range h.Write {
+			if w == "." || d == w || strings.HasPrefix(d, w+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	allow := []string{"**"}
+	if set != nil {
+		if b, err := set.Find(h.Agent); err == nil {
+			allow = b.Sandbox.WriteAllowList
+		}
+	}
+	return mayCreateIn(allow, d)
 }
 
 // mayCreateIn reports whether an agent with allow-list allow may create an
@@ -723,9 +741,9 @@ func confinedBashInput(f Options, c hookCall) (map[string]json.RawMessage, strin
 	if err := json.Unmarshal(c.ti["command"], &command); err != nil {
 		return nil, "toolhost hook: Bash tool_input.command is not a string"
 	}
-	// toolhost hold keeps, for as long as any process of the command lives,
+	// --hold keeps, for as long as any process of the command lives,
 	// the record a Write's check reads (racingCommand).
-	args := []string{exe, "hold", "--project-dir", c.proj, "--agent", c.ag.Name, "--", exe, "confine", "--agent", c.ag.Name, "--project-dir", c.proj}
+	args := []string{"--hold", "--agent", c.ag.Name, "--project-dir", c.proj}
 	if f.AgentsFile != "" {
 		abs, err := filepath.Abs(f.AgentsFile)
 		if err != nil {
@@ -736,10 +754,22 @@ func confinedBashInput(f Options, c hookCall) (map[string]json.RawMessage, strin
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(keepCwd(args, command)); err != nil {
+	if err := enc.Encode(keepCwd(confineCommand(exe), args, command)); err != nil {
 		return nil, "toolhost hook: " + err.Error()
 	}
 	ti := maps.Clone(c.ti)
 	ti["command"] = bytes.TrimSpace(b.Bytes())
 	return ti, ""
+}
+
+// confineCommand is how the rewrite runs `toolhost confine`: the small
+// helper installed beside the running toolhost (make build, the release
+// archives), which each command then pays instead of a whole toolhost
+// start, else toolhost's own subcommand.
+func confineCommand(exe string) []string {
+	helper := filepath.Join(filepath.Dir(exe), confinecmd.HelperName)
+	if fi, err := os.Stat(helper); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+		return []string{helper}
+	}
+	return []string{exe, "confine"}
 }

@@ -48,6 +48,11 @@ type Spec struct {
 	// stopped with the group later. Otherwise they are stopped as soon as
 	// the leader exits.
 	KeepGroup bool
+	// InGroup leaves the child in this process's session and process group
+	// instead of its own: a holder's command (internal/confine), so that
+	// whoever stops the holder's group stops the command with it. The
+	// caller stops such a child itself (Stop and Group are a leader's).
+	InGroup bool
 	// Grace is how long the group has between SIGTERM and SIGKILL when it
 	// is stopped (DefaultGrace if 0).
 	Grace time.Duration
@@ -95,7 +100,7 @@ func Spawn(spec Spec) (*Child, error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("empty argv")
 	}
-	attr := sysProcAttr(spec.Detached)
+	attr := sysProcAttr(spec.Detached, spec.InGroup)
 	path := spec.Path
 	if path == "" {
 		path = spec.Argv[0]
@@ -146,6 +151,9 @@ func Spawn(spec Spec) (*Child, error) {
 		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
 	}
 	c.PID, c.PGID, c.StartedAt = cmd.Process.Pid, cmd.Process.Pid, time.Now().UTC()
+	if spec.InGroup {
+		c.PGID = syscall.Getpgrp()
+	}
 	// The leader is not reaped before Wait, so its stat entry is there even
 	// if it already exited.
 	if st, err := ReadStat(c.PID); err == nil {

@@ -8,10 +8,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sysProcAttr makes the child the leader of its own session. macOS has no
+// sysProcAttr makes the child the leader of its own session (unless
+// inGroup: it stays in this process's group). macOS has no
 // parent-death signal: a child outlives a toolhost killed by SIGKILL unless
 // a Manager's warden stops its group (warden.go).
-func sysProcAttr(bool) *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
+func sysProcAttr(_, inGroup bool) *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: !inGroup} }
 
 // onMainThread is false: nothing on macOS ties a thread's attributes to
 // the child it forks (no Landlock domain, no parent-death signal), so any

@@ -7,10 +7,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sysProcAttr makes the child the leader of its own session and, unless it
+// sysProcAttr makes the child the leader of its own session (unless it is
+// to stay in this process's group: inGroup) and, unless it
 // is detached, gives it SIGKILL when the thread that forked it dies.
-func sysProcAttr(detached bool) *syscall.SysProcAttr {
-	attr := &syscall.SysProcAttr{Setsid: true}
+func sysProcAttr(detached, inGroup bool) *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{Setsid: !inGroup}
 	if !detached {
 		attr.Pdeathsig = syscall.SIGKILL
 	}

@@ -65,9 +65,10 @@ type UnitSpec struct {
 	// Env is the complete environment of the child.
 	Env            []string
 	Stdout, Stderr Log
-	// Confine and Detached are as in Spec.
-	Confine  func() error
-	Detached bool
+	// ExtraFiles, Confine and Detached are as in Spec.
+	ExtraFiles []*os.File
+	Confine    func() error
+	Detached   bool
 	// OnExit runs once after the leader has been reaped, before Done is
 	// closed; Stopped tells a requested stop from an exit of its own.
 	OnExit func(p *Proc)
@@ -257,7 +258,7 @@ func (m *Manager) Start(spec UnitSpec) (*Proc, error) {
 	}
 	c, err := Spawn(Spec{
 		Name: "unit " + spec.Unit, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env,
-		Stdout: spec.Stdout.File, Stderr: spec.Stderr.File,
+		Stdout: spec.Stdout.File, Stderr: spec.Stderr.File, ExtraFiles: spec.ExtraFiles,
 		Confine: spec.Confine, Detached: spec.Detached, KeepGroup: true, Grace: m.opts.Grace,
 	})
 	if err != nil {

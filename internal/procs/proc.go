@@ -13,6 +13,7 @@ var ErrNoProcess = errors.New("no such process")
 type Stat struct {
 	PID   int
 	State byte
+	PPID  int
 	PGID  int
 	// StartTicks is the start time in the system's own unit (Linux: clock
 	// ticks since boot; macOS: microseconds since the epoch); together with

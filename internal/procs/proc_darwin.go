@@ -23,7 +23,7 @@ func ReadStat(pid int) (Stat, error) {
 func statOf(k *unix.KinfoProc) Stat {
 	t := k.Proc.P_starttime
 	return Stat{
-		PID: int(k.Proc.P_pid), State: stateLetter(k.Proc.P_stat), PGID: int(k.Eproc.Pgid),
+		PID: int(k.Proc.P_pid), State: stateLetter(k.Proc.P_stat), PPID: int(k.Eproc.Ppid), PGID: int(k.Eproc.Pgid),
 		StartTicks: uint64(t.Sec)*1_000_000 + uint64(t.Usec),
 	}
 }

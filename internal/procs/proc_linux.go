@@ -33,6 +33,10 @@ func parseStat(pid int, b []byte) (Stat, error) {
 	if len(f) < 20 || len(f[0]) != 1 {
 		return Stat{}, fmt.Errorf("/proc/%d/stat: too few fields", pid)
 	}
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return Stat{}, fmt.Errorf("/proc/%d/stat: ppid: %w", pid, err)
+	}
 	pgid, err := strconv.Atoi(f[2])
 	if err != nil {
 		return Stat{}, fmt.Errorf("/proc/%d/stat: pgrp: %w", pid, err)
@@ -41,7 +45,7 @@ func parseStat(pid int, b []byte) (Stat, error) {
 	if err != nil {
 		return Stat{}, fmt.Errorf("/proc/%d/stat: starttime: %w", pid, err)
 	}
-	return Stat{PID: pid, State: f[0][0], PGID: pgid, StartTicks: start}, nil
+	return Stat{PID: pid, State: f[0][0], PPID: ppid, PGID: pgid, StartTicks: start}, nil
 }
 
 // GroupMembers returns the pids of the live (non-zombie) processes whose

@@ -2,7 +2,10 @@ package procs
 
 import (
 	"errors"
+	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // ReapAll waits for every child of this process, the orphans adopted by
@@ -23,4 +26,18 @@ func ReapAll(g Group) {
 		}
 	}
 	awaitOrphans(g)
+}
+
+// HandOverStdio points this process's descriptors 0-2 at /dev/null, once a
+// child it started holds the streams: whoever reads them then sees their end
+// when the child's processes close them, not when this process exits.
+func HandOverStdio() {
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return
+	}
+	defer null.Close()
+	for _, fd := range []int{0, 1, 2} {
+		_ = unix.Dup2(int(null.Fd()), fd)
+	}
 }

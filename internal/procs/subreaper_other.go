@@ -2,7 +2,11 @@
 
 package procs
 
-import "time"
+import (
+	"os"
+	"slices"
+	"time"
+)
 
 // AdoptOrphans does nothing: macOS has no child subreaper, so what a
 // command's processes leave behind goes to launchd. ReapAll waits for the
@@ -13,7 +17,10 @@ func AdoptOrphans() error { return nil }
 // awaitOrphans polls until no live process of g is left.
 func awaitOrphans(g Group) {
 	for {
-		if m, err := GroupMembers(g.PGID); err != nil || len(m) == 0 {
+		// The caller itself may be of the group (a holder whose command
+		// stays in its group): the group is empty when only it is left.
+		m, err := GroupMembers(g.PGID)
+		if err != nil || len(slices.DeleteFunc(m, func(pid int) bool { return pid == os.Getpid() })) == 0 {
 			return
 		}
 		time.Sleep(orphanPoll)

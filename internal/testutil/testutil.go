@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/toolhost/toolhost/internal/confinecmd"
 )
 
 type build struct {
@@ -29,8 +31,9 @@ func RepoRoot(t testing.TB) string {
 }
 
 // Toolhost builds ./cmd/toolhost once per test process and returns the
-// binary's path. The binary lives in a ProcessDir, removed by the first
-// test process that starts after this one is gone.
+// binary's path. Beside it, as `make build` installs them, is the helper
+// toolhost-confine (ConfineHelper). The binaries live in a ProcessDir,
+// removed by the first test process that starts after this one is gone.
 func Toolhost(t testing.TB) string {
 	t.Helper()
 	return releaseBuild.get(t)
@@ -54,7 +57,7 @@ func (b *build) get(t testing.TB, flags ...string) string {
 		}
 		b.path = filepath.Join(dir, "toolhost")
 		args := append([]string{"build"}, flags...)
-		args = append(args, "-o", b.path, "./cmd/toolhost")
+		args = append(args, "-o", dir+"/", "./cmd/toolhost", "./cmd/toolhost-confine")
 		cmd := exec.Command("go", args...)
 		cmd.Dir = RepoRoot(t)
 		// Built like `make build`: static, as agent CLIs launch it.
@@ -65,6 +68,12 @@ func (b *build) get(t testing.TB, flags ...string) string {
 		t.Fatalf("build toolhost: %v\n%s", b.err, b.out)
 	}
 	return b.path
+}
+
+// ConfineHelper is the path of the toolhost-confine built beside Toolhost.
+func ConfineHelper(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(filepath.Dir(Toolhost(t)), confinecmd.HelperName)
 }
 
 // NeedTool returns the path of an external program the test needs. It looks

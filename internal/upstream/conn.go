@@ -236,8 +236,11 @@ func (c *conn) start() (*procs.Child, *os.File, mcp.Transport, error) {
 // entry's sandbox: relative paths are the project's (the current directory
 // without one), its private temp dir is named for this process.
 func (c *conn) confine() (*confine.Plan, error) {
-	dir := c.projectDir
+	// With a project, the server is in its live registry while any process
+	// of it runs (the hook reads it); without one, no hook checks writes.
+	dir, hold := c.projectDir, confine.HoldKeep
 	if dir == "" {
+		hold = confine.HoldNone
 		wd, err := os.Getwd()
 		if err != nil {
 			return nil, err
@@ -254,7 +257,7 @@ func (c *conn) confine() (*confine.Plan, error) {
 	}
 	return confine.Prepare(confine.Request{
 		Agent: "upstream " + c.cfg.Name, Sandbox: c.cfg.Sandbox.Agent(), ProjectDir: dir,
-		TempFor: &self, Kind: confine.KindUpstream, SetEnv: set,
+		TempFor: &self, Kind: confine.KindUpstream, SetEnv: set, Hold: hold,
 	})
 }
 

@@ -417,7 +417,7 @@ func launch(c *callctx.Ctx, u UnitInput, spec procs.UnitSpec, rel string, port i
 		}
 		defer plan.Close()
 		cmd := plan.Command(spec.Unit, spec.Argv, spec.Dir)
-		spec.Env, spec.Confine = cmd.Env, cmd.Confine
+		spec.Argv, spec.Env, spec.ExtraFiles, spec.Confine = cmd.Argv, cmd.Env, cmd.ExtraFiles, cmd.Confine
 		spec.OnExit = func(p *procs.Proc) {
 			recordExit(c, p)
 			plan.RemoveTempDir()
@@ -649,7 +649,7 @@ func confineUnit(c *callctx.Ctx, u UnitInput, port int, env []string) (*confine.
 	plan, err := confine.Prepare(confine.Request{
 		Agent: c.AgentName, Sandbox: c.Settings.Sandbox, ProjectDir: c.Files.ProjectDir(),
 		Unit: u.ID, Port: port, TempFor: &owner, Mkdir: c.Files.MkdirAll,
-		Kind: confine.KindUnit, SetEnv: env,
+		Kind: confine.KindUnit, SetEnv: env, Hold: confine.HoldKeep,
 	})
 	var ue *confine.UnavailableError
 	if errors.As(err, &ue) {

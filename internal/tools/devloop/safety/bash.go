@@ -104,7 +104,7 @@ func runBash(ctx context.Context, c *callctx.Ctx, in BashInput) (BashOutput, err
 	self := c.Procs.Self()
 	plan, err := confine.Prepare(confine.Request{
 		Agent: c.AgentName, Sandbox: c.Settings.Sandbox, ProjectDir: c.Files.ProjectDir(),
-		TempFor: &self, Mkdir: c.Files.MkdirAll,
+		TempFor: &self, Mkdir: c.Files.MkdirAll, Hold: confine.HoldCall,
 	})
 	if err != nil {
 		return BashOutput{}, err

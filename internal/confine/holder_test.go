@@ -1,0 +1,85 @@
+package confine
+
+import (
+	"bufio"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/toolhost/toolhost/internal/agents"
+	"github.com/toolhost/toolhost/internal/live"
+	"github.com/toolhost/toolhost/internal/procs"
+)
+
+// TestHolderKeepsItsCommandInReach: a held command cannot end its holder
+// (SIGKILL to its parent fails), cannot leave its group (a setsid'd job
+// stays in it), is registered with its write roots and the holder's pid
+// while it runs, and — as the bash tool's HoldCall — leaves nothing
+// running and no registration once the holder is done, however the job it
+// left behind tries to stay (its own session, SIGTERM ignored).
+func TestHolderKeepsItsCommandInReach(t *testing.T) {
+	t.Parallel()
+	dir := tree(t, "w/")
+	p, err := Prepare(Request{Agent: "devloop-test", Sandbox: agents.Sandbox{Commands: agents.CommandsRequire, WriteAllowList: []string{"w/**"}},
+		ProjectDir: dir, Mkdir: mkdirIn(dir), Hold: HoldCall})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if !p.Confined() || !p.Scoped {
+		t.Skipf("needs Landlock with scoped signals: %s %v", p.Unconfined, p.NotEnforced)
+	}
+	script := `kill -KILL $PPID 2>/dev/null; echo kill=$?
+setsid sh -c 'trap "" TERM; echo job=$$ $(cut -d" " -f5 /proc/$$/stat); exec sleep 60' &
+read line || true
+`
+	spec := p.Command("held", []string{"/bin/sh", "-c", script}, dir)
+	c, pipes, err := procs.SpawnPiped(procs.Spawn, spec)
+	p.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pipes.Stdin.Close()
+	out := bufio.NewReader(pipes.Stdout)
+	read := func() string {
+		l, err := out.ReadString('\n')
+		if err != nil {
+			t.Fatalf("output: %q %v", l, err)
+		}
+		return strings.TrimSpace(l)
+	}
+	if l := read(); l == "kill=0" {
+		t.Fatalf("the command killed its holder: %s", l)
+	}
+	job := strings.Fields(strings.TrimPrefix(read(), "job="))
+	if len(job) != 2 {
+		t.Fatalf("job line: %v", job)
+	}
+	jobPID, _ := strconv.Atoi(job[0])
+	if job[1] != strconv.Itoa(c.PGID) {
+		t.Errorf("the setsid'd job is in group %s, want its holder's %d", job[1], c.PGID)
+	}
+	h, err := live.Running(dir)
+	if err != nil || len(h) != 1 || h[0].PID != c.PID || !slices.Equal(h[0].Write, []string{"w"}) {
+		t.Fatalf("while it runs: %+v %v, want the holder %d with write [w]", h, err, c.PID)
+	}
+	pipes.Stdin.Close() // the command ends; its job is left behind
+	<-c.Done()
+	if code, _, _ := c.Exit(); code != 0 {
+		t.Errorf("holder exit %d, want the command's 0", code)
+	}
+	if err := syscall.Kill(jobPID, 0); err == nil {
+		if st, err := procs.ReadStat(jobPID); err == nil && !st.Dead() {
+			t.Errorf("the job %d outlived its holder", jobPID)
+		}
+	}
+	if h, err := live.Running(dir); err != nil || len(h) != 0 {
+		t.Fatalf("after the holder: %+v %v", h, err)
+	}
+	if ents, _ := os.ReadDir(dir + "/" + live.Dir); len(ents) != 0 {
+		t.Errorf("registration files left: %v", ents)
+	}
+}
