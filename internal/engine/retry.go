@@ -52,7 +52,7 @@ func (e *Engine) retry(next Handler) Handler {
 		for i := 0; ; i++ {
 			c.Result = tool.Result{}
 			err := next(ctx, c)
-			if err == nil || i+1 >= attempts || !(c.timedOut || Transient(err)) {
+			if err == nil || err == errAnswered || i+1 >= attempts || !(c.timedOut || Transient(err)) {
 				return err
 			}
 			if ctx.Err() != nil {

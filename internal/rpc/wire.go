@@ -74,6 +74,10 @@ type Request struct {
 	ID     json.RawMessage
 	Method string
 	Params json.RawMessage
+
+	// served is the request's state in its connection; nil for a request
+	// built outside one (tests).
+	served *served
 }
 
 // Decode parses one framed message into m with the envelope rules every
