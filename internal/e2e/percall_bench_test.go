@@ -26,9 +26,9 @@ import (
 //	TOOLHOST_AB_BINS=/tmp/a:/tmp/b go test -run '^$' -bench PerCallAB -benchtime 1x ./internal/e2e
 func BenchmarkPerCallAB(b *testing.B) {
 	const (
-		rounds   = 60
-		seqCalls = 500
-		c8Calls  = 1000
+		rounds   = 40
+		seqCalls = 1500
+		c8Calls  = 3000
 	)
 	var others []string
 	if v := os.Getenv("TOOLHOST_AB_BINS"); v != "" {

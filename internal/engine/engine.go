@@ -540,8 +540,8 @@ func execute(ctx context.Context, c *Call) error {
 // a result (fault.None when it did). classify builds the outcome on it and
 // the trace hooks record it on the spans.
 func verdict(ctx context.Context, c *Call, err error) (audit.Status, fault.Kind) {
-	var rej fault.Rejection
-	var pe *panicError
+	// errors.AsType, not errors.As with a variable: a variable whose
+	// address is taken is allocated on every call, a result or not.
 	switch {
 	case err == nil && c.Result.UpstreamError:
 		return audit.StatusError, fault.Upstream
@@ -549,8 +549,9 @@ func verdict(ctx context.Context, c *Call, err error) (audit.Status, fault.Kind)
 		return audit.StatusOKFalse, fault.None
 	case err == nil:
 		return audit.StatusOK, fault.None
-	case errors.As(err, &rej):
+	case isRejection(err):
 		// An InputRequired too: the call waits for the human's answer.
+		rej, _ := errors.AsType[fault.Rejection](err)
 		return audit.StatusRejected, rej.RejectionKind()
 	case c.timedOut:
 		return audit.StatusTimeout, fault.Timeout
@@ -560,10 +561,19 @@ func verdict(ctx context.Context, c *Call, err error) (audit.Status, fault.Kind)
 			return audit.StatusCancelled, fault.Shutdown
 		}
 		return audit.StatusCancelled, fault.Cancelled
-	case errors.As(err, &pe):
+	case isPanic(err):
 		return audit.StatusError, fault.Panic
 	}
 	return audit.StatusError, fault.System
+}
+
+func isRejection(err error) bool { _, ok := errors.AsType[fault.Rejection](err); return ok }
+
+func isPanic(err error) bool { _, ok := errors.AsType[*panicError](err); return ok }
+
+func asInputRequired(err error) *InputRequired {
+	ir, _ := errors.AsType[*InputRequired](err)
+	return ir
 }
 
 // classify is the one place that turns a call's error into an outcome:
@@ -571,8 +581,6 @@ func verdict(ctx context.Context, c *Call, err error) (audit.Status, fault.Kind)
 func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
 	out := &Outcome{Result: c.Result, Retries: c.Retries, Err: err}
 	out.Status, out.Kind = verdict(ctx, c, err)
-	var ir *InputRequired
-	var pe *panicError
 	switch {
 	case out.Kind == fault.None || out.Kind == fault.Upstream:
 		// A result; an expected failure may name the error id its
@@ -580,8 +588,8 @@ func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
 		if out.Status == audit.StatusOKFalse {
 			out.ErrorID = c.Result.ErrorID
 		}
-	case errors.As(err, &ir):
-		out.InputRequired = ir
+	case out.Kind == fault.InputRequired && asInputRequired(err) != nil:
+		out.InputRequired = asInputRequired(err)
 		out.Message = "waiting for the human's answer: the client asks and calls again with it"
 	case out.Status == audit.StatusRejected:
 		rej, _ := errors.AsType[fault.Rejection](err)
@@ -594,7 +602,8 @@ func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
 	case out.Kind == fault.Shutdown:
 		out.IsError = true
 		out.Message = fmt.Sprintf("%s did not finish: %v; it may have done part of its work, so check before calling it again", c.Tool, context.Cause(ctx))
-	case errors.As(err, &pe):
+	case out.Kind == fault.Panic:
+		pe, _ := errors.AsType[*panicError](err)
 		out.IsError = true
 		out.ErrorID = callctx.NewCallID()
 		out.Message = fmt.Sprintf("internal error in %s (error id %s); the daemon is still serving, report the id", c.Tool, out.ErrorID)

@@ -284,7 +284,8 @@ func EncodeResult(id json.RawMessage, result any) ([]byte, *Error) {
 	if len(body) == 0 {
 		body = []byte("null")
 	}
-	return appendResponse(make([]byte, 0, len(body)+len(id)+40), id, `,"result":`, body), nil
+	// One byte to spare: the newline that frames it on stdio (writeRaw).
+	return appendResponse(make([]byte, 0, len(body)+len(id)+41), id, `,"result":`, body), nil
 }
 
 // EncodeNotification returns a notification message.

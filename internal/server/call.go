@@ -160,10 +160,9 @@ func (s *Server) result(ctx context.Context, peer rpc.Peer, out *engine.Outcome,
 // request, resultType and the serverInfo _meta): this runs on every call,
 // and S is already valid compact JSON.
 func (s *Server) successResult(structured json.RawMessage, perRequest bool) json.RawMessage {
-	text, _ := json.Marshal(string(structured))
 	b := make([]byte, 0, 2*len(structured)+80+len(s.perRequestTail))
 	b = append(b, `{"content":[{"type":"text","text":`...)
-	b = append(b, text...)
+	b = wirejson.AppendBytes(b, structured)
 	b = append(b, `}],"structuredContent":`...)
 	b = append(b, structured...)
 	b = append(b, `,"isError":false`...)
