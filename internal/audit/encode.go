@@ -6,7 +6,8 @@ import (
 	"math"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/toolhost/toolhost/internal/util/wirejson"
 )
 
 // AppendJSON appends r as one line of JSON (without the newline) to dst.
@@ -18,21 +19,21 @@ func (r *Row) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"ts":"`...)
 	dst = r.TS.AppendFormat(dst, time.RFC3339Nano)
 	dst = append(dst, `","call_id":`...)
-	dst = appendString(dst, r.CallID)
+	dst = wirejson.AppendString(dst, r.CallID)
 	dst = appendOptional(dst, `,"session_id":`, r.SessionID)
 	dst = appendOptional(dst, `,"pid":`, r.ProjectID)
 	dst = append(dst, `,"agent":`...)
-	dst = appendString(dst, r.Agent)
+	dst = wirejson.AppendString(dst, r.Agent)
 	dst = appendOptional(dst, `,"unit_id":`, r.UnitID)
 	dst = append(dst, `,"tool":`...)
-	dst = appendString(dst, r.Tool)
+	dst = wirejson.AppendString(dst, r.Tool)
 	dst = appendOptional(dst, `,"source":`, r.Source)
 	if len(r.Arguments) > 0 {
 		dst = append(dst, `,"arguments":`...)
 		dst = appendCompact(dst, r.Arguments)
 	}
 	dst = append(dst, `,"status":`...)
-	dst = appendString(dst, string(r.Status))
+	dst = wirejson.AppendString(dst, string(r.Status))
 	dst = appendOptional(dst, `,"error_kind":`, r.ErrorKind)
 	dst = appendOptional(dst, `,"rule":`, r.Rule)
 	dst = appendOptional(dst, `,"error":`, r.Error)
@@ -48,9 +49,9 @@ func (r *Row) AppendJSON(dst []byte) []byte {
 	dst = appendOptional(dst, `,"tool_use_id":`, r.ToolUseID)
 	if p := r.Pin; p != nil {
 		dst = append(dst, `,"pin":{"action":`...)
-		dst = appendString(dst, p.Action)
+		dst = wirejson.AppendString(dst, p.Action)
 		dst = append(dst, `,"hash":`...)
-		dst = appendString(dst, p.Hash)
+		dst = wirejson.AppendString(dst, p.Hash)
 		dst = appendOptional(dst, `,"pinned":`, p.Pinned)
 		dst = appendOptional(dst, `,"change":`, p.Change)
 		dst = append(dst, '}')
@@ -79,7 +80,7 @@ func appendOptional(dst []byte, key, s string) []byte {
 	if s == "" {
 		return dst
 	}
-	return appendString(append(dst, key...), s)
+	return wirejson.AppendString(append(dst, key...), s)
 }
 
 // appendCompact appends a JSON document without insignificant white space;
@@ -88,7 +89,7 @@ func appendOptional(dst []byte, key, s string) []byte {
 func appendCompact(dst []byte, doc json.RawMessage) []byte {
 	buf := bytes.NewBuffer(dst)
 	if err := json.Compact(buf, doc); err != nil {
-		return appendString(dst, string(doc))
+		return wirejson.AppendString(dst, string(doc))
 	}
 	return buf.Bytes()
 }
@@ -112,59 +113,4 @@ func appendFloat(dst []byte, f float64) []byte {
 		}
 	}
 	return dst
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string, escaped as encoding/json does
-// (HTML characters, U+2028/U+2029 and invalid UTF-8 included).
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // debugTools are the tools of -tags testtools builds.
-var debugTools = []string{"debug_sleep", "debug_panic", "debug_echo"}
+var debugTools = []string{"debug_sleep", "debug_hang", "debug_panic", "debug_echo"}
 
 // agentsFile writes configs/agents.json with the debug tools added to every
 // agent's toolPolicy, and returns its path.

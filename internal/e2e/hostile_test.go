@@ -15,7 +15,13 @@ import (
 // serveCmd starts the test build on pipes.
 func serveCmd(t *testing.T, args ...string) (*exec.Cmd, io.WriteCloser, io.ReadCloser, *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(binary(t), append([]string{"serve", "--agent", "coder", "--agents", agentsFile(t), "--project-dir", t.TempDir()}, args...)...)
+	return serveIn(t, t.TempDir(), args...)
+}
+
+// serveIn is serveCmd on the project directory project.
+func serveIn(t *testing.T, project string, args ...string) (*exec.Cmd, io.WriteCloser, io.ReadCloser, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(binary(t), append([]string{"serve", "--agent", "coder", "--agents", agentsFile(t), "--project-dir", project}, args...)...)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	var stderr bytes.Buffer
@@ -142,5 +148,50 @@ func TestLSPResync(t *testing.T) {
 	}
 	if !bytes.Contains(out, []byte(`"code":-32700`)) || !bytes.Contains(out, []byte(`"id":2,"result":{}`)) {
 		t.Fatalf("want -32700 then id 2 answered, got %q", out)
+	}
+}
+
+// TestHungToolAnsweredAtItsTimeout: a tool that ignores its context and
+// blocks far past its deadline (debug_hang: 200 ms timeout, blocks 20 s)
+// holds the goroutine its call runs on, yet the call is answered as timed
+// out while the tool still blocks, a call sent after it is answered, and
+// the session ends when stdin closes with one timeout row in the trail.
+// It fails, answering ok:true after 20 s, if nothing answers the call
+// until its tool returns.
+func TestHungToolAnsweredAtItsTimeout(t *testing.T) {
+	t.Parallel()
+	project := t.TempDir()
+	cmd, stdin, stdout, stderr := serveIn(t, project)
+	_, _ = io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"debug_hang","arguments":{"ms":20000}}}`+"\n"+
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"debug_echo","arguments":{"text":"after"}}}`+"\n")
+	r := bufio.NewReader(stdout)
+	got := map[string]string{}
+	for len(got) < 2 {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			t.Fatalf("answers %v, then %v\n%s", got, err, stderr.String())
+		}
+		var m struct{ ID json.RawMessage }
+		_ = json.Unmarshal(line, &m)
+		got[string(m.ID)] = string(line)
+	}
+	if a := got["1"]; !strings.Contains(a, `"isError":true`) || !strings.Contains(a, "debug_hang timed out after 200 ms") {
+		t.Errorf("the hung call was answered %s; want a timeout after 200 ms", a)
+	}
+	if a := got["2"]; !strings.Contains(a, `\"text\":\"after\"`) {
+		t.Errorf("the call after the hung one was answered %s", a)
+	}
+	_ = stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, stderr.String())
+	}
+	var hung []map[string]any
+	for _, row := range auditRows(t, project) {
+		if row["tool"] == "debug_hang" {
+			hung = append(hung, row)
+		}
+	}
+	if len(hung) != 1 || hung[0]["status"] != "timeout" {
+		t.Errorf("audit rows of the hung call: %v; want one timeout row", hung)
 	}
 }

@@ -15,10 +15,12 @@
 // official test suite). gojsonschema, the design card's choice, stopped at
 // draft-07 and silently ignored newer keywords in upstream tools' schemas.
 //
-// A call's tool runs on a worker goroutine under its deadline; when the
-// attempt ends in a way no retry follows, the worker also classifies and
-// audits it, so the caller's goroutine wakes once per call. The caller
-// still answers at the deadline if the tool ignores its context, and a
-// stalled audit sink still costs at most AuditTimeout and a bounded number
-// of goroutines.
+// A call runs on its caller's goroutine, the tool included, so a call
+// costs no hand-off between goroutines. Timers keep the protections: a tool
+// that ignores its context past its deadline is answered as timed out
+// through Request.Answer while it still holds that goroutine (internal/rpc
+// writes such an early answer for stdio and 2025 HTTP sessions; a caller
+// that cannot answer early gets the call run on a worker instead), and a
+// stalled audit sink costs a call at most AuditTimeout and the process a
+// bounded number of goroutines.
 package engine

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +52,13 @@ type Request struct {
 	// RoundTrip is set for a 2026-07-28 request that can take (or answers)
 	// a confirmation as a multi-round-trip request.
 	RoundTrip *RoundTrip
+	// Answer answers the call while Call's goroutine is still held: by a
+	// tool that overran its deadline and ignores its context, or by an
+	// audit sink past its bound. The engine calls it at most once, from a
+	// timer's goroutine, and Call then returns nil. Without it (a caller
+	// that cannot answer but by returning), Call runs the call on a worker
+	// and returns whichever outcome comes first.
+	Answer func(*Outcome)
 }
 
 // Outcome is the classified result of a call.
@@ -92,10 +100,11 @@ type Call struct {
 	// timedOut is set by the timeout stage when the last attempt's deadline
 	// fired.
 	timedOut bool
-	// final is the outcome when the attempt's goroutine classified and
-	// audited the call itself (timeout stage), finalRow its audit row.
-	final    *Outcome
-	finalRow *audit.Row
+	// answered is claimed (claimAnswer) by whichever answers the call:
+	// Call's return, the overrun timer of an attempt, or the audit bound
+	// (Request.Answer). An int32, not an atomic.Bool, because an attempt
+	// works on a copy of the Call.
+	answered int32
 	// span is the call's span; nil when the session exports nothing.
 	span *trace.Call
 }
@@ -138,9 +147,9 @@ type Engine struct {
 	Trace *trace.Session
 
 	handler Handler
-	// workers runs attempts (which audit the calls they finish, see
-	// finish) and the audit writes of calls that end without one, on
-	// goroutines whose stacks are already grown (see gopool).
+	// workers runs the calls of callers that cannot answer early and the
+	// audit writes of events, on goroutines whose stacks are already grown
+	// (see gopool).
 	workers *gopool.Pool
 
 	auditFailures atomic.Int64
@@ -156,6 +165,12 @@ const (
 	// call gave up on them, so a sink that hangs forever costs a bounded
 	// number of goroutines.
 	maxAuditInflight = 64
+	// overrunGrace is how long after its deadline (or its caller's
+	// cancellation) an attempt may take to return before the call is
+	// answered without it: a tool that honours its context returns within
+	// it (and a read tool's timed-out attempt is then retried); one that
+	// does not is answered as timed out, not retried.
+	overrunGrace = 250 * time.Millisecond
 )
 
 // AuditFailures is the number of rows the sink failed to store.
@@ -186,9 +201,6 @@ func (e *Engine) Init() {
 		// below it), and the trace context handed to both.
 		e.traceAttempt,
 		e.timeout,
-		// Innermost, on the attempt's goroutine, which the outer one
-		// cannot see.
-		e.recoverPanic,
 	}
 	if e.AuditTimeout <= 0 {
 		e.AuditTimeout = DefaultAuditTimeout
@@ -207,8 +219,27 @@ func (e *Engine) Init() {
 }
 
 // Call runs one tool call through the pipeline, audits it and returns the
-// classified outcome. It never panics.
+// classified outcome, or nil when req.Answer answered it. It never panics.
+//
+// The whole call, the tool included, runs on the caller's goroutine, so a
+// call costs no hand-off between goroutines; timers answer it through
+// req.Answer when the tool overruns its deadline (the timeout stage) or
+// the sink its audit bound (store).
 func (e *Engine) Call(ctx context.Context, req Request) *Outcome {
+	if req.Answer != nil {
+		return e.run(ctx, req)
+	}
+	first := make(chan *Outcome, 1)
+	req.Answer = func(out *Outcome) { first <- out }
+	e.workers.Go(func() {
+		if out := e.run(ctx, req); out != nil {
+			first <- out
+		}
+	})
+	return <-first
+}
+
+func (e *Engine) run(ctx context.Context, req Request) *Outcome {
 	c := &Call{Request: req, Start: time.Now()}
 	if c.Meta.CallID == "" {
 		c.Meta.CallID = callctx.NewCallID()
@@ -217,21 +248,34 @@ func (e *Engine) Call(ctx context.Context, req Request) *Outcome {
 		ctx, c.span = e.Trace.Call(ctx, c.Tool, c.Meta.CallID, trace.Parent{Traceparent: c.Meta.Traceparent, Tracestate: c.Meta.Tracestate})
 	}
 	err := e.handler(ctx, c)
-	if out := c.final; out != nil {
-		if c.span != nil {
-			c.span.End(e.traceOutcome(c, out, c.finalRow))
-		}
-		return out
+	if err == errAnswered {
+		return nil
 	}
+	return e.conclude(ctx, c, err)
+}
+
+// conclude classifies the call, audits it and ends its span; it returns
+// the outcome to answer with, or nil when the audit bound answered it
+// already (through Request.Answer) while the sink held the write.
+func (e *Engine) conclude(ctx context.Context, c *Call, err error) *Outcome {
 	out := e.classify(ctx, c, err)
 	out.Duration = time.Since(c.Start)
 	row := e.row(c, out)
-	e.writeRow(row)
+	e.store(row, func() {
+		if c.claimAnswer() {
+			c.Answer(out)
+		}
+	})
 	if c.span != nil {
 		c.span.End(e.traceOutcome(c, out, row))
 	}
+	if !c.claimAnswer() {
+		return nil
+	}
 	return out
 }
+
+func (c *Call) claimAnswer() bool { return atomic.CompareAndSwapInt32(&c.answered, 0, 1) }
 
 func (e *Engine) lookup(next Handler) Handler {
 	return func(ctx context.Context, c *Call) error {
@@ -384,128 +428,90 @@ func (e *whereRejection) RejectionKind() fault.Kind {
 	return fault.Guard
 }
 
-// timeout runs one attempt under the tool's deadline. The attempt works on
-// a copy of the call, so a tool that ignores its context and finishes late
-// can never touch the call after the pipeline moved on.
+// timeout runs one attempt under the tool's deadline, on the caller's
+// goroutine. The attempt works on a copy of the call, so a tool that
+// ignores its context and finishes late never touches the call after the
+// pipeline moved on.
 //
-// An attempt that ends in a way no retry follows (a result, or an error
-// that is neither transient nor the deadline's) is finished on its own
-// goroutine: classified and audited there (finish), so the caller's
-// goroutine wakes once, for the outcome, instead of once for the result and
-// again for the audit write. The caller still answers at the deadline
-// whatever the tool does: whoever of the two claims the attempt first (the
-// state CAS) owns its outcome, and a late tool's result is discarded.
+// A tool that has not returned overrunGrace after its deadline (or after
+// the caller's cancellation) is left running: the overrun timer claims the
+// attempt (the state CAS), concludes the call as timed out (or cancelled)
+// and answers it through Request.Answer; the late result is discarded and
+// the stages above get errAnswered.
 func (e *Engine) timeout(next Handler) Handler {
 	return func(ctx context.Context, c *Call) error {
 		c.timedOut = false
 		tctx, cancel := context.WithTimeoutCause(ctx, c.Decision.Timeout, errToolTimeout)
 		defer cancel()
-		a := &attempt{call: *c, done: make(chan attemptEnd, 1)}
-		e.workers.Go(func() {
-			err := next(tctx, &a.call)
-			if err == nil || !(Transient(err) || context.Cause(tctx) == errToolTimeout) {
-				if a.state.CompareAndSwap(attemptRunning, attemptFinishing) {
-					e.finish(ctx, a, err)
-					return
-				}
-			}
-			a.done <- attemptEnd{err: err}
+		a := &attempt{call: *c}
+		stop := context.AfterFunc(tctx, func() {
+			time.Sleep(overrunGrace)
+			e.overrun(ctx, c, a)
 		})
-		select {
-		case end := <-a.done:
-			return e.ended(c, a, end, tctx, ctx)
-		case <-tctx.Done():
-			if a.state.CompareAndSwap(attemptRunning, attemptAbandoned) {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				c.timedOut = true
-				return context.DeadlineExceeded
-			}
-			// The attempt ended in time and is being finished: its outcome
-			// comes within the audit bound (finish).
-			return e.ended(c, a, <-a.done, tctx, ctx)
+		err := e.attempt(tctx, &a.call, next)
+		stop()
+		if !a.state.CompareAndSwap(attemptRunning, attemptEnded) {
+			// The overrun timer answered the call; wait until it is done
+			// with c.
+			a.mu.Lock()
+			//lint:ignore SA2001 the empty critical section is the wait itself
+			a.mu.Unlock()
+			return errAnswered
 		}
+		c.Result = a.call.Result
+		if err != nil && context.Cause(tctx) == errToolTimeout && ctx.Err() == nil {
+			c.timedOut = true
+		}
+		return err
 	}
 }
 
-// ended takes what an attempt sent: the outcome finish produced, or the
-// attempt's error for the stages above (retry) to decide on.
-func (e *Engine) ended(c *Call, a *attempt, end attemptEnd, tctx, ctx context.Context) error {
-	c.Result = a.call.Result
-	if end.out != nil {
-		c.final, c.finalRow = end.out, end.row
-		return errFinished
+// attempt runs the tool: a panic in it becomes the attempt's error, as in
+// the stages above (recoverPanic), and ends only the attempt.
+func (e *Engine) attempt(ctx context.Context, c *Call, next Handler) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &panicError{value: v, stack: debug.Stack()}
+		}
+	}()
+	return next(ctx, c)
+}
+
+// overrun answers a call whose attempt did not return in time, unless the
+// attempt returned first.
+func (e *Engine) overrun(ctx context.Context, c *Call, a *attempt) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.state.CompareAndSwap(attemptRunning, attemptAbandoned) {
+		return
 	}
-	if end.err != nil && context.Cause(tctx) == errToolTimeout && ctx.Err() == nil {
+	err := ctx.Err()
+	if err == nil {
 		c.timedOut = true
+		err = context.DeadlineExceeded
 	}
-	return end.err
+	if out := e.conclude(ctx, c, err); out != nil {
+		c.Answer(out)
+	}
 }
 
-// attempt is one run of the tool on a worker goroutine.
+// attempt is one run of the tool.
 type attempt struct {
 	call  Call
 	state atomic.Int32
-	done  chan attemptEnd
-	// sent is claimed by whichever of finish and its audit bound sends the
-	// outcome, so exactly one does.
-	sent atomic.Bool
-}
-
-type attemptEnd struct {
-	err error
-	out *Outcome
-	row *audit.Row
+	// mu is held by the overrun timer while it concludes the call.
+	mu sync.Mutex
 }
 
 const (
 	attemptRunning int32 = iota
-	attemptFinishing
+	attemptEnded
 	attemptAbandoned
 )
 
-// errFinished tells the stages above the timeout that the attempt's
-// goroutine classified and audited the call (Call.final).
-var errFinished = errors.New("call finished by its attempt")
-
-// finish classifies and audits a call on its attempt's goroutine. A sink
-// that does not answer within AuditTimeout costs the caller no more than
-// that: a timer sends the outcome and counts the row as failed, and the
-// late write is left to land (bounded by maxAuditInflight like any other).
-func (e *Engine) finish(ctx context.Context, a *attempt, err error) {
-	c := &a.call
-	out := e.classify(ctx, c, err)
-	out.Duration = time.Since(c.Start)
-	row := e.row(c, out)
-	send := func() {
-		if a.sent.CompareAndSwap(false, true) {
-			a.done <- attemptEnd{out: out, row: row}
-		}
-	}
-	if e.Audit == nil {
-		send()
-		return
-	}
-	if e.auditInflight.Load() >= maxAuditInflight {
-		e.auditFailed(row, fmt.Errorf("audit sink stalled: %d writes still pending", maxAuditInflight))
-		send()
-		return
-	}
-	e.auditInflight.Add(1)
-	bound := time.AfterFunc(e.AuditTimeout, func() {
-		if a.sent.CompareAndSwap(false, true) {
-			e.auditFailed(row, fmt.Errorf("audit sink did not answer within %s (the row may still land late)", e.AuditTimeout))
-			a.done <- attemptEnd{out: out, row: row}
-		}
-	})
-	werr := e.Audit.Write(row)
-	e.auditInflight.Add(-1)
-	if bound.Stop() && werr != nil {
-		e.auditFailed(row, werr)
-	}
-	send()
-}
+// errAnswered tells the stages above the timeout that the overrun timer
+// answered the call: none of them may touch it any more.
+var errAnswered = errors.New("call answered by its overrun timer")
 
 var errToolTimeout = errors.New("tool timeout")
 
@@ -517,14 +523,7 @@ type panicError struct {
 func (p *panicError) Error() string { return fmt.Sprintf("panic: %v", p.value) }
 
 func (e *Engine) recoverPanic(next Handler) Handler {
-	return func(ctx context.Context, c *Call) (err error) {
-		defer func() {
-			if v := recover(); v != nil {
-				err = &panicError{value: v, stack: debug.Stack()}
-			}
-		}()
-		return next(ctx, c)
-	}
+	return func(ctx context.Context, c *Call) error { return e.attempt(ctx, c, next) }
 }
 
 func execute(ctx context.Context, c *Call) error {
@@ -541,8 +540,8 @@ func execute(ctx context.Context, c *Call) error {
 // a result (fault.None when it did). classify builds the outcome on it and
 // the trace hooks record it on the spans.
 func verdict(ctx context.Context, c *Call, err error) (audit.Status, fault.Kind) {
-	var rej fault.Rejection
-	var pe *panicError
+	// errors.AsType, not errors.As with a variable: a variable whose
+	// address is taken is allocated on every call, a result or not.
 	switch {
 	case err == nil && c.Result.UpstreamError:
 		return audit.StatusError, fault.Upstream
@@ -550,8 +549,9 @@ func verdict(ctx context.Context, c *Call, err error) (audit.Status, fault.Kind)
 		return audit.StatusOKFalse, fault.None
 	case err == nil:
 		return audit.StatusOK, fault.None
-	case errors.As(err, &rej):
+	case isRejection(err):
 		// An InputRequired too: the call waits for the human's answer.
+		rej, _ := errors.AsType[fault.Rejection](err)
 		return audit.StatusRejected, rej.RejectionKind()
 	case c.timedOut:
 		return audit.StatusTimeout, fault.Timeout
@@ -561,10 +561,19 @@ func verdict(ctx context.Context, c *Call, err error) (audit.Status, fault.Kind)
 			return audit.StatusCancelled, fault.Shutdown
 		}
 		return audit.StatusCancelled, fault.Cancelled
-	case errors.As(err, &pe):
+	case isPanic(err):
 		return audit.StatusError, fault.Panic
 	}
 	return audit.StatusError, fault.System
+}
+
+func isRejection(err error) bool { _, ok := errors.AsType[fault.Rejection](err); return ok }
+
+func isPanic(err error) bool { _, ok := errors.AsType[*panicError](err); return ok }
+
+func asInputRequired(err error) *InputRequired {
+	ir, _ := errors.AsType[*InputRequired](err)
+	return ir
 }
 
 // classify is the one place that turns a call's error into an outcome:
@@ -572,8 +581,6 @@ func verdict(ctx context.Context, c *Call, err error) (audit.Status, fault.Kind)
 func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
 	out := &Outcome{Result: c.Result, Retries: c.Retries, Err: err}
 	out.Status, out.Kind = verdict(ctx, c, err)
-	var ir *InputRequired
-	var pe *panicError
 	switch {
 	case out.Kind == fault.None || out.Kind == fault.Upstream:
 		// A result; an expected failure may name the error id its
@@ -581,8 +588,8 @@ func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
 		if out.Status == audit.StatusOKFalse {
 			out.ErrorID = c.Result.ErrorID
 		}
-	case errors.As(err, &ir):
-		out.InputRequired = ir
+	case out.Kind == fault.InputRequired && asInputRequired(err) != nil:
+		out.InputRequired = asInputRequired(err)
 		out.Message = "waiting for the human's answer: the client asks and calls again with it"
 	case out.Status == audit.StatusRejected:
 		rej, _ := errors.AsType[fault.Rejection](err)
@@ -595,7 +602,8 @@ func (e *Engine) classify(ctx context.Context, c *Call, err error) *Outcome {
 	case out.Kind == fault.Shutdown:
 		out.IsError = true
 		out.Message = fmt.Sprintf("%s did not finish: %v; it may have done part of its work, so check before calling it again", c.Tool, context.Cause(ctx))
-	case errors.As(err, &pe):
+	case out.Kind == fault.Panic:
+		pe, _ := errors.AsType[*panicError](err)
 		out.IsError = true
 		out.ErrorID = callctx.NewCallID()
 		out.Message = fmt.Sprintf("internal error in %s (error id %s); the daemon is still serving, report the id", c.Tool, out.ErrorID)
@@ -653,35 +661,48 @@ func (e *Engine) AuditEvent(row *audit.Row) {
 	e.writeRow(row)
 }
 
-// writeRow stores a row of a call that ended before its attempt or
-// without one (a rejection, a timeout, a retried fault) or of an event,
-// waiting at most AuditTimeout: a failing or slow sink never fails or
-// stalls the call. A row that did not make it goes to
-// the log whole, so it is not lost, and is counted.
+// writeRow stores a row that is no call's (an event), waiting at most
+// AuditTimeout for the sink (store).
 func (e *Engine) writeRow(row *audit.Row) {
+	done := make(chan struct{})
+	e.workers.Go(func() {
+		if e.store(row, func() { close(done) }) {
+			close(done)
+		}
+	})
+	<-done
+}
+
+// store writes a row to the sink: a failing or slow sink never fails the
+// call, and costs it at most AuditTimeout. Past the bound the row is
+// counted as failed and goes to the log whole (so it is not lost), and
+// late runs on the bound's goroutine while the write goes on and may
+// still land; store then returns false once the sink answers. At most
+// maxAuditInflight writes are in flight: past that a row goes to the log
+// at once, so a sink that hangs forever holds a bounded number of
+// goroutines.
+func (e *Engine) store(row *audit.Row, late func()) bool {
 	if e.Audit == nil {
-		return
+		return true
 	}
 	if e.auditInflight.Load() >= maxAuditInflight {
 		e.auditFailed(row, fmt.Errorf("audit sink stalled: %d writes still pending", maxAuditInflight))
-		return
+		return true
 	}
 	e.auditInflight.Add(1)
-	done := make(chan error, 1)
-	e.workers.Go(func() {
-		defer e.auditInflight.Add(-1)
-		done <- e.Audit.Write(row)
-	})
-	t := time.NewTimer(e.AuditTimeout)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		if err != nil {
-			e.auditFailed(row, err)
-		}
-	case <-t.C:
+	bound := time.AfterFunc(e.AuditTimeout, func() {
 		e.auditFailed(row, fmt.Errorf("audit sink did not answer within %s (the row may still land late)", e.AuditTimeout))
+		late()
+	})
+	err := e.Audit.Write(row)
+	e.auditInflight.Add(-1)
+	if !bound.Stop() {
+		return false
 	}
+	if err != nil {
+		e.auditFailed(row, err)
+	}
+	return true
 }
 
 func (e *Engine) auditFailed(row *audit.Row, err error) {

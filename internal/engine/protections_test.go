@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"runtime"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/audit"
 	"github.com/toolhost/toolhost/internal/callctx"
+	"github.com/toolhost/toolhost/internal/engine"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/tool"
 )
@@ -81,4 +83,77 @@ func TestStalledAuditSinkIsBounded(t *testing.T) {
 	if grown := runtime.NumGoroutine() - before; grown > 64+8 {
 		t.Fatalf("%d goroutines more after %d calls to a stalled sink; want at most the 64 stalled writes and a few", grown, calls)
 	}
+}
+
+// TestAnswerWhileTheToolHolds: with Request.Answer (a transport that can
+// answer before Call returns, stdio) the tool runs on Call's own
+// goroutine; one that ignores its context is answered through Answer as a
+// timeout while it still holds that goroutine, Call returns nil once it
+// lets go, and the late result changes neither the answer nor the one
+// audit row. A stalled sink is answered through Answer the same way.
+func TestAnswerWhileTheToolHolds(t *testing.T) {
+	t.Parallel()
+	t.Run("hung tool", func(t *testing.T) {
+		t.Parallel()
+		release := make(chan struct{})
+		hung := tool.New(tool.Spec{Name: "hung", Description: "test tool hung", Effect: tool.Additive},
+			func(_ context.Context, _ *callctx.Ctx, in EchoIn) (EchoOut, error) {
+				<-release
+				return EchoOut{Status: tool.Status{OK: true}, Text: "late " + in.Text}, nil
+			})
+		r := newRig(t, rigOpts{
+			tools:  []tool.Tool{hung},
+			policy: map[string]policy.Rule{"hung": {Permission: policy.Write, TimeoutMS: 50}},
+		})
+		answered := make(chan *engine.Outcome, 2)
+		returned := make(chan *engine.Outcome, 1)
+		go func() {
+			returned <- r.eng.Call(context.Background(), engine.Request{Tool: "hung", Args: json.RawMessage(`{"text":"x"}`),
+				Answer: func(out *engine.Outcome) { answered <- out }})
+		}()
+		out := <-answered
+		if out.Status != audit.StatusTimeout || !strings.Contains(out.Message, "timed out after 50 ms") {
+			t.Fatalf("answered %s; want a timeout after 50 ms", describe(out))
+		}
+		select {
+		case got := <-returned:
+			t.Fatalf("Call returned %v while its tool still ran", got)
+		default:
+		}
+		close(release)
+		if got := <-returned; got != nil {
+			t.Fatalf("Call returned %s after an early answer; want nil", describe(got))
+		}
+		if len(answered) != 0 {
+			t.Fatal("answered twice")
+		}
+		if rows := r.sink.all(); len(rows) != 1 || rows[0].Status != audit.StatusTimeout {
+			t.Fatalf("audit rows %+v; want one timeout row", rows)
+		}
+	})
+	t.Run("stalled sink", func(t *testing.T) {
+		t.Parallel()
+		release := make(chan struct{})
+		r := newRig(t, rigOpts{
+			tools:   []tool.Tool{scripted("echo", tool.ReadOnly, &script{})},
+			sink:    blockingSink{release: release},
+			auditTO: 5 * time.Millisecond,
+		})
+		answered := make(chan *engine.Outcome, 2)
+		returned := make(chan *engine.Outcome, 1)
+		go func() {
+			returned <- r.eng.Call(context.Background(), engine.Request{Tool: "echo", Args: json.RawMessage(`{"text":"still answered"}`),
+				Answer: func(out *engine.Outcome) { answered <- out }})
+		}()
+		if out := <-answered; mustText(t, out).Text != "still answered" {
+			t.Fatalf("answered %s", describe(out))
+		}
+		close(release)
+		if got := <-returned; got != nil {
+			t.Fatalf("Call returned %s after the audit bound answered; want nil", describe(got))
+		}
+		if n := r.eng.AuditFailures(); n != 1 {
+			t.Fatalf("AuditFailures = %d, want 1", n)
+		}
+	})
 }

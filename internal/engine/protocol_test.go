@@ -72,10 +72,12 @@ func timeline(t *testing.T, dir string) string {
 
 func TestElicitationThroughProtocol(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	dir := t.TempDir()
 	c := serve(t, dir, "--policy", confirmPolicy(t))
+	// The minute starts once the binary is built and started: building it
+	// on a loaded machine took longer than that.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	var mu sync.Mutex
 	var asked []string
 	answers := []string{"accept", "decline", "cancel"}
@@ -186,10 +188,12 @@ func needsConfirmationID(t *testing.T, res *stdioclient.ToolResult) string {
 
 func TestApprovalThroughProtocol(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	dir := t.TempDir()
 	c := serve(t, dir, "--policy", confirmPolicy(t))
+	// The minute starts once the binary is built and started: building it
+	// on a loaded machine took longer than that.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	// A client that offers only URL-mode elicitation cannot show a form:
 	// toolhost falls back to approve.
 	if _, err := c.Initialize(ctx, "2025-11-25", map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}); err != nil {

@@ -22,18 +22,22 @@ type HTTPStatuser interface {
 // call still had time, a refused or reset connection, or an upstream
 // 502/503/504.
 func Transient(err error) bool {
-	var te *tool.TransientError
-	var hs HTTPStatuser
-	switch {
-	case err == nil:
+	if err == nil {
 		return false
-	case errors.As(err, &te):
+	}
+	if _, ok := errors.AsType[*tool.TransientError](err); ok {
 		return true
+	}
+	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return true
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):
 		return true
-	case errors.As(err, &hs):
+	}
+	if hs, ok := errors.AsType[interface {
+		error
+		HTTPStatuser
+	}](err); ok {
 		s := hs.HTTPStatus()
 		return s == 502 || s == 503 || s == 504
 	}
@@ -52,7 +56,7 @@ func (e *Engine) retry(next Handler) Handler {
 		for i := 0; ; i++ {
 			c.Result = tool.Result{}
 			err := next(ctx, c)
-			if err == nil || i+1 >= attempts || !(c.timedOut || Transient(err)) {
+			if err == nil || err == errAnswered || i+1 >= attempts || !(c.timedOut || Transient(err)) {
 				return err
 			}
 			if ctx.Err() != nil {

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"github.com/toolhost/toolhost/internal/audit"
@@ -75,19 +74,19 @@ func (e *Engine) traceAttempt(next Handler) Handler {
 			}
 		}
 		err := next(ctx, c)
+		if err == errAnswered {
+			// The overrun timer answered the call as timed out (or
+			// cancelled) and may have retried nothing: the attempt ends
+			// with the call's verdict.
+			if a != nil {
+				a.End(fault.Timeout, false)
+			}
+			return err
+		}
 		c.Ctx = orig
 		if a != nil {
 			kind := fault.None
-			switch {
-			case errors.Is(err, errFinished) && c.final != nil:
-				// The attempt's goroutine finished the call: the
-				// attempt's own verdict is the outcome's, when it
-				// returned an error (an upstream's isError is a result,
-				// toolError below).
-				if c.final.Err != nil {
-					kind = c.final.Kind
-				}
-			case err != nil:
+			if err != nil {
 				_, kind = verdict(ctx, c, err)
 			}
 			a.End(kind, c.Result.UpstreamError)

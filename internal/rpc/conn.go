@@ -121,7 +121,7 @@ type Conn struct {
 	mu     sync.Mutex
 	// cancels holds the calls in flight by raw id; a cancelled call leaves
 	// it at once, so its id may be used again.
-	cancels  map[string]*context.CancelFunc
+	cancels  map[string]*served
 	inflight sync.WaitGroup
 	draining bool
 	// drained is closed when draining starts: a request waiting for a
@@ -159,7 +159,7 @@ func NewConn(h Handler, opts ConnOptions) *Conn {
 	}
 	base, cancel := context.WithCancelCause(parent)
 	c := &Conn{h: h, opts: opts, log: opts.Log, base: base, cancel: cancel,
-		cancels: map[string]*context.CancelFunc{}, pending: map[string]chan response{}, drained: make(chan struct{}),
+		cancels: map[string]*served{}, pending: map[string]chan response{}, drained: make(chan struct{}),
 		workers: gopool.New(10 * time.Second)}
 	c.session = &peer{c: c, sink: opts.Session}
 	return c
@@ -209,7 +209,7 @@ func (c *Conn) notification(method string, params json.RawMessage, sink Sink) {
 // admit takes a slot of the limit (waiting for one with Wait) and
 // registers the request (under key in the cancel map when key is set), or
 // returns the error to refuse it with.
-func (c *Conn) admit(key string, entry *context.CancelFunc) *Error {
+func (c *Conn) admit(key string, entry *served) *Error {
 	l := c.opts.Limit
 	select {
 	case l.slots <- struct{}{}:
@@ -244,21 +244,17 @@ func (c *Conn) admit(key string, entry *context.CancelFunc) *Error {
 func (c *Conn) request(m *Message, sink Sink) {
 	key := string(m.ID)
 	ctx, cancel := context.WithCancel(c.base)
-	entry := &cancel
-	if e := c.admit(key, entry); e != nil {
+	r := &served{c: c, sink: sink, id: m.ID, method: *m.Method, key: key, cancel: cancel, early: true}
+	if e := c.admit(key, r); e != nil {
 		cancel()
 		c.refuse(sink, m.ID, e)
 		return
 	}
-	req := Request{ID: m.ID, Method: *m.Method, Params: m.Params}
+	req := Request{ID: m.ID, Method: *m.Method, Params: m.Params, served: r}
 	p := c.peerFor(sink)
 	c.workers.Go(func() {
-		defer cancel()
-		c.run(ctx, p, req, sink, func() {
-			if c.cancels[key] == entry {
-				delete(c.cancels, key)
-			}
-		})
+		result, err := c.h.Handle(ctx, p, req)
+		r.answer(ctx, result, err)
 	})
 }
 
@@ -266,7 +262,8 @@ func (c *Conn) request(m *Message, sink Sink) {
 // when the client goes away) and the connection's lifetime. It is for
 // transports where each request has a context of its own and nothing
 // refers to it by id (a stateless HTTP POST): no duplicate check, no
-// cancellation by notifications/cancelled.
+// cancellation by notifications/cancelled, and no early answer (the
+// response ends when the handler returns).
 func (c *Conn) Serve(ctx context.Context, m *Message, sink Sink) {
 	if e := c.admit("", nil); e != nil {
 		c.refuse(sink, m.ID, e)
@@ -276,40 +273,88 @@ func (c *Conn) Serve(ctx context.Context, m *Message, sink Sink) {
 	defer cancel(nil)
 	stop := context.AfterFunc(c.base, func() { cancel(context.Cause(c.base)) })
 	defer stop()
-	c.run(ctx, c.peerFor(sink), Request{ID: m.ID, Method: *m.Method, Params: m.Params}, sink, nil)
+	r := &served{c: c, sink: sink, id: m.ID, method: *m.Method, cancel: func() {}}
+	result, err := c.h.Handle(ctx, c.peerFor(sink), Request{ID: m.ID, Method: *m.Method, Params: m.Params, served: r})
+	r.answer(ctx, result, err)
 }
 
-// run calls the handler and answers; unregister runs under c.mu once the
-// handler returned.
-func (c *Conn) run(ctx context.Context, p *peer, req Request, sink Sink, unregister func()) {
+// served is one request in flight: what answering it needs, and whether
+// it was answered.
+type served struct {
+	c      *Conn
+	sink   Sink
+	id     json.RawMessage
+	method string
+	// key is its entry in the cancel map ("" when it has none).
+	key    string
+	cancel context.CancelFunc
+	// early is set when the request may be answered before its handler
+	// returns (AnswerEarly): its transport frames answers into a stream
+	// that outlives the handler.
+	early    bool
+	answered atomic.Bool
+}
+
+// ErrAnswered is what a handler returns when its request was answered
+// early (Request.AnswerEarly); nothing more is written.
+var ErrAnswered = errors.New("the request was answered early")
+
+// CanAnswerEarly reports whether AnswerEarly may answer the request: a
+// stdio request can; a stateless HTTP POST, whose response ends when the
+// handler returns, cannot.
+func (r Request) CanAnswerEarly() bool { return r.served != nil && r.served.early }
+
+// AnswerEarly answers the request now, from any goroutine, while its
+// handler still runs (a tool that overran its deadline holds the
+// handler's goroutine): the answer is written, the request leaves the
+// requests in flight and its slot of the limit is free. What the handler
+// returns afterwards is dropped. It reports false, and does nothing, when
+// the request was answered already or cannot be answered early.
+func (r Request) AnswerEarly(ctx context.Context, result any, err error) bool {
+	if !r.CanAnswerEarly() || r.served.answered.Load() {
+		return false
+	}
+	return r.served.answer(ctx, result, err)
+}
+
+// answer writes the request's answer, once: the first of the handler's
+// return and AnswerEarly wins. It reports whether this call answered.
+func (r *served) answer(ctx context.Context, result any, err error) bool {
+	if !r.answered.CompareAndSwap(false, true) {
+		return false
+	}
+	c := r.c
+	defer r.cancel()
 	defer c.inflight.Done()
 	// A request holds its slot until its answer is written, so a client
 	// that sends without reading stalls at the bound.
 	defer c.opts.Limit.release()
-	result, err := c.h.Handle(ctx, p, req)
-	if unregister != nil {
+	if r.key != "" {
 		c.mu.Lock()
-		unregister()
+		if c.cancels[r.key] == r {
+			delete(c.cancels, r.key)
+		}
 		c.mu.Unlock()
 	}
 	if ctx.Err() != nil && c.base.Err() == nil {
 		// Cancelled by the client: MCP says no response is sent.
-		_ = sink.Reply(nil, nil)
-		return
+		_ = r.sink.Reply(nil, nil)
+		return true
 	}
 	if err != nil {
 		e := ToWire(err)
-		_ = sink.Reply(EncodeError(req.ID, e), e)
-		return
+		_ = r.sink.Reply(EncodeError(r.id, e), e)
+		return true
 	}
-	b, e := EncodeResult(req.ID, result)
+	b, e := EncodeResult(r.id, result)
 	if e != nil {
-		_ = sink.Reply(EncodeError(req.ID, e), e)
-		return
+		_ = r.sink.Reply(EncodeError(r.id, e), e)
+		return true
 	}
-	if err := sink.Reply(b, nil); err != nil {
-		c.log.Error().Err(err).Str("method", req.Method).Msg("write response")
+	if err := r.sink.Reply(b, nil); err != nil {
+		c.log.Error().Err(err).Str("method", r.method).Msg("write response")
 	}
+	return true
 }
 
 func (c *Conn) cancelRequest(params json.RawMessage) {
@@ -320,11 +365,11 @@ func (c *Conn) cancelRequest(params json.RawMessage) {
 		return
 	}
 	c.mu.Lock()
-	cancel := c.cancels[string(p.RequestID)]
+	r := c.cancels[string(p.RequestID)]
 	delete(c.cancels, string(p.RequestID))
 	c.mu.Unlock()
-	if cancel != nil {
-		(*cancel)()
+	if r != nil {
+		r.cancel()
 	}
 }
 

@@ -715,3 +715,45 @@ func TestSharedLimitRefuses(t *testing.T) {
 		t.Fatalf("a freed slot serves again: %+v", again.errs)
 	}
 }
+
+// early answers its request through AnswerEarly, then holds its goroutine
+// until release and returns another result, which must be dropped.
+type early struct{ release chan struct{} }
+
+func (h *early) Handle(ctx context.Context, _ Peer, req Request) (any, error) {
+	if req.Method != "hold" {
+		return "quick", nil
+	}
+	if !req.CanAnswerEarly() || !req.AnswerEarly(ctx, "early", nil) {
+		return nil, errors.New("a stdio request could not be answered early")
+	}
+	if req.AnswerEarly(ctx, "again", nil) {
+		return nil, errors.New("answered early twice")
+	}
+	<-h.release
+	return "late", nil
+}
+
+func (h *early) Notification(context.Context, Peer, string, json.RawMessage) {}
+
+// TestAnswerEarly: a request answered early is answered once, with the
+// early answer, while its handler still holds its goroutine; its slot is
+// free then (with a bound of 1 the next request is served), and the
+// handler's own return is dropped.
+func TestAnswerEarly(t *testing.T) {
+	t.Parallel()
+	h := &early{release: make(chan struct{})}
+	s := startSession(t, h, Options{MaxInFlight: 1})
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"hold"}`)
+	if m := s.next(); string(m.ID) != "1" || string(m.Result) != `"early"` {
+		t.Fatalf("first answer %+v; want the early one", m)
+	}
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"quick"}`)
+	if m := s.next(); string(m.ID) != "2" || string(m.Result) != `"quick"` {
+		t.Fatalf("second answer %+v", m)
+	}
+	close(h.release)
+	if rest := s.finish(); len(rest) != 0 {
+		t.Fatalf("more answers after the early one: %+v", rest)
+	}
+}

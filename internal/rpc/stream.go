@@ -57,20 +57,19 @@ func newStream(r io.Reader, w io.Writer, lsp bool, max int, onEOF func()) *strea
 	return &stream{r: bufio.NewReaderSize(r, 64<<10), w: w, lsp: lsp, max: max, onEOF: onEOF, failed: make(chan struct{})}
 }
 
-// writeRaw writes one message (a complete JSON object) with its framing.
+// writeRaw writes one message (a complete JSON object) with its framing,
+// in one write. A newline-framed message is written from b itself, the
+// newline in b's spare capacity when it has some (EncodeResult leaves it).
 func (s *stream) writeRaw(b []byte) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
 	var buf []byte
 	if s.lsp {
 		buf = fmt.Appendf(make([]byte, 0, len(b)+32), "Content-Length: %d\r\n\r\n", len(b))
+		buf = append(buf, b...)
 	} else {
-		buf = make([]byte, 0, len(b)+1)
+		buf = append(b, '\n')
 	}
-	buf = append(buf, b...)
-	if !s.lsp {
-		buf = append(buf, '\n')
-	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	_, err := s.w.Write(buf)
 	if err != nil {
 		s.failedOnce.Do(func() { close(s.failed) })

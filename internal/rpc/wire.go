@@ -74,6 +74,10 @@ type Request struct {
 	ID     json.RawMessage
 	Method string
 	Params json.RawMessage
+
+	// served is the request's state in its connection; nil for a request
+	// built outside one (tests).
+	served *served
 }
 
 // Decode parses one framed message into m with the envelope rules every
@@ -280,7 +284,8 @@ func EncodeResult(id json.RawMessage, result any) ([]byte, *Error) {
 	if len(body) == 0 {
 		body = []byte("null")
 	}
-	return appendResponse(make([]byte, 0, len(body)+len(id)+40), id, `,"result":`, body), nil
+	// One byte to spare: the newline that frames it on stdio (writeRaw).
+	return appendResponse(make([]byte, 0, len(body)+len(id)+41), id, `,"result":`, body), nil
 }
 
 // EncodeNotification returns a notification message.

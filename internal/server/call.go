@@ -24,9 +24,9 @@ type callParams struct {
 	RequestState   *string                    `json:"requestState"`
 }
 
-func (s *Server) callTool(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+func (s *Server) callTool(ctx context.Context, peer rpc.Peer, rreq rpc.Request) (any, error) {
 	var p callParams
-	if err := wirejson.Unmarshal(orEmpty(params), &p); err != nil {
+	if err := wirejson.Unmarshal(orEmpty(rreq.Params), &p); err != nil {
 		return nil, rpc.NewError(rpc.CodeInvalidParams, "tools/call: "+TypeError("params", err))
 	}
 	m := &p.Meta
@@ -71,10 +71,22 @@ func (s *Server) callTool(ctx context.Context, peer rpc.Peer, params json.RawMes
 	case s.formElicit.Load():
 		req.Elicit = elicitor(peer)
 	}
-	out := s.Engine.Call(ctx, req)
 	level := s.logLevel.Load()
 	if ri.perRequest {
 		level = ri.logLevel
+	}
+	if rreq.CanAnswerEarly() {
+		// The tool runs on this goroutine; a tool that overruns its
+		// deadline (or a sink its audit bound) is answered from the
+		// engine's timer while it still holds it.
+		req.Answer = func(out *engine.Outcome) {
+			res, err := s.result(ctx, peer, out, ri.perRequest, level)
+			rreq.AnswerEarly(ctx, res, err)
+		}
+	}
+	out := s.Engine.Call(ctx, req)
+	if out == nil {
+		return nil, rpc.ErrAnswered
 	}
 	return s.result(ctx, peer, out, ri.perRequest, level)
 }
@@ -148,10 +160,9 @@ func (s *Server) result(ctx context.Context, peer rpc.Peer, out *engine.Outcome,
 // request, resultType and the serverInfo _meta): this runs on every call,
 // and S is already valid compact JSON.
 func (s *Server) successResult(structured json.RawMessage, perRequest bool) json.RawMessage {
-	text, _ := json.Marshal(string(structured))
 	b := make([]byte, 0, 2*len(structured)+80+len(s.perRequestTail))
 	b = append(b, `{"content":[{"type":"text","text":`...)
-	b = append(b, text...)
+	b = wirejson.AppendBytes(b, structured)
 	b = append(b, `}],"structuredContent":`...)
 	b = append(b, structured...)
 	b = append(b, `,"isError":false`...)

@@ -51,7 +51,7 @@ var methods = []Method{
 		}},
 	{Name: "tools/call", Revisions: PerRequest | Negotiated, NameParam: "name", ownMeta: true,
 		serve: func(s *Server, ctx context.Context, peer rpc.Peer, req rpc.Request, _ reqInfo) (any, error) {
-			return s.callTool(ctx, peer, req.Params)
+			return s.callTool(ctx, peer, req)
 		}},
 	{Name: "server/discover", Revisions: PerRequest,
 		outside: func(method string) error {

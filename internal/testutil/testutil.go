@@ -40,7 +40,7 @@ func Toolhost(t testing.TB) string {
 }
 
 // ToolhostWithTestTools is Toolhost built with -tags testtools, which adds
-// debug_sleep, debug_panic and debug_echo for protocol tests. Agents files
+// debug_sleep, debug_hang, debug_panic and debug_echo for protocol tests. Agents files
 // used with it must list those tools.
 func ToolhostWithTestTools(t testing.TB) string {
 	t.Helper()

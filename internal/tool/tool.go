@@ -337,10 +337,11 @@ func (t *typed[In, Out]) Call(ctx context.Context, c *callctx.Ctx, args json.Raw
 		}
 	}
 	r := Result{Structured: b}
-	if cf, ok := any(out).(Confined); ok {
+	v := any(out) // boxed once for both checks
+	if cf, ok := v.(Confined); ok {
 		r.Sandbox = cf.AuditSandbox()
 	}
-	if o, ok := any(out).(outcomer); ok {
+	if o, ok := v.(outcomer); ok {
 		if okay, reason := o.outcome(); !okay {
 			r.Failed, r.Reason = true, reason
 		}

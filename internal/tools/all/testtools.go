@@ -10,9 +10,10 @@ import (
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
-// Binaries built with -tags testtools carry three extra tools the protocol
-// tests need (a slow call, a panic, a cheap echo). Release builds never do.
-func init() { extraTools = append(extraTools, debugSleep(), debugPanic(), debugEcho()) }
+// Binaries built with -tags testtools carry four extra tools the protocol
+// tests need (a slow call, a hung one, a panic, a cheap echo). Release
+// builds never do.
+func init() { extraTools = append(extraTools, debugSleep(), debugHang(), debugPanic(), debugEcho()) }
 
 type sleepIn struct {
 	MS int `json:"ms" jsonschema:"minimum=0,maximum=600000" jsonschema_description:"how long to sleep"`
@@ -37,6 +38,16 @@ func debugSleep() tool.Tool {
 				}
 			}
 			return sleepOut{Status: tool.Status{OK: true}, SleptMS: time.Since(start).Milliseconds()}, nil
+		})
+}
+
+// debugHang blocks for ms milliseconds whatever its context says: the
+// tool that overruns its deadline (a 200 ms default timeout).
+func debugHang() tool.Tool {
+	return tool.New(tool.Spec{Name: "debug_hang", Description: "Block for ms milliseconds, ignoring cancellation and the deadline (test builds only).", Effect: tool.Additive, Timeout: 200 * time.Millisecond},
+		func(_ context.Context, _ *callctx.Ctx, in sleepIn) (sleepOut, error) {
+			time.Sleep(time.Duration(in.MS) * time.Millisecond)
+			return sleepOut{Status: tool.Status{OK: true}, SleptMS: int64(in.MS)}, nil
 		})
 }
 
