@@ -19,8 +19,11 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/toolhost/toolhost/internal/bashguard"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/tool"
 )
+
+var idPattern = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
 
 // compiled is a rule ready to run.
 type compiled struct {

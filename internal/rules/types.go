@@ -8,7 +8,6 @@ import (
 
 	"github.com/toolhost/toolhost/internal/bashguard"
 	"github.com/toolhost/toolhost/internal/fault"
-	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -80,8 +79,6 @@ const (
 	EvalTimeout    = 250 * time.Millisecond
 	interruptEvery = 64
 )
-
-var idPattern = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
 
 // Problem is one rule that does not compile.
 type Problem struct {
