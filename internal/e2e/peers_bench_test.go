@@ -204,7 +204,7 @@ func (p *peer) coldStart(b *testing.B) time.Duration {
 	if p.coldDir == "" {
 		p.coldDir = b.TempDir()
 	}
-	d, _ := firstAnswer(b, p.argv(p.coldDir), withoutTelemetry(os.Environ()))
+	d, _, _ := firstAnswer(b, p.argv(p.coldDir), withoutTelemetry(os.Environ()))
 	return d
 }
 

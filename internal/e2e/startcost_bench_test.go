@@ -34,7 +34,8 @@ var startFeatures = []struct{ name, tag string }{
 // (startFeatures) and once without all of them, and every build is started
 // as an agent CLI starts it, interleaved round by round with the go-sdk
 // peer (testdata/peers/gosdk), until its initialize is answered. Per build
-// it logs the time to that first answer (best 3 and median of the spawns),
+// it prints the time to that first answer (best 3 and median of the spawns),
+// the CPU time of a start (median; see firstAnswer),
 // the package-init time (GODEBUG=inittrace=1, the clock of every init
 // summed; median of 3 starts), the image size and the peak RSS at the first
 // answer (median), and it reports the full build's ratios to go-sdk and
@@ -51,7 +52,7 @@ func BenchmarkStartCost(b *testing.B) {
 		argv func(dir string) []string
 		path string
 
-		cold, rss, init []float64
+		cold, rss, init, cpu []float64
 	}
 	serve := func(bin string) func(string) []string {
 		return func(dir string) []string {
@@ -77,16 +78,17 @@ func BenchmarkStartCost(b *testing.B) {
 	env := withoutTelemetry(os.Environ())
 	for n := 0; n < b.N; n++ {
 		for _, bd := range builds {
-			bd.cold, bd.rss, bd.init = nil, nil, nil
+			bd.cold, bd.rss, bd.init, bd.cpu = nil, nil, nil, nil
 		}
 		for r := range rounds {
 			for i := range builds {
 				// Rotated, so no build always starts right after the same one.
 				bd := builds[(i+r)%len(builds)]
 				for range spawns {
-					d, hwm := firstAnswer(b, bd.argv(dir), env)
+					d, hwm, cpu := firstAnswer(b, bd.argv(dir), env)
 					bd.cold = append(bd.cold, ms(d))
 					bd.rss = append(bd.rss, float64(hwm)/1024)
+					bd.cpu = append(bd.cpu, ms(cpu))
 				}
 			}
 		}
@@ -97,15 +99,15 @@ func BenchmarkStartCost(b *testing.B) {
 		}
 		byName := map[string]*build{}
 		var sb strings.Builder
-		fmt.Fprintf(&sb, "%-13s %-26s %-8s %-9s %-9s %s", "", "first answer ms best3 p50 [min–max]", "init ms", "image MiB", "peak MiB", "best3 vs full")
+		fmt.Fprintf(&sb, "%-13s %-26s %-8s %-8s %-9s %-9s %s", "", "first answer ms best3 p50 [min–max]", "init ms", "CPU ms", "image MiB", "peak MiB", "best3 vs full")
 		for _, bd := range builds {
 			byName[bd.name] = bd
 			fi, err := os.Stat(bd.path)
 			if err != nil {
 				b.Fatal(err)
 			}
-			fmt.Fprintf(&sb, "\n%-13s %-26s %-8.2f %-9.1f %-9.1f %+.2f ms", bd.name,
-				fmt.Sprintf("%.2f %s", mean(best(bd.cold, 3)), ranges(bd.cold)), medianF(bd.init),
+			fmt.Fprintf(&sb, "\n%-13s %-26s %-8.2f %-8.2f %-9.1f %-9.1f %+.2f ms", bd.name,
+				fmt.Sprintf("%.2f %s", mean(best(bd.cold, 3)), ranges(bd.cold)), medianF(bd.init), medianF(bd.cpu),
 				float64(fi.Size())/(1<<20), medianF(bd.rss), mean(best(bd.cold, 3))-mean(best(builds[0].cold, 3)))
 		}
 		// Printed, not logged: the testing package cuts a benchmark's log
@@ -116,15 +118,18 @@ func BenchmarkStartCost(b *testing.B) {
 		b.ReportMetric(mean(best(gosdk.cold, 3)), "gosdk-cold-ms")
 		b.ReportMetric(mean(best(full.cold, 3))/mean(best(gosdk.cold, 3)), "cold-x-gosdk(≤1.5)")
 		b.ReportMetric(medianF(full.rss)/medianF(gosdk.rss), "startRSS-x-gosdk")
+		b.ReportMetric(medianF(full.cpu)/medianF(gosdk.cpu), "startCPU-x-gosdk")
 		b.ReportMetric(mean(best(byName["none"].cold, 3)), "none-cold-ms")
 		for _, f := range startFeatures {
 			without := byName["no-"+f.name]
 			b.ReportMetric(mean(best(full.cold, 3))-mean(best(without.cold, 3)), f.name+"-ms")
 			b.ReportMetric(medianF(full.rss)-medianF(without.rss), f.name+"-MiB")
+			b.ReportMetric(medianF(full.cpu)-medianF(without.cpu), f.name+"-cpu-ms")
 		}
 		if base := byName["base"]; base != nil {
 			b.ReportMetric(mean(best(full.cold, 3))/mean(best(base.cold, 3)), "cold-x-base")
 			b.ReportMetric(medianF(full.rss)/medianF(base.rss), "startRSS-x-base")
+			b.ReportMetric(medianF(full.cpu)/medianF(base.cpu), "startCPU-x-base")
 		}
 	}
 }
@@ -158,8 +163,11 @@ func buildTagged(b *testing.B, tags string) string {
 }
 
 // firstAnswer spawns argv and returns the time until its initialize is
-// answered and the process's peak RSS (VmHWM, KiB) at that moment.
-func firstAnswer(b *testing.B, argv, env []string) (time.Duration, int) {
+// answered, the process's peak RSS (VmHWM, KiB) at that moment, and the
+// CPU time (user and system) of its whole run, exit after EOF included:
+// wall time on a shared machine is mostly the other processes' load, CPU
+// time much less so.
+func firstAnswer(b *testing.B, argv, env []string) (time.Duration, int, time.Duration) {
 	t0 := time.Now()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
@@ -177,7 +185,7 @@ func firstAnswer(b *testing.B, argv, env []string) (time.Duration, int) {
 	s := &loadServer{cmd: cmd, in: in}
 	hwm := s.memKB("VmHWM")
 	s.stop()
-	return d, hwm
+	return d, hwm, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
 // initLine is one package's line of GODEBUG=inittrace=1.
