@@ -72,10 +72,10 @@ func BenchmarkStartCost(b *testing.B) {
 	}
 	// Every binary runs as a copy, as a user's installed binary does: the
 	// page cache of a file the linker has just written (through a shared
-	// mapping) costs every start of it more, 3–4 ms of CPU for toolhost's
-	// 57 MiB image (median of 60 interleaved starts each, against a cp of
-	// the same file). "full-linked" is the release build as it was linked,
-	// as the other e2e benchmarks run it.
+	// mapping) costs every start of it more: 1–4 ms of CPU for toolhost's
+	// 57 MiB image, against a cp of the same file, in runs on the shared
+	// 2-core machine. "full-linked" is the release build as it was
+	// linked, as the other e2e benchmarks run it.
 	sdk := buildPeer(b, "gosdk")
 	builds = append(builds, &build{name: "go-sdk", path: sdk, argv: fixed(sdk)})
 	installed := b.TempDir()
