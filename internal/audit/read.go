@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/ndjson"
-	"github.com/toolhost/toolhost/internal/wirejson"
+	"github.com/toolhost/toolhost/internal/util/wirejson"
 )
 
 // Filter selects rows; zero fields match everything.

@@ -8,7 +8,7 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/toolhost/toolhost/internal/lazyre"
+	"github.com/toolhost/toolhost/internal/util/lazyre"
 )
 
 // program is the command name a field runs: its base name, so that

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/fault"
-	"github.com/toolhost/toolhost/internal/lazyre"
+	"github.com/toolhost/toolhost/internal/util/lazyre"
 )
 
 // Dir is the bug store, relative to the project dir.

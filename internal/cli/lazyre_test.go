@@ -4,7 +4,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/toolhost/toolhost/internal/lazyre"
+	"github.com/toolhost/toolhost/internal/util/lazyre"
 )
 
 // TestEveryLazyExpressionCompiles: the regular expressions compiled on first

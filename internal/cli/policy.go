@@ -20,9 +20,10 @@ import (
 	"github.com/toolhost/toolhost/internal/progid"
 	"github.com/toolhost/toolhost/internal/registry"
 	"github.com/toolhost/toolhost/internal/rules"
+	"github.com/toolhost/toolhost/internal/session"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/tools/all"
-	"github.com/toolhost/toolhost/internal/wirejson"
+	"github.com/toolhost/toolhost/internal/util/wirejson"
 )
 
 func newPolicyCmd() *cobra.Command {
@@ -371,4 +372,11 @@ func checkArgs(entry *registry.Entry, raw []byte) error {
 		return fmt.Errorf("arguments are not valid JSON: %w", err)
 	}
 	return sch.Check(doc)
+}
+
+// ruleOptions are what the policy's rules are compiled against outside a
+// session (`policy check`, `policy explain`, the hook): exactly what serve
+// compiles them against.
+func ruleOptions(projectDir string) rules.Options {
+	return session.RuleOptions(all.Registry(), projectDir)
 }

@@ -14,7 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toolhost/toolhost/internal/fault"
-	"github.com/toolhost/toolhost/internal/lazyre"
+	"github.com/toolhost/toolhost/internal/util/lazyre"
 )
 
 // Formats a contract can be written in.

@@ -18,7 +18,6 @@ import (
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confirm"
 	"github.com/toolhost/toolhost/internal/fault"
-	"github.com/toolhost/toolhost/internal/gopool"
 	"github.com/toolhost/toolhost/internal/policy"
 	"github.com/toolhost/toolhost/internal/redact"
 	"github.com/toolhost/toolhost/internal/registry"
@@ -26,7 +25,8 @@ import (
 	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/trace"
-	"github.com/toolhost/toolhost/internal/wirejson"
+	"github.com/toolhost/toolhost/internal/util/gopool"
+	"github.com/toolhost/toolhost/internal/util/wirejson"
 )
 
 // unknownToolError is a call to a name the registry does not hold; the

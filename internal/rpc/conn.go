@@ -12,7 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/toolhost/toolhost/internal/gopool"
+	"github.com/toolhost/toolhost/internal/util/gopool"
 )
 
 // Peer lets a method handler talk back to the client during a call.

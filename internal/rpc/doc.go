@@ -15,7 +15,7 @@
 // session, as jsonrpc2 does on any read error, and a request id must come
 // back byte for byte (jsonrpc2 keeps ids as uint64, so a negative id came
 // back as a huge positive one). It also decodes each message once,
-// envelopes through internal/wirejson.
+// envelopes through internal/util/wirejson.
 //
 // It knows nothing of MCP methods or tools; it must never write anything to
 // stdout but protocol messages.

@@ -19,8 +19,8 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/toolhost/toolhost/internal/bashguard"
-	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/util/lazyre"
 )
 
 var idPattern = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)

@@ -11,7 +11,7 @@ import (
 	"github.com/toolhost/toolhost/internal/rules"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/tools/all"
-	"github.com/toolhost/toolhost/internal/wirejson"
+	"github.com/toolhost/toolhost/internal/util/wirejson"
 )
 
 // catalog is what serve compiles rules against: toolhost's built-ins and

@@ -13,7 +13,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/toolhost/toolhost/internal/fault"
-	"github.com/toolhost/toolhost/internal/wirejson"
+	"github.com/toolhost/toolhost/internal/util/wirejson"
 )
 
 // ErrEscape is matched with errors.Is by every sandbox violation.

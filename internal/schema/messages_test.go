@@ -6,7 +6,7 @@ import (
 	"github.com/toolhost/toolhost/internal/schema"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/tools/all"
-	"github.com/toolhost/toolhost/internal/wirejson"
+	"github.com/toolhost/toolhost/internal/util/wirejson"
 )
 
 // typicalMistakes are arguments a model gets wrong, against the real

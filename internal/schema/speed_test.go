@@ -6,7 +6,7 @@ import (
 
 	googleschema "github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/toolhost/toolhost/internal/wirejson"
+	"github.com/toolhost/toolhost/internal/util/wirejson"
 )
 
 var speedCases = []struct{ name, schema, doc string }{

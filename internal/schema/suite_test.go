@@ -12,7 +12,7 @@ import (
 	googleschema "github.com/google/jsonschema-go/jsonschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/toolhost/toolhost/internal/wirejson"
+	"github.com/toolhost/toolhost/internal/util/wirejson"
 )
 
 // suiteCase is one schema of the official JSON-Schema-Test-Suite with its

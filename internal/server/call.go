@@ -11,7 +11,7 @@ import (
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/rpc"
 	"github.com/toolhost/toolhost/internal/trace"
-	"github.com/toolhost/toolhost/internal/wirejson"
+	"github.com/toolhost/toolhost/internal/util/wirejson"
 )
 
 type callParams struct {

@@ -9,9 +9,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolhost/toolhost/internal/callctx"
-	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/rpc"
-	"github.com/toolhost/toolhost/internal/wirejson"
+	"github.com/toolhost/toolhost/internal/util/lazyre"
+	"github.com/toolhost/toolhost/internal/util/wirejson"
 )
 
 // Protocol revisions. A 2026-07-28 request names its revision in its own

@@ -9,7 +9,7 @@ import (
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/schema"
 	"github.com/toolhost/toolhost/internal/tool"
-	"github.com/toolhost/toolhost/internal/wirejson"
+	"github.com/toolhost/toolhost/internal/util/wirejson"
 )
 
 // RunTool calls tl in-process the way the engine does: args must pass the

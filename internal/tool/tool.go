@@ -13,7 +13,7 @@ import (
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/fault"
-	"github.com/toolhost/toolhost/internal/lazyre"
+	"github.com/toolhost/toolhost/internal/util/lazyre"
 )
 
 // Effect is what a tool does to the world; it decides the MCP annotations and

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/toolhost/toolhost/internal/lazyre"
+	"github.com/toolhost/toolhost/internal/util/lazyre"
 )
 
 // Where a failure happened.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/toolhost/toolhost/internal/lazyre"
+	"github.com/toolhost/toolhost/internal/util/lazyre"
 )
 
 var tsIdent = lazyre.New(`^[A-Za-z_$][A-Za-z0-9_$]*$`)

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/toolhost/toolhost/internal/contract"
-	"github.com/toolhost/toolhost/internal/lazyre"
+	"github.com/toolhost/toolhost/internal/util/lazyre"
 )
 
 // texpr is a type expression: what a property, an item or an alias is.

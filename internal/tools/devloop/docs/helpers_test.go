@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/schema"
-	"github.com/toolhost/toolhost/internal/wirejson"
+	"github.com/toolhost/toolhost/internal/util/wirejson"
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/testutil"

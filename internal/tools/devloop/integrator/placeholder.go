@@ -13,8 +13,8 @@ import (
 	"strings"
 
 	"github.com/toolhost/toolhost/internal/callctx"
-	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/util/lazyre"
 )
 
 // ParsePlaceholderInput is the parse_placeholder request.

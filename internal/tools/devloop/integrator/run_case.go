@@ -22,7 +22,7 @@ import (
 	"github.com/toolhost/toolhost/internal/redact"
 	"github.com/toolhost/toolhost/internal/schema"
 	"github.com/toolhost/toolhost/internal/tool"
-	"github.com/toolhost/toolhost/internal/wirejson"
+	"github.com/toolhost/toolhost/internal/util/wirejson"
 )
 
 // Expect is what a step's response must show.

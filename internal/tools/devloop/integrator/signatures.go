@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/toolhost/toolhost/internal/lazyre"
+	"github.com/toolhost/toolhost/internal/util/lazyre"
 	"github.com/toolhost/toolhost/internal/vitest"
 )
 

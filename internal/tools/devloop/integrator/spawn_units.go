@@ -19,10 +19,10 @@ import (
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/fault"
-	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/util/lazyre"
 )
 
 // UnitInput is one unit of a spawn_units call.

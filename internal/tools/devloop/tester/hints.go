@@ -9,8 +9,8 @@ import (
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/fault"
-	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/util/lazyre"
 	"github.com/toolhost/toolhost/internal/vitest"
 )
 

@@ -12,9 +12,9 @@ import (
 
 	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/fault"
-	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/util/lazyre"
 	"github.com/toolhost/toolhost/internal/vitest"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/toolhost/toolhost/internal/bugs"
 	"github.com/toolhost/toolhost/internal/callctx"
-	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/util/lazyre"
 	"github.com/toolhost/toolhost/internal/vitest"
 )
 

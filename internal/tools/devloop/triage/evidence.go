@@ -14,10 +14,10 @@ import (
 
 	"github.com/toolhost/toolhost/internal/bugs"
 	"github.com/toolhost/toolhost/internal/callctx"
-	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/sandbox"
 	"github.com/toolhost/toolhost/internal/store"
 	"github.com/toolhost/toolhost/internal/tool"
+	"github.com/toolhost/toolhost/internal/util/lazyre"
 	"github.com/toolhost/toolhost/internal/vitest"
 )
 

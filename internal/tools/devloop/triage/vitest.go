@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/toolhost/toolhost/internal/callctx"
-	"github.com/toolhost/toolhost/internal/lazyre"
+	"github.com/toolhost/toolhost/internal/util/lazyre"
 	"github.com/toolhost/toolhost/internal/vitest"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolhost/toolhost/internal/wirejson"
+	"github.com/toolhost/toolhost/internal/util/wirejson"
 )
 
 // envelope has the shapes the hot path decodes: strings, raw values, a

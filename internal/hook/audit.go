@@ -1,6 +1,7 @@
-package cli
+package hook
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -46,13 +47,13 @@ func hookAuditBudget(took time.Duration) time.Duration {
 // and the project's (which alone holds in a folder the CLI does not trust,
 // the former alone under --bare). Both decide alike; the first to claim
 // the call's tool_use_id writes its row.
-func auditHook(c hookCall, v hookVerdict, f hookFlags, took time.Duration, log zerolog.Logger) {
+func auditHook(c hookCall, v hookVerdict, f Options, took time.Duration, log zerolog.Logger) {
 	if c.proj == "" || c.ag == nil {
 		return
 	}
 	row := &audit.Row{
-		TS: time.Now().UTC(), CallID: callctx.NewCallID(), ProjectID: f.projectID,
-		Agent: c.ag.Short, UnitID: f.unit, Tool: c.in.ToolName, Source: "hook",
+		TS: time.Now().UTC(), CallID: callctx.NewCallID(), ProjectID: f.ProjectID,
+		Agent: c.ag.Short, UnitID: f.Unit, Tool: c.in.ToolName, Source: "hook",
 		Arguments: audit.RedactArguments(c.in.ToolInput), Status: audit.StatusOK, Rule: v.rule,
 		DurationMS:      float64(took.Microseconds()) / 1000,
 		ClientSessionID: c.in.SessionID, ClientAgentID: c.in.AgentID, ToolUseID: c.in.ToolUseID,
@@ -76,7 +77,7 @@ func auditHook(c hookCall, v hookVerdict, f hookFlags, took time.Duration, log z
 			return
 		}
 		// The trail of the store serve writes to (--store, TOOLHOST_STORE).
-		st, err := storeopen.Open(storeopen.Options{Spec: f.store, ProjectDir: c.proj, ProjectID: row.ProjectID, Log: log})
+		st, err := storeopen.Open(storeopen.Options{Spec: f.Store, ProjectDir: c.proj, ProjectID: row.ProjectID, Log: log})
 		if err != nil {
 			done <- err
 			return
@@ -92,7 +93,7 @@ func auditHook(c hookCall, v hookVerdict, f hookFlags, took time.Duration, log z
 	select {
 	case err = <-done:
 	case <-time.After(budget):
-		err = errorf("the audit trail did not answer within %v (what is left of the CLI's %d s wait for the hook)", budget.Round(time.Millisecond), claudecode.HookTimeout)
+		err = fmt.Errorf("the audit trail did not answer within %v (what is left of the CLI's %d s wait for the hook)", budget.Round(time.Millisecond), claudecode.HookTimeout)
 	}
 	if err != nil {
 		b, _ := row.MarshalJSON()

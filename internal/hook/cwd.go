@@ -1,13 +1,11 @@
-package cli
+package hook
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
 	"github.com/toolhost/toolhost/internal/claudecode"
@@ -60,27 +58,10 @@ func keepCwd(confine []string, command string) string {
 		`(exit $__toolhost_status)`
 }
 
-func newHookCwdCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "cwd FILE",
-		Short:  "Print the directory a confined Bash command reported in FILE (when it is one), and remove FILE",
-		Hidden: true,
-		Args:   cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := takeCwdReport(args[0])
-			if dir != "" {
-				_, err := fmt.Fprint(cmd.OutOrStdout(), dir)
-				return err
-			}
-			return nil
-		},
-	}
-}
-
-// takeCwdReport reads the report file (a regular file, never through a
+// TakeCwdReport reads the report file (a regular file, never through a
 // symlink, at most maxCwdReport bytes), removes it, and returns what it
 // names when that is the absolute path of a directory, else "".
-func takeCwdReport(file string) string {
+func TakeCwdReport(file string) string {
 	if file == "" {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package cli
+package hook
 
 import (
 	"bytes"
@@ -17,12 +17,11 @@ import (
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
-	"github.com/spf13/cobra"
+	"github.com/rs/zerolog"
 
 	"github.com/toolhost/toolhost/configs"
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/bashguard"
-	"github.com/toolhost/toolhost/internal/callctx"
 	"github.com/toolhost/toolhost/internal/claudecode"
 	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/fault"
@@ -34,7 +33,7 @@ import (
 	"github.com/toolhost/toolhost/internal/session"
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/tools/all"
-	"github.com/toolhost/toolhost/internal/wirejson"
+	"github.com/toolhost/toolhost/internal/util/wirejson"
 )
 
 // maxHookInput caps the hook JSON read from stdin (a Write carries the
@@ -67,28 +66,41 @@ type hookDeny struct {
 	} `json:"hookSpecificOutput"`
 }
 
-type hookFlags struct {
-	// agent is the agent the hook was installed for ("" for the project's
+// Options are what the hook decides with: the command line's flags, each
+// already filled from its TOOLHOST_* variable where it has one.
+type Options struct {
+	// Agent is the agent the hook was installed for ("" for the project's
 	// hook, which takes the agent from the payload's agent_type).
-	agent string
-	// lead is the agent whose rules apply to the main thread (a call
-	// whose agent_type names no devloop agent) when agent is not set; ""
+	Agent string
+	// Lead is the agent whose rules apply to the main thread (a call
+	// whose agent_type names no devloop agent) when Agent is not set; ""
 	// leaves such calls to the CLI's own rules.
-	lead string
-	// stateFlags are the project dir the hook decides for, its id (the
-	// rules' project, the tenant of a shared store) and the store its
-	// decisions are audited in (--store, TOOLHOST_STORE), as every command
-	// that writes the project's shared state takes them.
-	stateFlags
-	agentsFile string
-	policyFile string
-	unit       string
-	exitCode   bool
-	timeout    time.Duration
-	// claudeSettings are settings files the CLI reads beyond the ones the
+	Lead string
+	// ProjectDir, ProjectID and Store are the project dir the hook decides
+	// for, its id (the rules' project, the tenant of a shared store) and
+	// the store its decisions are audited in (--store, TOOLHOST_STORE), as
+	// every command that writes the project's shared state takes them.
+	ProjectDir, ProjectID, Store string
+	// AgentsFile and PolicyFile are the agents and tool policy files (""
+	// for the embedded ones).
+	AgentsFile, PolicyFile string
+	// Unit is the unit the agent works on, for the rules' unit.
+	Unit string
+	// ExitCode denies by returning a *Denied error (the command exits 2
+	// with the reason on stderr) instead of printing a JSON decision.
+	ExitCode bool
+	// Timeout bounds the decision: none reached within it denies.
+	Timeout time.Duration
+	// ClaudeSettings are settings files the CLI reads beyond the ones the
 	// hook finds itself (a --settings file of the CLI's command line).
-	claudeSettings []string
+	ClaudeSettings []string
 }
+
+// Denied is the error PreToolUse returns for a denied call with
+// Options.ExitCode: its text is the reason.
+type Denied struct{ Reason string }
+
+func (d *Denied) Error() string { return d.Reason }
 
 // hookCall is one PreToolUse call as the hook resolved it: the input, the
 // agent and project dir it was installed for, and tool_input's fields.
@@ -131,101 +143,54 @@ func (v hookVerdict) decision() string {
 	return "allow"
 }
 
-func newHookCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "hook", Short: "Agent CLI hooks (Claude CLI)"}
-	var f hookFlags
-	pre := &cobra.Command{
-		Use:   "pretooluse [--agent X | --lead X] --project-dir D",
-		Short: "Claude CLI PreToolUse hook: the policy's rules, the Bash guard for Bash, the sandbox check for Write/Edit/MultiEdit/NotebookEdit",
-		Long: "pretooluse reads the PreToolUse hook JSON on stdin. It applies the policy file's rules (--policy, the\n" +
-			"same file serve reads) to the CLI's tool: a deny rule denies with its reason, a confirm rule answers\n" +
-			"permissionDecision \"ask\" so the CLI asks its user, an allow rule changes nothing (the CLI's own\n" +
-			"permission check still decides). For Bash it runs the inline-JSON guard on\n" +
-			"tool_input.command; for Write, Edit, MultiEdit and NotebookEdit it checks tool_input.file_path\n" +
-			"(notebook_path) against the agent's write allow-list. To deny it prints a permissionDecision \"deny\"\n" +
-			"with the reason on stdout and exits 0 (with --exit-code: exits 2 with the reason on stderr). An allowed\n" +
-			"Bash command is rewritten (hookSpecificOutput.updatedInput) to run under `toolhost confine` for the agent,\n" +
-			"so the kernel confines it to the agent's allow-list; no permissionDecision is given, so the CLI's own\n" +
-			"permission mode and rules still decide whether it runs. Because the CLI would match its settings' Bash(…)\n" +
-			"deny and ask rules against the rewritten command, the hook applies them to the command as written\n" +
-			"(each simple command of it too): a deny rule denies, an ask rule asks. Other allowed calls get no output.\n" +
-			"Input it cannot read is denied, and so is every call when --agent is unknown or --project-dir is\n" +
-			"missing or no decision is reached within --timeout.\n" +
-			"The agent is the payload's agent_type: with --agent (an agent's own hook) a call another devloop agent\n" +
-			"makes is denied as a misconfiguration; without it (the project's hook) agent_type chooses the agent, and\n" +
-			"the main thread is checked as --lead, or with none left to the CLI's own rules (no output). The rewritten\n" +
-			"Bash command leaves the CLI's shell in the directory the command ended in.\n" +
-			"Every decision is logged on stderr and audited in the project's trail with the CLI's session_id,\n" +
-			"agent_id and tool_use_id (once per tool_use_id, when both hooks decide a call).",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if f.agent == "" {
-				f.agent = os.Getenv("TOOLHOST_AGENT")
-			}
-			id := callctx.Identity{ProjectDir: f.projectDir, ProjectID: f.projectID}
-			id.FromEnv(os.Getenv)
-			f.projectDir, f.projectID = id.ProjectDir, id.ProjectID
-			if f.unit == "" {
-				f.unit = os.Getenv("TOOLHOST_UNIT")
-			}
-			log := g.logger()
-			start := time.Now()
-			c, v := decideWithin(cmd.InOrStdin(), f)
-			var updated map[string]json.RawMessage
-			if !v.none && v.deny == "" && c.in.ToolName == "Bash" {
-				// A command that cannot be confined where the agent
-				// requires it is denied.
-				var why string
-				if updated, why = confinedBashInput(f, c); why != "" {
-					v = hookVerdict{deny: why, kind: fault.Sandbox}
-				}
-			}
-			in := c.in
-			agent := f.agent
-			if c.ag != nil {
-				agent = c.ag.Name
-			}
-			ev := log.Info()
-			if v.deny != "" {
-				ev = log.Warn()
-			}
-			ev = ev.Str("event", "hook_decision").Str("hook", "PreToolUse").Str("agent", agent).
-				Str("agent_type", in.AgentType).Str("agent_id", in.AgentID).Str("tool_use_id", in.ToolUseID).
-				Str("tool", in.ToolName).Str("session_id", in.SessionID).Str("decision", v.decision()).
-				Str("rule", v.rule).Str("reason", v.deny+v.ask)
-			if v.none {
-				ev.Msg("pretooluse: no devloop agent makes this call and no --lead agent is named, so toolhost decides nothing; the CLI's own permission rules decide (toolhost init --lead AGENT checks the main thread as that agent)")
-				return nil
-			}
-			ev.Msg("pretooluse " + v.decision())
-			err := answerPreToolUse(cmd.OutOrStdout(), f, c, v, updated)
-			auditHook(c, v, f, time.Since(start), log)
-			return err
-		},
+// PreToolUse answers one PreToolUse call: it reads the hook JSON from r,
+// decides, writes the answer on w, logs the decision on log and audits it
+// in the project's trail. A call toolhost decides nothing about gets no
+// answer; a denied call with f.ExitCode returns a *Denied.
+func PreToolUse(r io.Reader, w io.Writer, f Options, log zerolog.Logger) error {
+	start := time.Now()
+	c, v := decideWithin(r, f)
+	var updated map[string]json.RawMessage
+	if !v.none && v.deny == "" && c.in.ToolName == "Bash" {
+		// A command that cannot be confined where the agent
+		// requires it is denied.
+		var why string
+		if updated, why = confinedBashInput(f, c); why != "" {
+			v = hookVerdict{deny: why, kind: fault.Sandbox}
+		}
 	}
-	fl := pre.Flags()
-	fl.StringVar(&f.agent, "agent", "", "the agent the hook is installed for: devloop-coder, coder … (env TOOLHOST_AGENT); a call the payload's agent_type says another devloop agent makes is denied. Without it the payload's agent_type chooses the agent")
-	fl.StringVar(&f.lead, "lead", "", "without --agent: the agent whose rules apply to a call no devloop agent makes (the main thread); unset, toolhost decides nothing about such calls")
-	f.stateFlags.register(fl, "")
-	fl.StringVar(&f.agentsFile, "agents", "", "agents file (default: the embedded configs/agents.json)")
-	fl.StringVar(&f.policyFile, "policy", "", "tool policy file whose rules apply (default: the embedded configs/tools.json)")
-	fl.StringVar(&f.unit, "unit", "", "the unit the agent works on, for the rules' unit (env TOOLHOST_UNIT)")
-	fl.BoolVar(&f.exitCode, "exit-code", false, "deny by exiting 2 with the reason on stderr instead of printing a JSON decision")
-	fl.StringArrayVar(&f.claudeSettings, "claude-settings", nil, "a settings file the Claude CLI reads beyond the ones found (managed, $CLAUDE_CONFIG_DIR or ~/.claude, the project's .claude/): its Bash deny/ask rules are applied to the command as written (repeatable)")
-	fl.DurationVar(&f.timeout, "timeout", 5*time.Second, "deny when no decision is reached within this time (the agent CLI treats a hook that does not answer in its own timeout as allow)")
-	cmd.AddCommand(pre, newHookCwdCmd())
-	return cmd
+	in := c.in
+	agent := f.Agent
+	if c.ag != nil {
+		agent = c.ag.Name
+	}
+	ev := log.Info()
+	if v.deny != "" {
+		ev = log.Warn()
+	}
+	ev = ev.Str("event", "hook_decision").Str("hook", "PreToolUse").Str("agent", agent).
+		Str("agent_type", in.AgentType).Str("agent_id", in.AgentID).Str("tool_use_id", in.ToolUseID).
+		Str("tool", in.ToolName).Str("session_id", in.SessionID).Str("decision", v.decision()).
+		Str("rule", v.rule).Str("reason", v.deny+v.ask)
+	if v.none {
+		ev.Msg("pretooluse: no devloop agent makes this call and no --lead agent is named, so toolhost decides nothing; the CLI's own permission rules decide (toolhost init --lead AGENT checks the main thread as that agent)")
+		return nil
+	}
+	ev.Msg("pretooluse " + v.decision())
+	err := answerPreToolUse(w, f, c, v, updated)
+	auditHook(c, v, f, time.Since(start), log)
+	return err
 }
 
-// decideWithin is decidePreToolUse bounded by f.timeout: input that never
+// decideWithin is decidePreToolUse bounded by f.Timeout: input that never
 // ends, or a check that hangs, is denied before the agent CLI gives up on
 // the hook and allows the call.
-func decideWithin(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
+func decideWithin(r io.Reader, f Options) (hookCall, hookVerdict) {
 	type decision struct {
 		c hookCall
 		v hookVerdict
 	}
-	if f.timeout <= 0 {
+	if f.Timeout <= 0 {
 		return hookCall{}, hookVerdict{deny: "toolhost hook: --timeout must be positive; denied"}
 	}
 	done := make(chan decision, 1)
@@ -233,13 +198,13 @@ func decideWithin(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
 		c, v := decidePreToolUse(r, f)
 		done <- decision{c, v}
 	}()
-	t := time.NewTimer(f.timeout)
+	t := time.NewTimer(f.Timeout)
 	defer t.Stop()
 	select {
 	case d := <-done:
 		return d.c, d.v
 	case <-t.C:
-		return hookCall{}, hookVerdict{deny: fmt.Sprintf("toolhost hook: no decision within %v (the input did not end, or a check hung); denied", f.timeout)}
+		return hookCall{}, hookVerdict{deny: fmt.Sprintf("toolhost hook: no decision within %v (the input did not end, or a check hung); denied", f.Timeout)}
 	}
 }
 
@@ -247,7 +212,7 @@ func decideWithin(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
 // policy's rules, then the guard or the sandbox, then for Bash the Claude
 // CLI's own settings rules on the command as written. Anything it cannot
 // read or resolve is denied.
-func decidePreToolUse(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
+func decidePreToolUse(r io.Reader, f Options) (hookCall, hookVerdict) {
 	var c hookCall
 	in := &c.in
 	deny := func(reason string) (hookCall, hookVerdict) {
@@ -312,7 +277,7 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
 		v.ask = rv.Ask()
 	}
 	if in.ToolName == "Bash" {
-		perms, err := loadClaudePermissions(claudeSettingsFiles(proj, in.Cwd), f.claudeSettings)
+		perms, err := loadClaudePermissions(claudeSettingsFiles(proj, in.Cwd), f.ClaudeSettings)
 		if err != nil {
 			return c, hookVerdict{deny: "toolhost hook: " + err.Error() + "; denied because the Claude CLI's own rules for Bash cannot be applied (fix or remove the file)", kind: fault.Policy}
 		}
@@ -328,7 +293,7 @@ func decidePreToolUse(r io.Reader, f hookFlags) (hookCall, hookVerdict) {
 // decideWrite is the sandbox's verdict on a CLI write (Write, Edit,
 // MultiEdit, NotebookEdit): the deny reason, "" to allow. Other tools are
 // not writes.
-func decideWrite(f hookFlags, ag *agents.Agent, proj string, in hookInput, ti map[string]json.RawMessage) string {
+func decideWrite(f Options, ag *agents.Agent, proj string, in hookInput, ti map[string]json.RawMessage) string {
 	switch in.ToolName {
 	case "Write", "Edit", "MultiEdit", "NotebookEdit":
 		// Every path field present is checked: NotebookEdit writes
@@ -373,7 +338,7 @@ func decideWrite(f hookFlags, ag *agents.Agent, proj string, in hookInput, ti ma
 // the file, for a symbolic link in between — nothing checked now holds
 // then. Such a write is refused with the way to write instead; "" when no
 // such command runs.
-func racingCommand(f hookFlags, proj, cwd, p, tool string) string {
+func racingCommand(f Options, proj, cwd, p, tool string) string {
 	abs := p
 	if !filepath.IsAbs(abs) {
 		abs = filepath.Join(cmp.Or(cwd, proj), p)
@@ -389,7 +354,7 @@ func racingCommand(f hookFlags, proj, cwd, p, tool string) string {
 	if len(holders) == 0 {
 		return ""
 	}
-	set, _ := agents.Load(f.agentsFile)
+	set, _ := agents.Load(f.AgentsFile)
 	// The directories a running command would have to change to redirect
 	// the write: each one on the path, from the project dir down.
 	var dirs []string
@@ -437,19 +402,19 @@ func mayCreateIn(allow []string, d string) bool {
 // verdict, and the deny reason of a deny rule. A policy that cannot be
 // read or whose rules do not compile denies every call: the hook cannot
 // apply the policy, and a running serve would not use such a file either.
-func hookRules(f hookFlags, ag *agents.Agent, proj string, in hookInput, ti map[string]json.RawMessage, progs bashguard.Programs) (rules.Verdict, string) {
+func hookRules(f Options, ag *agents.Agent, proj string, in hookInput, ti map[string]json.RawMessage, progs bashguard.Programs) (rules.Verdict, string) {
 	var data []byte
 	name := "the embedded default policy"
-	if f.policyFile != "" {
+	if f.PolicyFile != "" {
 		var err error
-		if data, err = os.ReadFile(f.policyFile); err != nil {
+		if data, err = os.ReadFile(f.PolicyFile); err != nil {
 			return rules.Verdict{}, "toolhost hook: cannot read the policy file: " + err.Error() + "; denied because its rules cannot be applied"
 		}
-		name = f.policyFile
+		name = f.PolicyFile
 	} else {
 		data = configs.ToolsJSON
 	}
-	pf, err := policy.ParseWith(data, ruleOptions(proj))
+	pf, err := policy.ParseWith(data, session.RuleOptions(all.Registry(), proj))
 	if err != nil {
 		return rules.Verdict{}, fmt.Sprintf("toolhost hook: %s: %v; denied because its rules cannot be applied (toolhost policy check says what to fix)", name, err)
 	}
@@ -463,7 +428,7 @@ func hookRules(f hookFlags, ag *agents.Agent, proj string, in hookInput, ti map[
 			return rules.Verdict{}, "toolhost hook: " + in.ToolName + " tool_input is not JSON; denied because it cannot be checked"
 		}
 	}
-	input := &rules.Input{Tool: in.ToolName, Agent: ag.Name, Unit: f.unit, Project: f.projectID, Args: args}
+	input := &rules.Input{Tool: in.ToolName, Agent: ag.Name, Unit: f.Unit, Project: f.ProjectID, Args: args}
 	if in.ToolName == "Bash" {
 		var command string
 		_ = json.Unmarshal(ti["command"], &command)
@@ -487,8 +452,8 @@ func hookRules(f hookFlags, ag *agents.Agent, proj string, in hookInput, ti map[
 // with none named, not at all (a nil agent and no reason). An agent that
 // cannot be resolved, or a missing --project-dir, denies: a broken hook must
 // not turn into an allow-all.
-func hookAgent(f hookFlags, in hookInput) (*agents.Set, *agents.Agent, string, string) {
-	set, err := agents.Load(f.agentsFile)
+func hookAgent(f Options, in hookInput) (*agents.Set, *agents.Agent, string, string) {
+	set, err := agents.Load(f.AgentsFile)
 	if err != nil {
 		return nil, nil, "", "toolhost hook: " + err.Error() + "; denied because nothing can be checked without the agents file"
 	}
@@ -502,8 +467,8 @@ func hookAgent(f hookFlags, in hookInput) (*agents.Set, *agents.Agent, string, s
 	}
 	var ag *agents.Agent
 	switch {
-	case f.agent != "":
-		if ag, err = set.Find(f.agent); err != nil {
+	case f.Agent != "":
+		if ag, err = set.Find(f.Agent); err != nil {
 			return nil, nil, "", "toolhost hook: " + err.Error() + "; fix --agent in the hook command (toolhost init, or toolhost mcp-config --settings, writes it)"
 		}
 		if caller != nil && caller != ag {
@@ -512,17 +477,17 @@ func hookAgent(f hookFlags, in hookInput) (*agents.Set, *agents.Agent, string, s
 		}
 	case caller != nil:
 		ag = caller
-	case f.lead != "":
-		if ag, err = set.Find(f.lead); err != nil {
+	case f.Lead != "":
+		if ag, err = set.Find(f.Lead); err != nil {
 			return nil, nil, "", "toolhost hook: --lead: " + err.Error() + "; fix --lead in the hook command (toolhost init --lead writes it)"
 		}
 	default:
 		return set, nil, "", ""
 	}
-	if f.projectDir == "" {
+	if f.ProjectDir == "" {
 		return nil, nil, "", "toolhost hook: --project-dir (or TOOLHOST_PROJECT_DIR) is required; denied because nothing can be checked without it"
 	}
-	proj, err := filepath.Abs(f.projectDir)
+	proj, err := filepath.Abs(f.ProjectDir)
 	if err == nil {
 		var fi os.FileInfo
 		if fi, err = os.Stat(proj); err == nil && !fi.IsDir() {
@@ -530,7 +495,7 @@ func hookAgent(f hookFlags, in hookInput) (*agents.Set, *agents.Agent, string, s
 		}
 	}
 	if err != nil {
-		return nil, nil, "", fmt.Sprintf("toolhost hook: project dir %s is not usable (%v); denied because nothing can be checked without it", f.projectDir, err)
+		return nil, nil, "", fmt.Sprintf("toolhost hook: project dir %s is not usable (%v); denied because nothing can be checked without it", f.ProjectDir, err)
 	}
 	return set, ag, proj, ""
 }
@@ -669,12 +634,12 @@ func checkHookWrite(ag *agents.Agent, proj, cwd, p string) string {
 // answerPreToolUse prints the hook's answer: a denied call's decision (or,
 // with --exit-code, exit 2 with the reason on stderr), else what
 // allowPreToolUse answers.
-func answerPreToolUse(w io.Writer, f hookFlags, c hookCall, v hookVerdict, updated map[string]json.RawMessage) error {
+func answerPreToolUse(w io.Writer, f Options, c hookCall, v hookVerdict, updated map[string]json.RawMessage) error {
 	if v.deny == "" {
 		return allowPreToolUse(w, c, v.ask, updated)
 	}
-	if f.exitCode {
-		return &exitError{code: 2, err: errors.New(v.deny)}
+	if f.ExitCode {
+		return &Denied{Reason: v.deny}
 	}
 	var d hookDeny
 	d.HookSpecificOutput.HookEventName = "PreToolUse"
@@ -739,7 +704,7 @@ func writeHookJSON(w io.Writer, v any) error {
 // (updatedInput replaces the whole input). It is nil when the agent's
 // commands are not confined (sandbox.commands off), and a deny reason when
 // they must be and cannot.
-func confinedBashInput(f hookFlags, c hookCall) (map[string]json.RawMessage, string) {
+func confinedBashInput(f Options, c hookCall) (map[string]json.RawMessage, string) {
 	if c.ag.Sandbox.Commands == agents.CommandsOff {
 		return nil, ""
 	}
@@ -761,8 +726,8 @@ func confinedBashInput(f hookFlags, c hookCall) (map[string]json.RawMessage, str
 	// toolhost hold keeps, for as long as any process of the command lives,
 	// the record a Write's check reads (racingCommand).
 	args := []string{exe, "hold", "--project-dir", c.proj, "--agent", c.ag.Name, "--", exe, "confine", "--agent", c.ag.Name, "--project-dir", c.proj}
-	if f.agentsFile != "" {
-		abs, err := filepath.Abs(f.agentsFile)
+	if f.AgentsFile != "" {
+		abs, err := filepath.Abs(f.AgentsFile)
 		if err != nil {
 			return nil, "toolhost hook: " + err.Error()
 		}
@@ -777,11 +742,4 @@ func confinedBashInput(f hookFlags, c hookCall) (map[string]json.RawMessage, str
 	ti := maps.Clone(c.ti)
 	ti["command"] = bytes.TrimSpace(b.Bytes())
 	return ti, ""
-}
-
-// ruleOptions are what the policy's rules are compiled against outside a
-// session (the hook, `policy check`, `policy explain`): exactly what serve
-// compiles them against.
-func ruleOptions(projectDir string) rules.Options {
-	return session.RuleOptions(all.Registry(), projectDir)
 }
