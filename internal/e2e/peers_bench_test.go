@@ -159,7 +159,7 @@ func buildPeer(b *testing.B, name string) string {
 	v, _ := peerBuilds.LoadOrStore(name, &peerBuild{})
 	pb := v.(*peerBuild)
 	pb.once.Do(func() {
-		dir, err := os.MkdirTemp("", "peer-"+name+"-")
+		dir, err := testutil.ProcessDir("peer-" + name)
 		if err != nil {
 			pb.err = err
 			return
