@@ -77,6 +77,7 @@ bench: build
 	$(GO) test -run '^$$' -bench 'Stdio(Sequential|Concurrent8)(_?2026)?$$' -benchtime 20000x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'SharedProject' -benchtime 1x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'ColdStart' -benchtime 200x ./internal/e2e
+	$(GO) test -run '^$$' -bench 'StartCost' -benchtime 1x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'RSSGrowth|SixSessions' -benchtime 1x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'BashConfinement$$|ConfineReexec$$' -benchtime 300x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'ServerRunning' -benchtime 50x ./internal/e2e

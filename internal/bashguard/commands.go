@@ -1,13 +1,14 @@
 package bashguard
 
 import (
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/toolhost/toolhost/internal/util/lazyre"
 )
 
 // program is the command name a field runs: its base name, so that
@@ -21,7 +22,8 @@ func program(f string) string {
 
 // versioned matches the names distributions give interpreters beside
 // their plain one: python3.11, perl5.36.0, ruby3.1, php8.2, nodejs.
-var versioned = regexp.MustCompile(`^(python[23]?|pypy3?|perl|ruby|php|lua|tclsh|wish|node|Rscript|guile|ocaml|erl|awk)(?:-?[0-9][0-9.]*|js)$`)
+// Compiled on first use: most sessions never analyse a command.
+var versioned = lazyre.New(`^(python[23]?|pypy3?|perl|ruby|php|lua|tclsh|wish|node|Rscript|guile|ocaml|erl|awk)(?:-?[0-9][0-9.]*|js)$`)
 
 // Canonical is the program a name stands for: a versioned interpreter
 // name is its interpreter (python3.11 is python3, perl5.36.0 perl, nodejs
@@ -29,7 +31,7 @@ var versioned = regexp.MustCompile(`^(python[23]?|pypy3?|perl|ruby|php|lua|tclsh
 func Canonical(name string) string { return canonical(name) }
 
 func canonical(name string) string {
-	m := versioned.FindStringSubmatch(name)
+	m := versioned().FindStringSubmatch(name)
 	if m == nil {
 		return name
 	}

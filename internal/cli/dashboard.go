@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolhost/toolhost/internal/confine"
-	"github.com/toolhost/toolhost/internal/dashboard"
 	"github.com/toolhost/toolhost/internal/procs"
 	"github.com/toolhost/toolhost/internal/secrets"
 	"github.com/toolhost/toolhost/internal/store/filestore"
@@ -108,8 +107,7 @@ func startDashboard(ctx context.Context, f dashboardFlags, out io.Writer, log ze
 	if pg, ok := st.(*pgstore.Store); ok {
 		sayWhoHoldsDecisionsOnly(ctx, pg, log)
 	}
-	d, err := dashboard.New(dashboard.Options{ProjectDir: f.projectDir, AgentsFile: f.agentsFile, PolicyFile: f.policyFile,
-		Codes: out, Log: log, Store: st})
+	d, err := newDashboard(f, out, log, st)
 	if err != nil {
 		st.Close()
 		return nil, usageErr(err)
@@ -142,6 +140,15 @@ func startDashboard(ctx context.Context, f dashboardFlags, out io.Writer, log ze
 		defer d.Close()
 		return d.Serve(ctx, ln)
 	}, nil
+}
+
+// dashboardServer is what startDashboard needs of a *dashboard.Dashboard
+// (built by newDashboard, whose file BenchmarkStartCost's builds can leave
+// out).
+type dashboardServer interface {
+	URL(net.Addr) string
+	Serve(context.Context, net.Listener) error
+	Close() error
 }
 
 // openBrowser starts the desktop's browser on url when there is one: the

@@ -7,7 +7,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolhost/toolhost/internal/trace"
-	"github.com/toolhost/toolhost/internal/trace/otlp"
 )
 
 // telemetry starts the OpenTelemetry export the OTEL_* variables ask for
@@ -18,7 +17,7 @@ import (
 // cannot be set up is logged and the command goes on without telemetry:
 // tracing must never keep an agent's tools from being served.
 func telemetry(log zerolog.Logger, args bool, grace time.Duration) (*trace.Provider, func()) {
-	p, err := otlp.FromEnv(context.Background(), trace.Options{Log: log, ServiceVersion: Version, Args: args})
+	p, err := exportersFromEnv(context.Background(), trace.Options{Log: log, ServiceVersion: Version, Args: args})
 	if err != nil {
 		log.Error().Str("event", "otel_disabled").Err(err).Msg("OpenTelemetry export could not be set up from the OTEL_* variables; serving without it")
 		return nil, func() {}

@@ -17,6 +17,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/audit"
@@ -120,7 +121,11 @@ func (d *Dashboard) docRequest(r *http.Request) bool {
 	return subtle.ConstantTimeCompare([]byte(key), []byte(d.docKey())) == 1
 }
 
-var pageTemplate = template.Must(template.ParseFS(assets, "assets/index.html"))
+// pageTemplate is parsed on the first page served, not at init: every
+// toolhost process links the dashboard, few serve it.
+var pageTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.ParseFS(assets, "assets/index.html"))
+})
 
 func (d *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
@@ -140,7 +145,7 @@ func (d *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 		data["Docs"], data["Project"] = "/doc/"+d.docKey()+"/", visible.Line(d.dir)
 	}
 	var b bytes.Buffer
-	if err := pageTemplate.Execute(&b, data); err != nil {
+	if err := pageTemplate().Execute(&b, data); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}

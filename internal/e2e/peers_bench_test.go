@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -160,7 +159,7 @@ func buildPeer(b *testing.B, name string) string {
 	v, _ := peerBuilds.LoadOrStore(name, &peerBuild{})
 	pb := v.(*peerBuild)
 	pb.once.Do(func() {
-		dir, err := os.MkdirTemp("", "peer-"+name+"-")
+		dir, err := testutil.ProcessDir("peer-" + name)
 		if err != nil {
 			pb.err = err
 			return
@@ -205,22 +204,7 @@ func (p *peer) coldStart(b *testing.B) time.Duration {
 	if p.coldDir == "" {
 		p.coldDir = b.TempDir()
 	}
-	argv := p.argv(p.coldDir)
-	t0 := time.Now()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	_, _ = in.Write([]byte(peerInitialize))
-	line, err := bufio.NewReader(out).ReadBytes('\n')
-	d := time.Since(t0)
-	if err != nil || !bytes.Contains(line, []byte("protocolVersion")) {
-		b.Fatalf("%s first answer: %v %s", p.name, err, line)
-	}
-	_ = in.Close()
-	_ = cmd.Wait()
+	d, _, _ := firstAnswer(b, p.argv(p.coldDir), withoutTelemetry(os.Environ()))
 	return d
 }
 

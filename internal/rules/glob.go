@@ -1,3 +1,5 @@
+//go:build !bench_no_rules
+
 package rules
 
 import (

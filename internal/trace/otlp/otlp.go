@@ -13,9 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -173,14 +171,14 @@ func protocol(log zerolog.Logger, signal string) string {
 
 func spanExporter(ctx context.Context, proto string) (sdktrace.SpanExporter, error) {
 	if proto == "grpc" {
-		return otlptracegrpc.New(ctx)
+		return grpcSpanExporter(ctx)
 	}
 	return otlptracehttp.New(ctx)
 }
 
 func metricExporter(ctx context.Context, proto string) (sdkmetric.Exporter, error) {
 	if proto == "grpc" {
-		return otlpmetricgrpc.New(ctx)
+		return grpcMetricExporter(ctx)
 	}
 	return otlpmetrichttp.New(ctx)
 }

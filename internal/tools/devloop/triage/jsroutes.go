@@ -1,3 +1,5 @@
+//go:build !bench_no_routes
+
 package triage
 
 import (
@@ -1330,27 +1332,4 @@ func (u *jsUnit) resolve() ([]implRoute, []UnresolvedRoute) {
 		return routes[i].pos < routes[j].pos
 	})
 	return routes, unresolved
-}
-
-// unknownPath is what is known of a route's path: the prefix, then * for a
-// path computed at run time.
-func unknownPath(prefix, p string) string {
-	if p == "" {
-		p = "*"
-	}
-	return joinRoute(prefix, p)
-}
-
-// joinRoute joins a mount prefix and a route path as routers do: one slash
-// between, none at the end except for the root.
-func joinRoute(prefix, p string) string {
-	prefix = strings.TrimRight(prefix, "/")
-	p = strings.TrimLeft(p, "/")
-	if p == "" {
-		if prefix == "" {
-			return "/"
-		}
-		return prefix
-	}
-	return prefix + "/" + p
 }

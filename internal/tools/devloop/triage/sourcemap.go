@@ -1,3 +1,5 @@
+//go:build !bench_no_routes
+
 package triage
 
 import (
