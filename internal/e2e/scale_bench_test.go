@@ -56,13 +56,19 @@ func BenchmarkScale(b *testing.B) {
 const scaleCalls = 5
 
 // scaleRow is one row of the table: the tool, the agent that has it, what
-// a size counts, the sizes, and how to build a project of size n in dir
-// (returning the arguments of the call to time, and a check of its
-// result).
+// a size counts, the sizes, and how to build a project of size n in dir.
 type scaleRow struct {
 	tool, agent, unit string
 	sizes             []int
-	setup             func(b *testing.B, dir string, n int) (args map[string]any, check func(b *testing.B, out json.RawMessage))
+	setup             func(b *testing.B, dir string, n int) scaleCall
+}
+
+// scaleCall is the call a row times on a project.
+type scaleCall struct {
+	args  map[string]any
+	check func(b *testing.B, out json.RawMessage)
+	// before, when set, runs untimed before each call (the i-th).
+	before func(i int)
 }
 
 var scaleRows = []scaleRow{
@@ -84,7 +90,7 @@ func scaleSize(b *testing.B, row scaleRow, n int) (wall, cpu float64) {
 		b.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	args, check := row.setup(b, dir, n)
+	sc := row.setup(b, dir, n)
 	name := strings.TrimSuffix(row.tool, "_page_2")
 	argv := []string{"serve", "--agent", row.agent, "--project-dir", dir, "--log-level", "warn"}
 	if pd := os.Getenv("TOOLHOST_BENCH_PROFILES"); pd != "" {
@@ -101,20 +107,26 @@ func scaleSize(b *testing.B, row scaleRow, n int) (wall, cpu float64) {
 		b.Fatalf("initialize: %v\n%s", err, c.Stderr())
 	}
 	call := func() {
-		r, err := c.CallTool(ctx, name, args, nil)
+		r, err := c.CallTool(ctx, name, sc.args, nil)
 		if err != nil {
 			b.Fatalf("%s at %d: %v\n%s", name, n, err, c.Stderr())
 		}
 		if r.IsError {
 			b.Fatalf("%s at %d: %s", name, n, r.Text())
 		}
-		check(b, r.StructuredContent)
+		sc.check(b, r.StructuredContent)
+	}
+	if sc.before != nil {
+		sc.before(0)
 	}
 	call()
 	pid := c.Process().Group().LeaderPID
 	cpu0 := processCPUTime(b, pid)
 	var ms []float64
-	for range scaleCalls {
+	for i := range scaleCalls {
+		if sc.before != nil {
+			sc.before(i + 1)
+		}
 		start := time.Now()
 		call()
 		ms = append(ms, float64(time.Since(start).Microseconds())/1000)
@@ -202,7 +214,7 @@ func inProcess(b *testing.B, dir, agent string) func(tl tool.Tool, args any) {
 // units linking to the next chapter, as BenchmarkSite200 in
 // internal/tools/devloop/docs builds them). bootstrap_prd_site takes at
 // most 1,000 chapters from a client, so the site is built in-process.
-func prdSite(b *testing.B, dir string, n int) (map[string]any, func(*testing.B, json.RawMessage)) {
+func prdSite(b *testing.B, dir string, n int) scaleCall {
 	call := inProcess(b, dir, "pm")
 	chapters := n - 1
 	var chs []map[string]string
@@ -219,13 +231,13 @@ func prdSite(b *testing.B, dir string, n int) (map[string]any, func(*testing.B, 
 		call(write, map[string]any{"site": "prd", "chapter_id": fmt.Sprintf("ch-%05d", i), "html": body.String()})
 	}
 	call(docs.UpdateSearchIndex(), map[string]any{"site": "prd"})
-	return map[string]any{}, expectOK(func(b *testing.B, out struct {
+	return scaleCall{args: map[string]any{}, check: expectOK(func(b *testing.B, out struct {
 		Pages int `json:"pages"`
 	}) {
 		if out.Pages != n {
 			b.Fatalf("validated %d pages, want %d", out.Pages, n)
 		}
-	})
+	})}
 }
 
 // routesPerRouter is how many routes each router file of expressApp holds.
@@ -235,7 +247,7 @@ const routesPerRouter = 50
 // its own file mounted by app.js under its prefix, against a contract
 // that declares them all but the last of every router and one the unit
 // does not serve per router (so missing and extra are not empty).
-func expressApp(b *testing.B, dir string, n int) (map[string]any, func(*testing.B, json.RawMessage)) {
+func expressApp(b *testing.B, dir string, n int) scaleCall {
 	files := map[string]string{}
 	var app strings.Builder
 	app.WriteString("const express = require('express');\nconst app = express();\napp.use(express.json());\n")
@@ -260,21 +272,23 @@ func expressApp(b *testing.B, dir string, n int) (map[string]any, func(*testing.
 	files["units/api/src/app.js"] = app.String()
 	files["contracts/api.json"] = `{"name":"api","version":"1","endpoints":[` + strings.Join(eps, ",") + `]}`
 	writeFiles(b, dir, files)
-	return map[string]any{"contract": "api", "unit_id": "api"}, expectOK(func(b *testing.B, out struct {
+	return scaleCall{args: map[string]any{"contract": "api", "unit_id": "api"}, check: expectOK(func(b *testing.B, out struct {
 		RoutesFound int `json:"routes_found"`
 	}) {
 		if out.RoutesFound != n {
 			b.Fatalf("found %d routes, want %d", out.RoutesFound, n)
 		}
-	})
+	})}
 }
 
 // vitestReport is a Vitest JSON report of n tests in files of 100, one in
 // ten failed (three causes: an assertion on varying values, a TypeError
 // thrown in the code under test, a timeout), read by report_path; page
-// picks the result page timed.
-func vitestReport(page int) func(b *testing.B, dir string, n int) (map[string]any, func(*testing.B, json.RawMessage)) {
-	return func(b *testing.B, dir string, n int) (map[string]any, func(*testing.B, json.RawMessage)) {
+// picks the result page timed. Page 1 is timed on a report rewritten
+// before each call (a new run); a later page on the report page 1 read
+// (an agent paging through one result).
+func vitestReport(page int) func(b *testing.B, dir string, n int) scaleCall {
+	return func(b *testing.B, dir string, n int) scaleCall {
 		var files []any
 		failed := 0
 		for f := 0; f*100 < n; f++ {
@@ -298,18 +312,28 @@ func vitestReport(page int) func(b *testing.B, dir string, n int) (map[string]an
 			}
 			files = append(files, map[string]any{"name": file, "status": status, "message": "", "startTime": 1000, "endTime": 1100, "assertionResults": tests})
 		}
-		data, err := json.Marshal(map[string]any{"numTotalTests": n, "startTime": 1000, "success": false, "testResults": files})
-		if err != nil {
-			b.Fatal(err)
+		report := map[string]any{"numTotalTests": n, "startTime": 1000, "success": false, "testResults": files}
+		write := func(i int) {
+			report["startTime"] = 1000 + i // another run's report: same tests, new bytes
+			data, err := json.Marshal(report)
+			if err != nil {
+				b.Fatal(err)
+			}
+			writeFiles(b, dir, map[string]string{"reports/run.json": string(data)})
 		}
-		writeFiles(b, dir, map[string]string{"reports/run.json": string(data)})
-		return map[string]any{"report_path": "reports/run.json", "page": page}, expectOK(func(b *testing.B, out struct {
+		write(0)
+		sc := scaleCall{args: map[string]any{"report_path": "reports/run.json", "page": page}, check: expectOK(func(b *testing.B, out struct {
 			Total, Failed int
 		}) {
 			if out.Total != n || out.Failed != failed {
 				b.Fatalf("total %d failed %d, want %d and %d", out.Total, out.Failed, n, failed)
 			}
-		})
+		})}
+		if page == 1 {
+			// Page 1 is what a new run costs: a new report every call.
+			sc.before = write
+		}
+		return sc
 	}
 }
 
@@ -317,7 +341,7 @@ func vitestReport(page int) func(b *testing.B, dir string, n int) (map[string]an
 // internal/tools/devloop/triage uses; the call ranks the bugs like the
 // first one (the warm-up call builds the cached index, as a session's
 // first search does).
-func bugCorpus(b *testing.B, dir string, n int) (map[string]any, func(*testing.B, json.RawMessage)) {
+func bugCorpus(b *testing.B, dir string, n int) scaleCall {
 	if err := os.MkdirAll(filepath.Join(dir, bugs.Dir), 0o755); err != nil {
 		b.Fatal(err)
 	}
@@ -342,7 +366,7 @@ func bugCorpus(b *testing.B, dir string, n int) (map[string]any, func(*testing.B
 			b.Fatal(err)
 		}
 	}
-	return map[string]any{"bug_id": bugs.FormatID(1), "top_k": 10}, expectOK(func(b *testing.B, out struct {
+	return scaleCall{args: map[string]any{"bug_id": bugs.FormatID(1), "top_k": 10}, check: expectOK(func(b *testing.B, out struct {
 		Index struct {
 			Bugs    int  `json:"bugs"`
 			Rebuilt bool `json:"rebuilt"`
@@ -351,13 +375,13 @@ func bugCorpus(b *testing.B, dir string, n int) (map[string]any, func(*testing.B
 		if out.Index.Bugs != n {
 			b.Fatalf("index of %d bugs, want %d", out.Index.Bugs, n)
 		}
-	})
+	})}
 }
 
 // todolist is a todolist of n steps (descriptions of 100 characters, each
 // step depending on the one before); the call moves the middle step
 // between todo and blocked (the whole document is rewritten: SPEC §10).
-func todolist(b *testing.B, dir string, n int) (map[string]any, func(*testing.B, json.RawMessage)) {
+func todolist(b *testing.B, dir string, n int) scaleCall {
 	items := make([]map[string]any, n)
 	for i := range items {
 		items[i] = map[string]any{"id": fmt.Sprintf("step-%03d", i+1), "description": strings.Repeat("d", 100)}
@@ -367,10 +391,10 @@ func todolist(b *testing.B, dir string, n int) (map[string]any, func(*testing.B,
 	}
 	inProcess(b, dir, "pm")(persist.WriteTodolist(), map[string]any{"items": items})
 	args := map[string]any{"id": fmt.Sprintf("step-%03d", n/2+1), "status": "blocked", "note": "n"}
-	return args, func(b *testing.B, raw json.RawMessage) {
+	return scaleCall{args: args, check: func(b *testing.B, raw json.RawMessage) {
 		expectOK[struct{}](nil)(b, raw)
 		args["status"] = map[string]string{"blocked": "todo", "todo": "blocked"}[args["status"].(string)]
-	}
+	}}
 }
 
 // writeFiles writes project-relative files under dir.
