@@ -18,6 +18,7 @@ import (
 	"github.com/toolhost/toolhost/internal/tool"
 	"github.com/toolhost/toolhost/internal/tools/devloop/docs"
 	"github.com/toolhost/toolhost/internal/tools/devloop/persist"
+	"github.com/toolhost/toolhost/internal/tools/devloop/tester"
 )
 
 // BenchmarkScale is the scaling table: one tool per row, each timed
@@ -366,6 +367,9 @@ func bugCorpus(b *testing.B, dir string, n int) scaleCall {
 			b.Fatal(err)
 		}
 	}
+	// The store's index, as bug_open keeps it (without it every read
+	// scans the bug files).
+	inProcess(b, dir, "bug-triager")(tester.BugList(), map[string]any{"limit": 1})
 	return scaleCall{args: map[string]any{"bug_id": bugs.FormatID(1), "top_k": 10}, check: expectOK(func(b *testing.B, out struct {
 		Index struct {
 			Bugs    int  `json:"bugs"`
