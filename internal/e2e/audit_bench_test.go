@@ -39,7 +39,7 @@ func BenchmarkAuditStats1GB(b *testing.B) {
 	}
 	bin := testutil.Toolhost(b)
 	dir := b.TempDir()
-	rows := writeBigTrail(b, dir, size)
+	_, rows := writeChainedTrail(b, dir, size)
 	b.ResetTimer()
 	var wall time.Duration
 	var rss int64
@@ -70,68 +70,6 @@ func indexNL(b []byte) int {
 		}
 	}
 	return len(b)
-}
-
-// writeBigTrail writes a trail of size bytes the way the sink lays it out —
-// rows with their chain fields, rotated every 64 MiB into numbered files —
-// but buffered, so a gigabyte takes seconds; it returns how many rows. (The
-// readers do not check the chain; audit verify is tested elsewhere.)
-func writeBigTrail(b *testing.B, dir string, size int64) int {
-	b.Helper()
-	rng := rand.New(rand.NewPCG(7, 7))
-	statuses := []audit.Status{audit.StatusOK, audit.StatusOK, audit.StatusOK, audit.StatusOKFalse, audit.StatusRejected, audit.StatusError}
-	ts := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	prev := strings.Repeat("ab", 32)
-	var (
-		written, inFile int64
-		f               *os.File
-		w               *bufio.Writer
-		index           int
-	)
-	open := func() {
-		if err := os.MkdirAll(filepath.Join(dir, ".toolhost"), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		var err error
-		f, err = os.Create(filepath.Join(dir, filepath.FromSlash(audit.Path)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		w, inFile = bufio.NewWriterSize(f, 1<<20), 0
-	}
-	closeFile := func() {
-		if err := w.Flush(); err != nil {
-			b.Fatal(err)
-		}
-		f.Close()
-	}
-	open()
-	n := 0
-	var line []byte
-	for written < size {
-		r := &audit.Row{
-			TS: ts.Add(time.Duration(n) * time.Millisecond), CallID: fmt.Sprintf("01JBENCH%018d", n), SessionID: "sess-bench",
-			Agent: "devloop-coder", Tool: fmt.Sprintf("tool_%02d", rng.IntN(40)), Source: "builtin",
-			Arguments: json.RawMessage(`{"path":"units/api/src/x.ts","op":"write"}`), Status: statuses[rng.IntN(len(statuses))],
-			DurationMS: rng.ExpFloat64() * 3, Seq: int64(n + 1), Prev: prev,
-		}
-		line = append(r.AppendJSON(line[:0]), '\n')
-		if _, err := w.Write(line); err != nil {
-			b.Fatal(err)
-		}
-		n++
-		written += int64(len(line))
-		if inFile += int64(len(line)); inFile >= audit.DefaultMaxBytes {
-			closeFile()
-			index++
-			if err := os.Rename(filepath.Join(dir, filepath.FromSlash(audit.Path)), filepath.Join(dir, filepath.FromSlash(ndjson.RotatedName(audit.Path, index)))); err != nil {
-				b.Fatal(err)
-			}
-			open()
-		}
-	}
-	closeFile()
-	return n
 }
 
 // BenchmarkScaleAuditVerify runs `toolhost audit verify` on chained trails
@@ -202,8 +140,9 @@ func cpuSeconds(cmd *exec.Cmd) float64 {
 	return (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 }
 
-// writeChainedTrail writes a trail of size bytes whose chain verifies:
-// a start record, rows chained with AppendChained, a rotate record ending
+// writeChainedTrail writes a trail of size bytes whose chain verifies, the
+// way the sink lays it out: rows of 40 tools and six outcomes (what stats
+// count), a start record, rows chained with AppendChained, a rotate record ending
 // each 64 MiB file and a continue record opening the next, and the
 // checkpoint at its last line; buffered, so a gigabyte takes seconds. It
 // returns the trail's files (oldest first) and how many call rows.
@@ -214,6 +153,7 @@ func writeChainedTrail(b *testing.B, dir string, size int64) ([]string, int) {
 	}
 	live := filepath.Join(dir, filepath.FromSlash(audit.Path))
 	rng := rand.New(rand.NewPCG(7, 7))
+	statuses := []audit.Status{audit.StatusOK, audit.StatusOK, audit.StatusOK, audit.StatusOKFalse, audit.StatusRejected, audit.StatusError}
 	ts := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	id := audit.NewChainID()
 	var (
@@ -268,7 +208,8 @@ func writeChainedTrail(b *testing.B, dir string, size int64) ([]string, int) {
 		r := &audit.Row{
 			TS: ts.Add(time.Duration(rows) * time.Millisecond), CallID: fmt.Sprintf("01JBENCH%018d", rows), SessionID: "sess-bench",
 			Agent: "devloop-coder", Tool: fmt.Sprintf("tool_%02d", rng.IntN(40)), Source: "builtin",
-			Arguments: json.RawMessage(`{"path":"units/api/src/x.ts","op":"write"}`), Status: audit.StatusOK, DurationMS: rng.ExpFloat64() * 3,
+			Arguments: json.RawMessage(`{"path":"units/api/src/x.ts","op":"write"}`), Status: statuses[rng.IntN(len(statuses))],
+			DurationMS: rng.ExpFloat64() * 3,
 		}
 		buf = r.AppendJSON(buf[:0])
 		put(audit.AppendChained(nil, buf[:len(buf)-1], seq+1, prev))

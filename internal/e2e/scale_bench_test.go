@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -338,30 +337,18 @@ func vitestReport(page int) func(b *testing.B, dir string, n int) scaleCall {
 	}
 }
 
-// bugCorpus is n bug files of the vocabulary BenchmarkFindSimilar5000 in
-// internal/tools/devloop/triage uses; the call ranks the bugs like the
+// bugCorpus is the n bug files of testutil.BugCorpus (what
+// BenchmarkFindSimilar5000 in internal/tools/devloop/triage searches); the call ranks the bugs like the
 // first one (the warm-up call builds the cached index, as a session's
 // first search does).
 func bugCorpus(b *testing.B, dir string, n int) scaleCall {
 	if err := os.MkdirAll(filepath.Join(dir, bugs.Dir), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	subjects := []string{"todo", "user", "session", "order", "invoice", "cart", "token", "report", "upload", "search", "profile", "webhook"}
-	verbs := []string{"create", "update", "delete", "list", "fetch", "export", "import", "sync", "login", "logout", "paginate", "filter"}
-	faults := []string{"returns 404", "returns 500", "times out", "EADDRINUSE on start", "ECONNREFUSED to db", "assertion expected true received false",
-		"Cannot find module", "status expected 201 got 200", "missing field id", "TypeError undefined", "flaky on CI", "permission denied"}
-	r := rand.New(rand.NewPCG(1, 2))
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	for i := 1; i <= n; i++ {
-		s, v, f := subjects[r.IntN(len(subjects))], verbs[r.IntN(len(verbs))], faults[r.IntN(len(faults))]
-		bug := bugs.Bug{
-			ID: bugs.FormatID(i), Title: fmt.Sprintf("%s %s %s (case %d)", v, s, f, r.IntN(300)), UnitID: "api", Severity: "minor", Status: "open",
-			Fingerprint: fmt.Sprintf("fp-%d", i), OpenedBy: "tester", CreatedAt: at, UpdatedAt: at, History: []bugs.Transition{},
-			Evidence: []bugs.Evidence{{
-				Test: fmt.Sprintf("%s api %s %s", s, v, subjects[r.IntN(len(subjects))]),
-				Log:  fmt.Sprintf("Error: %s while handling %s /%ss/%d", f, strings.ToUpper(v), s, r.IntN(1000)), AddedAt: at,
-			}},
-		}
+	for i, bug := range testutil.BugCorpus(n) {
+		bug.UnitID, bug.Severity, bug.Status, bug.Fingerprint, bug.OpenedBy = "api", "minor", "open", fmt.Sprintf("fp-%d", i), "tester"
+		bug.CreatedAt, bug.UpdatedAt, bug.History, bug.Evidence[0].AddedAt = at, at, []bugs.Transition{}, at
 		data, _ := json.MarshalIndent(bug, "", "  ")
 		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(bugs.Path(bug.ID))), data, 0o644); err != nil {
 			b.Fatal(err)
