@@ -44,6 +44,9 @@ func BenchmarkScale(b *testing.B) {
 				for _, n := range row.sizes {
 					w, c := scaleSize(b, row, n)
 					wall, cpu = append(wall, w), append(cpu, c)
+					// Each size as it is measured: a long row's figures
+					// survive a stopped run.
+					fmt.Fprintf(os.Stderr, "%s at %d %s: %.4g ms wall, %.4g ms CPU\n", row.tool, n, row.unit, w, c)
 				}
 				reportScale(b, row.tool, row.unit, row.sizes, wall, cpu)
 			}
