@@ -23,13 +23,15 @@ import (
 // BenchmarkScale is the scaling table: one tool per row, each timed
 // through the real binary (a tools/call over stdio, the whole gate and an
 // audit row included) on a project of three sizes, with the target that
-// the cost grows at most linearly with the work. Per row it reports the
-// median of scaleCalls calls at each size (ms@<size>), the cost per unit
-// of work at each size, and the growth exponent between consecutive sizes
-// (log of the time ratio over log of the size ratio: 1 is linear, below 1
-// is the fixed cost of a call still showing) in the log line:
+// the cost grows at most linearly with the work. Per row and size it
+// reports the median wall time of scaleCalls calls (ms@<size>) and the
+// server's CPU time per call (cpu-ms@<size>); the log line adds the CPU
+// time per unit of work and the growth exponent of the CPU time between
+// consecutive sizes (log of the time ratio over log of the size ratio: 1
+// is linear, below 1 is the fixed cost of a call still showing), and
+// growth-exp is the one from the smallest to the largest size:
 //
-//	go test -run '^$' -bench Scale -benchtime 1x ./internal/e2e
+//	go test -run '^$' -bench '^BenchmarkScale$' -benchtime 1x -timeout 60m ./internal/e2e
 //
 // TOOLHOST_BENCH_PROFILES=dir writes a CPU profile of each session there
 // (<tool>-<size>.prof).
