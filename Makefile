@@ -69,11 +69,16 @@ test-go: fmt vet
 # `audit stats` on a 1 GB trail (time and peak RSS), what tracing
 # costs a sequential session with a live, a dead and a hanging collector
 # (with TOOLHOST_BASE_BIN=path to a build without tracing, tracing off
-# against it); last, the side-by-side run against the go-sdk and mcp-go echo
-# servers (internal/e2e/testdata/peers), interleaved, reported as ratios
-# to them.
+# against it); the scaling table: validate_prd_site, diff_contract_vs_impl,
+# parse_vitest (page 1 and 2), find_similar_bug and update_todo_item at
+# three sizes each through the binary, `audit verify` at 10 MB / 100 MB /
+# 1 GB against sha256sum, the dashboard's first state on 1 and 10 GB trails
+# (each line reports time per size and the growth exponent; the trails are
+# written to temporary dirs and removed, ~10 GB free needed); last, the
+# side-by-side run against the go-sdk and mcp-go echo servers
+# (internal/e2e/testdata/peers), interleaved, reported as ratios to them.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./internal/... | grep -v /e2e)
+	$(GO) test -run '^$$' -bench . -skip StartScale -benchmem $$($(GO) list ./internal/... | grep -v /e2e)
 	$(GO) test -run '^$$' -bench 'Stdio(Sequential|Concurrent8)(_?2026)?$$' -benchtime 20000x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'SharedProject' -benchtime 1x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'ColdStart' -benchtime 200x ./internal/e2e
@@ -85,6 +90,8 @@ bench: build
 	$(GO) test -run '^$$' -bench 'AuditStats1GB' -benchtime 1x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'StdioTracing' -benchtime 20000x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'StdioRules50' -benchtime 20000x ./internal/e2e
+	$(GO) test -run '^$$' -bench 'Scale' -benchtime 1x -timeout 60m ./internal/e2e
+	$(GO) test -run '^$$' -bench 'StartScale' -benchtime 1x -timeout 30m ./internal/dashboard
 	$(GO) test -run '^$$' -bench 'Peers' -benchtime 1x ./internal/e2e
 
 demo: build

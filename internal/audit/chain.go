@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"time"
@@ -94,11 +95,94 @@ type linkInfo struct {
 // not JSON or carries no seq/prev (a torn write, a row from before the
 // chain, a foreign line).
 func link(line []byte) (linkInfo, bool) {
+	if l, ok := rowLink(line); ok {
+		return l, true
+	}
+	return decodeLink(line)
+}
+
+// decodeLink is link by decoding the whole line.
+func decodeLink(line []byte) (linkInfo, bool) {
 	var l linkInfo
 	if wirejson.Unmarshal(line, &l) != nil || l.Seq <= 0 || l.Prev == nil {
 		return linkInfo{}, false
 	}
 	return l, true
+}
+
+// rowLink reads the chain fields of a call's row the way every store writes
+// it (AppendChained: "seq" and "prev" its last members) from the end of the
+// line, without decoding the row: decoding every line cost verify three
+// times the hashing it must do. It returns what decoding gives, or false
+// and leaves the line to the decoder (a chain record, any other form).
+// Decoding would give the same because the line is valid JSON (so the
+// unescaped quotes of the tail are its top-level members, and the last of
+// a repeated key counts), ASCII without \u escapes, and nowhere holds
+// "chain" in any case (so no top-level key decodes to the chain field:
+// keys match fields case-insensitively).
+func rowLink(line []byte) (linkInfo, bool) {
+	const tailPrev = `,"prev":"`
+	n := len(line) - len(tailPrev) - 64 - 2
+	if n < 0 || string(line[len(line)-2:]) != `"}` || string(line[n:n+len(tailPrev)]) != tailPrev {
+		return linkInfo{}, false
+	}
+	prev := line[n+len(tailPrev) : len(line)-2]
+	for _, c := range prev {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return linkInfo{}, false
+		}
+	}
+	digits := n
+	for digits > 0 && '0' <= line[digits-1] && line[digits-1] <= '9' {
+		digits--
+	}
+	const tailSeq = `,"seq":`
+	if d := n - digits; d == 0 || d > 18 || line[digits] == '0' || digits < len(tailSeq) || string(line[digits-len(tailSeq):digits]) != tailSeq {
+		return linkInfo{}, false
+	}
+	if !plainASCII(line) || !wirejson.Valid(line) {
+		return linkInfo{}, false
+	}
+	var seq int64
+	for _, c := range line[digits:n] {
+		seq = seq*10 + int64(c-'0')
+	}
+	p := string(prev)
+	return linkInfo{Seq: seq, Prev: &p}, true
+}
+
+// plainASCII reports whether line is ASCII, has no \u escape and does not
+// hold "chain" in any case (see rowLink); eight bytes at a time, and the
+// letter h found by the vectorised byte search.
+func plainASCII(line []byte) bool {
+	i := 0
+	for ; i+8 <= len(line); i += 8 {
+		if binary.LittleEndian.Uint64(line[i:])&0x8080808080808080 != 0 {
+			return false
+		}
+	}
+	for ; i < len(line); i++ {
+		if line[i] >= 0x80 {
+			return false
+		}
+	}
+	if bytes.Contains(line, []byte(`\u`)) {
+		return false
+	}
+	for _, h := range []byte("hH") {
+		for at := 0; ; {
+			k := bytes.IndexByte(line[at:], h)
+			if k < 0 {
+				break
+			}
+			j := at + k
+			if j > 0 && j+4 <= len(line) && line[j-1]|0x20 == 'c' && line[j+1]|0x20 == 'a' && line[j+2]|0x20 == 'i' && line[j+3]|0x20 == 'n' {
+				return false
+			}
+			at = j + 1
+		}
+	}
+	return true
 }
 
 func lineHash(line []byte) [32]byte { return sha256.Sum256(line) }

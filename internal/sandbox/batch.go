@@ -14,13 +14,12 @@ type File struct {
 }
 
 // staged is a batch file whose content sits in a temp file next to its
-// leaf; unlock releases the shared lock of its directory, held while the
-// temp file exists so RemoveStaleTemps never takes it for a dead write's.
+// leaf, in dir; the batch holds the shared lock of each directory while its
+// temp files exist, so RemoveStaleTemps never takes one for a dead write's.
 type staged struct {
-	t      target
-	dir    *os.Root
-	tmp    string
-	unlock func()
+	t   target
+	dir *os.Root
+	tmp string
 }
 
 // WriteFiles writes several files as one decision: every path is checked
@@ -71,30 +70,45 @@ func (s *Sandbox) WriteFiles(files []File) error {
 			}
 		}
 	}
+	// One open directory and one shared lock per directory of the batch,
+	// not per file: a site's thousands of pages share one directory, and a
+	// descriptor per file would run a large batch out of them.
+	type held struct {
+		dir    *os.Root
+		unlock func()
+	}
+	dirs := map[string]held{}
 	var done []staged
 	cleanup := func() {
 		for _, st := range done {
 			if st.tmp != "" {
 				_ = st.dir.Remove(st.tmp)
 			}
-			st.unlock()
-			st.dir.Close()
+		}
+		for _, h := range dirs {
+			h.unlock()
+			h.dir.Close()
 		}
 	}
 	for i, t := range targets {
-		dir, err := s.openDir(t.given, t.dir, true)
-		if err != nil {
-			cleanup()
-			return err
+		h, ok := dirs[t.dir]
+		if !ok {
+			dir, err := s.openDir(t.given, t.dir, true)
+			if err != nil {
+				cleanup()
+				return err
+			}
+			unlock, err := s.lock(dirLockName(t.dir), unix.LOCK_SH)
+			if err != nil {
+				dir.Close()
+				cleanup()
+				return err
+			}
+			h = held{dir, unlock}
+			dirs[t.dir] = h
 		}
-		unlock, err := s.lock(dirLockName(t.dir), unix.LOCK_SH)
-		if err != nil {
-			dir.Close()
-			cleanup()
-			return err
-		}
-		tmp, err := s.writeTemp(dir, files[i].Data)
-		done = append(done, staged{t: t, dir: dir, tmp: tmp, unlock: unlock})
+		tmp, err := s.writeTemp(h.dir, files[i].Data)
+		done = append(done, staged{t: t, dir: h.dir, tmp: tmp})
 		if err != nil {
 			cleanup()
 			return err

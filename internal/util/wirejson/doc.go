@@ -1,6 +1,7 @@
 // Package wirejson decodes the JSON that every call carries — the JSON-RPC
 // envelope, the tools/call params, the arguments validated against a tool's
-// schema — faster than encoding/json, with encoding/json's results.
+// schema — and checks the lines audit verify walks, faster than
+// encoding/json, with encoding/json's results.
 //
 // It parses with github.com/segmentio/encoding/json (already in the module
 // graph through the MCP SDK), which decodes these shapes in a fraction of

@@ -23,6 +23,14 @@ func Unmarshal(b []byte, v any) error {
 	return json.Unmarshal(b, v)
 }
 
+// Valid reports whether b is one valid JSON document, as json.Valid does.
+func Valid(b []byte) bool {
+	if fastPath(b) && segjson.Valid(b) {
+		return true
+	}
+	return json.Valid(b)
+}
+
 // DecodeAny decodes one JSON document into the generic form (maps, slices,
 // strings, bools, nil) with numbers as json.Number, as a json.Decoder with
 // UseNumber does: what gojsonschema validates. Bytes after the first value

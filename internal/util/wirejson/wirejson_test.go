@@ -50,7 +50,8 @@ var seeds = []string{
 
 // FuzzSameAsEncodingJSON: for any input, Unmarshal gives what
 // encoding/json.Unmarshal gives (value and whether it failed, with its error
-// text), and DecodeAny what a UseNumber decoder gives.
+// text), Valid what json.Valid says, and DecodeAny what a UseNumber decoder
+// gives.
 func FuzzSameAsEncodingJSON(f *testing.F) {
 	for _, s := range seeds {
 		f.Add([]byte(s))
@@ -64,6 +65,10 @@ func FuzzSameAsEncodingJSON(f *testing.F) {
 		}
 		if wantErr == nil && !reflect.DeepEqual(got, want) {
 			t.Fatalf("%q:\n got %+v\nwant %+v", b, got, want)
+		}
+
+		if got, want := wirejson.Valid(b), json.Valid(b); got != want {
+			t.Fatalf("%q: Valid = %v, encoding/json says %v", b, got, want)
 		}
 
 		anyGot, anyErr := wirejson.DecodeAny(b)

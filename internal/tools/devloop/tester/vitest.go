@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io/fs"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/callctx"
@@ -80,26 +82,58 @@ type FailureCause struct {
 
 // ParseVitest is the parse_vitest tool.
 func ParseVitest() tool.Tool {
+	last := &lastReport{seed: maphash.MakeSeed()}
 	return tool.New(tool.Spec{
 		Name:        "parse_vitest",
 		Title:       "Parse Vitest report",
 		Description: "Read a Vitest JSON report (vitest run --reporter=json --outputFile=..., Vitest 1 to 4), by project-relative report_path or inline as report, and return counts (total, passed, failed, skipped, todo, suite_errors), the duration, the failures grouped by cause (count and examples), and per failure the file, full test name, level (test, or a file-level failure: load, hook), kind, first meaningful message line, line in the test file and where the code under test threw. A large report comes back in pages (truncated says which, and names the file holding it whole).",
 		Effect:      tool.ReadOnly,
 		Timeout:     10 * time.Second,
-	}, parseVitest)
+	}, func(_ context.Context, c *callctx.Ctx, in ParseVitestInput) (ParseVitestOutput, error) {
+		data, source, err := reportBytes(c, in.ReportPath, in.Report)
+		if err != nil {
+			return ParseVitestOutput{}, err
+		}
+		sum, err := last.parse(data)
+		if err != nil {
+			return ParseVitestOutput{}, tool.Fail(fault.Content(err), "%s", source)
+		}
+		out := *sum
+		out.OK = true
+		return out, nil
+	})
 }
 
-func parseVitest(_ context.Context, c *callctx.Ctx, in ParseVitestInput) (ParseVitestOutput, error) {
-	data, source, err := reportBytes(c, in.ReportPath, in.Report)
-	if err != nil {
-		return ParseVitestOutput{}, err
+// lastReport keeps the summary of the last report parse_vitest read, under
+// a hash of its bytes: an agent paging through a large result sends the
+// same report again for every page, and a page must cost the reading and
+// the paging, not another parse (1.2 s for 50,000 tests). A changed report
+// has another hash and is parsed anew.
+type lastReport struct {
+	seed maphash.Seed
+
+	mu   sync.Mutex
+	hash uint64
+	size int
+	sum  *ParseVitestOutput // nil until a report parsed
+}
+
+func (l *lastReport) parse(data []byte) (*ParseVitestOutput, error) {
+	h := maphash.Bytes(l.seed, data)
+	l.mu.Lock()
+	if l.sum != nil && l.hash == h && l.size == len(data) {
+		defer l.mu.Unlock()
+		return l.sum, nil
 	}
+	l.mu.Unlock()
 	sum, err := ParseReport(data)
 	if err != nil {
-		return ParseVitestOutput{}, tool.Fail(fault.Content(err), "%s", source)
+		return nil, err
 	}
-	sum.OK = true
-	return *sum, nil
+	l.mu.Lock()
+	l.hash, l.size, l.sum = h, len(data), sum
+	l.mu.Unlock()
+	return sum, nil
 }
 
 // reportBytes returns the report named by exactly one of path and inline.

@@ -201,8 +201,9 @@ func TestParseVitestLargeReportIsBounded(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(c.ProjectDir, "reports/cart.json"), res.Report, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	pv := ParseVitest() // one instance, as a session's registry holds it
 	page := func(n int) (ParseVitestOutput, tool.Result) {
-		r, err := testutil.RunTool(t, context.Background(), c, ParseVitest(), map[string]any{"report_path": "reports/cart.json", "page": n})
+		r, err := testutil.RunTool(t, context.Background(), c, pv, map[string]any{"report_path": "reports/cart.json", "page": n})
 		if err != nil {
 			t.Fatalf("page %d: %v", n, err)
 		}
@@ -245,6 +246,40 @@ func TestParseVitestLargeReportIsBounded(t *testing.T) {
 		t.Errorf("a page past the last: %s", r.Structured)
 	}
 	t.Logf("5,000 failures: the whole result is %d bytes, page 1 %d bytes, %d pages", len(b), len(r.Structured), tr.Pages)
+}
+
+// TestParseVitestReadsAChangedReport: a report rewritten between two calls
+// of one session's parse_vitest (the next run wrote it) is read anew, also
+// when the new report has the same size as the old one; the old one
+// written back is read again as it is.
+func TestParseVitestReadsAChangedReport(t *testing.T) {
+	t.Parallel()
+	c := testutil.NewCtx(t, testutil.CtxOptions{Agent: "tester", AllowList: []string{"reports/**", "agent-state/tester-*.json"}})
+	pv := ParseVitest()
+	first := syntheticReport(300) // 100 failed
+	second := syntheticReport(300)
+	// "failed" and "passed" have the same length: only the content differs.
+	second["testResults"].([]any)[0].(map[string]any)["assertionResults"].([]any)[0].(map[string]any)["status"] = "passed"
+	third := syntheticReport(30)
+	for i, tc := range []struct {
+		report        map[string]any
+		total, failed int
+	}{{first, 300, 100}, {second, 300, 99}, {third, 30, 10}, {first, 300, 100}} {
+		data, err := json.Marshal(tc.report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(c.ProjectDir, "reports"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(c.ProjectDir, "reports/run.json"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, res, err := call[ParseVitestOutput](t, c, pv, map[string]any{"report_path": "reports/run.json"})
+		if err != nil || res.Failed || got.Total != tc.total || got.Failed != tc.failed {
+			t.Errorf("report %d: total %d failed %d (%v %s), want %d and %d", i, got.Total, got.Failed, err, res.Structured, tc.total, tc.failed)
+		}
+	}
 }
 
 // softSuite has a test whose two expect.soft assertions fail (and a third

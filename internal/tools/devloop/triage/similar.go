@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -191,20 +192,25 @@ func (x *similarIndex) rank(q []posting, self, topK int) []SimilarBug {
 			scores[dw.Doc] += p.W * dw.W
 		}
 	}
-	var cand []int
-	for d, s := range scores {
-		if s > 0 && d != self {
-			cand = append(cand, d)
+	// The topK best, kept in order as the scores are read (higher score
+	// first, then lower id): sorting every bug sharing a term, nearly all
+	// of them in a large project, made a search grow faster than the bugs.
+	better := func(a, b int) bool {
+		if scores[a] != scores[b] {
+			return scores[a] > scores[b]
 		}
+		return x.IDs[a] < x.IDs[b]
 	}
-	sort.Slice(cand, func(i, j int) bool {
-		if scores[cand[i]] != scores[cand[j]] {
-			return scores[cand[i]] > scores[cand[j]]
+	cand := make([]int, 0, topK+1)
+	for d, s := range scores {
+		if s <= 0 || d == self || len(cand) == topK && !better(d, cand[topK-1]) {
+			continue
 		}
-		return x.IDs[cand[i]] < x.IDs[cand[j]]
-	})
-	if len(cand) > topK {
-		cand = cand[:topK]
+		i := sort.Search(len(cand), func(i int) bool { return better(d, cand[i]) })
+		cand = slices.Insert(cand, i, d)
+		if len(cand) > topK {
+			cand = cand[:topK]
+		}
 	}
 	out := make([]SimilarBug, 0, len(cand))
 	for _, d := range cand {

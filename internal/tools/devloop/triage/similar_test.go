@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/bugs"
+	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/tool"
 )
 
@@ -152,27 +152,14 @@ func TestFindSimilarInputs(t *testing.T) {
 	}
 }
 
-// genBugs writes n bugs made of a realistic vocabulary to dir/bugs.
+// genBugs writes the n bugs of testutil.BugCorpus to dir/bugs.
 func genBugs(b testing.TB, dir string, n int) {
 	b.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "bugs"), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	subjects := []string{"todo", "user", "session", "order", "invoice", "cart", "token", "report", "upload", "search", "profile", "webhook"}
-	verbs := []string{"create", "update", "delete", "list", "fetch", "export", "import", "sync", "login", "logout", "paginate", "filter"}
-	faults := []string{"returns 404", "returns 500", "times out", "EADDRINUSE on start", "ECONNREFUSED to db", "assertion expected true received false",
-		"Cannot find module", "status expected 201 got 200", "missing field id", "TypeError undefined", "flaky on CI", "permission denied"}
-	r := rand.New(rand.NewPCG(1, 2))
-	for i := 1; i <= n; i++ {
-		s, v, f := subjects[r.IntN(len(subjects))], verbs[r.IntN(len(verbs))], faults[r.IntN(len(faults))]
-		writeBug(b, dir, bugs.Bug{
-			ID:    fmt.Sprintf("BUG-%04d", i),
-			Title: fmt.Sprintf("%s %s %s (case %d)", v, s, f, r.IntN(300)),
-			Evidence: []bugs.Evidence{{
-				Test: fmt.Sprintf("%s api %s %s", s, v, subjects[r.IntN(len(subjects))]),
-				Log:  fmt.Sprintf("Error: %s while handling %s /%ss/%d", f, strings.ToUpper(v), s, r.IntN(1000)),
-			}},
-		})
+	for _, bug := range testutil.BugCorpus(n) {
+		writeBug(b, dir, bug)
 	}
 }
 
