@@ -59,7 +59,10 @@ func TestREADMELayout(t *testing.T) {
 		t.Fatal("README.md has no Layout section")
 	}
 	_, block, ok := strings.Cut(after, "\n```\n")
-	if block, _, ok = strings.Cut(block, "\n```\n"); !ok {
+	if ok {
+		block, _, ok = strings.Cut(block, "\n```\n")
+	}
+	if !ok {
 		t.Fatal("README.md's Layout section has no ``` block")
 	}
 	listed := map[string]bool{}
