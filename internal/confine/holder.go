@@ -130,6 +130,9 @@ func (p *Plan) holderSpec(spec procs.Spec) procs.Spec {
 	if spec.Path != "" {
 		argv = append([]string{spec.Path}, argv[1:]...)
 	}
+	if spec.Program == "" && len(argv) > 0 {
+		spec.Program = argv[0]
+	}
 	spec.Argv = append([]string{exe, holderArg, string(p.hold), strings.Join(layers, ","), "--"}, argv...)
 	spec.Path = exe
 	spec.ExtraFiles = append([]*os.File{p.live}, spec.ExtraFiles...)

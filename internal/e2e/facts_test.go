@@ -196,7 +196,7 @@ func TestCorpusThroughTheHook(t *testing.T) {
 					continue
 				}
 				rewritten, _ := h.UpdatedInput["command"].(string)
-				if !strings.Contains(rewritten, " confine ") {
+				if !strings.Contains(rewritten, "confine --hold ") {
 					t.Fatalf("%s: the hook allowed without confining: %s", tc.Title(), out)
 				}
 				run := exec.Command(bash, "-c", rewritten)

@@ -238,9 +238,9 @@ func TestSIGKILLLeavesNothing(t *testing.T) {
 	// (a forked bash for a moment): look again until every kind is there.
 	var started map[procs.Process]string
 	var kinds []string
-	want := []string{"bash", "sleep", "sleep", "unit", "unit child", "upstream", "warden"}
+	want := []string{"bash", "holder", "holder", "holder", "sleep", "sleep", "unit", "unit child", "upstream", "warden"}
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		started, kinds = toolhostKinds(t, serve, keep.PID)
+		started, kinds = toolhostKinds(t, serve, keep.PGID)
 		if slices.Equal(kinds, want) || time.Now().After(deadline) {
 			break
 		}
@@ -323,24 +323,31 @@ func alivePID(pid int) bool {
 	return err == nil && !st.Dead()
 }
 
-// toolhostKinds names what each descendant of serve is (the detached unit
-// keep is left out).
+// toolhostKinds names what each descendant of serve is; the detached unit's
+// process group (keep: its holder and its process), which is meant to
+// outlive toolhost, is left out.
 func toolhostKinds(t *testing.T, serve, keep int) (map[procs.Process]string, []string) {
 	t.Helper()
 	started := descendants(t, serve)
 	var kinds []string
 	for p, cmd := range started {
+		if st, err := procs.ReadStat(p.PID); err == nil && st.PGID == keep {
+			delete(started, p)
+			continue
+		}
 		switch {
 		case strings.Contains(cmd, "toolhost-warden"):
 			kinds = append(kinds, "warden")
+		case strings.Contains(cmd, "toolhost-holder"):
+			// The holder in front of a confined command (internal/confine):
+			// the bash call's, the srv unit's and the upstream's.
+			kinds = append(kinds, "holder")
 		case strings.Contains(cmd, "fakemcp"):
 			kinds = append(kinds, "upstream")
 		case strings.HasPrefix(cmd, "sleep 300"):
 			kinds = append(kinds, "sleep")
 		case strings.Contains(cmd, "confineprobe -ignore-term"):
 			kinds = append(kinds, "unit child")
-		case p.PID == keep:
-			delete(started, p)
 		case strings.Contains(cmd, "confineprobe"):
 			kinds = append(kinds, "unit")
 		case strings.Contains(cmd, "bash"):

@@ -292,7 +292,7 @@ func TestHookAppliesTheRules(t *testing.T) {
 		t.Errorf("Bash hidden force push: %s %q", d, r)
 	}
 	d, r, up := hook("Bash", map[string]any{"command": "curl -s https://example.com/x -o x.json", "description": "fetch"})
-	if cmd, _ := up["command"].(string); d != "ask" || !strings.Contains(r, "policy rule ask-remote asks") || !strings.Contains(cmd, " confine ") || up["description"] != "fetch" {
+	if cmd, _ := up["command"].(string); d != "ask" || !strings.Contains(r, "policy rule ask-remote asks") || !strings.Contains(cmd, "confine --hold ") || up["description"] != "fetch" {
 		t.Errorf("Bash to another host: %s %q %v", d, r, up)
 	}
 	pkg := filepath.Join(project, "units", "todo-be", "package.json")

@@ -22,6 +22,10 @@ type Spec struct {
 	// Argv is the command; Argv[0] is a path (absolute or relative to Dir)
 	// unless Path is set.
 	Argv []string
+	// Program is what the command runs, for reports (spans, logs): the
+	// held command's program when Argv starts a holder in front of it
+	// (internal/confine); Argv[0] when empty.
+	Program string
 	// Path is the program to run when Argv[0] is only its name (as a shell
 	// would pass it: bash sees "bash" in $0, not /usr/bin/bash).
 	Path string

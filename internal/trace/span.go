@@ -635,20 +635,25 @@ type tracedOwner struct {
 	s   *Session
 }
 
-func (o *tracedOwner) start(name string, argv []string) (context.Context, oteltrace.Span) {
+// start opens a spawn span naming the program run: the held command's,
+// not its holder's (procs.Spec.Program), else argv[0].
+func (o *tracedOwner) start(name, program string, argv []string) (context.Context, oteltrace.Span) {
 	if o.s == nil {
 		return o.ctx, nil
 	}
 	attrs := []attribute.KeyValue{}
-	if len(argv) > 0 {
-		attrs = append(attrs, keyExecutable.String(filepath.Base(argv[0])))
+	if program == "" && len(argv) > 0 {
+		program = argv[0]
+	}
+	if program != "" {
+		attrs = append(attrs, keyExecutable.String(filepath.Base(program)))
 	}
 	return o.s.p.tracer.Start(o.ctx, name, oteltrace.WithAttributes(attrs...))
 }
 
 func (o *tracedOwner) Spawn(spec procs.Spec) (*procs.Child, error) {
 	name, _, _ := strings.Cut(spec.Name, " ")
-	ctx, sp := o.start("spawn "+name, spec.Argv)
+	ctx, sp := o.start("spawn "+name, spec.Program, spec.Argv)
 	spec.Env = env(ctx, spec.Env)
 	child, err := o.Owner.Spawn(spec)
 	if sp == nil {
@@ -675,7 +680,7 @@ func (o *tracedOwner) Spawn(spec procs.Spec) (*procs.Child, error) {
 }
 
 func (o *tracedOwner) Start(spec procs.UnitSpec) (*procs.Proc, error) {
-	ctx, sp := o.start("spawn unit", spec.Argv)
+	ctx, sp := o.start("spawn unit", "", spec.Argv)
 	spec.Env = env(ctx, spec.Env)
 	p, err := o.Owner.Start(spec)
 	if sp == nil {
