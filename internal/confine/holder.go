@@ -185,11 +185,11 @@ func runHolder(mode Hold, layers string, argv []string) int {
 	procs.ReapAll(c.Group())
 	code, _, _ := c.Exit()
 	if s := c.ExitSignal(); s != 0 {
-		// Ended as the command did, so the caller reports its signal.
-		signal.Reset(s)
+		// Ended as the command did, so the caller reports its signal (a
+		// signal whose default is not to end a process leaves 128+n); no
+		// core of the holder for a command that dumped one.
 		_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
-		_ = syscall.Kill(os.Getpid(), s)
-		time.Sleep(100 * time.Millisecond)
+		procs.DieBy(s)
 		return 128 + int(s)
 	}
 	return code

@@ -83,3 +83,30 @@ read line || true
 		t.Errorf("registration files left: %v", ents)
 	}
 }
+
+// TestHolderEndsAsItsCommandDid: a held command ended by a signal ends its
+// holder by the same signal, so the bash tool and the units report it —
+// also for the signals Go's runtime drops unless notified (SIGUSR1,
+// SIGUSR2), which a holder that only reset its handler would survive and
+// turn into an exit status.
+func TestHolderEndsAsItsCommandDid(t *testing.T) {
+	t.Parallel()
+	dir := tree(t, "w/")
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGUSR2} {
+		p, err := Prepare(Request{Agent: "devloop-test", Sandbox: agents.Sandbox{Commands: agents.CommandsBestEffort, WriteAllowList: []string{"w/**"}},
+			ProjectDir: dir, Mkdir: mkdirIn(dir), Hold: HoldCall})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := procs.Spawn(p.Command("held", []string{"/bin/sh", "-c", "kill -" + strconv.Itoa(int(sig)) + " $$"}, dir))
+		p.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-c.Done()
+		if got := c.ExitSignal(); got != sig {
+			code, _, _ := c.Exit()
+			t.Errorf("command ended by %v: holder ended by %v (exit %d), want %v", sig, got, code, sig)
+		}
+	}
+}
