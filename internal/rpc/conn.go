@@ -311,7 +311,7 @@ func (r Request) CanAnswerEarly() bool { return r.served != nil && r.served.earl
 // returns afterwards is dropped. It reports false, and does nothing, when
 // the request was answered already or cannot be answered early.
 func (r Request) AnswerEarly(ctx context.Context, result any, err error) bool {
-	if !r.CanAnswerEarly() || r.served.answered.Load() {
+	if !r.CanAnswerEarly() {
 		return false
 	}
 	return r.served.answer(ctx, result, err)
