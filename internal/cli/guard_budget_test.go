@@ -1,8 +1,6 @@
 package cli_test
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -37,20 +35,11 @@ const (
 func runMeasured(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int, took time.Duration, rssMiB float64) {
 	t.Helper()
 	cmd := exec.Command(testutil.Toolhost(t), args...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
-	err := cmd.Run()
+	stdout, stderr, code = testutil.RunCommand(t, cmd, stdin)
 	took = time.Since(start)
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	return out.String(), errb.String(), code, took, float64(ru.Maxrss) / 1024
+	return stdout, stderr, code, took, float64(ru.Maxrss) / 1024
 }
 
 // TestGuardBudgetThroughBinary: toolhost guard and toolhost hook

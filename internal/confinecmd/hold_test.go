@@ -20,10 +20,7 @@ import (
 // fails on disk, the one inside lands.
 func TestHold(t *testing.T) {
 	t.Parallel()
-	for name, argv := range map[string][]string{
-		"toolhost confine": {testutil.Toolhost(t), "confine"},
-		"toolhost-confine": {testutil.ConfineHelper(t)},
-	} {
+	for name, argv := range testutil.ConfineCommands(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			proj := t.TempDir()

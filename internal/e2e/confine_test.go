@@ -375,10 +375,7 @@ func TestConfineCommandAndBashToolShareTheRuleset(t *testing.T) {
 // it had been the command itself.
 func TestConfineRelaysSignals(t *testing.T) {
 	t.Parallel()
-	for name, argv := range map[string][]string{
-		"toolhost confine": {testutil.Toolhost(t), "confine"},
-		"toolhost-confine": {testutil.ConfineHelper(t)},
-	} {
+	for name, argv := range testutil.ConfineCommands(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			testConfineRelaysSignals(t, argv)

@@ -16,9 +16,10 @@ import (
 
 // swapLoop swaps the directory src of the working directory for a symbolic
 // link to outside and back, as fast as it can, detached from everything it
-// can detach from: its own session (setsid), SIGTERM and SIGHUP ignored.
+// can detach from: its own session (setsid), SIGTERM and SIGHUP ignored —
+// until the test's directory is gone (so a failing run leaves nothing).
 func swapLoop(outside string) string {
-	return fmt.Sprintf(`ln -sfn %s lnk && setsid nohup sh -c 'trap "" TERM HUP; while :; do mv -T src real.tmp; mv -T lnk src; mv -T src lnk; mv -T real.tmp src; done' >/dev/null 2>&1 &`, outside)
+	return fmt.Sprintf(`ln -sfn %s lnk && setsid nohup sh -c 'trap "" TERM HUP; while [ -L lnk ]; do mv -T src real.tmp; mv -T lnk src; mv -T src lnk; mv -T real.tmp src; done' >/dev/null 2>&1 &`, outside)
 }
 
 // cliWrite is the agent CLI's Write of path: the hook decides, and when it

@@ -3,7 +3,6 @@ package hook_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,18 +49,7 @@ func runShell(t *testing.T, dir, command string, env []string) (string, string, 
 	cmd := exec.Command("bash", "-c", command)
 	cmd.Dir = dir
 	cmd.Env = env
-	cmd.Stdin = strings.NewReader("")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		return out.String(), errb.String(), ee.ExitCode()
-	case err != nil:
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), 0
+	return testutil.RunCommand(t, cmd, "")
 }
 
 // TestHookRewritesBashToConfine: an allowed Bash call comes back as an

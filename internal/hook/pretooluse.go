@@ -268,7 +268,7 @@ func decidePreToolUse(r io.Reader, f Options) (hookCall, hookVerdict) {
 		command, analysis, reason = decideBash(ti, c.progs)
 	} else {
 		kind = fault.Sandbox
-		reason = decideWrite(f, ag, proj, *in, ti)
+		reason = decideWrite(set, ag, proj, *in, ti)
 	}
 	if reason != "" {
 		return c, hookVerdict{deny: reason, kind: kind}
@@ -294,7 +294,7 @@ func decidePreToolUse(r io.Reader, f Options) (hookCall, hookVerdict) {
 // decideWrite is the sandbox's verdict on a CLI write (Write, Edit,
 // MultiEdit, NotebookEdit): the deny reason, "" to allow. Other tools are
 // not writes.
-func decideWrite(f Options, ag *agents.Agent, proj string, in hookInput, ti map[string]json.RawMessage) string {
+func decideWrite(set *agents.Set, ag *agents.Agent, proj string, in hookInput, ti map[string]json.RawMessage) string {
 	switch in.ToolName {
 	case "Write", "Edit", "MultiEdit", "NotebookEdit":
 		// Every path field present is checked: NotebookEdit writes
@@ -321,7 +321,7 @@ func decideWrite(f Options, ag *agents.Agent, proj string, in hookInput, ti map[
 			// check saw (a directory missing mid-swap, a link) is that
 			// command's doing, and the racing refusal says how to write
 			// instead.
-			if reason := racingCommand(f, proj, in.Cwd, p, in.ToolName); reason != "" {
+			if reason := racingCommand(set, proj, in.Cwd, p, in.ToolName); reason != "" {
 				return reason
 			}
 			if reason := checkHookWrite(ag, proj, in.Cwd, p); reason != "" {
@@ -339,7 +339,7 @@ func decideWrite(f Options, ag *agents.Agent, proj string, in hookInput, ti map[
 // the file, for a symbolic link in between — nothing checked now holds
 // then. Such a write is refused with the way to write instead; "" when no
 // such command runs.
-func racingCommand(f Options, proj, cwd, p, tool string) string {
+func racingCommand(set *agents.Set, proj, cwd, p, tool string) string {
 	abs := p
 	if !filepath.IsAbs(abs) {
 		abs = filepath.Join(cmp.Or(cwd, proj), p)
@@ -355,7 +355,6 @@ func racingCommand(f Options, proj, cwd, p, tool string) string {
 	if len(holders) == 0 {
 		return ""
 	}
-	set, _ := agents.Load(f.AgentsFile)
 	// The directories a running command would have to change to redirect
 	// the write: each one on the path, from the project dir down.
 	var dirs []string

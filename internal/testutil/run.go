@@ -18,6 +18,13 @@ func Run(t testing.TB, stdin string, env []string, args ...string) (stdout, stde
 	t.Helper()
 	cmd := exec.Command(Toolhost(t), args...)
 	cmd.Env = append(append(os.Environ(), "CLAUDE_CONFIG_DIR="+t.TempDir()), env...)
+	return RunCommand(t, cmd, stdin)
+}
+
+// RunCommand runs cmd with stdin and returns stdout, stderr and the exit
+// code; a command that cannot be run at all fails the test.
+func RunCommand(t testing.TB, cmd *exec.Cmd, stdin string) (stdout, stderr string, code int) {
+	t.Helper()
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -27,7 +34,7 @@ func Run(t testing.TB, stdin string, env []string, args ...string) (stdout, stde
 	case errors.As(err, &ee):
 		code = ee.ExitCode()
 	case err != nil:
-		t.Fatalf("run toolhost %v: %v", args, err)
+		t.Fatalf("run %v: %v", cmd.Args, err)
 	}
 	return out.String(), errb.String(), code
 }

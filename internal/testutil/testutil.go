@@ -76,6 +76,16 @@ func ConfineHelper(t testing.TB) string {
 	return filepath.Join(filepath.Dir(Toolhost(t)), confinecmd.HelperName)
 }
 
+// ConfineCommands are the two ways to run `toolhost confine` by name:
+// toolhost's own subcommand and the helper built beside it.
+func ConfineCommands(t testing.TB) map[string][]string {
+	t.Helper()
+	return map[string][]string{
+		"toolhost confine": {Toolhost(t), "confine"},
+		"toolhost-confine": {ConfineHelper(t)},
+	}
+}
+
 // NeedTool returns the path of an external program the test needs. It looks
 // in env var envVar first, then in the project's .deps/node_modules/.bin,
 // then on PATH. When the program is missing, the test fails under CI
