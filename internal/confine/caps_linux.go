@@ -62,7 +62,7 @@ func dropCapabilities(keep uint64) error {
 	}
 	eff := uint64(data[0].Effective) | uint64(data[1].Effective)<<32
 	if eff&(1<<unix.CAP_SETPCAP) != 0 {
-		for c := 0; c <= lastCap(); c++ {
+		for c, last := 0, lastCap(); c <= last; c++ {
 			if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
 				return fmt.Errorf("prctl(PR_CAPBSET_DROP, %d): %w", c, err)
 			}

@@ -17,7 +17,8 @@ import (
 )
 
 // Hold selects the holder a plan's command runs under (Request.Hold): a
-// process of this binary, confined like the command, that is the command's
+// process of the helper beside this binary (Helper) or of this binary,
+// confined like the command, that is the command's
 // child subreaper and holds its registration in the project's live registry
 // (internal/live) until the last process of the command is gone. The hook
 // reads the registry before the agent CLI writes a file itself, unconfined:
@@ -111,9 +112,14 @@ func (p *Plan) liveWrite(proj string) []string {
 
 // holderSpec turns the command's spec into its holder's.
 func (p *Plan) holderSpec(spec procs.Spec) procs.Spec {
-	exe, err := os.Executable()
-	if err != nil {
-		exe = "/proc/self/exe"
+	// The helper beside toolhost, when there is one of this build: a
+	// holder does nothing a whole toolhost start is needed for.
+	exe := Helper()
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			exe = "/proc/self/exe"
+		}
 	}
 	var layers []string
 	if p.Confined() && p.scoped != 0 {

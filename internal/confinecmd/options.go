@@ -27,9 +27,6 @@ type Options struct {
 	holder bool
 }
 
-// HelperName is the file name of the helper binary (cmd/toolhost-confine),
-// installed beside toolhost.
-const HelperName = "toolhost-confine"
 
 // HolderFlag marks the holder's own invocation (hold.go); not for users.
 const HolderFlag = "holder"

@@ -10,12 +10,14 @@ import (
 	"testing"
 
 	"github.com/toolhost/toolhost/internal/claudecode"
+	"github.com/toolhost/toolhost/internal/confine"
 	"github.com/toolhost/toolhost/internal/testutil"
 )
 
 // TestHookRewriteTakesTheHelper: the hook's Bash rewrite runs the small
 // helper installed beside toolhost (confine and the directory report
-// both), and toolhost's own `confine` when toolhost is alone; either way
+// both), and toolhost's own `confine` when toolhost is alone or the helper
+// beside it is of another build; either way
 // the command is confined (its write outside the allow-list fails on disk,
 // the one inside lands) and the shell ends where the command cd'ed to.
 func TestHookRewriteTakesTheHelper(t *testing.T) {
@@ -25,9 +27,21 @@ func TestHookRewriteTakesTheHelper(t *testing.T) {
 	if err := os.Link(bin, alone); err != nil {
 		t.Fatal(err)
 	}
+	// A helper of another build beside toolhost (here: linked with other
+	// flags) may speak another holder protocol: toolhost runs its own.
+	stale := filepath.Join(t.TempDir(), "toolhost")
+	if err := os.Link(bin, stale); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-ldflags=-s", "-o", filepath.Join(filepath.Dir(stale), confine.HelperName), "./cmd/toolhost-confine")
+	build.Dir, build.Env = testutil.RepoRoot(t), append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the other helper: %v\n%s", err, out)
+	}
 	for name, tc := range map[string]struct{ bin, confine string }{
 		"helper beside toolhost": {bin, claudecode.ShellJoin([]string{testutil.ConfineHelper(t)})},
 		"toolhost alone":         {alone, claudecode.ShellJoin([]string{alone, "confine"})},
+		"another build's helper": {stale, claudecode.ShellJoin([]string{stale, "confine"})},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -24,7 +24,6 @@ import (
 	"github.com/toolhost/toolhost/internal/bashguard"
 	"github.com/toolhost/toolhost/internal/claudecode"
 	"github.com/toolhost/toolhost/internal/confine"
-	"github.com/toolhost/toolhost/internal/confinecmd"
 	"github.com/toolhost/toolhost/internal/fault"
 	"github.com/toolhost/toolhost/internal/live"
 	"github.com/toolhost/toolhost/internal/policy"
@@ -763,11 +762,10 @@ func confinedBashInput(f Options, c hookCall) (map[string]json.RawMessage, strin
 
 // confineCommand is how the rewrite runs `toolhost confine`: the small
 // helper installed beside the running toolhost (make build, the release
-// archives), which each command then pays instead of a whole toolhost
-// start, else toolhost's own subcommand.
+// archives; confine.Helper), which each command then pays instead of a
+// whole toolhost start, else toolhost's own subcommand.
 func confineCommand(exe string) []string {
-	helper := filepath.Join(filepath.Dir(exe), confinecmd.HelperName)
-	if fi, err := os.Stat(helper); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+	if helper := confine.Helper(); helper != "" {
 		return []string{helper}
 	}
 	return []string{exe, "confine"}

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/toolhost/toolhost/internal/confinecmd"
+	"github.com/toolhost/toolhost/internal/confine"
 )
 
 type build struct {
@@ -73,7 +73,7 @@ func (b *build) get(t testing.TB, flags ...string) string {
 // ConfineHelper is the path of the toolhost-confine built beside Toolhost.
 func ConfineHelper(t testing.TB) string {
 	t.Helper()
-	return filepath.Join(filepath.Dir(Toolhost(t)), confinecmd.HelperName)
+	return filepath.Join(filepath.Dir(Toolhost(t)), confine.HelperName)
 }
 
 // ConfineCommands are the two ways to run `toolhost confine` by name:
