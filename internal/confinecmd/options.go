@@ -27,7 +27,6 @@ type Options struct {
 	holder bool
 }
 
-
 // HolderFlag marks the holder's own invocation (hold.go); not for users.
 const HolderFlag = "holder"
 
