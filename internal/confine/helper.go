@@ -28,9 +28,6 @@ var Helper = sync.OnceValue(func() string {
 	if err != nil {
 		return ""
 	}
-	if filepath.Base(exe) == HelperName {
-		return exe
-	}
 	helper := filepath.Join(filepath.Dir(exe), HelperName)
 	fi, err := os.Stat(helper)
 	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
