@@ -153,7 +153,9 @@ type Engine struct {
 	workers *gopool.Pool
 
 	auditFailures atomic.Int64
-	auditInflight atomic.Int64
+	// auditSlots holds one token per audit write in flight (at most
+	// maxAuditInflight).
+	auditSlots chan struct{}
 }
 
 // Defaults of the engine's knobs.
@@ -161,9 +163,12 @@ const (
 	DefaultAuditTimeout = time.Second
 	DefaultRetryBase    = 50 * time.Millisecond
 	DefaultRetryCap     = time.Second
-	// maxAuditInflight bounds the audit writes still running after their
-	// call gave up on them, so a sink that hangs forever costs a bounded
-	// number of goroutines.
+	// maxAuditInflight bounds the audit writes in flight, so a sink that
+	// hangs forever holds a bounded number of goroutines. A call that
+	// finds them all taken waits for one within its audit bound: a slow
+	// sink under a burst slows the calls (and, through the transport's
+	// own bound, the reading of requests) instead of sending their rows
+	// to the log.
 	maxAuditInflight = 64
 	// overrunGrace is how long after its deadline (or its caller's
 	// cancellation) an attempt may take to return before the call is
@@ -205,6 +210,7 @@ func (e *Engine) Init() {
 	if e.AuditTimeout <= 0 {
 		e.AuditTimeout = DefaultAuditTimeout
 	}
+	e.auditSlots = make(chan struct{}, maxAuditInflight)
 	if e.RetryBase <= 0 {
 		e.RetryBase = DefaultRetryBase
 	}
@@ -674,28 +680,37 @@ func (e *Engine) writeRow(row *audit.Row) {
 }
 
 // store writes a row to the sink: a failing or slow sink never fails the
-// call, and costs it at most AuditTimeout. Past the bound the row is
-// counted as failed and goes to the log whole (so it is not lost), and
-// late runs on the bound's goroutine while the write goes on and may
-// still land; store then returns false once the sink answers. At most
-// maxAuditInflight writes are in flight: past that a row goes to the log
-// at once, so a sink that hangs forever holds a bounded number of
-// goroutines.
+// call, and costs it at most AuditTimeout, the wait for a free write slot
+// included. Past the bound the row is counted as failed and goes to the
+// log whole (so it is not lost), and late runs on the bound's goroutine
+// while the write goes on and may still land; store then returns false
+// once the sink answers. A row that got no slot within the bound is not
+// written at all (it went to the log).
 func (e *Engine) store(row *audit.Row, late func()) bool {
 	if e.Audit == nil {
 		return true
 	}
-	if e.auditInflight.Load() >= maxAuditInflight {
-		e.auditFailed(row, fmt.Errorf("audit sink stalled: %d writes still pending", maxAuditInflight))
-		return true
+	wait := e.AuditTimeout
+	select {
+	case e.auditSlots <- struct{}{}:
+	default:
+		start := time.Now()
+		full := time.NewTimer(wait)
+		select {
+		case e.auditSlots <- struct{}{}:
+			full.Stop()
+			wait -= time.Since(start)
+		case <-full.C:
+			e.auditFailed(row, fmt.Errorf("audit sink stalled: %d writes still pending after %s", maxAuditInflight, e.AuditTimeout))
+			return true
+		}
 	}
-	e.auditInflight.Add(1)
-	bound := time.AfterFunc(e.AuditTimeout, func() {
+	bound := time.AfterFunc(wait, func() {
 		e.auditFailed(row, fmt.Errorf("audit sink did not answer within %s (the row may still land late)", e.AuditTimeout))
 		late()
 	})
 	err := e.Audit.Write(row)
-	e.auditInflight.Add(-1)
+	<-e.auditSlots
 	if !bound.Stop() {
 		return false
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -83,6 +84,59 @@ func TestStalledAuditSinkIsBounded(t *testing.T) {
 	if grown := runtime.NumGoroutine() - before; grown > 64+8 {
 		t.Fatalf("%d goroutines more after %d calls to a stalled sink; want at most the 64 stalled writes and a few", grown, calls)
 	}
+}
+
+// TestSlowAuditSinkUnderABurstKeepsEveryRow makes far more calls at once
+// than maxAuditInflight against a sink that is slow but answers (one write
+// at a time, 1 ms each, as a disk that syncs every row): every call waits
+// its turn within the audit bound and every row lands in the sink, none in
+// the log. (Before, a call that found 64 writes in flight sent its row to
+// the log at once, so a burst on a slow disk left holes in the trail.)
+func TestSlowAuditSinkUnderABurstKeepsEveryRow(t *testing.T) {
+	t.Parallel()
+	sink := &slowSink{each: time.Millisecond}
+	r := newRig(t, rigOpts{
+		tools:   []tool.Tool{scripted("echo", tool.ReadOnly, &script{})},
+		sink:    sink,
+		auditTO: 10 * time.Second,
+	})
+	const calls = 300
+	var wg sync.WaitGroup
+	for range calls {
+		wg.Go(func() {
+			if out := r.call(t, "echo", `{"text":"burst"}`); out.IsError {
+				t.Errorf("call: %s", describe(out))
+			}
+		})
+	}
+	wg.Wait()
+	if n := r.eng.AuditFailures(); n != 0 {
+		t.Fatalf("AuditFailures = %d after a burst of %d calls on a slow sink; want 0", n, calls)
+	}
+	if n := sink.rows(); n != calls {
+		t.Fatalf("the sink stored %d rows of %d calls", n, calls)
+	}
+}
+
+// slowSink stores rows one at a time, taking each long.
+type slowSink struct {
+	each time.Duration
+	mu   sync.Mutex
+	n    int
+}
+
+func (s *slowSink) Write(*audit.Row) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	time.Sleep(s.each)
+	s.n++
+	return nil
+}
+
+func (s *slowSink) rows() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
 }
 
 // TestAnswerWhileTheToolHolds: with Request.Answer (a transport that can
