@@ -132,13 +132,18 @@ func peerServers(b *testing.B) []*peer {
 			return []string{bin, "serve", "--agent", "integrator", "--project-dir", dir, "--log-level", "warn"}
 		}
 	}
+	// Every server runs as a copy, as a user's installed binary does (see
+	// BenchmarkStartCost: a binary the linker has just written starts
+	// slower, the larger its image the more).
+	installed := b.TempDir()
+	copyOf := func(name, bin string) string { return installCopy(b, bin, filepath.Join(installed, name)) }
 	ps := []*peer{
-		{name: "toolhost", call: benchCall, argv: serve(th)},
-		{name: "go-sdk", call: echo, argv: fixed(buildPeer(b, "gosdk"))},
-		{name: "mcp-go", call: echo, argv: fixed(buildPeer(b, "mcpgo"))},
+		{name: "toolhost", call: benchCall, argv: serve(copyOf("toolhost", th))},
+		{name: "go-sdk", call: echo, argv: fixed(copyOf("go-sdk", buildPeer(b, "gosdk")))},
+		{name: "mcp-go", call: echo, argv: fixed(copyOf("mcp-go", buildPeer(b, "mcpgo")))},
 	}
 	if base := os.Getenv("TOOLHOST_BASE_BIN"); base != "" {
-		ps = append(ps, &peer{name: "toolhost-base", call: benchCall, argv: serve(base)})
+		ps = append(ps, &peer{name: "toolhost-base", call: benchCall, argv: serve(copyOf("toolhost-base", base))})
 	}
 	return ps
 }
