@@ -24,7 +24,7 @@ import (
 var startFeatures = []struct{ name, tag string }{
 	{"rules", "bench_no_rules"},         // CEL (cel-go, antlr, protobuf): internal/rules
 	{"tracing", "bench_no_tracing"},     // the OTLP exporters and the SDK: cli/telemetry_otlp.go
-	{"grpc", "bench_no_grpc"},           // OTLP over gRPC alone: trace/otlp/grpc.go
+	{"grpc", "bench_no_grpc"},           // grpc, which even the OTLP/HTTP exporters link: trace/otlp/exporters.go
 	{"routes", "bench_no_routes"},       // esbuild and tdewolff/parse: triage/jsroutes.go
 	{"dashboard", "bench_no_dashboard"}, // internal/dashboard: cli/dashboard_new.go
 	{"upstream", "bench_no_upstream"},   // the go-sdk client of upstream servers: session/upstream.go

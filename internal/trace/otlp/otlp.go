@@ -13,8 +13,6 @@ import (
 
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -167,20 +165,6 @@ func protocol(log zerolog.Logger, signal string) string {
 			Msg("OTLP protocol not supported (grpc, http/protobuf or http/json); using http/protobuf")
 	}
 	return v
-}
-
-func spanExporter(ctx context.Context, proto string) (sdktrace.SpanExporter, error) {
-	if proto == "grpc" {
-		return grpcSpanExporter(ctx)
-	}
-	return otlptracehttp.New(ctx)
-}
-
-func metricExporter(ctx context.Context, proto string) (sdkmetric.Exporter, error) {
-	if proto == "grpc" {
-		return grpcMetricExporter(ctx)
-	}
-	return otlpmetrichttp.New(ctx)
 }
 
 // Shutdown flushes the spans and metrics still queued and stops the
