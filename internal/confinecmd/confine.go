@@ -35,12 +35,6 @@ const (
 // [toolhost-confine]. Errors go to stderr after "toolhost confine: ".
 func Main(self []string, o Options, args []string) int {
 	o.defaults()
-	if o.TakeCwd != "" {
-		if dir := TakeCwdReport(o.TakeCwd); dir != "" {
-			fmt.Print(dir)
-		}
-		return 0
-	}
 	if len(args) == 0 && !o.Explain {
 		return fail(Usage, errors.New("confine needs the command to run after --, e.g. toolhost confine --agent coder --project-dir . -- make test"))
 	}
@@ -49,15 +43,24 @@ func Main(self []string, o Options, args []string) int {
 		return explain(o)
 	case o.holder:
 		return runHolder(o, args)
-	case o.Hold:
-		return runHeld(self, o, args)
+	}
+	reported, err := makeCwdReport(&o)
+	if err != nil {
+		return fail(Usage, err)
+	}
+	if o.Hold {
+		code := runHeld(self, o, args)
+		reported()
+		return code
 	}
 	r, code := start(o, args)
 	if r == nil {
+		reported()
 		return code
 	}
 	code, sig := r.wait()
 	r.close()
+	reported()
 	if sig != 0 {
 		// Die the way the command died, so the caller sees the signal,
 		// not an exit status; a signal whose default is not to end a
@@ -220,6 +223,6 @@ func prepare(o Options) (*confine.Plan, error) {
 	}
 	return confine.Prepare(confine.Request{
 		Agent: ag.Name, Sandbox: ag.Sandbox, ProjectDir: proj, Unit: o.Unit, Port: o.Port,
-		TempFor: &self, Mkdir: door.MkdirAll, ReportFile: o.CwdFile,
+		TempFor: &self, Mkdir: door.MkdirAll, ReportFile: o.CwdFile, SetEnv: cwdFileEnv(o.CwdFile),
 	})
 }

@@ -1,6 +1,8 @@
 package confinecmd
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -9,11 +11,61 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The hook's rewrite of the agent CLI's Bash has the confined shell write
-// the directory it ended in to a report file (the one extra file --cwd-file
-// grants), and then, unconfined, takes the report with --take-cwd to move the CLI's shell there (internal/hook,
-// cwd.go). The confined command controls the report entirely, so it is
-// read as a directory name and nothing else.
+// The hook's rewrite of the agent CLI's Bash asks, with --cwd-report FD,
+// for the directory the confined shell ends in: confine makes a report
+// file (the one extra file --cwd-file grants; its path in CMD's
+// TOOLHOST_CWD_FILE), and once CMD has exited it reads the report,
+// unconfined, and writes the directory to FD, where the CLI's shell takes
+// it to change there (internal/hook, cwd.go). The confined command
+// controls the report entirely, so it is read as a directory name and
+// nothing else.
+
+// CwdFileEnv names the report file in the confined command's environment.
+const CwdFileEnv = "TOOLHOST_CWD_FILE"
+
+func cwdFileEnv(file string) []string {
+	if file == "" {
+		return nil
+	}
+	return []string{CwdFileEnv + "=" + file}
+}
+
+// makeCwdReport makes the report file for --cwd-report (o.CwdFile) and
+// returns what to run once CMD has exited: write the directory reported
+// to the descriptor and remove the file. Without --cwd-report it does
+// nothing. A report file that cannot be made costs only the report: CMD
+// still runs, and the CLI's shell stays where it was.
+func makeCwdReport(o *Options) (func(), error) {
+	if o.CwdReport == 0 {
+		return func() {}, nil
+	}
+	if o.CwdReport < 3 {
+		return nil, fmt.Errorf("--cwd-report %d: the report goes to a descriptor of its own (3 or more), not a standard stream", o.CwdReport)
+	}
+	if o.CwdFile != "" {
+		return nil, errors.New("--cwd-report makes its own report file: give it without --cwd-file")
+	}
+	out := os.NewFile(uintptr(o.CwdReport), "cwd report")
+	if _, err := out.Stat(); err != nil {
+		return nil, fmt.Errorf("--cwd-report %d: %w", o.CwdReport, err)
+	}
+	f, err := os.CreateTemp("", "toolhost-cwd-*")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "toolhost confine: the directory this command ends in is not kept:", err)
+		return func() { out.Close() }, nil
+	}
+	f.Close()
+	if o.CwdFile, err = filepath.Abs(f.Name()); err != nil {
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return func() {
+		if dir := TakeCwdReport(o.CwdFile); dir != "" {
+			_, _ = io.WriteString(out, dir)
+		}
+		out.Close()
+	}, nil
+}
 
 // maxCwdReport is the most of a report read: far longer than any path.
 const maxCwdReport = 4096

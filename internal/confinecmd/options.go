@@ -14,15 +14,16 @@ type Options struct {
 	Unit       string
 	Port       int
 	Explain    bool
-	// CwdFile is a file CMD may write besides the agent's roots (the
-	// hook's rewrite has the shell report its last directory there).
+	// CwdFile is a file CMD may write besides the agent's roots, its path
+	// in CMD's TOOLHOST_CWD_FILE (the hook's rewrite has the shell report
+	// its last directory there).
 	CwdFile string
+	// CwdReport is a descriptor (3 or more) to write, once CMD has exited,
+	// the directory it reported in a CwdFile confine makes for it (cwd.go).
+	CwdReport int
 	// Hold runs CMD under a holder that keeps the live registry told
 	// while any process of it lives (hold.go).
 	Hold bool
-	// TakeCwd is a report file to print the directory of (cwd.go) instead
-	// of running a command.
-	TakeCwd string
 	// holder is set in the holder hold.go starts (never by a user).
 	holder bool
 }
@@ -40,9 +41,9 @@ func (o *Options) FlagSet(name string) *flag.FlagSet {
 	fs.StringVar(&o.Unit, "unit", "", "confine a unit started by spawn_units (binds by network.unitBind)")
 	fs.IntVar(&o.Port, "port", 0, "the unit's own port (with --unit)")
 	fs.BoolVar(&o.Explain, "explain", false, "print the ruleset as JSON instead of running the command")
-	fs.StringVar(&o.CwdFile, "cwd-file", "", "an existing regular file (absolute path) CMD may also write, and nothing else there: the hook's rewrite of the CLI's Bash has the shell report the directory it ended in")
+	fs.StringVar(&o.CwdFile, "cwd-file", "", "an existing regular file (absolute path) CMD may also write, and nothing else there; CMD finds its path in TOOLHOST_CWD_FILE")
+	fs.IntVar(&o.CwdReport, "cwd-report", 0, "make a --cwd-file for CMD to write the directory it ends in, and once CMD has exited write that directory (when it is one) to this descriptor: the hook's rewrite of the CLI's Bash")
 	fs.BoolVar(&o.Hold, "hold", false, "keep the project's live registry told while any process of CMD lives (the hook's Bash): the exit status comes when CMD exits, a holder in its own session stays until the last process CMD left is gone")
-	fs.StringVar(&o.TakeCwd, "take-cwd", "", "print the directory a confined Bash command reported in this file (when it is one), remove the file, and run nothing (the hook's rewrite)")
 	fs.BoolVar(&o.holder, HolderFlag, false, "be the holder (started by --hold itself)")
 	return fs
 }

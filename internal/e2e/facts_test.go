@@ -55,10 +55,15 @@ func judgeRun(t *testing.T, policy string, tc shellcorpus.Case, ran []shellcorpu
 	}
 }
 
-// ranBy drops the shell the door itself starts (bash -c COMMAND) from what
-// the stubs recorded.
+// ranBy drops the shell the door itself starts from what the stubs
+// recorded: the bash tool's bash -c COMMAND, or the hook's rewrite's
+// bash -c RUNNER bash COMMAND (internal/hook, cwd.go).
 func ranBy(ran []shellcorpus.Invocation, command string) []shellcorpus.Invocation {
-	if len(ran) > 0 && ran[0].Name == "bash" && len(ran[0].Args) == 2 && ran[0].Args[0] == "-c" && ran[0].Args[1] == command {
+	if len(ran) == 0 || ran[0].Name != "bash" {
+		return ran
+	}
+	a := ran[0].Args
+	if (len(a) == 2 && a[0] == "-c" && a[1] == command) || (len(a) == 4 && a[0] == "-c" && a[2] == "bash" && a[3] == command) {
 		return ran[1:]
 	}
 	return ran
@@ -202,7 +207,14 @@ func TestCorpusThroughTheHook(t *testing.T) {
 				run := exec.Command(bash, "-c", rewritten)
 				run.Dir, run.Env = unitDir, env
 				_ = run.Run() // a failing command is fine: what it ran counts
-				ran := ranBy(shellcorpus.ReadLog(t, log), command)
+				all := shellcorpus.ReadLog(t, log)
+				ran := ranBy(all, command)
+				if len(ran) == len(all) {
+					// Its own shell is the first thing a rewritten command
+					// runs (before, a mktemp the stubs' PATH lacks ended
+					// every rewrite there, and nothing was judged).
+					t.Fatalf("%s: the rewritten command never started its shell (ran %v)", tc.Title(), all)
+				}
 				if _, ok := shellcorpus.RanForbidden(ran); ok {
 					forbiddenRan++
 				}

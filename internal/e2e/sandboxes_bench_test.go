@@ -28,8 +28,8 @@ const sandboxScript = `x=0; for i in 1 2 3; do x=$((x+i)); done; cat /etc/hostna
 //   - confine: `toolhost confine` (a whole toolhost start);
 //   - helper: toolhost-confine, the small helper beside it;
 //   - hold: toolhost-confine --hold, what the hook's rewrite runs;
-//   - hook: the hook's whole rewritten Bash command (hold, then --take-cwd
-//     to keep the shell's directory), run by bash as the CLI runs it,
+//   - hook: the hook's whole rewritten Bash command (hold with
+//     --cwd-report, keeping the shell's directory), run by bash as the CLI runs it,
 //     against `bash -c CMD`: what a Claude CLI user pays per command;
 //   - tool: the bash tool over a real `serve` (a tester session that
 //     confines against one whose sandbox.commands is off);

@@ -76,7 +76,7 @@ func TestHookRewritesBashToConfine(t *testing.T) {
 		}
 	}
 	command := updated["command"].(string)
-	if !strings.Contains(command, "confine --hold --agent devloop-coder --project-dir "+proj+" --cwd-file \"$__toolhost_cwd\" -- bash -c ") {
+	if !strings.Contains(command, "confine --hold --agent devloop-coder --project-dir "+proj+" --cwd-report 3 -- bash -c ") {
 		t.Fatalf("rewritten command %q does not run under toolhost confine", command)
 	}
 	stdout, stderr, code := runShell(t, unit, command, os.Environ())

@@ -66,7 +66,7 @@ func TestHookRewriteTakesTheHelper(t *testing.T) {
 				t.Fatalf("hook answered %q: %v", out, err)
 			}
 			command := answer.HookSpecificOutput.UpdatedInput.Command
-			if !strings.Contains(command, " && "+tc.confine+" --hold --agent devloop-coder ") || !strings.Contains(command, "$("+tc.confine+" --take-cwd ") {
+			if !strings.Contains(command, "$("+tc.confine+" --hold --agent devloop-coder ") || strings.Count(command, tc.confine) != 1 {
 				t.Fatalf("rewritten command %q, want it run by %s", command, tc.confine)
 			}
 			stdout, stderr, code := runShell(t, unit, command+`; echo "ended in $PWD"`, os.Environ())
