@@ -277,13 +277,25 @@ func TestTempDirs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	staleReport, err := NewReportFile(1<<30, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ownReport, err := NewReportFile(os.Getpid(), ownTicks(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer RemoveTempDir(self)
 	defer RemoveTempDir(detached)
+	defer os.Remove(ownReport)
 	RemoveStaleTempDirs()
 	if _, err := os.Stat(stale); err == nil {
 		t.Error("the temp dir of a gone process was kept")
 	}
-	for _, d := range []string{self, detached} {
+	if _, err := os.Stat(staleReport); err == nil {
+		t.Error("the report file of a gone process was kept")
+	}
+	for _, d := range []string{self, detached, ownReport} {
 		if _, err := os.Stat(d); err != nil {
 			t.Errorf("%s was removed: %v", d, err)
 		}

@@ -25,9 +25,27 @@ func NewTempDir(pid int, ticks uint64) (string, error) {
 	return os.MkdirTemp("", fmt.Sprintf("%s%d-%d-", tempPrefix, pid, ticks))
 }
 
-// RemoveStaleTempDirs removes the private temp dirs whose owning process
-// is gone (a toolhost killed during a command, an exec'ed `toolhost
-// confine` whose command ended).
+// NewReportFile creates an empty file (mode 0600, a new name under the
+// system temp dir, named as NewTempDir's dirs are) for a command of the
+// process pid that started at ticks to report into (the hook's directory
+// report). The caller removes it; RemoveStaleTempDirs removes one whose
+// owner died first.
+func NewReportFile(pid int, ticks uint64) (string, error) {
+	f, err := os.CreateTemp("", fmt.Sprintf("%s%d-%d-report-", tempPrefix, pid, ticks))
+	if err != nil {
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// RemoveStaleTempDirs removes the private temp dirs and report files whose
+// owning process is gone (a toolhost killed during a command, an exec'ed
+// `toolhost confine` whose command ended, a confine killed before it took
+// its command's report).
 func RemoveStaleTempDirs() {
 	dir := os.TempDir()
 	entries, err := os.ReadDir(dir)
@@ -36,7 +54,7 @@ func RemoveStaleTempDirs() {
 	}
 	for _, e := range entries {
 		rest, ok := strings.CutPrefix(e.Name(), tempPrefix)
-		if !ok || !e.IsDir() {
+		if !ok || !(e.IsDir() || e.Type().IsRegular()) {
 			continue
 		}
 		f := strings.SplitN(rest, "-", 3)

@@ -9,6 +9,9 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/toolhost/toolhost/internal/confine"
+	"github.com/toolhost/toolhost/internal/procs"
 )
 
 // The hook's rewrite of the agent CLI's Bash asks, with --cwd-report FD,
@@ -45,19 +48,25 @@ func makeCwdReport(o *Options) (func(), error) {
 	if o.CwdFile != "" {
 		return nil, errors.New("--cwd-report makes its own report file: give it without --cwd-file")
 	}
-	out := os.NewFile(uintptr(o.CwdReport), "cwd report")
-	if _, err := out.Stat(); err != nil {
-		return nil, fmt.Errorf("--cwd-report %d: %w", o.CwdReport, err)
+	// Open for writing, and given by the caller: a descriptor the caller
+	// did not give may still be open here, the Go runtime's own (it reads
+	// the cgroup's CPU quota through descriptors it keeps), but read-only.
+	if fl, err := unix.FcntlInt(uintptr(o.CwdReport), unix.F_GETFL, 0); err != nil || fl&unix.O_ACCMODE == unix.O_RDONLY {
+		return nil, fmt.Errorf("--cwd-report %d: not a descriptor open for writing", o.CwdReport)
 	}
-	f, err := os.CreateTemp("", "toolhost-cwd-*")
+	out := os.NewFile(uintptr(o.CwdReport), "cwd report")
+	self, err := procs.Self()
+	if err == nil {
+		o.CwdFile, err = confine.NewReportFile(self.PID, self.StartTicks)
+	}
+	if err == nil && !filepath.IsAbs(o.CwdFile) {
+		os.Remove(o.CwdFile)
+		err = fmt.Errorf("the temp dir %s is not an absolute path", os.TempDir())
+	}
 	if err != nil {
+		o.CwdFile = ""
 		fmt.Fprintln(os.Stderr, "toolhost confine: the directory this command ends in is not kept:", err)
 		return func() { out.Close() }, nil
-	}
-	f.Close()
-	if o.CwdFile, err = filepath.Abs(f.Name()); err != nil {
-		os.Remove(f.Name())
-		return nil, err
 	}
 	return func() {
 		if dir := TakeCwdReport(o.CwdFile); dir != "" {
@@ -93,6 +102,13 @@ func TakeCwdReport(file string) string {
 	}
 	dir := strings.TrimSuffix(string(b), "\n")
 	if !filepath.IsAbs(dir) || strings.ContainsAny(dir, "\x00\n") {
+		return ""
+	}
+	// Only the canonical path of a directory (the runner reports pwd -P):
+	// through a symbolic link — /proc/PID/root of a process in another
+	// mount namespace, say — the CLI's shell could land where the command
+	// itself could not go.
+	if real, err := filepath.EvalSymlinks(dir); err != nil || real != dir {
 		return ""
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {

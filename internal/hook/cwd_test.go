@@ -92,6 +92,8 @@ func TestHookRewriteCwdReportIsOnlyADirectory(t *testing.T) {
 		{"a directory whose name is code", `cd '` + evil + `'`, evil},
 		{"the report swapped for a FIFO", `rm -f "$__toolhost_cwd_file"; mkfifo "$__toolhost_cwd_file"; cd units`, filepath.Join(proj, "units")},
 		{"the report swapped for a symlink", `ln -sf /etc/passwd "$__toolhost_cwd_file"; cd units`, filepath.Join(proj, "units")},
+		{"a path through a symbolic link", `cd units && ln -s u1 lnk && printf '%s' "$PWD/lnk" >| "$__toolhost_cwd_file"; exit 0`, proj},
+		{"a path through a magic link", `printf '%s' "/proc/self/root$PWD/units" >| "$__toolhost_cwd_file"; exit 0`, proj},
 		{"a report of 100 MB", `head -c 100000000 /dev/zero | tr '\0' / >| "$__toolhost_cwd_file"; exit 0`, proj},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

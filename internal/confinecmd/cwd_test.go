@@ -1,0 +1,84 @@
+package confinecmd_test
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolhost/toolhost/internal/testutil"
+)
+
+// TestCwdReport: through both binaries, --cwd-report N hands the confined
+// command a report file (TOOLHOST_CWD_FILE) and, once it has exited,
+// writes the directory it reported to descriptor N and removes the file;
+// a descriptor the caller did not give open for writing is refused before
+// anything runs (the runtime's own read-only descriptors sit at 3 and 4
+// when the caller gave none).
+func TestCwdReport(t *testing.T) {
+	t.Parallel()
+	for name, argv := range testutil.ConfineCommands(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			proj, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			unit := filepath.Join(proj, "units/a")
+			if err := os.MkdirAll(unit, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			run := func(extra []*os.File, script string) (string, int) {
+				cmd := exec.Command(argv[0], append(argv[1:], "--agent", "devloop-coder", "--project-dir", proj, "--cwd-report", "3",
+					"--", "bash", "-c", script)...)
+				cmd.Dir, cmd.ExtraFiles = unit, extra
+				out, err := cmd.CombinedOutput()
+				code := 0
+				if ee, ok := err.(*exec.ExitError); ok {
+					code = ee.ExitCode()
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				return string(out), code
+			}
+
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, code := run([]*os.File{w}, `echo "$TOOLHOST_CWD_FILE" > file.txt; cd .. && pwd -P >| "$TOOLHOST_CWD_FILE"; exit 4`)
+			w.Close()
+			got, _ := io.ReadAll(r)
+			r.Close()
+			if code != 4 || string(got) != filepath.Join(proj, "units") {
+				t.Fatalf("exit %d (%s), report %q; want exit 4 and %s", code, out, got, filepath.Join(proj, "units"))
+			}
+			named, err := os.ReadFile(filepath.Join(unit, "file.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := strings.TrimSpace(string(named)); !filepath.IsAbs(f) {
+				t.Fatalf("TOOLHOST_CWD_FILE = %q", f)
+			} else if _, err := os.Lstat(f); err == nil {
+				t.Errorf("the report file %s was left behind", f)
+			}
+
+			ro, err := os.Open(os.DevNull)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ro.Close()
+			for what, extra := range map[string][]*os.File{"no descriptor": nil, "a read-only one": {ro}} {
+				out, code := run(extra, "touch ran.txt")
+				if code != 2 || !strings.Contains(out, "--cwd-report 3: not a descriptor open for writing") {
+					t.Errorf("%s: exit %d (%s); want 2 and the reason", what, code, out)
+				}
+				if _, err := os.Stat(filepath.Join(unit, "ran.txt")); err == nil {
+					t.Fatalf("%s: the command ran", what)
+				}
+			}
+		})
+	}
+}
