@@ -451,8 +451,10 @@ func (e *Engine) timeout(next Handler) Handler {
 		defer cancel()
 		a := &attempt{call: *c}
 		stop := context.AfterFunc(tctx, func() {
-			time.Sleep(overrunGrace)
-			e.overrun(ctx, c, a)
+			// A timer, not a sleep: a call whose tool honours its
+			// context (the usual timeout) parks no goroutine for the
+			// grace.
+			time.AfterFunc(overrunGrace, func() { e.overrun(ctx, c, a) })
 		})
 		err := e.attempt(tctx, &a.call, next)
 		stop()

@@ -86,6 +86,46 @@ func TestStalledAuditSinkIsBounded(t *testing.T) {
 	}
 }
 
+// TestTimedOutCallsParkNoGoroutine: calls whose tool honours its context
+// and so returns at its deadline leave nothing waiting out the overrun
+// grace behind them (a goroutine each did, for 250 ms).
+func TestTimedOutCallsParkNoGoroutine(t *testing.T) {
+	prompt := tool.New(tool.Spec{Name: "prompt", Description: "test tool that returns at its deadline", Effect: tool.ReadOnly},
+		func(ctx context.Context, _ *callctx.Ctx, in EchoIn) (EchoOut, error) {
+			<-ctx.Done()
+			return EchoOut{}, ctx.Err()
+		})
+	r := newRig(t, rigOpts{
+		tools:  []tool.Tool{prompt},
+		policy: map[string]policy.Rule{"prompt": {Permission: policy.Read, TimeoutMS: 5}},
+	})
+	const calls = 100
+	var wg sync.WaitGroup
+	for range calls {
+		wg.Go(func() {
+			if out := r.call(t, "prompt", `{"text":"x"}`); out.Status != audit.StatusTimeout {
+				t.Errorf("got %s; want a timeout", describe(out))
+			}
+		})
+	}
+	wg.Wait()
+	// The engine's idle pool workers stay a while by design; what must not
+	// is the timeout stage's context.AfterFunc goroutine.
+	// Within a time well short of the 250 ms grace, for the last of them
+	// to finish starting its timer.
+	buf := make([]byte, 1<<22)
+	parked := func() int {
+		return strings.Count(string(buf[:runtime.Stack(buf, true)]), "created by context.(*afterFuncCtx)")
+	}
+	n := parked()
+	for deadline := time.Now().Add(150 * time.Millisecond); n > 0 && time.Now().Before(deadline); n = parked() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n > 0 {
+		t.Fatalf("%d goroutines of the timeout stage still parked right after %d timed-out calls; want none", n, calls)
+	}
+}
+
 // TestSlowAuditSinkUnderABurstKeepsEveryRow makes far more calls at once
 // than maxAuditInflight against a sink that is slow but answers (one write
 // at a time, 1 ms each, as a disk that syncs every row): every call waits
