@@ -87,7 +87,7 @@ func BenchmarkBuildExcluding(b *testing.B) {
 		b.Skip("needs Landlock ABI 4")
 	}
 	for b.Loop() {
-		fd, err := buildExcluding([]int{8765})
+		fd, err := buildExcluding([]int{8765}, 0)
 		if err != nil {
 			b.Fatal(err)
 		}

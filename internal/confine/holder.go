@@ -54,8 +54,9 @@ const (
 )
 
 // holderArg, as the first argument, makes this binary a holder: then the
-// mode, the layers to add ("scope", "pin", comma-separated, or "-"), "--"
-// and the command. An argument, not an environment variable, so that no
+// mode, the layers to add ("scope"; "exclude" or "exclude-logged", the
+// ruleset on descriptor 4, which scopes too; "pin"; comma-separated, or
+// "-"), "--" and the command. An argument, not an environment variable, so that no
 // command can become a holder by inheriting it.
 const holderArg = "toolhost-holder"
 
@@ -122,7 +123,20 @@ func (p *Plan) holderSpec(spec procs.Spec) procs.Spec {
 		}
 	}
 	var layers []string
-	if p.Confined() && p.scoped != 0 {
+	var extra []*os.File
+	switch {
+	case p.Confined() && p.exclByHolder:
+		// The servers' exclusion, which scopes too, on descriptor 4.
+		layer := "exclude"
+		if p.ABI >= abiLogs {
+			layer = "exclude-logged"
+		}
+		layers = append(layers, layer)
+		if p.exclFile == nil {
+			p.exclFile = os.NewFile(uintptr(p.exclFD), "excluding ruleset")
+		}
+		extra = append(extra, p.exclFile)
+	case p.Confined() && p.scoped != 0:
 		layers = append(layers, "scope")
 	}
 	if p.Confined() && p.canFilter {
@@ -140,7 +154,7 @@ func (p *Plan) holderSpec(spec procs.Spec) procs.Spec {
 	}
 	spec.Argv = append([]string{exe, holderArg, string(p.hold), strings.Join(layers, ","), "--"}, argv...)
 	spec.Path = exe
-	spec.ExtraFiles = append([]*os.File{p.live}, spec.ExtraFiles...)
+	spec.ExtraFiles = append(append([]*os.File{p.live}, extra...), spec.ExtraFiles...)
 	return spec
 }
 

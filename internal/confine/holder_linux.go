@@ -25,6 +25,19 @@ func nest(layers []string) error {
 			if err != nil {
 				return fmt.Errorf("landlock_restrict_self: %w", err)
 			}
+		case "exclude", "exclude-logged":
+			// The ruleset that keeps the command off toolhost's servers'
+			// ports and scopes it (Plan.exclByHolder), on descriptor 4;
+			// denials after the exec logged when the plan logs its own.
+			var flags uint32
+			if l == "exclude-logged" {
+				flags = unix.LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON
+			}
+			err := restrictSelf(4, flags)
+			unix.Close(4)
+			if err != nil {
+				return fmt.Errorf("landlock_restrict_self (toolhost's servers out of reach): %w", err)
+			}
 		case "pin":
 			prog, err := pinFilter(nativeArch())
 			if err != nil {
@@ -33,6 +46,10 @@ func nest(layers []string) error {
 			if err := installFilter(prog); err != nil {
 				return err
 			}
+		case "-":
+		default:
+			// A layer this build does not know would go missing silently.
+			return fmt.Errorf("unknown holder layer %q", l)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package confine
 
 import (
 	"bufio"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -22,6 +23,24 @@ import (
 // left behind tries to stay (its own session, SIGTERM ignored).
 func TestHolderKeepsItsCommandInReach(t *testing.T) {
 	t.Parallel()
+	holderKeepsItsCommandInReach(t, false)
+}
+
+// TestHolderKeepsItsCommandInReachWhileAServerRuns is the same while a
+// toolhost server is registered: then the holder's nested layer is the
+// ruleset keeping the command off the server's port, which scopes too
+// (Plan.exclByHolder), and the command still cannot end its holder.
+func TestHolderKeepsItsCommandInReachWhileAServerRuns(t *testing.T) {
+	t.Setenv(EnvServersDir, t.TempDir())
+	release, err := RegisterServer(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	holderKeepsItsCommandInReach(t, true)
+}
+
+func holderKeepsItsCommandInReach(t *testing.T, server bool) {
 	dir := tree(t, "w/")
 	p, err := Prepare(Request{Agent: "devloop-test", Sandbox: agents.Sandbox{Commands: agents.CommandsRequire, WriteAllowList: []string{"w/**"}},
 		ProjectDir: dir, Mkdir: mkdirIn(dir), Hold: HoldCall})
@@ -31,6 +50,9 @@ func TestHolderKeepsItsCommandInReach(t *testing.T) {
 	defer p.Close()
 	if !p.Confined() || !p.Scoped {
 		t.Skipf("needs Landlock with scoped signals: %s %v", p.Unconfined, p.NotEnforced)
+	}
+	if p.exclByHolder != server {
+		t.Fatalf("the holder adds the servers' exclusion: %v, want %v (connect %s)", p.exclByHolder, server, p.Connect)
 	}
 	script := `kill -KILL $PPID 2>/dev/null; echo kill=$?
 setsid sh -c 'trap "" TERM; echo job=$$ $(cut -d" " -f5 /proc/$$/stat); exec sleep 60' &

@@ -159,7 +159,7 @@ func (p *Plan) Restrict() error {
 		flags |= unix.LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON
 	}
 	for _, fd := range []int{p.ruleFD, p.exclFD} {
-		if fd < 0 {
+		if fd < 0 || (fd == p.exclFD && p.exclByHolder) {
 			continue
 		}
 		if err := restrictSelf(fd, flags); err != nil {

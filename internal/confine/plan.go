@@ -132,8 +132,16 @@ type Plan struct {
 	ruleFD    int
 	kind      Kind
 	// exclFD is a second ruleset, granting every TCP port but those of
-	// toolhost's servers (-1: none).
-	exclFD int
+	// toolhost's servers (-1: none). With exclByHolder it also scopes
+	// signals and abstract sockets, and the holder adds it as its nested
+	// layer (instead of the thread adding it and the holder a scope layer
+	// of its own): each new domain copies every rule of its parent, so the
+	// ~65,000 port rules are copied once per command, not twice.
+	exclFD       int
+	exclByHolder bool
+	// exclFile is exclFD as the holder's descriptor 4 (holderSpec); it
+	// owns exclFD once made.
+	exclFile *os.File
 	// hold is the holder the command runs under, live its registration
 	// (nil: none; Close closes this process's copy).
 	hold Hold
@@ -285,6 +293,10 @@ func (p *Plan) Close() {
 	if p.live != nil {
 		p.live.Close()
 		p.live = nil
+	}
+	if p.exclFile != nil {
+		p.exclFile.Close()
+		p.exclFile, p.exclFD = nil, -1
 	}
 	for _, fd := range []*int{&p.ruleFD, &p.exclFD} {
 		if *fd >= 0 {

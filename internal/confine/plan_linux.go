@@ -50,6 +50,10 @@ func (p *Plan) landlock(req Request, k Kernel, tmp string) (*Plan, error) {
 	return p, nil
 }
 
+// scopeAll is what a plan scopes where the kernel can (ABI ≥ 6): signals
+// and abstract unix sockets.
+const scopeAll = unix.LANDLOCK_SCOPE_SIGNAL | unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+
 // older lists what an older ABI leaves out of every plan (require
 // refuses the command for any of it, best-effort runs without it).
 func (p *Plan) older(k Kernel) {
@@ -67,7 +71,7 @@ func (p *Plan) older(k Kernel) {
 		}
 	}
 	if p.ABI >= abiScoped {
-		p.scoped = unix.LANDLOCK_SCOPE_SIGNAL | unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+		p.scoped = scopeAll
 		p.Scoped = true
 	}
 }
@@ -124,7 +128,11 @@ func (p *Plan) network(req Request, k Kernel) {
 	add(connect, unix.LANDLOCK_ACCESS_NET_CONNECT_TCP)
 	add(bind, unix.LANDLOCK_ACCESS_NET_BIND_TCP)
 	if exclude && !req.DecideOnly {
-		fd, err := excludingRuleset(servers)
+		var scoped uint64
+		if req.Hold != HoldNone && p.ABI >= abiScoped {
+			scoped, p.exclByHolder = scopeAll, true
+		}
+		fd, err := excludingRuleset(servers, scoped)
 		if err != nil {
 			p.NotEnforced = append(p.NotEnforced, "keeping toolhost's servers out of reach: "+err.Error())
 			p.Connect = "any"

@@ -47,38 +47,50 @@ func serverPorts() []int {
 	return slices.Compact(ports)
 }
 
-// excluded is the process's one ruleset granting every TCP port but those
-// of toolhost's servers, rebuilt only when that set changes.
+// excluded are the process's rulesets granting every TCP port but those of
+// toolhost's servers, one per scope (a held command's also scopes signals
+// and abstract sockets: Plan.exclByHolder), each rebuilt only when the set
+// of ports changes.
 var excluded struct {
-	mu    sync.Mutex
+	mu   sync.Mutex
+	sets map[uint64]excludingSet
+}
+
+type excludingSet struct {
 	ports []int
 	fd    int
 }
 
 // excludingRuleset returns a new descriptor (the caller closes it) of a
-// Landlock ruleset that allows connecting to every TCP port except ports.
-func excludingRuleset(ports []int) (int, error) {
+// Landlock ruleset that allows connecting to every TCP port except ports
+// and scopes what scoped names.
+func excludingRuleset(ports []int, scoped uint64) (int, error) {
 	excluded.mu.Lock()
 	defer excluded.mu.Unlock()
-	if excluded.fd <= 0 || !slices.Equal(excluded.ports, ports) {
-		fd, err := buildExcluding(ports)
+	set, ok := excluded.sets[scoped]
+	if !ok || !slices.Equal(set.ports, ports) {
+		fd, err := buildExcluding(ports, scoped)
 		if err != nil {
 			return -1, err
 		}
-		if excluded.fd > 0 {
-			unix.Close(excluded.fd)
+		if ok {
+			unix.Close(set.fd)
 		}
-		excluded.fd, excluded.ports = fd, slices.Clone(ports)
+		if excluded.sets == nil {
+			excluded.sets = map[uint64]excludingSet{}
+		}
+		set = excludingSet{ports: slices.Clone(ports), fd: fd}
+		excluded.sets[scoped] = set
 	}
-	fd, err := unix.FcntlInt(uintptr(excluded.fd), unix.F_DUPFD_CLOEXEC, 0)
+	fd, err := unix.FcntlInt(uintptr(set.fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return -1, fmt.Errorf("dup the excluding ruleset: %w", err)
 	}
 	return fd, nil
 }
 
-func buildExcluding(ports []int) (int, error) {
-	attr := unix.LandlockRulesetAttr{Handled_access_net: unix.LANDLOCK_ACCESS_NET_CONNECT_TCP}
+func buildExcluding(ports []int, scoped uint64) (int, error) {
+	attr := unix.LandlockRulesetAttr{Handled_access_net: unix.LANDLOCK_ACCESS_NET_CONNECT_TCP, Scoped: scoped}
 	fd, err := createRuleset(&attr)
 	if err != nil {
 		return -1, fmt.Errorf("landlock_create_ruleset: %w", err)
