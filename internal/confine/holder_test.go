@@ -54,7 +54,10 @@ func holderKeepsItsCommandInReach(t *testing.T, server bool) {
 	if p.exclByHolder != server {
 		t.Fatalf("the holder adds the servers' exclusion: %v, want %v (connect %s)", p.exclByHolder, server, p.Connect)
 	}
-	script := `kill -KILL $PPID 2>/dev/null; echo kill=$?
+	// Each thread of the holder whose memory the command can open (one
+	// stays in the command's domain: the thread that forked it).
+	script := `n=0; for t in /proc/$PPID/task/*; do (: < "$t/mem") 2>/dev/null && n=$((n+1)); done; echo mem=$n
+kill -KILL $PPID 2>/dev/null; echo kill=$?
 setsid sh -c 'trap "" TERM; echo job=$$ $(cut -d" " -f5 /proc/$$/stat); exec sleep 60' &
 read line || true
 `
@@ -72,6 +75,9 @@ read line || true
 			t.Fatalf("output: %q %v", l, err)
 		}
 		return strings.TrimSpace(l)
+	}
+	if l := read(); l != "mem=0" {
+		t.Fatalf("the command can open its holder's memory: %s", l)
 	}
 	if l := read(); l == "kill=0" {
 		t.Fatalf("the command killed its holder: %s", l)

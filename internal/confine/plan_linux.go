@@ -130,7 +130,7 @@ func (p *Plan) network(req Request, k Kernel) {
 	if exclude && !req.DecideOnly {
 		var scoped uint64
 		if req.Hold != HoldNone && p.ABI >= abiScoped {
-			scoped, p.exclByHolder = scopeAll, true
+			scoped = scopeAll
 		}
 		fd, err := excludingRuleset(servers, scoped)
 		if err != nil {
@@ -138,7 +138,7 @@ func (p *Plan) network(req Request, k Kernel) {
 			p.Connect = "any"
 			return
 		}
-		p.exclFD = fd
+		p.exclFD, p.exclByHolder = fd, scoped != 0
 	}
 }
 

@@ -1,6 +1,7 @@
 package confinecmd_test
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -80,5 +81,38 @@ func TestCwdReport(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCommandCannotReachItsConfinesMemory: through both binaries, with and
+// without --hold, no thread of the process that started CMD (confine, or
+// its holder) lets CMD open its memory. One of them, the thread that
+// forked CMD, is in CMD's own Landlock domain for as long as CMD runs;
+// through it CMD could write the memory of a process whose other threads
+// are not confined at all.
+func TestCommandCannotReachItsConfinesMemory(t *testing.T) {
+	t.Parallel()
+	for name, argv := range testutil.ConfineCommands(t) {
+		for _, hold := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s hold=%v", name, hold), func(t *testing.T) {
+				t.Parallel()
+				proj := t.TempDir()
+				unit := filepath.Join(proj, "units/a")
+				if err := os.MkdirAll(unit, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				args := append(argv[1:], "--agent", "devloop-coder", "--project-dir", proj)
+				if hold {
+					args = append(args, "--hold")
+				}
+				script := `n=0; for t in /proc/$PPID/task/*; do (: < "$t/mem") 2>/dev/null && n=$((n+1)); done; echo mem=$n`
+				cmd := exec.Command(argv[0], append(args, "--", "sh", "-c", script)...)
+				cmd.Dir = unit
+				out, err := cmd.CombinedOutput()
+				if err != nil || strings.TrimSpace(string(out)) != "mem=0" {
+					t.Fatalf("%s (%v); want mem=0: no thread's memory open to the command", out, err)
+				}
+			})
+		}
 	}
 }

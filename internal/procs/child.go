@@ -185,6 +185,18 @@ func (c *Child) keep(restrict func() error, started chan<- error) {
 	}
 	// Never unlocked: the runtime ends this thread with the goroutine.
 	if restrict != nil {
+		// This thread stays alive, in the child's Landlock domain, for
+		// as long as the child runs (its parent-death signal is tied to
+		// it), and Landlock lets a process trace its own domain: the
+		// child could stop this thread and write this process's memory,
+		// where the other threads hold more authority than the child.
+		// A process that is not dumpable cannot be traced, or its
+		// memory opened, by one without CAP_SYS_PTRACE, which no
+		// confined process holds.
+		if err := notDumpable(); err != nil {
+			started <- fmt.Errorf("confine: %w", err)
+			return
+		}
 		if err := restrict(); err != nil {
 			started <- fmt.Errorf("confine: %w", err)
 			return

@@ -14,6 +14,9 @@ import (
 // a Manager's warden stops its group (warden.go).
 func sysProcAttr(_, inGroup bool) *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: !inGroup} }
 
+// notDumpable has nothing to do: nothing confines a child on macOS.
+func notDumpable() error { return nil }
+
 // onMainThread is false: nothing on macOS ties a thread's attributes to
 // the child it forks (no Landlock domain, no parent-death signal), so any
 // thread may fork.

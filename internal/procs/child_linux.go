@@ -2,6 +2,7 @@ package procs
 
 import (
 	"errors"
+	"fmt"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -16,6 +17,16 @@ func sysProcAttr(detached, inGroup bool) *syscall.SysProcAttr {
 		attr.Pdeathsig = syscall.SIGKILL
 	}
 	return attr
+}
+
+// notDumpable makes this process not dumpable (PR_SET_DUMPABLE 0): no
+// ptrace, /proc/PID/mem, process_vm_writev or pidfd_getfd into it without
+// CAP_SYS_PTRACE. A program the child execs is dumpable again.
+func notDumpable() error {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_DUMPABLE, 0): %w", err)
+	}
+	return nil
 }
 
 // onMainThread reports whether the calling (locked) goroutine runs on the
