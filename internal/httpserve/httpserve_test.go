@@ -1,6 +1,7 @@
 package httpserve_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -264,13 +265,24 @@ func TestHTTPWithInspectorCLI(t *testing.T) {
 	endpoint := gw.URL + "/mcp"
 	run := func(args ...string) []byte {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, inspector, append([]string{"--cli", endpoint}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("mcp-inspector %v: %v\n%s\n%s", args, err, out, s.log())
+		for attempt := 1; ; attempt++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			out, err := exec.CommandContext(ctx, inspector, append([]string{"--cli", endpoint}, args...)...).CombinedOutput()
+			cancel()
+			// About once in a hundred runs on a loaded machine the
+			// gateway's copy of a response is cut ("ReverseProxy read
+			// error during body copy: … use of closed network
+			// connection") and node's fetch reports "terminated"; the
+			// server logged nothing amiss. Once more, then it counts.
+			if err != nil && attempt == 1 && bytes.Contains(out, []byte(": terminated")) {
+				t.Logf("mcp-inspector %v: %s; trying once more", args, bytes.TrimSpace(out))
+				continue
+			}
+			if err != nil {
+				t.Fatalf("mcp-inspector %v: %v\n%s\n%s", args, err, out, s.log())
+			}
+			return out
 		}
-		return out
 	}
 	var list struct {
 		Tools []struct{ Name string } `json:"tools"`
