@@ -2,6 +2,8 @@ package confine
 
 import (
 	"bufio"
+	"context"
+	"io"
 	"net"
 	"os"
 	"slices"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/toolhost/toolhost/internal/agents"
 	"github.com/toolhost/toolhost/internal/live"
@@ -135,6 +138,77 @@ func TestHolderEndsAsItsCommandDid(t *testing.T) {
 		if got := c.ExitSignal(); got != sig {
 			code, _, _ := c.Exit()
 			t.Errorf("command ended by %v: holder ended by %v (exit %d), want %v", sig, got, code, sig)
+		}
+	}
+}
+
+// TestCommandCannotLimitOrRescheduleOthers: a confined command, held or
+// not, can set the resource limits, priority and scheduling of itself
+// (setrlimit, nice, ionice, taskset and chrt running a command), and of no
+// other process of its user: here a process of the same uid without
+// capabilities (as the test's user without them: with them, the kernel's
+// capability rules already refuse all but prlimit), whose soft
+// RLIMIT_NOFILE and nice value it tries to change. Landlock does not see
+// these calls; the seccomp filter does.
+func TestCommandCannotLimitOrRescheduleOthers(t *testing.T) {
+	t.Parallel()
+	argv := []string{"/bin/sleep", "60"}
+	if os.Geteuid() == 0 {
+		argv = append([]string{"/usr/bin/setpriv", "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--"}, argv...)
+	}
+	victim, err := procs.Spawn(procs.Spec{Name: "victim", Argv: argv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer victim.Stop(context.Background())
+	pid := strconv.Itoa(victim.PID)
+	state := func() string {
+		stat, _ := os.ReadFile("/proc/" + pid + "/stat")
+		limits, _ := os.ReadFile("/proc/" + pid + "/limits")
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		for _, l := range strings.Split(string(limits), "\n") {
+			if strings.HasPrefix(l, "Max open files") {
+				return "nice " + f[16] + ", " + strings.Join(strings.Fields(l), " ")
+			}
+		}
+		return "nice " + f[16]
+	}
+	// Once setpriv has exec'd sleep, without capabilities.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile("/proc/" + pid + "/comm"); strings.TrimSpace(string(b)) == "sleep" {
+			break
+		}
+	}
+	before := state()
+	script := `for c in "prlimit --pid $1 --nofile=100:" "renice -n 7 -p $1" "taskset -p 1 $1" "ionice -c 3 -p $1" "chrt -i -p 0 $1"; do
+	$c >/dev/null 2>&1 && echo "did: $c"
+done
+prlimit --nofile=64: sh -c 'echo nofile=$(ulimit -n)'
+nice -n 5 true && ionice -c 3 true && taskset -c 0 true && chrt -i 0 true && echo self=ok`
+	for _, hold := range []Hold{HoldNone, HoldCall} {
+		dir := tree(t, "w/")
+		p, err := Prepare(Request{Agent: "devloop-test", Sandbox: agents.Sandbox{Commands: agents.CommandsRequire, WriteAllowList: []string{"w/**"}},
+			ProjectDir: dir, Mkdir: mkdirIn(dir), Hold: hold})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.Confined() || !p.canFilter {
+			p.Close()
+			t.Skipf("needs Landlock and the seccomp filter: %s %v", p.Unconfined, p.NotEnforced)
+		}
+		c, pipes, err := procs.SpawnPiped(procs.Spawn, p.Command("limits", []string{"/bin/sh", "-c", script, "sh", pid}, dir))
+		p.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pipes.Stdin.Close()
+		out, _ := io.ReadAll(pipes.Stdout)
+		<-c.Done()
+		if got := strings.TrimSpace(string(out)); got != "nofile=64\nself=ok" {
+			t.Errorf("hold %q: the command printed %q; want only nofile=64 and self=ok", hold, got)
+		}
+		if now := state(); now != before {
+			t.Errorf("hold %q: the other process went from %q to %q", hold, before, now)
 		}
 	}
 }

@@ -33,6 +33,14 @@ import (
 //     where Landlock's connect check never runs (a denied port was reached
 //     that way on Linux 6.18): the flag fails with EOPNOTSUPP, the answer
 //     of a kernel with Fast Open off; a plain connect still works.
+//   - Resource limits, priorities and scheduling of other processes:
+//     Landlock does not check prlimit64, setpriority, ioprio_set or the
+//     sched_set* calls, which work on any process of the same user (a
+//     command set toolhost's own RLIMIT_FSIZE to 1 byte, and its audit rows
+//     and every later call failed). They may name only the caller itself
+//     (pid or who 0: what setrlimit, nice, ionice COMMAND, taskset COMMAND
+//     and chrt COMMAND pass); any other target is EPERM. A program that
+//     pins its own threads by thread id is refused too.
 
 // nativeArch is the seccomp audit arch of this build, 0 where the filter
 // is not written for it.
@@ -62,6 +70,9 @@ const (
 )
 
 func offArg(i int) uint32 { return uint32(16 + 8*i) }
+
+// ioprioWhoProcess is ioprio_set's IOPRIO_WHO_PROCESS (linux/ioprio.h).
+const ioprioWhoProcess = 1
 
 // The protocols an internet socket may use when TCP is limited.
 var tcpOnlyProtocols = []uint32{0, unix.IPPROTO_TCP, unix.IPPROTO_UDP, unix.IPPROTO_ICMP, unix.IPPROTO_ICMPV6}
@@ -129,6 +140,12 @@ func commandFilter(arch uint32, o filterOptions) (seccompProgram, error) {
 		a.jump(unix.BPF_JEQ, uint32(nr), "enosys", "")
 	}
 	a.jump(unix.BPF_JEQ, unix.SYS_IOCTL, "ioctl", "")
+	for _, nr := range []uintptr{unix.SYS_PRLIMIT64, unix.SYS_SCHED_SETSCHEDULER, unix.SYS_SCHED_SETPARAM,
+		unix.SYS_SCHED_SETATTR, unix.SYS_SCHED_SETAFFINITY} {
+		a.jump(unix.BPF_JEQ, uint32(nr), "pid0", "")
+	}
+	a.jump(unix.BPF_JEQ, unix.SYS_SETPRIORITY, "prio", "")
+	a.jump(unix.BPF_JEQ, unix.SYS_IOPRIO_SET, "ioprio", "")
 	if o.tcpOnly {
 		a.jump(unix.BPF_JEQ, unix.SYS_SOCKET, "socket", "")
 		a.jump(unix.BPF_JEQ, unix.SYS_SENDTO, "flags3", "")
@@ -141,6 +158,25 @@ func commandFilter(arch uint32, o filterOptions) (seccompProgram, error) {
 	a.ld(offArg(1))
 	a.jump(unix.BPF_JEQ, unix.TIOCSTI, "eperm", "")
 	a.jump(unix.BPF_JEQ, unix.TIOCLINUX, "eperm", "")
+	a.ret(unix.SECCOMP_RET_ALLOW)
+
+	// Only the caller itself: pid 0 (a pid_t, so the low 32 bits are the
+	// argument); setpriority's PRIO_PROCESS and ioprio_set's
+	// IOPRIO_WHO_PROCESS with who 0.
+	a.label("pid0")
+	a.ld(offArg(0))
+	a.jump(unix.BPF_JEQ, 0, "self", "eperm")
+	a.label("prio")
+	a.ld(offArg(0))
+	a.jump(unix.BPF_JEQ, unix.PRIO_PROCESS, "", "eperm")
+	a.ld(offArg(1))
+	a.jump(unix.BPF_JEQ, 0, "self", "eperm")
+	a.label("ioprio")
+	a.ld(offArg(0))
+	a.jump(unix.BPF_JEQ, ioprioWhoProcess, "", "eperm")
+	a.ld(offArg(1))
+	a.jump(unix.BPF_JEQ, 0, "self", "eperm")
+	a.label("self")
 	a.ret(unix.SECCOMP_RET_ALLOW)
 
 	if o.tcpOnly {
