@@ -22,6 +22,11 @@ import (
 // any of it), the seccomp filter, then the roots.
 func (p *Plan) landlock(req Request, k Kernel, tmp string) (*Plan, error) {
 	p.ABI = k.ABI
+	if p.ABI >= abiScoped {
+		// Before the TCP rules: a held command's exclusion scopes too.
+		p.scoped = scopeAll
+		p.Scoped = true
+	}
 	p.network(req, k)
 	p.older(k)
 	if p.Mode == agents.CommandsRequire && len(p.NotEnforced) > 0 {
@@ -69,10 +74,6 @@ func (p *Plan) older(k Kernel) {
 		if p.ABI < f.abi {
 			p.NotEnforced = append(p.NotEnforced, fmt.Sprintf("%s needs Landlock ABI %d; %s", f.what, f.abi, abiWords(k)))
 		}
-	}
-	if p.ABI >= abiScoped {
-		p.scoped = scopeAll
-		p.Scoped = true
 	}
 }
 
@@ -129,8 +130,8 @@ func (p *Plan) network(req Request, k Kernel) {
 	add(bind, unix.LANDLOCK_ACCESS_NET_BIND_TCP)
 	if exclude && !req.DecideOnly {
 		var scoped uint64
-		if req.Hold != HoldNone && p.ABI >= abiScoped {
-			scoped = scopeAll
+		if req.Hold != HoldNone {
+			scoped = p.scoped
 		}
 		fd, err := excludingRuleset(servers, scoped)
 		if err != nil {

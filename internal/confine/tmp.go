@@ -22,7 +22,14 @@ const tempPrefix = TempDirPrefix
 // ticks. The caller removes it when the command is done; RemoveStaleTempDirs
 // removes those whose owner died first.
 func NewTempDir(pid int, ticks uint64) (string, error) {
-	return os.MkdirTemp("", fmt.Sprintf("%s%d-%d-", tempPrefix, pid, ticks))
+	return os.MkdirTemp("", tempName(pid, ticks, ""))
+}
+
+// tempName is the pattern of an entry of the owner pid that started at
+// ticks, as RemoveStaleTempDirs reads it back: prefix, pid, ticks, then
+// what (if any) and the random part.
+func tempName(pid int, ticks uint64, what string) string {
+	return fmt.Sprintf("%s%d-%d-%s", tempPrefix, pid, ticks, what)
 }
 
 // NewReportFile creates an empty file (mode 0600, a new name under the
@@ -31,7 +38,7 @@ func NewTempDir(pid int, ticks uint64) (string, error) {
 // report). The caller removes it; RemoveStaleTempDirs removes one whose
 // owner died first.
 func NewReportFile(pid int, ticks uint64) (string, error) {
-	f, err := os.CreateTemp("", fmt.Sprintf("%s%d-%d-report-", tempPrefix, pid, ticks))
+	f, err := os.CreateTemp("", tempName(pid, ticks, "report-"))
 	if err != nil {
 		return "", err
 	}
