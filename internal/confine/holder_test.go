@@ -173,10 +173,14 @@ func TestCommandCannotLimitOrRescheduleOthers(t *testing.T) {
 		}
 		return "nice " + f[16]
 	}
-	// Once setpriv has exec'd sleep, without capabilities.
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	// Once setpriv has exec'd sleep, without capabilities: before, the
+	// kernel's capability rules would refuse the calls by themselves.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if b, _ := os.ReadFile("/proc/" + pid + "/comm"); strings.TrimSpace(string(b)) == "sleep" {
 			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the victim %s did not exec sleep", pid)
 		}
 	}
 	before := state()

@@ -23,26 +23,13 @@ func TestCwdReport(t *testing.T) {
 	for name, argv := range testutil.ConfineCommands(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			proj, err := filepath.EvalSymlinks(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			unit := filepath.Join(proj, "units/a")
-			if err := os.MkdirAll(unit, 0o755); err != nil {
-				t.Fatal(err)
-			}
+			proj, unit := unitProject(t)
 			run := func(extra []*os.File, script string) (string, int) {
 				cmd := exec.Command(argv[0], append(argv[1:], "--agent", "devloop-coder", "--project-dir", proj, "--cwd-report", "3",
 					"--", "bash", "-c", script)...)
 				cmd.Dir, cmd.ExtraFiles = unit, extra
-				out, err := cmd.CombinedOutput()
-				code := 0
-				if ee, ok := err.(*exec.ExitError); ok {
-					code = ee.ExitCode()
-				} else if err != nil {
-					t.Fatal(err)
-				}
-				return string(out), code
+				stdout, stderr, code := testutil.RunCommand(t, cmd, "")
+				return stdout + stderr, code
 			}
 
 			r, w, err := os.Pipe()
@@ -96,11 +83,7 @@ func TestCommandCannotReachItsConfinesMemory(t *testing.T) {
 		for _, hold := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s hold=%v", name, hold), func(t *testing.T) {
 				t.Parallel()
-				proj := t.TempDir()
-				unit := filepath.Join(proj, "units/a")
-				if err := os.MkdirAll(unit, 0o755); err != nil {
-					t.Fatal(err)
-				}
+				proj, unit := unitProject(t)
 				args := append(argv[1:], "--agent", "devloop-coder", "--project-dir", proj)
 				if hold {
 					args = append(args, "--hold")
@@ -108,9 +91,8 @@ func TestCommandCannotReachItsConfinesMemory(t *testing.T) {
 				script := `n=0; for t in /proc/$PPID/task/*; do (: < "$t/mem") 2>/dev/null && n=$((n+1)); done; echo mem=$n`
 				cmd := exec.Command(argv[0], append(args, "--", "sh", "-c", script)...)
 				cmd.Dir = unit
-				out, err := cmd.CombinedOutput()
-				if err != nil || strings.TrimSpace(string(out)) != "mem=0" {
-					t.Fatalf("%s (%v); want mem=0: no thread's memory open to the command", out, err)
+				if stdout, stderr, code := testutil.RunCommand(t, cmd, ""); code != 0 || strings.TrimSpace(stdout) != "mem=0" {
+					t.Fatalf("exit %d, stdout %q, stderr %q; want mem=0: no thread's memory open to the command", code, stdout, stderr)
 				}
 			})
 		}

@@ -23,11 +23,7 @@ func TestHold(t *testing.T) {
 	for name, argv := range testutil.ConfineCommands(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			proj := t.TempDir()
-			unit := filepath.Join(proj, "units/a")
-			if err := os.MkdirAll(unit, 0o755); err != nil {
-				t.Fatal(err)
-			}
+			proj, unit := unitProject(t)
 			fifo := filepath.Join(proj, "release")
 			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 				t.Fatal(err)
@@ -76,4 +72,19 @@ func TestHold(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unitProject is a project (its path with no symbolic link in it) with the
+// unit directory units/a, where the tests run their commands.
+func unitProject(t *testing.T) (proj, unit string) {
+	t.Helper()
+	proj, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit = filepath.Join(proj, "units/a")
+	if err := os.MkdirAll(unit, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return proj, unit
 }
